@@ -1,0 +1,288 @@
+/* The observability endpoint: /metrics, /healthz and /readyz on
+ * libmicrohttpd's internal polling thread. Probes run the registered checks
+ * on that thread, so a stuck processor loop shows up as a failing check
+ * rather than as a probe that never answers. */
+#include "http_server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Per kind. A fixed array keeps a probe's snapshot on the stack. */
+#define MAX_CHECKS 64
+#define WHY_LEN 256
+
+typedef struct check {
+    char *name; /* owned copy */
+    mc_check_fn fn;
+    void *arg;
+} check;
+
+typedef struct check_list {
+    check items[MAX_CHECKS];
+    size_t n;
+    /* A check that could not be stored (list full, or no memory for its
+     * name) must not silently pass, so its kind fails from then on. */
+    bool overflow;
+} check_list;
+
+struct mc_http_server {
+    struct MHD_Daemon *daemon;
+    mc_metrics *metrics;
+    uint16_t port;
+    pthread_mutex_t lock; /* guards ready and health */
+    check_list ready, health;
+};
+
+/* ---------------------------------------------------------------------------
+ * Responses
+ * ------------------------------------------------------------------------ */
+
+/* Queues body (malloc'd, ownership passes to MHD) with a status and a
+ * Content-Type. NULL body means the response could not be built: 500. */
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status, char *body,
+                             const char *content_type)
+{
+    static const char oom[] = "out of memory\n";
+    struct MHD_Response *r;
+    if (body) {
+        r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    } else {
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        content_type = "text/plain; charset=utf-8";
+        r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    }
+    if (!r) {
+        free(body);
+        return MHD_NO; /* MHD closes the connection */
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    /* Probes and scrapes must always see the present, never a cached past. */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned int status,
+                                  const char *text)
+{
+    return reply(conn, status, strdup(text), "text/plain; charset=utf-8");
+}
+
+/* Runs every check of one kind and builds the probe's body: "ok" and one
+ * "name: ok" line per check when all pass, otherwise "failed" and one
+ * "name: reason" line per failing check. The list is copied under the lock
+ * and the checks run outside it, so a slow check never blocks a processor
+ * adding its own. Names stay valid after unlocking: they are freed only by
+ * mc_http_stop(), after the HTTP thread has exited. */
+static enum MHD_Result reply_checks(mc_http_server *s, struct MHD_Connection *conn,
+                                    const check_list *list)
+{
+    check snap[MAX_CHECKS];
+    pthread_mutex_lock(&s->lock);
+    size_t n = list->n;
+    bool overflow = list->overflow;
+    memcpy(snap, list->items, n * sizeof snap[0]);
+    pthread_mutex_unlock(&s->lock);
+
+    bool pass[MAX_CHECKS];
+    char why[MAX_CHECKS][WHY_LEN];
+    bool all = !overflow;
+    for (size_t i = 0; i < n; i++) {
+        why[i][0] = '\0';
+        pass[i] = snap[i].fn(snap[i].arg, why[i], WHY_LEN);
+        why[i][WHY_LEN - 1] = '\0'; /* in case a check filled it to the brim */
+        /* One line per check, whatever the check wrote. */
+        for (char *p = why[i]; *p; p++)
+            if (*p == '\n' || *p == '\r') *p = ' ';
+        if (!pass[i]) all = false;
+    }
+
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f) return reply(conn, 0, NULL, NULL);
+    fputs(all ? "ok\n" : "failed\n", f);
+    if (overflow) fprintf(f, "checks: more than %d registered, or no memory\n", MAX_CHECKS);
+    for (size_t i = 0; i < n; i++) {
+        if (pass[i] && all)
+            fprintf(f, "%s: ok\n", snap[i].name);
+        else if (!pass[i])
+            fprintf(f, "%s: %s\n", snap[i].name, why[i][0] ? why[i] : "failed");
+    }
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed) {
+        free(body);
+        body = NULL;
+    }
+    return reply(conn, all ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
+                 "text/plain; charset=utf-8");
+}
+
+/* MHD's access handler. A refused method is answered on the first call,
+ * before any body is read, and MHD closes that connection. Everything else
+ * is answered on the second call, once MHD knows the request is complete:
+ * answering a GET earlier also works but costs the keep-alive a scraper
+ * would reuse. */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    (void)version;
+    (void)upload_data;
+    mc_http_server *s = cls;
+
+    /* MHD drops the body of HEAD answers itself, keeping Content-Length. */
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (*req_cls == NULL) {
+        *req_cls = s; /* any non-NULL marker: "headers seen" */
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0; /* a GET with a body: ignore it */
+        return MHD_YES;
+    }
+
+    if (strcmp(url, "/metrics") == 0) {
+        if (!s->metrics) return reply_text(conn, MHD_HTTP_OK, "");
+        return reply(conn, MHD_HTTP_OK, mc_metrics_render(s->metrics),
+                     "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (strcmp(url, "/healthz") == 0) return reply_checks(s, conn, &s->health);
+    if (strcmp(url, "/readyz") == 0) return reply_checks(s, conn, &s->ready);
+    return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* ---------------------------------------------------------------------------
+ * Start and stop
+ * ------------------------------------------------------------------------ */
+
+/* Formats addr:port the way a user would type it ([::1]:8080 for IPv6). */
+static void format_endpoint(char *out, size_t outlen, const char *host, uint16_t port)
+{
+    if (strchr(host, ':'))
+        snprintf(out, outlen, "[%s]:%u", host, (unsigned)port);
+    else
+        snprintf(out, outlen, "%s:%u", host, (unsigned)port);
+}
+
+/* MHD reports a failed bind only on stderr and leaves errno unspecified, so
+ * after a failure we try the same bind ourselves to name the cause
+ * ("Address already in use") in the caller's error. Diagnosis only: the
+ * socket is closed at once. */
+static const char *bind_failure_reason(const struct sockaddr *sa, socklen_t salen)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return strerror(errno);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as MHD does */
+    const char *reason = NULL;
+    if (bind(fd, sa, salen) != 0) reason = strerror(errno);
+    close(fd);
+    return reason ? reason : "libmicrohttpd could not start (see its message above)";
+}
+
+mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t errlen)
+{
+    const char *host = opts->bind_address && opts->bind_address[0] ? opts->bind_address : "0.0.0.0";
+    char endpoint[300];
+    format_endpoint(endpoint, sizeof endpoint, host, opts->port);
+
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)opts->port);
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, service, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", endpoint, gai_strerror(rc));
+        return NULL;
+    }
+
+    mc_http_server *s = calloc(1, sizeof *s);
+    if (!s || pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "cannot listen on %s: out of memory", endpoint);
+        return NULL;
+    }
+    s->metrics = opts->metrics;
+
+    /* MHD_USE_AUTO picks epoll, then poll, then select, whichever the
+     * platform has. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(flags, opts->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+                                 ai->ai_addr,
+                                 /* An idle prober must not hold a connection forever. */
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "cannot listen on %s: %s", endpoint,
+                 bind_failure_reason(ai->ai_addr, ai->ai_addrlen));
+        freeaddrinfo(ai);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return NULL;
+    }
+    freeaddrinfo(ai);
+
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : opts->port;
+    return s;
+}
+
+uint16_t mc_http_port(const mc_http_server *s)
+{
+    return s ? s->port : 0;
+}
+
+void mc_http_add_check(mc_http_server *s, const char *kind, const char *name, mc_check_fn fn,
+                       void *arg)
+{
+    if (!s || !kind || !name || !fn) return;
+    check_list *list;
+    if (strcmp(kind, "ready") == 0) {
+        list = &s->ready;
+    } else if (strcmp(kind, "health") == 0) {
+        list = &s->health;
+    } else {
+        /* A typo here would leave a check that never runs: fail loudly at
+         * start-up, where every test and deployment hits it at once. */
+        fprintf(stderr, "mc_http_add_check: unknown kind \"%s\" (want \"ready\" or \"health\")\n",
+                kind);
+        abort();
+    }
+    char *copy = strdup(name);
+    pthread_mutex_lock(&s->lock);
+    if (copy && list->n < MAX_CHECKS) {
+        list->items[list->n++] = (check){.name = copy, .fn = fn, .arg = arg};
+        copy = NULL;
+    } else {
+        list->overflow = true;
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(copy);
+}
+
+void mc_http_stop(mc_http_server *s)
+{
+    if (!s) return;
+    /* Joins the polling thread, so no probe can touch the checks below. */
+    MHD_stop_daemon(s->daemon);
+    check_list *lists[] = {&s->ready, &s->health};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < lists[k]->n; i++)
+            free(lists[k]->items[i].name);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

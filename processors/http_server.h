@@ -1,0 +1,40 @@
+/* The small HTTP endpoint every role serves: /metrics (Prometheus text),
+ * /healthz (the process is alive and its loops are turning) and /readyz (every
+ * registered readiness check passes, e.g. a processor finished restoring its
+ * state). Runs on libmicrohttpd's own thread, so a busy processor loop never
+ * delays a probe. */
+#ifndef MOONCAKE_HTTP_SERVER_H
+#define MOONCAKE_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+
+typedef struct mc_http_server mc_http_server;
+
+/* A check returns true when it passes; when it fails it writes a short reason
+ * into why. Called from the HTTP thread: it must only read atomics or take
+ * its own locks. */
+typedef bool (*mc_check_fn)(void *arg, char *why, size_t whylen);
+
+typedef struct mc_http_options {
+    const char *bind_address; /* NULL or "0.0.0.0": all interfaces */
+    uint16_t port;            /* 0: pick a free port (see mc_http_port) */
+    mc_metrics *metrics;      /* rendered by /metrics; not owned */
+} mc_http_options;
+
+/* Starts serving. Returns NULL and a message in err when the port cannot be
+ * bound. Caller owns the server; stop it with mc_http_stop(). */
+mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t errlen);
+/* The port actually bound. */
+uint16_t mc_http_port(const mc_http_server *s);
+/* Adds a check to /readyz (kind "ready") or /healthz (kind "health"); name
+ * appears in the response body next to its reason. Thread-safe. */
+void mc_http_add_check(mc_http_server *s, const char *kind, const char *name, mc_check_fn fn,
+                       void *arg);
+/* Stops the server and frees it (waits for in-flight requests). */
+void mc_http_stop(mc_http_server *s);
+
+#endif
