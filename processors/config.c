@@ -1,0 +1,340 @@
+/* Flag/environment parsing for every role. One table lists each option once,
+ * so the parser, the environment lookup and --help cannot disagree. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum opt_type { OPT_STR, OPT_INT, OPT_INT64, OPT_BOOL, OPT_SPECIAL } opt_type;
+
+typedef struct opt {
+    const char *flag; /* long flag without dashes */
+    char short_flag;  /* 0 when none */
+    const char *env;  /* environment twin */
+    opt_type type;
+    size_t offset;    /* into mc_config */
+    int64_t min, max; /* for integers */
+    const char *def;  /* default as text (also shown by --help) */
+    const char *help;
+} opt;
+
+#define OFF(f) offsetof(mc_config, f)
+
+static const opt options[] = {
+    {"bootstrap-servers", 'b', "MOONCAKE_BOOTSTRAP_SERVERS", OPT_STR, OFF(bootstrap_servers), 0, 0,
+     "localhost:9092", "Kafka bootstrap servers (host:port,...)"},
+    {"topic-prefix", 0, "MOONCAKE_TOPIC_PREFIX", OPT_STR, OFF(topic_prefix), 0, 0, "mooncake.",
+     "prefix of every topic name"},
+    {"partitions", 0, "MOONCAKE_PARTITIONS", OPT_INT, OFF(partitions), 1, 10000, "12",
+     "partition count of every topic when creating them"},
+    {"replication-factor", 0, "MOONCAKE_REPLICATION_FACTOR", OPT_INT, OFF(replication_factor), -1,
+     32, "-1", "replication factor when creating topics (-1: broker default)"},
+    {"create-topics", 0, "MOONCAKE_CREATE_TOPICS", OPT_BOOL, OFF(create_topics), 0, 1, "true",
+     "create missing topics at start-up"},
+    {"http-bind", 0, "MOONCAKE_HTTP_BIND", OPT_STR, OFF(http_bind), 0, 0, "0.0.0.0",
+     "address for the HTTP endpoint"},
+    {"http-port", 0, "MOONCAKE_HTTP_PORT", OPT_INT, OFF(http_port), -1, 65535, "8080",
+     "port for /metrics, /healthz, /readyz (-1: off, 0: any free port)"},
+    {"horizon-ms", 0, "MOONCAKE_HORIZON_MS", OPT_INT64, OFF(horizon_ms), 1000, 86400000, "60000",
+     "tasks due within this go straight to the wheel, later ones to the store"},
+    {"max-due-ms", 0, "MOONCAKE_MAX_DUE_MS", OPT_INT64, OFF(max_due_ms), 1000,
+     INT64_C(3153600000000), "315360000000", "reject tasks due further ahead than this (10 years)"},
+    {"commit-interval-ms", 0, "MOONCAKE_COMMIT_INTERVAL_MS", OPT_INT, OFF(commit_interval_ms), 1,
+     60000, "100", "commit the open transaction at least this often"},
+    {"commit-max-records", 0, "MOONCAKE_COMMIT_MAX_RECORDS", OPT_INT, OFF(commit_max_records), 1,
+     1000000, "5000", "commit after this many input records"},
+    {"transaction-timeout-ms", 0, "MOONCAKE_TRANSACTION_TIMEOUT_MS", OPT_INT,
+     OFF(transaction_timeout_ms), 1000, 900000, "10000",
+     "how long a crashed instance's open transaction can block readers"},
+    {"instance-id", 0, "MOONCAKE_INSTANCE_ID", OPT_STR, OFF(instance_id), 0, 0, "(hostname)",
+     "stable replica id, part of the transactional.id (use the pod name)"},
+    {"confluent-schema-ids", 0, "MOONCAKE_CONFLUENT_SCHEMA_IDS", OPT_SPECIAL, 0, 0, 0, "",
+     "schema-registry ids that mean our Command schema (comma-separated)"},
+    {"log-level", 0, "MOONCAKE_LOG_LEVEL", OPT_SPECIAL, 0, 0, 0, "info", "debug|info|warn|error"},
+    {"log-format", 0, "MOONCAKE_LOG_FORMAT", OPT_SPECIAL, 0, 0, 0, "logfmt", "logfmt|json"},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+bool mc_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || end == s || isspace((unsigned char)s[0])) return false;
+    if (v < min || v > max) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) return (*out = true), true;
+        if (strcasecmp(s, no[i]) == 0) return (*out = false), true;
+    }
+    return false;
+}
+
+static int set_confluent_ids(mc_config *cfg, const char *v, char *err, size_t errlen)
+{
+    free(cfg->confluent_ids);
+    cfg->confluent_ids = NULL;
+    cfg->n_confluent_ids = 0;
+    if (!*v) return 0;
+    size_t cap = 1;
+    for (const char *p = v; *p; p++)
+        cap += *p == ',';
+    cfg->confluent_ids = calloc(cap, sizeof *cfg->confluent_ids);
+    char *copy = strdup(v);
+    if (!cfg->confluent_ids || !copy) {
+        free(copy);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int64_t id;
+        if (!mc_parse_int64(tok, 0, INT32_MAX, &id)) {
+            snprintf(err, errlen,
+                     "--confluent-schema-ids: '%s' is not a schema id (non-negative integer)", tok);
+            free(copy);
+            return -1;
+        }
+        cfg->confluent_ids[cfg->n_confluent_ids++] = (int32_t)id;
+    }
+    free(copy);
+    return 0;
+}
+
+/* Applies one option value; source names the flag or env var in errors. */
+static int apply(mc_config *cfg, const opt *o, const char *v, const char *source, char *err,
+                 size_t errlen)
+{
+    char *base = (char *)cfg;
+    int64_t n;
+    switch (o->type) {
+    case OPT_STR: {
+        char **dst = (char **)(base + o->offset);
+        if (!*v) {
+            snprintf(err, errlen, "%s: must not be empty", source);
+            return -1;
+        }
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : -1;
+    }
+    case OPT_INT:
+    case OPT_INT64:
+        if (!mc_parse_int64(v, o->min, o->max, &n)) {
+            snprintf(err, errlen, "%s: '%s' is not an integer in [%lld, %lld]", source, v,
+                     (long long)o->min, (long long)o->max);
+            return -1;
+        }
+        if (o->type == OPT_INT)
+            *(int *)(base + o->offset) = (int)n;
+        else
+            *(int64_t *)(base + o->offset) = n;
+        return 0;
+    case OPT_BOOL:
+        if (!parse_bool(v, (bool *)(base + o->offset))) {
+            snprintf(err, errlen, "%s: '%s' is not a boolean (true/false)", source, v);
+            return -1;
+        }
+        return 0;
+    case OPT_SPECIAL:
+        if (strcmp(o->flag, "confluent-schema-ids") == 0)
+            return set_confluent_ids(cfg, v, err, errlen);
+        if (strcmp(o->flag, "log-level") == 0) {
+            if (!mc_log_level_parse(v, &cfg->log_level)) {
+                snprintf(err, errlen, "%s: '%s' is not one of debug, info, warn, error", source, v);
+                return -1;
+            }
+            return 0;
+        }
+        if (strcmp(o->flag, "log-format") == 0) {
+            if (strcmp(v, "json") && strcmp(v, "logfmt")) {
+                snprintf(err, errlen, "%s: '%s' is not logfmt or json", source, v);
+                return -1;
+            }
+            cfg->log_json = strcmp(v, "json") == 0;
+            return 0;
+        }
+        break;
+    }
+    snprintf(err, errlen, "%s: unhandled option", source);
+    return -1;
+}
+
+static int add_kafka_prop(mc_config *cfg, const char *key, size_t keylen, const char *value)
+{
+    mc_kafka_prop *p = realloc(cfg->kafka, (cfg->n_kafka + 1) * sizeof *p);
+    if (!p) return -1;
+    cfg->kafka = p;
+    p[cfg->n_kafka].key = strndup(key, keylen);
+    p[cfg->n_kafka].value = strdup(value);
+    if (!p[cfg->n_kafka].key || !p[cfg->n_kafka].value) return -1;
+    cfg->n_kafka++;
+    return 0;
+}
+
+/* -X key=value */
+static int add_kafka_kv(mc_config *cfg, const char *kv, char *err, size_t errlen)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) {
+        snprintf(err, errlen, "-X '%s': expected key=value, e.g. -X security.protocol=SASL_SSL",
+                 kv);
+        return -1;
+    }
+    return add_kafka_prop(cfg, kv, (size_t)(eq - kv), eq + 1);
+}
+
+static int set_defaults(mc_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const opt *o = &options[i];
+        if (o->type == OPT_STR && o->def[0] == '(') continue; /* computed default */
+        if (apply(cfg, o, o->def, o->flag, err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
+static const opt *find_long(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
+            return &options[i];
+    return NULL;
+}
+
+int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (set_defaults(cfg, err, errlen) != 0) return -1;
+
+    /* Environment first, so flags override it. */
+    for (char **e = envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq) continue;
+        size_t klen = (size_t)(eq - *e);
+        static const char kprefix[] = "MOONCAKE_KAFKA_";
+        if (klen > sizeof kprefix - 1 && strncmp(*e, kprefix, sizeof kprefix - 1) == 0) {
+            /* MOONCAKE_KAFKA_SASL_MECHANISMS -> sasl.mechanisms */
+            char key[256];
+            size_t n = 0;
+            for (const char *p = *e + sizeof kprefix - 1; p < eq && n < sizeof key - 1; p++)
+                key[n++] = *p == '_' ? '.' : (char)tolower((unsigned char)*p);
+            if (add_kafka_prop(cfg, key, n, eq + 1) != 0) goto nomem;
+            continue;
+        }
+        for (size_t i = 0; i < N_OPTIONS; i++) {
+            if (strlen(options[i].env) == klen && strncmp(options[i].env, *e, klen) == 0) {
+                char source[96];
+                snprintf(source, sizeof source, "environment %s", options[i].env);
+                if (apply(cfg, &options[i], eq + 1, source, err, errlen) != 0) return -1;
+            }
+        }
+    }
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
+        const opt *o = NULL;
+        const char *value = NULL;
+        if (strcmp(a, "-X") == 0 || strncmp(a, "-X", 2) == 0) {
+            const char *kv = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!kv) {
+                snprintf(err, errlen, "-X needs key=value");
+                return -1;
+            }
+            if (add_kafka_kv(cfg, kv, err, errlen) != 0) return -1;
+            continue;
+        }
+        if (strncmp(a, "--", 2) == 0) {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            o = find_long(name, len);
+            if (o && eq) value = eq + 1;
+            if (o && !eq && o->type == OPT_BOOL) value = "true";
+            if (!o && len > 3 && strncmp(name, "no-", 3) == 0) {
+                o = find_long(name + 3, len - 3);
+                if (o && o->type == OPT_BOOL && !eq)
+                    value = "false";
+                else
+                    o = NULL;
+            }
+        } else if (a[0] == '-' && a[1] && !a[2]) {
+            for (size_t k = 0; k < N_OPTIONS; k++)
+                if (options[k].short_flag == a[1]) o = &options[k];
+        }
+        if (!o) {
+            snprintf(err, errlen, "unknown flag '%s' (see --help)", a);
+            return -1;
+        }
+        if (!value) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--%s needs a value", o->flag);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        char source[96];
+        snprintf(source, sizeof source, "--%s", o->flag);
+        if (apply(cfg, o, value, source, err, errlen) != 0) return -1;
+    }
+
+    if (!cfg->instance_id) {
+        char host[256];
+        if (gethostname(host, sizeof host) != 0 || !host[0]) snprintf(host, sizeof host, "local");
+        host[sizeof host - 1] = '\0';
+        cfg->instance_id = strdup(host);
+        if (!cfg->instance_id) goto nomem;
+    }
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+void mc_config_free(mc_config *cfg)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (options[i].type == OPT_STR) free(*(char **)((char *)cfg + options[i].offset));
+    for (size_t i = 0; i < cfg->n_kafka; i++) {
+        free(cfg->kafka[i].key);
+        free(cfg->kafka[i].value);
+    }
+    free(cfg->kafka);
+    free(cfg->confluent_ids);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+void mc_config_usage(FILE *out)
+{
+    fprintf(out, "Options (each flag has an environment twin; the flag wins):\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const opt *o = &options[i];
+        char flag[64];
+        if (o->short_flag)
+            snprintf(flag, sizeof flag, "-%c, --%s", o->short_flag, o->flag);
+        else
+            snprintf(flag, sizeof flag, "    --%s", o->flag);
+        fprintf(out, "  %-30s %s\n  %-30s env %s, default %s\n", flag, o->help, "", o->env,
+                o->def[0] ? o->def : "(none)");
+    }
+    fprintf(out, "  %-30s %s\n  %-30s env MOONCAKE_KAFKA_<PROPERTY> (dots as underscores)\n",
+            "-X key=value", "any librdkafka property, e.g. -X security.protocol=SASL_SSL", "");
+}
+
+const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s%s", cfg->topic_prefix, suffix);
+    return buf;
+}

@@ -1,0 +1,58 @@
+/* Configuration shared by every role: command-line flags, each with an
+ * environment twin (the flag wins), and librdkafka properties passed through
+ * with -X key=value or MOONCAKE_KAFKA_<property> so SASL/SSL work unchanged. */
+#ifndef MOONCAKE_CONFIG_H
+#define MOONCAKE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+typedef struct mc_kafka_prop {
+    char *key;
+    char *value;
+} mc_kafka_prop;
+
+typedef struct mc_config {
+    char *bootstrap_servers;
+    char *topic_prefix;
+    int partitions;         /* for topic creation */
+    int replication_factor; /* -1: the broker's default */
+    bool create_topics;
+    char *http_bind;
+    int http_port; /* -1: no HTTP endpoint */
+    int64_t horizon_ms;
+    int64_t max_due_ms; /* tasks due further ahead than this are invalid */
+    int commit_interval_ms;
+    int commit_max_records;
+    int transaction_timeout_ms;
+    char *instance_id; /* stable per replica: part of the transactional.id */
+    int32_t *confluent_ids;
+    size_t n_confluent_ids;
+    mc_log_level log_level;
+    bool log_json;
+    mc_kafka_prop *kafka; /* from MOONCAKE_KAFKA_* first, then -X in order */
+    size_t n_kafka;
+} mc_config;
+
+/* Fills cfg from the environment and then argv (argv[0] is the role name and
+ * is skipped). On a bad flag or value writes one line saying what to fix into
+ * err and returns -1; on -h/--help returns 1 (the caller prints usage).
+ * The caller owns cfg's contents: release with mc_config_free(). */
+int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err, size_t errlen);
+void mc_config_free(mc_config *cfg);
+
+/* Prints every flag with its environment name and default. */
+void mc_config_usage(FILE *out);
+
+/* Full topic name for a suffix ("tasks" -> "mooncake.tasks") into buf. */
+const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, size_t buflen);
+
+/* Parses a positive/non-negative integer strictly (no trailing junk, range
+ * checked). Returns false when s is not a decimal integer in [min, max]. */
+bool mc_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif

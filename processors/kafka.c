@@ -1,0 +1,199 @@
+/* librdkafka configuration, log routing and topic creation for every role. */
+#include "kafka.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const mc_topic_spec mc_topic_specs[] = {
+    {"tasks", "delete", "604800000", "commands from clients, the gateway and retry"},
+    {"store", "compact", NULL, "far-future tasks: the task table"},
+    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version"},
+    {"ready", "delete", "604800000", "tasks due now, for the executor"},
+    {"retry", "delete", "604800000", "failed attempts"},
+    {"results", "delete", "259200000", "the result of every attempt"},
+    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks"},
+};
+const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
+
+/* librdkafka calls this from its own threads; mc_log writes one line with one
+ * write(2), so that is safe. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    const mc_logger *lg = rd_kafka_opaque(rk);
+    mc_log_level l = level <= 3   ? MC_LOG_ERROR
+                     : level <= 4 ? MC_LOG_WARN
+                     : level <= 6 ? MC_LOG_INFO
+                                  : MC_LOG_DEBUG;
+    mc_log(lg, l, buf, "source", "librdkafka", "facility", fac, "client", rd_kafka_name(rk),
+           (const char *)NULL);
+}
+
+int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
+                      size_t errlen)
+{
+    char errstr[512];
+    if (rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "Kafka property %s=%s: %s", key, value, errstr);
+        return -1;
+    }
+    return 0;
+}
+
+rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (mc_kafka_conf_set(conf, "bootstrap.servers", cfg->bootstrap_servers, err, errlen))
+        goto fail;
+    if (mc_kafka_conf_set(conf, "client.id", "mooncake", err, errlen)) goto fail;
+    for (size_t i = 0; i < cfg->n_kafka; i++)
+        if (mc_kafka_conf_set(conf, cfg->kafka[i].key, cfg->kafka[i].value, err, errlen)) goto fail;
+    rd_kafka_conf_set_opaque(conf, log_opaque);
+    rd_kafka_conf_set_log_cb(conf, log_cb);
+    return conf;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+/* Partition count of topic from metadata; -1 if the topic does not exist. */
+static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
+{
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0)
+            return md->topics[i].err ? -1 : md->topics[i].partition_cnt;
+    return -1;
+}
+
+static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_metadata_t *md,
+                         const mc_logger *lg, char *err, size_t errlen)
+{
+    rd_kafka_NewTopic_t *nt[16];
+    size_t n = 0;
+    char name[512], errstr[512];
+    int rc = -1;
+    for (size_t i = 0; i < mc_n_topic_specs; i++) {
+        const mc_topic_spec *s = &mc_topic_specs[i];
+        mc_topic_name(cfg, s->suffix, name, sizeof name);
+        if (topic_partitions(md, name) >= 0) continue;
+        nt[n] = rd_kafka_NewTopic_new(name, cfg->partitions, cfg->replication_factor, errstr,
+                                      sizeof errstr);
+        if (!nt[n]) {
+            snprintf(err, errlen, "topic %s: %s", name, errstr);
+            goto out;
+        }
+        rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy", s->cleanup_policy);
+        if (s->retention_ms) rd_kafka_NewTopic_set_config(nt[n], "retention.ms", s->retention_ms);
+        n++;
+    }
+    if (n == 0) return 0;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(opts, 30000, errstr, sizeof errstr);
+    rd_kafka_CreateTopics(rk, nt, n, opts, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+    if (!ev) {
+        snprintf(err, errlen, "creating topics timed out after 60 s (is the broker reachable?)");
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(err, errlen, "creating topics: %s", rd_kafka_event_error_string(ev));
+    } else {
+        size_t cnt;
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+        rc = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+            if (e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS || e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                if (!e)
+                    mc_log(lg, MC_LOG_INFO, "created topic", "topic",
+                           rd_kafka_topic_result_name(res[i]), (const char *)NULL);
+                continue;
+            }
+            snprintf(err, errlen, "creating topic %s: %s", rd_kafka_topic_result_name(res[i]),
+                     rd_kafka_topic_result_error_string(res[i]));
+            rc = -1;
+            break;
+        }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opts);
+    rd_kafka_queue_destroy(q);
+out:
+    rd_kafka_NewTopic_destroy_array(nt, n);
+    return rc;
+}
+
+/* Reads metadata for all topics; NULL with err on failure. */
+static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, char *err, size_t errlen)
+{
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, 30000);
+    if (e) {
+        snprintf(err, errlen, "reading metadata from %s: %s", "the brokers", rd_kafka_err2str(e));
+        return NULL;
+    }
+    return md;
+}
+
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen)
+{
+    struct {
+        mc_logger lg; /* first: the log callback reads the opaque as a logger */
+    } opaque = {*lg};
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, &opaque, err, errlen);
+    if (!conf) return -1;
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!rk) {
+        snprintf(err, errlen, "creating the Kafka admin client: %s", errstr);
+        return -1;
+    }
+    int rc = -1;
+    const rd_kafka_metadata_t *md = read_metadata(rk, err, errlen);
+    if (!md) goto out;
+    if (cfg->create_topics && create_topics(rk, cfg, md, lg, err, errlen) != 0) goto out;
+    rd_kafka_metadata_destroy(md);
+    /* Created topics can take a moment to show in metadata; wait for them. */
+    for (int attempt = 0; attempt < 50; attempt++) {
+        md = read_metadata(rk, err, errlen);
+        if (!md) goto out;
+        int first = -2;
+        const char *first_name = NULL;
+        char name[512];
+        bool missing = false, mismatch = false;
+        for (size_t i = 0; i < mc_n_topic_specs; i++) {
+            mc_topic_name(cfg, mc_topic_specs[i].suffix, name, sizeof name);
+            int p = topic_partitions(md, name);
+            if (p < 0) {
+                missing = true;
+                snprintf(err, errlen,
+                         "topic %s does not exist (create it, or run without --no-create-topics)",
+                         name);
+                continue;
+            }
+            if (first == -2) {
+                first = p;
+                first_name = mc_topic_specs[i].suffix;
+            } else if (p != first && !mismatch) {
+                mismatch = true;
+                snprintf(err, errlen,
+                         "topic %s has %d partitions but %s%s has %d: every mooncake topic needs "
+                         "the same partition count",
+                         name, p, cfg->topic_prefix, first_name, first);
+            }
+        }
+        rd_kafka_metadata_destroy(md);
+        md = NULL;
+        if (mismatch) goto out;
+        if (!missing) {
+            rc = 0;
+            goto out;
+        }
+        if (!cfg->create_topics) goto out;
+        rd_kafka_poll(rk, 200);
+    }
+out:
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return rc;
+}

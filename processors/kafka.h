@@ -1,0 +1,38 @@
+/* librdkafka set-up shared by every role and tool: a configuration from
+ * mc_config (bootstrap servers plus every passthrough property), librdkafka's
+ * log routed into ours, and the creation and checking of mooncake's topics. */
+#ifndef MOONCAKE_KAFKA_H
+#define MOONCAKE_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+
+#include "config.h"
+#include "log.h"
+
+/* The topics mooncake owns, by suffix, with their cleanup policy. */
+typedef struct mc_topic_spec {
+    const char *suffix;
+    const char *cleanup_policy; /* "delete" or "compact" */
+    const char *retention_ms;   /* NULL for compacted topics */
+    const char *purpose;
+} mc_topic_spec;
+extern const mc_topic_spec mc_topic_specs[];
+extern const size_t mc_n_topic_specs;
+
+/* A new librdkafka configuration carrying bootstrap.servers and the
+ * passthrough properties. log_opaque must point to a struct whose first member
+ * is an mc_logger (it becomes the handle's opaque). Caller owns the result
+ * (rd_kafka_new() takes it over). NULL with a line in err for a bad property. */
+rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char *err,
+                                   size_t errlen);
+/* Sets one property, with a message naming it when librdkafka refuses it. */
+int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
+                      size_t errlen);
+
+/* Creates the missing topics (partitions, cleanup policy, retention) and
+ * checks that every one has the same partition count, since mooncake keeps a
+ * task in the same partition number on every topic. Returns 0, or -1 with a
+ * line in err saying what to fix. */
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen);
+
+#endif
