@@ -1,0 +1,761 @@
+/* The exactly-once consume-transform-produce loop (see runner.h).
+ *
+ * The shape follows librdkafka's examples/transactions.c: a read_committed
+ * consumer without auto-commit, a transactional producer, and input offsets
+ * handed to the transaction with send_offsets_to_transaction(), so outputs and
+ * progress become visible together or not at all. Every Kafka error passes
+ * through txn_error(), the one place that decides between retrying, aborting
+ * (and rewinding input and state to the last commit) and giving up. */
+#include "runner.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kafka.h"
+
+#define MAX_OUTPUTS 16
+#define MAX_INPUTS 8
+#define MAX_METADATA 256
+
+struct mc_output {
+    rd_kafka_topic_t *rkt;
+    char name[256];
+    mc_counter *records_out; /* counted when the transaction commits */
+    uint64_t pending;        /* forwarded in the open transaction */
+};
+
+typedef struct commit_metadata {
+    char topic[256];
+    int32_t partition;
+    char *metadata;
+} commit_metadata;
+
+typedef struct input_topic {
+    char name[256];
+    mc_counter *records_in;
+    mc_gauge *lag;
+    uint64_t pending;
+} input_topic;
+
+struct mc_ctx {
+    mc_runner *r;
+};
+
+struct mc_runner {
+    mc_logger logger; /* first: librdkafka's log callback reads its opaque as a logger */
+    const mc_processor *proc;
+    const mc_config *cfg;
+    mc_metrics *metrics;
+    void *self;
+    mc_ctx ctx;
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    char group_id[300];
+    char transactional_id[600];
+
+    mc_output outputs[MAX_OUTPUTS];
+    size_t n_outputs;
+    input_topic inputs[MAX_INPUTS];
+    size_t n_inputs;
+    commit_metadata md[MAX_METADATA];
+    size_t n_md;
+
+    bool txn_open;
+    int64_t txn_started_ms;
+    uint64_t txn_records; /* input records in the open transaction */
+    bool txn_dirty;       /* something to commit: input consumed or output produced */
+    bool commit_requested;
+    bool in_revoke;    /* inside the revoke callback */
+    int64_t wakeup_ms; /* INT64_MAX: none */
+    int64_t last_lag_ms;
+
+    atomic_bool stop;
+    atomic_bool fatal;
+    atomic_bool processor_ready;
+    atomic_bool started;
+    atomic_llong loop_heartbeat_ms;
+
+    mc_counter *txn_committed;
+    mc_counter *txn_aborted;
+    mc_histogram *commit_latency;
+    mc_gauge *assigned_partitions;
+};
+
+int64_t mc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- ctx ----------------------------------------------------------------- */
+
+mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
+{
+    mc_runner *r = ctx->r;
+    char name[256];
+    mc_topic_name(r->cfg, topic_suffix, name, sizeof name);
+    for (size_t i = 0; i < r->n_outputs; i++)
+        if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
+    if (r->n_outputs == MAX_OUTPUTS) return NULL;
+    mc_output *o = &r->outputs[r->n_outputs];
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->rkt = rd_kafka_topic_new(r->producer, name, NULL);
+    if (!o->rkt) return NULL;
+    char labels[400];
+    snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, name);
+    o->records_out =
+        mc_metrics_counter(r->metrics, "mooncake_records_out_total",
+                           "Records written, counted when their transaction commits", labels);
+    r->n_outputs++;
+    return o;
+}
+
+int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
+                   const void *value, size_t valuelen)
+{
+    mc_runner *r = ctx->r;
+    for (;;) {
+        rd_kafka_resp_err_t err =
+            rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY, (void *)value,
+                             value ? valuelen : 0, key, keylen, NULL);
+        if (!err) {
+            out->pending++;
+            r->txn_dirty = true;
+            return 0;
+        }
+        err = rd_kafka_last_error();
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", out->name, "error",
+                   rd_kafka_err2str(err), (const char *)NULL);
+            return -1;
+        }
+        /* The local queue is full: let librdkafka drain it, then try again. */
+        rd_kafka_poll(r->producer, 10);
+    }
+}
+
+void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
+{
+    if (at_ms < ctx->r->wakeup_ms) ctx->r->wakeup_ms = at_ms;
+}
+
+int mc_ctx_set_commit_metadata(mc_ctx *ctx, const char *topic, int32_t partition,
+                               const char *metadata)
+{
+    mc_runner *r = ctx->r;
+    if (strlen(metadata) > 4096) return -1;
+    for (size_t i = 0; i < r->n_md; i++) {
+        if (r->md[i].partition == partition && strcmp(r->md[i].topic, topic) == 0) {
+            char *copy = strdup(metadata);
+            if (!copy) return -1;
+            free(r->md[i].metadata);
+            r->md[i].metadata = copy;
+            r->txn_dirty = true;
+            return 0;
+        }
+    }
+    if (r->n_md == MAX_METADATA) return -1;
+    commit_metadata *m = &r->md[r->n_md];
+    m->metadata = strdup(metadata);
+    if (!m->metadata) return -1;
+    snprintf(m->topic, sizeof m->topic, "%s", topic);
+    m->partition = partition;
+    r->n_md++;
+    r->txn_dirty = true;
+    return 0;
+}
+
+void mc_ctx_set_ready(mc_ctx *ctx, bool ready)
+{
+    atomic_store(&ctx->r->processor_ready, ready);
+}
+
+void mc_ctx_request_commit(mc_ctx *ctx)
+{
+    ctx->r->commit_requested = true;
+}
+
+int64_t mc_ctx_now_ms(const mc_ctx *ctx)
+{
+    (void)ctx;
+    return mc_now_ms();
+}
+
+const mc_config *mc_ctx_config(const mc_ctx *ctx)
+{
+    return ctx->r->cfg;
+}
+
+const mc_logger *mc_ctx_logger(const mc_ctx *ctx)
+{
+    return &ctx->r->logger;
+}
+
+mc_metrics *mc_ctx_metrics(const mc_ctx *ctx)
+{
+    return ctx->r->metrics;
+}
+
+const char *mc_ctx_processor_name(const mc_ctx *ctx)
+{
+    return ctx->r->proc->name;
+}
+
+rd_kafka_t *mc_ctx_consumer(const mc_ctx *ctx)
+{
+    return ctx->r->consumer;
+}
+
+/* ---- error classes ---------------------------------------------------------- */
+
+typedef enum txn_verdict { TXN_RETRY, TXN_ABORT, TXN_FATAL } txn_verdict;
+
+/* The one place that classifies a transactional error. Consumes error. */
+static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *error)
+{
+    txn_verdict v;
+    const char *cls;
+    if (rd_kafka_error_is_fatal(error)) {
+        v = TXN_FATAL;
+        cls = "fatal";
+    } else if (rd_kafka_error_txn_requires_abort(error)) {
+        v = TXN_ABORT;
+        cls = "abortable";
+    } else if (rd_kafka_error_is_retriable(error)) {
+        v = TXN_RETRY;
+        cls = "retriable";
+    } else {
+        /* Neither retriable nor abortable (e.g. a state error): nothing safe
+         * is left to do but exit and let a fresh process take over. */
+        v = TXN_FATAL;
+        cls = "unexpected";
+    }
+    mc_log(&r->logger, v == TXN_RETRY ? MC_LOG_WARN : MC_LOG_ERROR, "transaction error", "op", what,
+           "class", cls, "error", rd_kafka_error_string(error), (const char *)NULL);
+    rd_kafka_error_destroy(error);
+    if (v == TXN_FATAL) atomic_store(&r->fatal, true);
+    return v;
+}
+
+/* ---- transactions ------------------------------------------------------------ */
+
+static void reset_txn_counters(mc_runner *r, bool committed)
+{
+    for (size_t i = 0; i < r->n_outputs; i++) {
+        if (committed) mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
+        r->outputs[i].pending = 0;
+    }
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (committed) mc_counter_add(r->inputs[i].records_in, r->inputs[i].pending);
+        r->inputs[i].pending = 0;
+    }
+    r->txn_open = false;
+    r->txn_dirty = false;
+    r->txn_records = 0;
+    r->commit_requested = false;
+}
+
+static int begin_txn(mc_runner *r)
+{
+    if (r->txn_open) return 0;
+    rd_kafka_error_t *error = rd_kafka_begin_transaction(r->producer);
+    if (error) {
+        txn_error(r, "begin_transaction", error);
+        /* begin only fails on a programming or fatal state error */
+        atomic_store(&r->fatal, true);
+        return -1;
+    }
+    r->txn_open = true;
+    r->txn_started_ms = mono_ms();
+    return 0;
+}
+
+/* The consumer positions of every assigned partition, with the metadata the
+ * processor asked to commit. Caller destroys. */
+static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
+{
+    rd_kafka_topic_partition_list_t *assigned = NULL;
+    if (rd_kafka_assignment(r->consumer, &assigned) || !assigned) return NULL;
+    rd_kafka_position(r->consumer, assigned);
+    rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(assigned->cnt);
+    for (int i = 0; i < assigned->cnt; i++) {
+        rd_kafka_topic_partition_t *p = &assigned->elems[i];
+        if (p->offset < 0) continue; /* nothing consumed yet: keep what is committed */
+        rd_kafka_topic_partition_t *o =
+            rd_kafka_topic_partition_list_add(offsets, p->topic, p->partition);
+        o->offset = p->offset;
+        for (size_t k = 0; k < r->n_md; k++) {
+            if (r->md[k].partition == p->partition && strcmp(r->md[k].topic, p->topic) == 0) {
+                o->metadata = strdup(r->md[k].metadata);
+                o->metadata_size = o->metadata ? strlen(o->metadata) : 0;
+            }
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(assigned);
+    return offsets;
+}
+
+static void rewind_to_committed(mc_runner *r);
+
+/* Aborts the open transaction and rewinds input and state to the last commit
+ * (not while partitions are being revoked: they are about to go anyway).
+ * Returns -1 when even the abort failed (fatal). */
+static int abort_txn(mc_runner *r, const char *why)
+{
+    if (!r->txn_open) return 0;
+    mc_log(&r->logger, MC_LOG_WARN, "aborting transaction", "reason", why, (const char *)NULL);
+    for (;;) {
+        rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+        if (!error) break;
+        if (txn_error(r, "abort_transaction", error) != TXN_RETRY) return -1;
+    }
+    mc_counter_add(r->txn_aborted, 1);
+    reset_txn_counters(r, false);
+    if (!r->in_revoke) rewind_to_committed(r);
+    return 0;
+}
+
+/* Commits the open transaction with the input positions. On an abortable
+ * error, aborts and rewinds; on a fatal one, marks the runner fatal. */
+static int commit_txn(mc_runner *r)
+{
+    if (!r->txn_open) return 0;
+    if (!r->txn_dirty) {
+        /* Nothing consumed or produced: an empty commit is just an abort. */
+        rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+        if (error && txn_error(r, "abort_transaction (empty)", error) == TXN_FATAL) return -1;
+        reset_txn_counters(r, false);
+        return 0;
+    }
+    int64_t t0 = mono_ms();
+    rd_kafka_topic_partition_list_t *offsets = current_offsets(r);
+    if (offsets && offsets->cnt > 0) {
+        for (;;) {
+            rd_kafka_consumer_group_metadata_t *cgmd =
+                rd_kafka_consumer_group_metadata(r->consumer);
+            rd_kafka_error_t *error =
+                rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, 30000);
+            rd_kafka_consumer_group_metadata_destroy(cgmd);
+            if (!error) break;
+            txn_verdict v = txn_error(r, "send_offsets_to_transaction", error);
+            if (v == TXN_RETRY) continue;
+            rd_kafka_topic_partition_list_destroy(offsets);
+            return v == TXN_ABORT ? abort_txn(r, "send_offsets_to_transaction failed") : -1;
+        }
+    }
+    if (offsets) rd_kafka_topic_partition_list_destroy(offsets);
+    for (;;) {
+        rd_kafka_error_t *error = rd_kafka_commit_transaction(r->producer, 30000);
+        if (!error) break;
+        txn_verdict v = txn_error(r, "commit_transaction", error);
+        if (v == TXN_RETRY) continue;
+        return v == TXN_ABORT ? abort_txn(r, "commit_transaction failed") : -1;
+    }
+    mc_histogram_observe(r->commit_latency, (double)(mono_ms() - t0) / 1000.0);
+    mc_counter_add(r->txn_committed, 1);
+    reset_txn_counters(r, true);
+    return 0;
+}
+
+/* After an abort the consumer has run ahead of what is committed and the
+ * processor's memory holds the effects of the aborted records. Seek every
+ * assigned partition back to its committed offset and make the processor
+ * rebuild its state for them, exactly as if they had been newly assigned. */
+static void rewind_to_committed(mc_runner *r)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(r->consumer, &parts) || !parts) return;
+    if (parts->cnt == 0) {
+        rd_kafka_topic_partition_list_destroy(parts);
+        return;
+    }
+    if (r->proc->on_revoke) r->proc->on_revoke(r->self, parts, &r->ctx);
+    rd_kafka_resp_err_t err = rd_kafka_committed(r->consumer, parts, 30000);
+    if (err) {
+        mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets to rewind", "error",
+               rd_kafka_err2str(err), (const char *)NULL);
+        atomic_store(&r->fatal, true);
+        rd_kafka_topic_partition_list_destroy(parts);
+        return;
+    }
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].offset < 0) parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_error_t *error = rd_kafka_seek_partitions(r->consumer, parts, 30000);
+    if (error) {
+        mc_log(&r->logger, MC_LOG_ERROR, "cannot seek to committed offsets", "error",
+               rd_kafka_error_string(error), (const char *)NULL);
+        rd_kafka_error_destroy(error);
+        atomic_store(&r->fatal, true);
+    }
+    if (!atomic_load(&r->fatal) && r->proc->on_assign &&
+        r->proc->on_assign(r->self, parts, &r->ctx) != 0)
+        atomic_store(&r->fatal, true);
+    rd_kafka_topic_partition_list_destroy(parts);
+}
+
+/* ---- rebalances ------------------------------------------------------------- */
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    mc_runner *r = opaque;
+    switch (err) {
+    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+        rd_kafka_assign(rk, parts);
+        mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
+        mc_gauge_set(r->assigned_partitions, parts->cnt);
+        if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
+            atomic_store(&r->fatal, true);
+        break;
+    case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+        /* Revoked: commit what we did so the next owner starts after it.
+         * Lost (we were kicked out of the group): our transaction may no
+         * longer commit its offsets, so abort; the new owner redoes it. */
+        if (rd_kafka_assignment_lost(rk)) {
+            mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
+            if (r->txn_open) {
+                rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+                if (error)
+                    txn_error(r, "abort_transaction (lost)", error);
+                else
+                    mc_counter_add(r->txn_aborted, 1);
+                reset_txn_counters(r, false);
+            }
+        } else if (r->txn_open) {
+            r->in_revoke = true;
+            commit_txn(r);
+            r->in_revoke = false;
+        }
+        if (r->proc->on_revoke) r->proc->on_revoke(r->self, parts, &r->ctx);
+        for (size_t i = 0; i < r->n_md; i++)
+            free(r->md[i].metadata);
+        r->n_md = 0;
+        mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
+        mc_gauge_set(r->assigned_partitions, 0);
+        rd_kafka_assign(rk, NULL);
+        break;
+    default:
+        mc_log(&r->logger, MC_LOG_ERROR, "rebalance failed", "error", rd_kafka_err2str(err),
+               (const char *)NULL);
+        rd_kafka_assign(rk, NULL);
+        break;
+    }
+}
+
+/* ---- readiness and health ----------------------------------------------------- */
+
+static bool ready_check(void *arg, char *why, size_t whylen)
+{
+    mc_runner *r = arg;
+    if (!atomic_load(&r->started)) {
+        snprintf(why, whylen, "starting (transactions not initialised yet)");
+        return false;
+    }
+    if (!atomic_load(&r->processor_ready)) {
+        snprintf(why, whylen, "restoring state");
+        return false;
+    }
+    return true;
+}
+
+static bool health_check(void *arg, char *why, size_t whylen)
+{
+    mc_runner *r = arg;
+    if (atomic_load(&r->fatal)) {
+        snprintf(why, whylen, "fatal Kafka error, exiting");
+        return false;
+    }
+    long long hb = atomic_load(&r->loop_heartbeat_ms);
+    if (hb && mono_ms() - hb > 60000) {
+        snprintf(why, whylen, "processing loop stuck for %lld ms", mono_ms() - hb);
+        return false;
+    }
+    return true;
+}
+
+/* Lag = high watermark - position, from librdkafka's cached watermarks (no
+ * broker round trip), summed per input topic once a second. */
+static void update_lag(mc_runner *r)
+{
+    int64_t now = mono_ms();
+    if (now - r->last_lag_ms < 1000) return;
+    r->last_lag_ms = now;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(r->consumer, &parts) || !parts) return;
+    rd_kafka_position(r->consumer, parts);
+    for (size_t t = 0; t < r->n_inputs; t++) {
+        int64_t lag = 0;
+        for (int i = 0; i < parts->cnt; i++) {
+            rd_kafka_topic_partition_t *p = &parts->elems[i];
+            if (strcmp(p->topic, r->inputs[t].name) != 0) continue;
+            int64_t lo, hi;
+            if (rd_kafka_get_watermark_offsets(r->consumer, p->topic, p->partition, &lo, &hi))
+                continue;
+            int64_t pos = p->offset >= 0 ? p->offset : lo;
+            if (hi > pos) lag += hi - pos;
+        }
+        mc_gauge_set(r->inputs[t].lag, (double)lag);
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static bool has_kafka_prop(const mc_config *cfg, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_kafka; i++)
+        if (strcmp(cfg->kafka[i].key, key) == 0) return true;
+    return false;
+}
+
+mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics *metrics,
+                         mc_http_server *http, char *err, size_t errlen)
+{
+    mc_runner *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->logger = (mc_logger){.level = cfg->log_level, .json = cfg->log_json, .role = p->name};
+    r->proc = p;
+    r->cfg = cfg;
+    r->metrics = metrics;
+    r->ctx.r = r;
+    r->wakeup_ms = INT64_MAX;
+    atomic_init(&r->stop, false);
+    atomic_init(&r->fatal, false);
+    atomic_init(&r->processor_ready, true);
+    atomic_init(&r->started, false);
+    atomic_init(&r->loop_heartbeat_ms, 0);
+    snprintf(r->group_id, sizeof r->group_id, "%s%s", cfg->topic_prefix, p->name);
+    snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,
+             cfg->instance_id);
+
+    char errstr[512], buf[32];
+    /* Consumer: read only committed data, never commit on its own (offsets go
+     * through the producer's transaction), range assignment so partition N of
+     * every input topic lands on the same instance. */
+    rd_kafka_conf_t *cc = mc_kafka_conf_new(cfg, r, err, errlen);
+    if (!cc) goto fail;
+    /* A crashed instance's partitions wait this long for a new owner; the
+     * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
+    if (!has_kafka_prop(cfg, "session.timeout.ms") &&
+        (mc_kafka_conf_set(cc, "session.timeout.ms", "10000", err, errlen) ||
+         mc_kafka_conf_set(cc, "heartbeat.interval.ms", "2000", err, errlen))) {
+        rd_kafka_conf_destroy(cc);
+        goto fail;
+    }
+    if (mc_kafka_conf_set(cc, "group.id", r->group_id, err, errlen) ||
+        mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
+        mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
+        mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
+        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) {
+        rd_kafka_conf_destroy(cc);
+        goto fail;
+    }
+    rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
+    r->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, errstr, sizeof errstr);
+    if (!r->consumer) {
+        snprintf(err, errlen, "creating the consumer: %s", errstr);
+        goto fail;
+    }
+    rd_kafka_poll_set_consumer(r->consumer);
+
+    rd_kafka_conf_t *pc = mc_kafka_conf_new(cfg, r, err, errlen);
+    if (!pc) goto fail;
+    snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
+    if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
+        mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
+        mc_kafka_conf_set(pc, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_set(pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
+        rd_kafka_conf_destroy(pc);
+        goto fail;
+    }
+    r->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
+    if (!r->producer) {
+        snprintf(err, errlen, "creating the transactional producer: %s", errstr);
+        goto fail;
+    }
+
+    char labels[400];
+    snprintf(labels, sizeof labels, "processor=\"%s\"", p->name);
+    r->txn_committed = mc_metrics_counter(metrics, "mooncake_transactions_committed_total",
+                                          "Kafka transactions committed", labels);
+    r->txn_aborted = mc_metrics_counter(metrics, "mooncake_transactions_aborted_total",
+                                        "Kafka transactions aborted", labels);
+    static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                    0.1,   0.25,   0.5,   1,    2.5,   5};
+    r->commit_latency =
+        mc_metrics_histogram(metrics, "mooncake_commit_latency_seconds",
+                             "Time to send offsets and commit one transaction", labels, bounds, 12);
+    r->assigned_partitions = mc_metrics_gauge(metrics, "mooncake_assigned_partitions",
+                                              "Input partitions assigned to this instance", labels);
+    for (const char *const *t = p->input_topics; *t && r->n_inputs < MAX_INPUTS; t++) {
+        input_topic *in = &r->inputs[r->n_inputs++];
+        mc_topic_name(cfg, *t, in->name, sizeof in->name);
+        snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", p->name, in->name);
+        in->records_in = mc_metrics_counter(metrics, "mooncake_records_in_total",
+                                            "Records consumed, counted when committed", labels);
+        in->lag =
+            mc_metrics_gauge(metrics, "mooncake_consumer_lag",
+                             "Records behind the high watermark on assigned partitions", labels);
+    }
+
+    r->self = p->create(&r->ctx, err, errlen);
+    if (!r->self) goto fail;
+    if (http) {
+        mc_http_add_check(http, "ready", p->name, ready_check, r);
+        mc_http_add_check(http, "health", p->name, health_check, r);
+    }
+    return r;
+fail:
+    mc_runner_free(r);
+    return NULL;
+}
+
+/* Counts an input record against its topic for the metrics. */
+static void count_input(mc_runner *r, const rd_kafka_message_t *m)
+{
+    const char *t = rd_kafka_topic_name(m->rkt);
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        if (strcmp(r->inputs[i].name, t) == 0) {
+            r->inputs[i].pending++;
+            return;
+        }
+    }
+}
+
+static int poll_timeout(const mc_runner *r)
+{
+    int64_t now = mono_ms();
+    int64_t timeout = 100;
+    if (r->txn_open && r->txn_dirty) {
+        int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - now;
+        if (left < timeout) timeout = left;
+    }
+    if (r->wakeup_ms != INT64_MAX) {
+        int64_t left = r->wakeup_ms - mc_now_ms();
+        if (left < timeout) timeout = left;
+    }
+    return timeout < 0 ? 0 : (int)timeout;
+}
+
+static bool commit_due(const mc_runner *r)
+{
+    if (!r->txn_open) return false;
+    if (r->commit_requested && r->txn_dirty) return true;
+    if (r->txn_records >= (uint64_t)r->cfg->commit_max_records) return true;
+    return r->txn_dirty && mono_ms() - r->txn_started_ms >= r->cfg->commit_interval_ms;
+}
+
+static int init_transactions(mc_runner *r)
+{
+    while (!atomic_load(&r->stop)) {
+        rd_kafka_error_t *error = rd_kafka_init_transactions(r->producer, 30000);
+        if (!error) return 0;
+        if (txn_error(r, "init_transactions", error) != TXN_RETRY) return -1;
+    }
+    return -1;
+}
+
+int mc_runner_run(mc_runner *r)
+{
+    if (init_transactions(r) != 0) return atomic_load(&r->fatal) ? 1 : 0;
+
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new((int)r->n_inputs);
+    for (size_t i = 0; i < r->n_inputs; i++)
+        rd_kafka_topic_partition_list_add(topics, r->inputs[i].name, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(r->consumer, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (err) {
+        mc_log(&r->logger, MC_LOG_ERROR, "subscribe failed", "error", rd_kafka_err2str(err),
+               (const char *)NULL);
+        return 1;
+    }
+    atomic_store(&r->started, true);
+    mc_log(&r->logger, MC_LOG_INFO, "running", "group", r->group_id, "transactional_id",
+           r->transactional_id, (const char *)NULL);
+
+    while (!atomic_load(&r->stop) && !atomic_load(&r->fatal)) {
+        atomic_store(&r->loop_heartbeat_ms, mono_ms());
+        if (begin_txn(r) != 0) break;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, poll_timeout(r));
+        if (m) {
+            if (m->err) {
+                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                    mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
+                           rd_kafka_message_errstr(m), (const char *)NULL);
+                if (rd_kafka_fatal_error(r->consumer, NULL, 0)) atomic_store(&r->fatal, true);
+            } else if (begin_txn(r) == 0) {
+                /* begin again: a rebalance callback inside this poll may have
+                 * committed the transaction we had open. */
+                count_input(r, m);
+                r->txn_records++;
+                r->txn_dirty = true;
+                if (r->proc->process(r->self, m, &r->ctx) != 0) {
+                    mc_log(&r->logger, MC_LOG_ERROR, "processor failed", (const char *)NULL);
+                    atomic_store(&r->fatal, true);
+                }
+            }
+            rd_kafka_message_destroy(m);
+        }
+        if (r->proc->punctuate && r->wakeup_ms != INT64_MAX && mc_now_ms() >= r->wakeup_ms &&
+            !atomic_load(&r->fatal)) {
+            int64_t now = mc_now_ms();
+            r->wakeup_ms = INT64_MAX;
+            if (begin_txn(r) == 0 && r->proc->punctuate(r->self, now, &r->ctx) != 0)
+                atomic_store(&r->fatal, true);
+        }
+        if (commit_due(r) && commit_txn(r) != 0) break;
+        rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
+        update_lag(r);
+    }
+
+    /* Graceful stop: finish the open transaction, then leave the group (the
+     * revoke callback runs inside close and commits nothing new). */
+    if (!atomic_load(&r->fatal) && r->txn_open) commit_txn(r);
+    if (atomic_load(&r->fatal) && r->txn_open) {
+        /* Best effort: a fenced producer cannot abort, and the coordinator
+         * aborts it after transaction.timeout.ms anyway. */
+        rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 5000);
+        if (error) rd_kafka_error_destroy(error);
+        reset_txn_counters(r, false);
+    }
+    /* Leave the group even after a fatal error, so our partitions move to
+     * another instance now rather than after the session timeout. */
+    rd_kafka_consumer_close(r->consumer);
+    bool fatal = atomic_load(&r->fatal);
+    mc_log(&r->logger, fatal ? MC_LOG_ERROR : MC_LOG_INFO,
+           fatal ? "stopped on a fatal error" : "stopped", (const char *)NULL);
+    return fatal ? 1 : 0;
+}
+
+void mc_runner_stop(mc_runner *r)
+{
+    atomic_store(&r->stop, true);
+}
+
+void mc_runner_free(mc_runner *r)
+{
+    if (!r) return;
+    if (r->self && r->proc->destroy) r->proc->destroy(r->self);
+    for (size_t i = 0; i < r->n_outputs; i++)
+        if (r->outputs[i].rkt) rd_kafka_topic_destroy(r->outputs[i].rkt);
+    for (size_t i = 0; i < r->n_md; i++)
+        free(r->md[i].metadata);
+    if (r->consumer) rd_kafka_destroy(r->consumer);
+    if (r->producer) rd_kafka_destroy(r->producer);
+    free(r);
+}
