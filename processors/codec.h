@@ -1,0 +1,232 @@
+/* Avro codec for every mooncake record: C structs <-> Avro binary, with the
+ * single-object (C3 01 + CRC-64-AVRO fingerprint) and Confluent (00 + schema id)
+ * framings. Decoding treats its input as hostile: every length is checked
+ * against the bytes that remain, so no input can make it crash or allocate
+ * more than a small multiple of the input size. */
+#ifndef MOONCAKE_CODEC_H
+#define MOONCAKE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- memory ---------------------------------------------------------------
+ * Decoded records live in an arena: every string and array a decode makes is
+ * carved out of it, and mc_arena_reset() frees them all at once. One arena per
+ * processor, reset per record, so the hot path does not call malloc. */
+typedef struct mc_arena mc_arena;
+
+/* Creates an arena. Caller owns it; free with mc_arena_free(). NULL on ENOMEM. */
+mc_arena *mc_arena_new(void);
+/* Forgets everything allocated from the arena, keeping its first block. */
+void mc_arena_reset(mc_arena *a);
+void mc_arena_free(mc_arena *a);
+/* Allocates n bytes (8-aligned) owned by the arena. NULL on ENOMEM. */
+void *mc_arena_alloc(mc_arena *a, size_t n);
+/* Copies a NUL-terminated string into the arena. */
+char *mc_arena_strdup(mc_arena *a, const char *s);
+
+/* A growable output buffer for encoders. Owned by whoever declared it;
+ * release with mc_buf_free(). */
+typedef struct mc_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+} mc_buf;
+void mc_buf_reset(mc_buf *b);
+void mc_buf_free(mc_buf *b);
+
+/* ---- records (mirroring the schemas/ .avsc files) -------------------------- */
+typedef struct mc_kv {
+    const char *key;
+    const char *value;
+} mc_kv;
+
+typedef struct mc_callback {
+    const char *url;
+    const char *method; /* "POST", "GET", ... (validated by the router, not here) */
+    const mc_kv *headers;
+    size_t n_headers;
+    const uint8_t *body; /* may be NULL when body_len == 0 */
+    size_t body_len;
+    int32_t timeout_ms;
+} mc_callback;
+
+typedef struct mc_retry_policy {
+    int32_t max_attempts;
+    int64_t initial_backoff_ms;
+    double multiplier;
+    int64_t max_backoff_ms;
+} mc_retry_policy;
+
+typedef struct mc_task {
+    const char *app_id;
+    const char *task_id;
+    int64_t due_at; /* epoch ms */
+    mc_callback callback;
+    bool has_retry; /* false: the retry processor's defaults apply */
+    mc_retry_policy retry;
+    int32_t attempt; /* 1 for the first call */
+    int64_t created_at; /* epoch ms */
+    const mc_kv *metadata;
+    size_t n_metadata;
+} mc_task;
+
+typedef struct mc_cancel {
+    const char *app_id;
+    const char *task_id;
+    int64_t requested_at; /* epoch ms */
+} mc_cancel;
+
+typedef enum mc_command_kind { MC_CMD_SUBMIT = 0, MC_CMD_CANCEL = 1 } mc_command_kind;
+
+/* tasks topic value: what clients send. */
+typedef struct mc_command {
+    mc_command_kind kind;
+    mc_task submit; /* valid when kind == MC_CMD_SUBMIT */
+    mc_cancel cancel; /* valid when kind == MC_CMD_CANCEL */
+} mc_command;
+
+/* wheel topic value: a command stamped by the router with its tasks offset. */
+typedef struct mc_wheel_entry {
+    int64_t version;
+    mc_command command;
+} mc_wheel_entry;
+
+/* store topic value (a cancel is a tombstone, i.e. a NULL value). */
+typedef struct mc_stored_task {
+    int64_t version;
+    mc_task task;
+} mc_stored_task;
+
+/* retry topic value: one failed attempt. */
+typedef struct mc_attempt {
+    mc_task task;
+    int32_t http_status; /* 0 when no response (timeout, refused, connect error) */
+    const char *error; /* human-readable, never NULL ("" when none) */
+    const uint8_t *response_snippet; /* bounded copy of the response body */
+    size_t response_snippet_len;
+    int64_t retry_after_ms; /* -1 when the server sent no Retry-After */
+    int64_t started_at;
+    int64_t finished_at;
+    bool permanent; /* the executor already knows retrying is pointless */
+} mc_attempt;
+
+typedef enum mc_outcome {
+    MC_OUTCOME_SUCCEEDED = 0,
+    MC_OUTCOME_FAILED_WILL_RETRY = 1,
+    MC_OUTCOME_FAILED_PERMANENTLY = 2,
+    MC_OUTCOME_EXHAUSTED = 3,
+    MC_OUTCOME_CANCELLED = 4,
+} mc_outcome;
+
+/* results topic value: the execution log. */
+typedef struct mc_result {
+    const char *app_id;
+    const char *task_id;
+    int32_t attempt;
+    int64_t due_at;
+    int64_t started_at;
+    int64_t finished_at;
+    int32_t http_status;
+    mc_outcome outcome;
+    const char *error; /* "" when none */
+} mc_result;
+
+/* dead topic value. */
+typedef struct mc_dead_letter {
+    const char *reason; /* a sentence an operator can act on */
+    const char *source_topic;
+    int32_t source_partition;
+    int64_t source_offset;
+    const uint8_t *raw; /* the original value bytes, NULL when not kept */
+    size_t raw_len;
+    bool has_raw;
+    bool has_task; /* the decoded task, when there was one */
+    mc_task task;
+    int64_t failed_at;
+} mc_dead_letter;
+
+/* ---- schema identity ---------------------------------------------------------- */
+typedef enum mc_schema_id {
+    MC_SCHEMA_COMMAND = 0,
+    MC_SCHEMA_WHEEL_ENTRY,
+    MC_SCHEMA_STORED_TASK,
+    MC_SCHEMA_ATTEMPT,
+    MC_SCHEMA_RESULT,
+    MC_SCHEMA_DEAD_LETTER,
+    MC_SCHEMA_COUNT
+} mc_schema_id;
+
+/* The JSON text of a compiled-in schema (static storage, do not free). */
+const char *mc_schema_json(mc_schema_id id);
+/* The full name, e.g. "mooncake.Command" (static storage). */
+const char *mc_schema_name(mc_schema_id id);
+/* CRC-64-AVRO fingerprint of the schema's Parsing Canonical Form. */
+uint64_t mc_schema_fingerprint(mc_schema_id id);
+
+/* Parsing Canonical Form of any Avro schema JSON text (spec §"Parsing Canonical
+ * Form for Schemas"). Returns a malloc'd string the caller frees, or NULL with
+ * a message in err on invalid JSON or schema. */
+char *mc_schema_canonical_form(const char *schema_json, char *err, size_t errlen);
+/* CRC-64-AVRO (the Rabin fingerprint from the Avro spec) of len bytes. */
+uint64_t mc_crc64_avro(const void *data, size_t len);
+
+/* ---- framing -------------------------------------------------------------- */
+typedef struct mc_codec_options {
+    /* Confluent schema-registry ids that denote our Command schema; a record
+     * framed 00 + id is accepted only when id is one of these. */
+    const int32_t *confluent_command_ids;
+    size_t n_confluent_command_ids;
+} mc_codec_options;
+
+/* Error codes returned by decoders; mc_codec_strerror() names them. */
+typedef enum mc_codec_err {
+    MC_CODEC_OK = 0,
+    MC_CODEC_EMPTY,         /* zero bytes */
+    MC_CODEC_BAD_MAGIC,     /* neither C3 01 nor 00 */
+    MC_CODEC_TRUNCATED,     /* ran out of bytes */
+    MC_CODEC_UNKNOWN_SCHEMA,/* fingerprint or schema id not ours */
+    MC_CODEC_BAD_LENGTH,    /* negative or larger than what remains */
+    MC_CODEC_BAD_UNION,     /* union branch out of range */
+    MC_CODEC_BAD_ENUM,      /* enum symbol out of range */
+    MC_CODEC_BAD_VARINT,    /* varint longer than 10 bytes / overflows */
+    MC_CODEC_TRAILING,      /* bytes left after the record */
+    MC_CODEC_BAD_UTF8,      /* string not valid UTF-8 or contains NUL */
+    MC_CODEC_NOMEM,
+} mc_codec_err;
+const char *mc_codec_strerror(mc_codec_err e);
+
+/* Decodes a tasks-topic value (single-object or accepted Confluent framing).
+ * Strings and arrays in *out point into arena (valid until mc_arena_reset).
+ * On error returns non-zero and, if detail != NULL, writes a sentence saying
+ * where decoding stopped (e.g. "callback.url: length 900 exceeds the 12 bytes left"). */
+mc_codec_err mc_decode_command(const mc_codec_options *opts, const void *data, size_t len,
+                               mc_arena *arena, mc_command *out, char *detail, size_t detail_len);
+
+/* Decoders for the other topics (single-object framing only: we write them). */
+mc_codec_err mc_decode_wheel_entry(const void *data, size_t len, mc_arena *arena,
+                                   mc_wheel_entry *out, char *detail, size_t detail_len);
+mc_codec_err mc_decode_stored_task(const void *data, size_t len, mc_arena *arena,
+                                   mc_stored_task *out, char *detail, size_t detail_len);
+mc_codec_err mc_decode_attempt(const void *data, size_t len, mc_arena *arena, mc_attempt *out,
+                               char *detail, size_t detail_len);
+mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_result *out,
+                              char *detail, size_t detail_len);
+mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena,
+                                   mc_dead_letter *out, char *detail, size_t detail_len);
+
+/* Encoders append the single-object framed record to out (which they grow).
+ * Return 0, or -1 on ENOMEM. */
+int mc_encode_command(const mc_command *c, mc_buf *out);
+int mc_encode_wheel_entry(const mc_wheel_entry *w, mc_buf *out);
+int mc_encode_stored_task(const mc_stored_task *s, mc_buf *out);
+int mc_encode_attempt(const mc_attempt *a, mc_buf *out);
+int mc_encode_result(const mc_result *r, mc_buf *out);
+int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
+
+/* The task key "app_id/task_id" written into buf; returns the length it needs
+ * (like snprintf). */
+size_t mc_task_key(const char *app_id, const char *task_id, char *buf, size_t buflen);
+
+#endif

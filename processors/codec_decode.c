@@ -1,0 +1,577 @@
+/* Avro binary decoders for every mooncake record. The input is hostile (any
+ * client can write to the tasks topic), so every varint is bounded, every
+ * length and count is checked against the bytes that remain before anything
+ * is allocated, and every failure says which field broke and why. Strings and
+ * byte arrays are copied into the caller's arena, never malloc'd one by one. */
+#include "codec_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Deepest path a record reaches: payload.task.callback.headers[i] plus slack. */
+enum { PATH_MAX_DEPTH = 8 };
+
+typedef struct path_seg {
+    const char *name;
+    int64_t index; /* map entry number, or -1 */
+} path_seg;
+
+/* The cursor of one decode. The field path is kept as a stack of static
+ * names so the hot path only pushes pointers; text is built on failure. */
+typedef struct rd {
+    const uint8_t *p;
+    const uint8_t *end;
+    mc_arena *arena;
+    char *detail;
+    size_t detail_len;
+    int depth;
+    path_seg path[PATH_MAX_DEPTH];
+} rd;
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        mc_codec_err err_ = (expr);                                                                \
+        if (err_ != MC_CODEC_OK) return err_;                                                      \
+    } while (0)
+
+static inline size_t left(const rd *r)
+{
+    return (size_t)(r->end - r->p);
+}
+
+static inline void push(rd *r, const char *name)
+{
+    /* Depth is fixed by the schemas, so overflow would be a coding error;
+     * still, never write past the array. */
+    if (r->depth < PATH_MAX_DEPTH) r->path[r->depth] = (path_seg){name, -1};
+    r->depth++;
+}
+
+static inline void pop(rd *r)
+{
+    r->depth--;
+}
+
+/* Writes "a.b[3].field: <message>" into the caller's detail buffer (if any). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+describe(rd *r, const char *field, const char *fmt, ...)
+{
+    if (!r->detail || r->detail_len == 0) return;
+    size_t pos = 0, cap = r->detail_len;
+    r->detail[0] = '\0';
+#define APPEND(...)                                                                                \
+    do {                                                                                           \
+        if (pos < cap) {                                                                           \
+            int n_ = snprintf(r->detail + pos, cap - pos, __VA_ARGS__);                            \
+            if (n_ > 0) pos += (size_t)n_;                                                         \
+        }                                                                                          \
+    } while (0)
+    int depth = r->depth < PATH_MAX_DEPTH ? r->depth : PATH_MAX_DEPTH;
+    for (int i = 0; i < depth; i++) {
+        APPEND("%s%s", i ? "." : "", r->path[i].name);
+        if (r->path[i].index >= 0) APPEND("[%" PRId64 "]", r->path[i].index);
+    }
+    if (field) APPEND("%s%s", depth ? "." : "", field);
+    if (depth || field) APPEND(": ");
+    if (pos < cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->detail + pos, cap - pos, fmt, ap);
+        va_end(ap);
+    }
+#undef APPEND
+}
+
+/* Evaluates to the error code itself, so the compiler sees which paths fail. */
+#define FAIL(r, field, code, ...) (describe((r), (field), __VA_ARGS__), (code))
+
+/* ---- primitives ----------------------------------------------------------------- */
+
+static inline mc_codec_err rd_long(rd *r, const char *field, int64_t *out)
+{
+    const uint8_t *p = r->p;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        if (p == r->end)
+            return FAIL(r, field, MC_CODEC_TRUNCATED, "varint runs past the end of the record");
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            return FAIL(r, field, MC_CODEC_BAD_VARINT,
+                        (b & 0x80) ? "varint longer than 10 bytes" : "varint overflows 64 bits");
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            r->p = p;
+            *out = (int64_t)((v >> 1) ^ (0 - (v & 1))); /* zigzag */
+            return MC_CODEC_OK;
+        }
+    }
+    return FAIL(r, field, MC_CODEC_BAD_VARINT, "varint longer than 10 bytes"); /* unreachable */
+}
+
+static inline mc_codec_err rd_int(rd *r, const char *field, int32_t *out)
+{
+    int64_t v;
+    TRY(rd_long(r, field, &v));
+    if (v < INT32_MIN || v > INT32_MAX)
+        return FAIL(r, field, MC_CODEC_BAD_VARINT, "value %" PRId64 " does not fit in an int", v);
+    *out = (int32_t)v;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err rd_bool(rd *r, const char *field, bool *out)
+{
+    if (r->p == r->end)
+        return FAIL(r, field, MC_CODEC_TRUNCATED, "boolean runs past the end of the record");
+    uint8_t b = *r->p;
+    /* The spec allows only 0 and 1; anything else would not re-encode to the
+     * same bytes, so it is rejected like an out-of-range enum. */
+    if (b > 1) return FAIL(r, field, MC_CODEC_BAD_ENUM, "boolean byte %u is neither 0 nor 1", b);
+    r->p++;
+    *out = b == 1;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err rd_double(rd *r, const char *field, double *out)
+{
+    if (left(r) < 8)
+        return FAIL(r, field, MC_CODEC_TRUNCATED, "double needs 8 bytes, %zu left", left(r));
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | r->p[i];
+    memcpy(out, &v, sizeof *out);
+    r->p += 8;
+    return MC_CODEC_OK;
+}
+
+/* A length prefix: non-negative and no more than what remains. */
+static inline mc_codec_err rd_len(rd *r, const char *field, size_t *out)
+{
+    int64_t n;
+    TRY(rd_long(r, field, &n));
+    if (n < 0) return FAIL(r, field, MC_CODEC_BAD_LENGTH, "negative length %" PRId64, n);
+    if ((uint64_t)n > left(r))
+        return FAIL(r, field, MC_CODEC_BAD_LENGTH, "length %" PRId64 " exceeds the %zu bytes left",
+                    n, left(r));
+    *out = (size_t)n;
+    return MC_CODEC_OK;
+}
+
+/* Offset of the first byte that makes s invalid UTF-8 (or a NUL), or n.
+ * Strict per RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF. ASCII runs are checked eight bytes at a time. */
+static size_t utf8_invalid_at(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            const uint64_t hi = 0x8080808080808080ULL, lo = 0x0101010101010101ULL;
+            if ((w & hi) || ((w - lo) & ~w & hi))
+                break; /* a non-ASCII or a zero byte: look closer */
+            i += 8;
+        }
+        if (i >= n) break;
+        uint8_t c = s[i];
+        if (c == 0) return i;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        uint8_t lo2 = 0x80, hi2 = 0xBF; /* range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo2 = 0xA0; /* overlong */
+            else if (c == 0xED)
+                hi2 = 0x9F; /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo2 = 0x90; /* overlong */
+            else if (c == 0xF4)
+                hi2 = 0x8F; /* above U+10FFFF */
+        } else {
+            return i;
+        }
+        if (n - i <= need) return i;
+        if (s[i + 1] < lo2 || s[i + 1] > hi2) return i;
+        for (size_t k = 2; k <= need; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+        i += need + 1;
+    }
+    return n;
+}
+
+static mc_codec_err rd_string(rd *r, const char *field, const char **out)
+{
+    size_t n;
+    TRY(rd_len(r, field, &n));
+    if (n == 0) {
+        *out = ""; /* static: empty strings cost no arena space */
+        return MC_CODEC_OK;
+    }
+    size_t bad = utf8_invalid_at(r->p, n);
+    if (bad != n)
+        return FAIL(r, field, MC_CODEC_BAD_UTF8,
+                    r->p[bad] ? "invalid UTF-8 at byte %zu of %zu" : "NUL at byte %zu of %zu", bad,
+                    n);
+    char *s = mc_arena_alloc_unaligned(r->arena, n + 1);
+    if (!s) return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for a %zu-byte string", n);
+    memcpy(s, r->p, n);
+    s[n] = '\0';
+    r->p += n;
+    *out = s;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err rd_bytes(rd *r, const char *field, const uint8_t **out, size_t *out_len)
+{
+    size_t n;
+    TRY(rd_len(r, field, &n));
+    *out_len = n;
+    if (n == 0) {
+        *out = NULL;
+        return MC_CODEC_OK;
+    }
+    /* Copied, because the input (a Kafka message) dies before the arena. */
+    uint8_t *d = mc_arena_alloc_unaligned(r->arena, n);
+    if (!d) return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for %zu bytes", n);
+    memcpy(d, r->p, n);
+    r->p += n;
+    *out = d;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err rd_branch(rd *r, const char *field, int64_t n_branches, int64_t *out)
+{
+    int64_t i;
+    TRY(rd_long(r, field, &i));
+    if (i < 0 || i >= n_branches)
+        return FAIL(r, field, MC_CODEC_BAD_UNION,
+                    "union branch %" PRId64 " out of range (0..%" PRId64 ")", i, n_branches - 1);
+    *out = i;
+    return MC_CODEC_OK;
+}
+
+/* Reads one block header of an array or map: its item count (0 ends the
+ * list) and, for a negative count, the block's byte size, which the spec
+ * lets writers add so readers can skip; we check it instead. */
+static mc_codec_err rd_block(rd *r, const char *field, size_t min_item_bytes, size_t *count,
+                             const uint8_t **block_end)
+{
+    int64_t n;
+    TRY(rd_long(r, field, &n));
+    *block_end = NULL;
+    if (n < 0) {
+        if (n == INT64_MIN)
+            return FAIL(r, field, MC_CODEC_BAD_LENGTH, "block count %" PRId64 " cannot be negated",
+                        n);
+        n = -n;
+        size_t size;
+        TRY(rd_len(r, field, &size));
+        *block_end = r->p + size;
+    }
+    /* Every entry takes at least min_item_bytes, so a count the remaining
+     * input cannot hold is rejected before anything is allocated for it. */
+    if ((uint64_t)n > left(r) / min_item_bytes)
+        return FAIL(r, field, MC_CODEC_BAD_LENGTH,
+                    "block of %" PRId64 " entries cannot fit in the %zu bytes left", n, left(r));
+    *count = (size_t)n;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err skip_string(rd *r, const char *field)
+{
+    size_t n;
+    TRY(rd_len(r, field, &n));
+    r->p += n;
+    return MC_CODEC_OK;
+}
+
+/* map<string>. The entries must land in one contiguous array, but a writer
+ * may split a map into any number of blocks; so a first pass validates the
+ * structure and counts the entries, and only then is the array allocated,
+ * exactly sized (at most 16 bytes per 2 input bytes). Canonical writers use
+ * one block, so the first pass is a handful of varint reads. */
+static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, size_t *out_n)
+{
+    const uint8_t *start = r->p;
+    size_t total = 0;
+    push(r, field);
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 2, &count, &block_end));
+        if (count == 0) break;
+        for (size_t i = 0; i < count; i++) {
+            r->path[r->depth - 1].index = (int64_t)(total + i);
+            TRY(skip_string(r, "key"));
+            TRY(skip_string(r, "value"));
+        }
+        r->path[r->depth - 1].index = -1;
+        if (block_end && r->p != block_end)
+            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
+                        "block byte size disagrees with its entries by %td bytes",
+                        r->p - block_end);
+        total += count; /* cannot overflow: bounded by the input length */
+    }
+    *out_n = total;
+    if (total == 0) {
+        *out = NULL;
+        pop(r);
+        return MC_CODEC_OK;
+    }
+    mc_kv *kv = mc_arena_alloc(r->arena, total * sizeof *kv);
+    if (!kv) return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu entries", total);
+    r->p = start;
+    size_t i = 0;
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 2, &count, &block_end));
+        if (count == 0) break;
+        for (size_t k = 0; k < count; k++, i++) {
+            r->path[r->depth - 1].index = (int64_t)i;
+            TRY(rd_string(r, "key", &kv[i].key));
+            TRY(rd_string(r, "value", &kv[i].value));
+        }
+        r->path[r->depth - 1].index = -1;
+    }
+    pop(r);
+    *out = kv;
+    return MC_CODEC_OK;
+}
+
+/* ---- records -------------------------------------------------------------------- */
+
+static mc_codec_err rd_callback(rd *r, mc_callback *cb)
+{
+    push(r, "callback");
+    TRY(rd_string(r, "url", &cb->url));
+    TRY(rd_string(r, "method", &cb->method));
+    TRY(rd_string_map(r, "headers", &cb->headers, &cb->n_headers));
+    TRY(rd_bytes(r, "body", &cb->body, &cb->body_len));
+    TRY(rd_int(r, "timeout_ms", &cb->timeout_ms));
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err rd_task(rd *r, mc_task *t)
+{
+    TRY(rd_string(r, "app_id", &t->app_id));
+    TRY(rd_string(r, "task_id", &t->task_id));
+    TRY(rd_long(r, "due_at", &t->due_at));
+    TRY(rd_callback(r, &t->callback));
+    int64_t branch;
+    TRY(rd_branch(r, "retry", 2, &branch));
+    t->has_retry = branch == 1;
+    if (t->has_retry) {
+        push(r, "retry");
+        TRY(rd_int(r, "max_attempts", &t->retry.max_attempts));
+        TRY(rd_long(r, "initial_backoff_ms", &t->retry.initial_backoff_ms));
+        TRY(rd_double(r, "multiplier", &t->retry.multiplier));
+        TRY(rd_long(r, "max_backoff_ms", &t->retry.max_backoff_ms));
+        pop(r);
+    } else {
+        t->retry = (mc_retry_policy){0};
+    }
+    TRY(rd_int(r, "attempt", &t->attempt));
+    TRY(rd_long(r, "created_at", &t->created_at));
+    TRY(rd_string_map(r, "metadata", &t->metadata, &t->n_metadata));
+    return MC_CODEC_OK;
+}
+
+/* The union {Submit, Cancel} shared by Command and WheelEntry. */
+static mc_codec_err rd_payload(rd *r, mc_command *c)
+{
+    int64_t branch;
+    TRY(rd_branch(r, "payload", 2, &branch));
+    push(r, "payload");
+    if (branch == 0) {
+        c->kind = MC_CMD_SUBMIT;
+        push(r, "task");
+        TRY(rd_task(r, &c->submit));
+        pop(r);
+    } else {
+        c->kind = MC_CMD_CANCEL;
+        TRY(rd_string(r, "app_id", &c->cancel.app_id));
+        TRY(rd_string(r, "task_id", &c->cancel.task_id));
+        TRY(rd_long(r, "requested_at", &c->cancel.requested_at));
+    }
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+/* ---- framing -------------------------------------------------------------------- */
+
+static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, char *detail,
+                          size_t detail_len, mc_schema_id id, const mc_codec_options *confluent)
+{
+    *r = (rd){.p = data,
+              .end = (const uint8_t *)data + len,
+              .arena = arena,
+              .detail = detail,
+              .detail_len = detail_len};
+    if (detail && detail_len) detail[0] = '\0';
+    if (len == 0 || !data) return FAIL(r, NULL, MC_CODEC_EMPTY, "the value has no bytes");
+    const uint8_t *d = data;
+    if (d[0] == MC_SO_MAGIC0) {
+        if (len < 2 || d[1] != MC_SO_MAGIC1) {
+            if (len < 2)
+                return FAIL(r, NULL, MC_CODEC_TRUNCATED, "single-object header cut after 1 byte");
+            return FAIL(r, NULL, MC_CODEC_BAD_MAGIC, "bytes c3 %02x are not the C3 01 marker",
+                        d[1]);
+        }
+        if (len < MC_SO_HEADER_LEN)
+            return FAIL(r, NULL, MC_CODEC_TRUNCATED, "single-object header needs 10 bytes, got %zu",
+                        len);
+        uint64_t fp = 0;
+        for (int i = 9; i >= 2; i--)
+            fp = (fp << 8) | d[i];
+        uint64_t want = mc_schema_fingerprint(id);
+        if (fp != want)
+            return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
+                        "fingerprint %016" PRIx64 " is not %s (%016" PRIx64 ")", fp,
+                        mc_schema_name(id), want);
+        r->p += MC_SO_HEADER_LEN;
+        return MC_CODEC_OK;
+    }
+    if (d[0] == MC_CONFLUENT_MAGIC && id == MC_SCHEMA_COMMAND) {
+        if (len < MC_CONFLUENT_HEADER_LEN)
+            return FAIL(r, NULL, MC_CODEC_TRUNCATED, "Confluent header needs 5 bytes, got %zu",
+                        len);
+        int32_t sid =
+            (int32_t)((uint32_t)d[1] << 24 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 8 | d[4]);
+        bool known = false;
+        for (size_t i = 0; confluent && i < confluent->n_confluent_command_ids; i++)
+            known |= confluent->confluent_command_ids[i] == sid;
+        if (!known)
+            return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
+                        "Confluent schema id %" PRId32 " is not a configured Command id", sid);
+        r->p += MC_CONFLUENT_HEADER_LEN;
+        return MC_CODEC_OK;
+    }
+    return FAIL(r, NULL, MC_CODEC_BAD_MAGIC,
+                "first byte 0x%02x is not an Avro single-object%s marker", d[0],
+                id == MC_SCHEMA_COMMAND ? " or Confluent" : "");
+}
+
+static mc_codec_err finish(rd *r, const char *what)
+{
+    if (r->p != r->end)
+        return FAIL(r, NULL, MC_CODEC_TRAILING, "%zu byte%s left after the %s", left(r),
+                    left(r) == 1 ? "" : "s", what);
+    return MC_CODEC_OK;
+}
+
+/* Decoders: each zeroes *out, checks the framing, decodes the body, and
+ * rejects trailing bytes. Strings and byte arrays in *out live in arena. */
+mc_codec_err mc_decode_command(const mc_codec_options *opts, const void *data, size_t len,
+                               mc_arena *arena, mc_command *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_command){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_COMMAND, opts));
+    TRY(rd_payload(&r, out));
+    return finish(&r, "Command");
+}
+
+mc_codec_err mc_decode_wheel_entry(const void *data, size_t len, mc_arena *arena,
+                                   mc_wheel_entry *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_wheel_entry){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_WHEEL_ENTRY, NULL));
+    TRY(rd_long(&r, "version", &out->version));
+    TRY(rd_payload(&r, &out->command));
+    return finish(&r, "WheelEntry");
+}
+
+mc_codec_err mc_decode_stored_task(const void *data, size_t len, mc_arena *arena,
+                                   mc_stored_task *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_stored_task){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_STORED_TASK, NULL));
+    TRY(rd_long(&r, "version", &out->version));
+    push(&r, "task");
+    TRY(rd_task(&r, &out->task));
+    pop(&r);
+    return finish(&r, "StoredTask");
+}
+
+mc_codec_err mc_decode_attempt(const void *data, size_t len, mc_arena *arena, mc_attempt *out,
+                               char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_attempt){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_ATTEMPT, NULL));
+    push(&r, "task");
+    TRY(rd_task(&r, &out->task));
+    pop(&r);
+    TRY(rd_int(&r, "http_status", &out->http_status));
+    TRY(rd_string(&r, "error", &out->error));
+    TRY(rd_bytes(&r, "response_snippet", &out->response_snippet, &out->response_snippet_len));
+    TRY(rd_long(&r, "retry_after_ms", &out->retry_after_ms));
+    TRY(rd_long(&r, "started_at", &out->started_at));
+    TRY(rd_long(&r, "finished_at", &out->finished_at));
+    TRY(rd_bool(&r, "permanent", &out->permanent));
+    return finish(&r, "Attempt");
+}
+
+mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_result *out,
+                              char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_result){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_RESULT, NULL));
+    TRY(rd_string(&r, "app_id", &out->app_id));
+    TRY(rd_string(&r, "task_id", &out->task_id));
+    TRY(rd_int(&r, "attempt", &out->attempt));
+    TRY(rd_long(&r, "due_at", &out->due_at));
+    TRY(rd_long(&r, "started_at", &out->started_at));
+    TRY(rd_long(&r, "finished_at", &out->finished_at));
+    TRY(rd_int(&r, "http_status", &out->http_status));
+    int64_t sym;
+    TRY(rd_long(&r, "outcome", &sym));
+    if (sym < 0 || sym > MC_OUTCOME_CANCELLED)
+        return FAIL(&r, "outcome", MC_CODEC_BAD_ENUM, "symbol %" PRId64 " out of range (0..%d)",
+                    sym, (int)MC_OUTCOME_CANCELLED);
+    out->outcome = (mc_outcome)sym;
+    TRY(rd_string(&r, "error", &out->error));
+    return finish(&r, "Result");
+}
+
+mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena,
+                                   mc_dead_letter *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_dead_letter){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_DEAD_LETTER, NULL));
+    TRY(rd_string(&r, "reason", &out->reason));
+    TRY(rd_string(&r, "source_topic", &out->source_topic));
+    TRY(rd_int(&r, "source_partition", &out->source_partition));
+    TRY(rd_long(&r, "source_offset", &out->source_offset));
+    int64_t branch;
+    TRY(rd_branch(&r, "raw", 2, &branch));
+    out->has_raw = branch == 1;
+    if (out->has_raw) TRY(rd_bytes(&r, "raw", &out->raw, &out->raw_len));
+    TRY(rd_branch(&r, "task", 2, &branch));
+    out->has_task = branch == 1;
+    if (out->has_task) {
+        push(&r, "task");
+        TRY(rd_task(&r, &out->task));
+        pop(&r);
+    }
+    TRY(rd_long(&r, "failed_at", &out->failed_at));
+    return finish(&r, "DeadLetter");
+}

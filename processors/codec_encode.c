@@ -1,0 +1,233 @@
+/* Avro binary encoders for every mooncake record, single-object framed.
+ * Output is canonical (shortest varints, each map as one block then 0) so
+ * the same record always encodes to the same bytes, which keeps compacted
+ * topics and byte-wise comparisons in tests meaningful. */
+#include "codec_internal.h"
+
+#include <string.h>
+
+/* The writer remembers an allocation failure instead of making every call
+ * site check: once oom is set writes are dropped, and the public function
+ * rolls the buffer back to where it started. */
+typedef struct wr {
+    mc_buf *b;
+    bool oom;
+} wr;
+
+static inline uint8_t *room(wr *w, size_t n)
+{
+    mc_buf *b = w->b;
+    if (w->oom) return NULL;
+    if (b->cap - b->len < n && mc_buf_reserve(b, n) != 0) {
+        w->oom = true;
+        return NULL;
+    }
+    return b->data + b->len;
+}
+
+static inline void put_long(wr *w, int64_t v)
+{
+    uint8_t *p = room(w, 10);
+    if (!p) return;
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); /* zigzag */
+    size_t n = 0;
+    while (z >= 0x80) {
+        p[n++] = (uint8_t)(z | 0x80);
+        z >>= 7;
+    }
+    p[n++] = (uint8_t)z;
+    w->b->len += n;
+}
+
+static void put_raw(wr *w, const void *data, size_t n)
+{
+    uint8_t *p = room(w, n);
+    if (p && n) {
+        memcpy(p, data, n);
+        w->b->len += n;
+    }
+}
+
+/* NULL pointers encode as empty: a caller's missing optional text should not
+ * crash a processor, and "" is what the decoder gives back. */
+static void put_bytes(wr *w, const void *data, size_t n)
+{
+    if (!data) n = 0;
+    put_long(w, (int64_t)n);
+    put_raw(w, data, n);
+}
+
+static void put_string(wr *w, const char *s)
+{
+    put_bytes(w, s, s ? strlen(s) : 0);
+}
+
+static void put_bool(wr *w, bool v)
+{
+    uint8_t b = v ? 1 : 0;
+    put_raw(w, &b, 1);
+}
+
+static void put_double(wr *w, double d)
+{
+    uint64_t v;
+    uint8_t le[8];
+    memcpy(&v, &d, sizeof v);
+    for (int i = 0; i < 8; i++)
+        le[i] = (uint8_t)(v >> (8 * i));
+    put_raw(w, le, 8);
+}
+
+static void put_string_map(wr *w, const mc_kv *kv, size_t n)
+{
+    if (kv && n) {
+        put_long(w, (int64_t)n);
+        for (size_t i = 0; i < n; i++) {
+            put_string(w, kv[i].key);
+            put_string(w, kv[i].value);
+        }
+    }
+    put_long(w, 0);
+}
+
+static void put_header(wr *w, mc_schema_id id)
+{
+    uint8_t h[MC_SO_HEADER_LEN] = {MC_SO_MAGIC0, MC_SO_MAGIC1};
+    uint64_t fp = mc_schema_fingerprint(id);
+    for (int i = 0; i < 8; i++)
+        h[2 + i] = (uint8_t)(fp >> (8 * i));
+    put_raw(w, h, sizeof h);
+}
+
+static void put_task(wr *w, const mc_task *t)
+{
+    put_string(w, t->app_id);
+    put_string(w, t->task_id);
+    put_long(w, t->due_at);
+    const mc_callback *cb = &t->callback;
+    put_string(w, cb->url);
+    put_string(w, cb->method);
+    put_string_map(w, cb->headers, cb->n_headers);
+    put_bytes(w, cb->body, cb->body_len);
+    put_long(w, cb->timeout_ms);
+    put_long(w, t->has_retry ? 1 : 0);
+    if (t->has_retry) {
+        put_long(w, t->retry.max_attempts);
+        put_long(w, t->retry.initial_backoff_ms);
+        put_double(w, t->retry.multiplier);
+        put_long(w, t->retry.max_backoff_ms);
+    }
+    put_long(w, t->attempt);
+    put_long(w, t->created_at);
+    put_string_map(w, t->metadata, t->n_metadata);
+}
+
+/* Returns false for a kind the union cannot represent (a caller bug). */
+static bool put_payload(wr *w, const mc_command *c)
+{
+    switch (c->kind) {
+    case MC_CMD_SUBMIT:
+        put_long(w, 0);
+        put_task(w, &c->submit);
+        return true;
+    case MC_CMD_CANCEL:
+        put_long(w, 1);
+        put_string(w, c->cancel.app_id);
+        put_string(w, c->cancel.task_id);
+        put_long(w, c->cancel.requested_at);
+        return true;
+    }
+    return false;
+}
+
+static int done(wr *w, size_t start, bool ok)
+{
+    if (w->oom || !ok) {
+        w->b->len = start; /* never leave half a record behind */
+        return -1;
+    }
+    return 0;
+}
+
+/* Encoders: each appends one single-object framed record to out (which the
+ * caller owns) and returns 0; -1 on ENOMEM or on a value the schema cannot
+ * hold (command kind, outcome), leaving out as it was. */
+int mc_encode_command(const mc_command *c, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_COMMAND);
+    bool ok = put_payload(&w, c);
+    return done(&w, start, ok);
+}
+
+int mc_encode_wheel_entry(const mc_wheel_entry *e, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_WHEEL_ENTRY);
+    put_long(&w, e->version);
+    bool ok = put_payload(&w, &e->command);
+    return done(&w, start, ok);
+}
+
+int mc_encode_stored_task(const mc_stored_task *s, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_STORED_TASK);
+    put_long(&w, s->version);
+    put_task(&w, &s->task);
+    return done(&w, start, true);
+}
+
+int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_ATTEMPT);
+    put_task(&w, &a->task);
+    put_long(&w, a->http_status);
+    put_string(&w, a->error);
+    put_bytes(&w, a->response_snippet, a->response_snippet_len);
+    put_long(&w, a->retry_after_ms);
+    put_long(&w, a->started_at);
+    put_long(&w, a->finished_at);
+    put_bool(&w, a->permanent);
+    return done(&w, start, true);
+}
+
+int mc_encode_result(const mc_result *r, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_RESULT);
+    put_string(&w, r->app_id);
+    put_string(&w, r->task_id);
+    put_long(&w, r->attempt);
+    put_long(&w, r->due_at);
+    put_long(&w, r->started_at);
+    put_long(&w, r->finished_at);
+    put_long(&w, r->http_status);
+    bool ok = (unsigned)r->outcome <= MC_OUTCOME_CANCELLED;
+    put_long(&w, (int64_t)r->outcome);
+    put_string(&w, r->error);
+    return done(&w, start, ok);
+}
+
+int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_DEAD_LETTER);
+    put_string(&w, d->reason);
+    put_string(&w, d->source_topic);
+    put_long(&w, d->source_partition);
+    put_long(&w, d->source_offset);
+    put_long(&w, d->has_raw ? 1 : 0);
+    if (d->has_raw) put_bytes(&w, d->raw, d->raw_len);
+    put_long(&w, d->has_task ? 1 : 0);
+    if (d->has_task) put_task(&w, &d->task);
+    put_long(&w, d->failed_at);
+    return done(&w, start, true);
+}

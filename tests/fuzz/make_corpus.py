@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the codec fuzz harnesses:
+corpus/command_decode/ and corpus/wheel_entry_decode/. Valid records are
+encoded by fastavro (an independent implementation), framed both ways; the
+rest are crafted to reach each error path. Rerun after a schema change:
+    python3 tests/fuzz/make_corpus.py
+Files named found-* were found by libFuzzer and are kept as they are."""
+import io
+import json
+import os
+import struct
+import sys
+
+try:
+    import fastavro
+    from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+except ImportError:
+    sys.exit("make_corpus.py needs fastavro: pip install fastavro")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMAS = os.path.join(HERE, "..", "..", "schemas")
+
+
+def load(name):
+    with open(os.path.join(SCHEMAS, name + ".avsc")) as f:
+        raw = json.load(f)
+    pcf = to_parsing_canonical_form(raw)
+    header = b"\xc3\x01" + bytes.fromhex(fingerprint(pcf, "CRC-64-AVRO"))
+    return parse_schema(raw), header
+
+
+def avro(schema, rec):
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, schema, rec)
+    return buf.getvalue()
+
+
+def zz(v):
+    """Avro long: zigzag varint."""
+    z = ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def s(text):
+    b = text.encode() if isinstance(text, str) else text
+    return zz(len(b)) + b
+
+
+def write(dirname, files):
+    d = os.path.join(HERE, "corpus", dirname)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        if not old.startswith("found-"):
+            os.remove(os.path.join(d, old))
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    print("%s: %d seed files" % (dirname, len(files)))
+
+
+command, CMD = load("Command")
+wheel, WHEEL = load("WheelEntry")
+
+TASK = {
+    "app_id": "shop", "task_id": "0193a5b2-7c1e-7def-8000-1234567890ab", "due_at": 1767225600000,
+    "callback": {"url": "https://orders.example.com/orders/42/expire", "method": "POST",
+                 "headers": {"Content-Type": "application/json", "X-Trace": "caf\u00e9"},
+                 "body": b'{"order":42}', "timeout_ms": 30000},
+    "retry": {"max_attempts": 5, "initial_backoff_ms": 1000, "multiplier": 2.0,
+              "max_backoff_ms": 3600000},
+    "attempt": 1, "created_at": 1767223800000, "metadata": {"tenant": "t1"},
+}
+MINIMAL = {"app_id": "a", "task_id": "t", "due_at": 0,
+           "callback": {"url": "", "method": "", "headers": {}, "body": b"", "timeout_ms": 0},
+           "retry": None, "attempt": 1, "created_at": 0, "metadata": {}}
+UNICODE = dict(TASK, app_id="\u5e97", task_id="\U0001f319/\u00e9",
+               callback=dict(TASK["callback"], headers={"\u4e2d": "\u65e5\u672c"},
+                             body="\u2615".encode() * 100),
+               metadata={"\U0001f680": ""})
+CANCEL = {"app_id": "shop", "task_id": "0193a5b2-7c1e-7def-8000-1234567890ab",
+          "requested_at": 1767225000000}
+
+submit_body = avro(command, {"payload": ("mooncake.Submit", {"task": TASK})})
+minimal_body = avro(command, {"payload": ("mooncake.Submit", {"task": MINIMAL})})
+cancel_body = avro(command, {"payload": ("mooncake.Cancel", CANCEL)})
+unicode_body = avro(command, {"payload": ("mooncake.Submit", {"task": UNICODE})})
+big_body = avro(command, {"payload": ("mooncake.Submit", {"task": dict(
+    TASK, callback=dict(TASK["callback"], body=bytes(range(256)) * 16))})})
+
+# The Submit prefix up to callback.headers, and the tail after it.
+prefix = zz(0) + s("app") + s("task") + zz(1000) + s("https://x") + s("POST")
+suffix = zz(0) + zz(5000) + zz(0) + zz(1) + zz(2000) + zz(0)
+
+cmd = {
+    "valid-submit": CMD + submit_body,
+    "valid-submit-minimal": CMD + minimal_body,
+    "valid-cancel": CMD + cancel_body,
+    "valid-unicode": CMD + unicode_body,
+    "valid-big-body": CMD + big_body,
+    "valid-confluent-1-submit": b"\x00" + struct.pack(">i", 1) + submit_body,
+    "valid-confluent-42-cancel": b"\x00" + struct.pack(">i", 42) + cancel_body,
+    "valid-map-blocks": CMD + prefix + zz(1) + s("k1") + s("v1") + zz(-2) + zz(10) + s("k2")
+    + s("v") + s("k3") + s("w") + zz(0) + suffix,
+    "confluent-unknown-id": b"\x00" + struct.pack(">i", 7) + submit_body,
+    "confluent-truncated": b"\x00\x00\x00",
+    "empty": b"",
+    "magic-c3-02": b"\xc3\x02" + CMD[2:] + cancel_body,
+    "magic-other": b"\x42" + cancel_body,
+    "header-only": CMD,
+    "header-cut": CMD[:6],
+    "truncated-mid-string": (CMD + submit_body)[:40],
+    "truncated-before-metadata": (CMD + submit_body)[:-3],
+    "unknown-fingerprint": WHEEL + cancel_body,
+    "bad-union-payload": CMD + zz(2) + cancel_body[1:],
+    "bad-union-negative": CMD + zz(-1),
+    "bad-union-retry": CMD + prefix + zz(0) + zz(0) + zz(5000) + zz(5),
+    "negative-length": CMD + zz(1) + zz(-1),
+    "huge-length": CMD + zz(1) + zz(1 << 40) + b"abc",
+    "huge-map-count": CMD + prefix + zz(1 << 40) + s("k") + s("v"),
+    "map-block-size-mismatch": CMD + prefix + zz(-1) + zz(3) + s("k2") + s("v") + zz(0) + suffix,
+    "map-count-int64-min": CMD + prefix + b"\xff" * 9 + b"\x01",
+    "varint-11-bytes": CMD + zz(0) + s("a") + s("t") + b"\xff" * 10 + b"\x01",
+    "varint-overflow": CMD + zz(0) + s("a") + s("t") + b"\xff" * 9 + b"\x02",
+    "int-overflow-timeout": CMD + prefix + zz(0) + zz(0) + zz(1 << 31),
+    "bad-utf8": CMD + zz(1) + s(b"\xff\xfe") + s("t") + zz(0),
+    "nul-in-string": CMD + zz(1) + s(b"a\x00b") + s("t") + zz(0),
+    "overlong-utf8": CMD + zz(1) + s(b"\xc0\x80") + s("t") + zz(0),
+    "surrogate-utf8": CMD + zz(1) + s(b"\xed\xa0\x80") + s("t") + zz(0),
+    "trailing-byte": CMD + cancel_body + b"\x00",
+    "truncated-double": CMD + prefix + zz(0) + zz(0) + zz(5000) + zz(1) + zz(3) + zz(100) + b"\x00",
+}
+
+wheel_submit = avro(wheel, {"version": 12345, "payload": ("mooncake.Submit", {"task": TASK})})
+wheel_cancel = avro(wheel, {"version": 12346, "payload": ("mooncake.Cancel", CANCEL)})
+whl = {
+    "valid-submit": WHEEL + wheel_submit,
+    "valid-cancel": WHEEL + wheel_cancel,
+    "valid-minimal": WHEEL + avro(wheel, {"version": 0,
+                                          "payload": ("mooncake.Submit", {"task": MINIMAL})}),
+    "valid-version-min": WHEEL + b"\xff" * 9 + b"\x01" + cancel_body,
+    "command-fingerprint": CMD + cancel_body,
+    "confluent-framing": b"\x00" + struct.pack(">i", 1) + wheel_cancel,
+    "truncated-version": WHEEL + b"\x80\x80",
+    "truncated-task": (WHEEL + wheel_submit)[:-10],
+    "bad-union": WHEEL + zz(1) + zz(4),
+    "trailing": WHEEL + wheel_cancel + b"\x01\x02",
+    "bad-utf8-cancel": WHEEL + zz(1) + zz(1) + s(b"\x80") + s("t") + zz(0),
+    "huge-string": WHEEL + zz(1) + zz(1) + zz((1 << 62) - 1),
+    "empty": b"",
+}
+
+# Every crafted Command body also exercises the wheel decoder's shared
+# Submit/Cancel paths once given the WheelEntry header and a version.
+for name, data in cmd.items():
+    if data.startswith(CMD) and not name.startswith("valid-"):
+        whl["cmd-" + name] = WHEEL + zz(7) + data[len(CMD):]
+
+write("command_decode", cmd)
+write("wheel_entry_decode", whl)

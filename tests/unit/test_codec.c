@@ -1,0 +1,965 @@
+/* Unit tests of the Avro codec (processors/codec*.c): CRC-64-AVRO and the
+ * canonical form against known values, round trips of every record type,
+ * interop with avro-c's generic reader, one crafted input per error code,
+ * hostile framing and block layouts, and an informational timing printout. */
+#include "codec.h"
+
+#include <avro.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_ERR(expr, want)                                                                      \
+    do {                                                                                           \
+        mc_codec_err got_ = (expr);                                                                \
+        if (got_ != (want)) {                                                                      \
+            fprintf(stderr, "%s:%d: %s returned %s, want %s\n", __FILE__, __LINE__, #expr,         \
+                    mc_codec_strerror(got_), mc_codec_strerror(want));                             \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static bool str_eq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool bytes_eq(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    return al == bl && (al == 0 || memcmp(a, b, al) == 0);
+}
+
+static bool kv_eq(const mc_kv *a, size_t an, const mc_kv *b, size_t bn)
+{
+    if (an != bn) return false;
+    for (size_t i = 0; i < an; i++)
+        if (!str_eq(a[i].key, b[i].key) || !str_eq(a[i].value, b[i].value)) return false;
+    return true;
+}
+
+static bool task_eq(const mc_task *a, const mc_task *b)
+{
+    const mc_callback *x = &a->callback, *y = &b->callback;
+    return str_eq(a->app_id, b->app_id) && str_eq(a->task_id, b->task_id) &&
+           a->due_at == b->due_at && str_eq(x->url, y->url) && str_eq(x->method, y->method) &&
+           kv_eq(x->headers, x->n_headers, y->headers, y->n_headers) &&
+           bytes_eq(x->body, x->body_len, y->body, y->body_len) && x->timeout_ms == y->timeout_ms &&
+           a->has_retry == b->has_retry &&
+           (!a->has_retry || (a->retry.max_attempts == b->retry.max_attempts &&
+                              a->retry.initial_backoff_ms == b->retry.initial_backoff_ms &&
+                              a->retry.multiplier == b->retry.multiplier &&
+                              a->retry.max_backoff_ms == b->retry.max_backoff_ms)) &&
+           a->attempt == b->attempt && a->created_at == b->created_at &&
+           kv_eq(a->metadata, a->n_metadata, b->metadata, b->n_metadata);
+}
+
+static bool command_eq(const mc_command *a, const mc_command *b)
+{
+    if (a->kind != b->kind) return false;
+    if (a->kind == MC_CMD_SUBMIT) return task_eq(&a->submit, &b->submit);
+    return str_eq(a->cancel.app_id, b->cancel.app_id) &&
+           str_eq(a->cancel.task_id, b->cancel.task_id) &&
+           a->cancel.requested_at == b->cancel.requested_at;
+}
+
+/* ---- fixtures ------------------------------------------------------------------- */
+
+static const mc_kv headers[] = {{"Content-Type", "application/json"},
+                                {"X-\xe4\xb8\xad\xe6\x96\x87", "\xf0\x9f\x9a\x80 rocket"},
+                                {"Empty", ""}};
+static const mc_kv meta[] = {{"tenant", "t1"}};
+static const char body[] = "{\"order\":42,\"items\":[1,2,3],\"note\":\"hello world\"}";
+
+/* A typical task: about 300 bytes encoded. */
+static mc_task typical_task(void)
+{
+    return (mc_task){
+        .app_id = "shop",
+        .task_id = "0193a5b2-7c1e-7def-8000-1234567890ab",
+        .due_at = 1767225600000,
+        .callback = {.url = "https://orders.example.com/api/v1/orders/42/expire?reason=unpaid",
+                     .method = "POST",
+                     .headers = headers,
+                     .n_headers = 3,
+                     .body = (const uint8_t *)body,
+                     .body_len = sizeof body - 1,
+                     .timeout_ms = 30000},
+        .has_retry = true,
+        .retry = {5, 1000, 2.0, 3600000},
+        .attempt = 1,
+        .created_at = 1767223800000,
+        .metadata = meta,
+        .n_metadata = 1,
+    };
+}
+
+/* A task with every optional part empty. */
+static mc_task bare_task(void)
+{
+    return (mc_task){
+        .app_id = "", .task_id = "x", .callback = {.url = "", .method = ""}, .attempt = 1};
+}
+
+/* ---- CRC and canonical form ----------------------------------------------------- */
+
+static void test_crc64(void)
+{
+    /* Values from the Avro spec's test vectors (Java's signed longs) and
+     * from fastavro (kept in sync with tests/unit/fingerprint_test.py). */
+    CHECK(mc_crc64_avro("", 0) == 0xc15d213aa4d7a795ULL);
+    CHECK(mc_crc64_avro("\"int\"", 5) == 0x7275d51a3f395c8fULL);
+    CHECK(mc_crc64_avro("\"null\"", 6) == (uint64_t)7195948357588979594LL);
+    CHECK(mc_crc64_avro("\"boolean\"", 9) == (uint64_t)-6970731678124411036LL);
+    const char *foo = "{\"name\":\"foo\",\"type\":\"record\",\"fields\":[]}";
+    CHECK(mc_crc64_avro(foo, strlen(foo)) == (uint64_t)-4824392279771201922LL);
+}
+
+static void check_pcf(const char *in, const char *want)
+{
+    char err[256];
+    char *got = mc_schema_canonical_form(in, err, sizeof err);
+    if (!got || strcmp(got, want) != 0) {
+        fprintf(stderr, "canonical form of %s:\n  got  %s\n  want %s\n", in, got ? got : err, want);
+        failures++;
+    }
+    free(got);
+}
+
+static void check_pcf_error(const char *in, const char *needle)
+{
+    char err[256];
+    char *got = mc_schema_canonical_form(in, err, sizeof err);
+    if (got || !strstr(err, needle)) {
+        fprintf(stderr, "canonical form of %s: want an error containing \"%s\", got %s\n", in,
+                needle, got ? got : err);
+        failures++;
+    }
+    free(got);
+}
+
+static void test_canonical_form(void)
+{
+    check_pcf("{\"type\":\"int\"}", "\"int\"");
+    check_pcf("[ \"int\" , {\"type\":\"boolean\"} ]", "[\"int\",\"boolean\"]");
+    check_pcf("{\"fields\":[], \"type\":\"record\", \"name\":\"a.b.foo\", \"namespace\":\"x.y\"}",
+              "{\"name\":\"a.b.foo\",\"type\":\"record\",\"fields\":[]}");
+    check_pcf("{\"namespace\":\"x.y.z\", \"type\":\"enum\", \"name\":\"foo\", \"doc\":\"d\", "
+              "\"symbols\":[\"A1\", \"A2\"]}",
+              "{\"name\":\"x.y.z.foo\",\"type\":\"enum\",\"symbols\":[\"A1\",\"A2\"]}");
+    check_pcf("{\"size\":16,\"name\":\"f\",\"type\":\"fixed\",\"namespace\":\"n\"}",
+              "{\"name\":\"n.f\",\"type\":\"fixed\",\"size\":16}");
+    /* Nested definitions inherit the namespace; later uses become full names. */
+    check_pcf("{\"type\":\"record\",\"name\":\"R\",\"namespace\":\"ns\",\"fields\":["
+              "{\"name\":\"a\",\"type\":{\"type\":\"record\",\"name\":\"In\",\"fields\":[]}},"
+              "{\"name\":\"b\",\"type\":\"In\",\"default\":{}},"
+              "{\"name\":\"c\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"ns.In\"]}},"
+              "{\"name\":\"d\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-millis\"}},"
+              "{\"name\":\"e\",\"type\":{\"type\":\"array\",\"items\":\"R\"}}]}",
+              "{\"name\":\"ns.R\",\"type\":\"record\",\"fields\":["
+              "{\"name\":\"a\",\"type\":{\"name\":\"ns.In\",\"type\":\"record\",\"fields\":[]}},"
+              "{\"name\":\"b\",\"type\":\"ns.In\"},"
+              "{\"name\":\"c\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"ns.In\"]}},"
+              "{\"name\":\"d\",\"type\":\"long\"},"
+              "{\"name\":\"e\",\"type\":{\"type\":\"array\",\"items\":\"ns.R\"}}]}");
+    check_pcf("{\"type\":\"enum\",\"name\":\"\\u0045\",\"symbols\":[\"\\u0041\"]}",
+              "{\"name\":\"E\",\"type\":\"enum\",\"symbols\":[\"A\"]}");
+    check_pcf_error("{", "invalid JSON");
+    check_pcf_error("\"Nope\"", "unknown type Nope");
+    check_pcf_error("[{\"type\":\"fixed\",\"name\":\"F\",\"size\":1},"
+                    "{\"type\":\"fixed\",\"name\":\"F\",\"size\":2}]",
+                    "defined twice");
+    check_pcf_error("{\"type\":\"record\",\"name\":\"1x\",\"fields\":[]}", "invalid name");
+    check_pcf_error("{\"type\":\"fixed\",\"name\":\"F\"}", "size");
+    check_pcf_error("{\"type\":\"array\"}", "items");
+}
+
+static void test_schema_table(void)
+{
+    for (int i = 0; i < MC_SCHEMA_COUNT; i++) {
+        const char *json = mc_schema_json((mc_schema_id)i);
+        CHECK(json != NULL);
+        CHECK(strncmp(mc_schema_name((mc_schema_id)i), "mooncake.", 9) == 0);
+        char err[256];
+        char *pcf = mc_schema_canonical_form(json, err, sizeof err);
+        CHECK(pcf != NULL);
+        if (!pcf) {
+            fprintf(stderr, "%s: %s\n", mc_schema_name((mc_schema_id)i), err);
+            continue;
+        }
+        CHECK(mc_schema_fingerprint((mc_schema_id)i) == mc_crc64_avro(pcf, strlen(pcf)));
+        free(pcf);
+        for (int j = 0; j < i; j++)
+            CHECK(mc_schema_fingerprint((mc_schema_id)i) != mc_schema_fingerprint((mc_schema_id)j));
+    }
+    CHECK(mc_schema_json(MC_SCHEMA_COUNT) == NULL);
+    CHECK(mc_schema_fingerprint(MC_SCHEMA_COUNT) == 0);
+}
+
+/* ---- avro-c interop --------------------------------------------------------------- */
+
+/* Reads the body of a single-object record with avro-c's generic reader, so
+ * a bug shared by our encoder and decoder cannot hide. Returns a value the
+ * caller releases with avro_value_decref, or fails the test. */
+static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avro_schema_t *sch,
+                        avro_value_iface_t **iface)
+{
+    const char *json = mc_schema_json(id);
+    if (avro_schema_from_json_length(json, strlen(json), sch) != 0) {
+        fprintf(stderr, "avro-c rejects %s: %s\n", mc_schema_name(id), avro_strerror());
+        failures++;
+        return false;
+    }
+    *iface = avro_generic_class_from_schema(*sch);
+    avro_generic_value_new(*iface, out);
+    avro_reader_t r = avro_reader_memory((const char *)b->data + 10, (int64_t)(b->len - 10));
+    int rc = avro_value_read(r, out);
+    bool ok = rc == 0;
+    if (!ok) {
+        fprintf(stderr, "avro-c cannot read our %s: %s\n", mc_schema_name(id), avro_strerror());
+        failures++;
+    } else {
+        /* Everything consumed: reading one more byte must fail. */
+        int8_t extra;
+        ok = avro_read(r, &extra, 1) != 0;
+        if (!ok) {
+            fprintf(stderr, "avro-c left bytes after our %s\n", mc_schema_name(id));
+            failures++;
+        }
+    }
+    avro_reader_free(r);
+    if (!ok) {
+        avro_value_decref(out);
+        avro_value_iface_decref(*iface);
+        avro_schema_decref(*sch);
+    }
+    return ok;
+}
+
+static void avro_c_release(avro_value_t *v, avro_value_iface_t *iface, avro_schema_t sch)
+{
+    avro_value_decref(v);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(sch);
+}
+
+static const char *avro_str(avro_value_t *rec, const char *path)
+{
+    /* path is "a.b.c": walk records by field name, entering union branches. */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    avro_value_t cur = *rec, next;
+    for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, ".")) {
+        if (avro_value_get_type(&cur) == AVRO_UNION) avro_value_get_current_branch(&cur, &cur);
+        if (avro_value_get_by_name(&cur, tok, &next, NULL) != 0) return NULL;
+        cur = next;
+    }
+    const char *s = NULL;
+    size_t n;
+    if (avro_value_get_string(&cur, &s, &n) != 0) return NULL;
+    return s;
+}
+
+static void test_avro_c_interop(void)
+{
+    mc_buf b = {0};
+    avro_value_t v;
+    avro_schema_t sch;
+    avro_value_iface_t *iface;
+
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = typical_task()};
+    CHECK(mc_encode_command(&c, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_COMMAND, &b, &v, &sch, &iface)) {
+        const char *url = avro_str(&v, "payload.task.callback.url");
+        CHECK(url && strcmp(url, c.submit.callback.url) == 0);
+        avro_value_t payload, task, retry, field;
+        avro_value_get_by_name(&v, "payload", &payload, NULL);
+        avro_value_get_current_branch(&payload, &payload);
+        avro_value_get_by_name(&payload, "task", &task, NULL);
+        avro_value_get_by_name(&task, "retry", &retry, NULL);
+        int branch = -1;
+        avro_value_get_discriminant(&retry, &branch);
+        CHECK(branch == 1);
+        avro_value_get_current_branch(&retry, &retry);
+        double mult = 0;
+        avro_value_get_by_name(&retry, "multiplier", &field, NULL);
+        avro_value_get_double(&field, &mult);
+        CHECK(mult == 2.0);
+        avro_value_get_by_name(&task, "metadata", &field, NULL);
+        size_t n = 0;
+        avro_value_get_size(&field, &n);
+        CHECK(n == 1);
+        avro_c_release(&v, iface, sch);
+    }
+
+    mc_buf_reset(&b);
+    mc_wheel_entry w = {.version = 77,
+                        .command = {.kind = MC_CMD_CANCEL, .cancel = {"app", "tid", 5}}};
+    CHECK(mc_encode_wheel_entry(&w, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_WHEEL_ENTRY, &b, &v, &sch, &iface)) {
+        const char *tid = avro_str(&v, "payload.task_id");
+        CHECK(tid && strcmp(tid, "tid") == 0);
+        avro_c_release(&v, iface, sch);
+    }
+
+    mc_buf_reset(&b);
+    mc_stored_task st = {.version = 1, .task = bare_task()};
+    CHECK(mc_encode_stored_task(&st, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_STORED_TASK, &b, &v, &sch, &iface)) avro_c_release(&v, iface, sch);
+
+    mc_buf_reset(&b);
+    mc_attempt at = {.task = typical_task(),
+                     .http_status = 503,
+                     .error = "unavailable",
+                     .response_snippet = (const uint8_t *)"oops",
+                     .response_snippet_len = 4,
+                     .retry_after_ms = -1,
+                     .permanent = true};
+    CHECK(mc_encode_attempt(&at, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_ATTEMPT, &b, &v, &sch, &iface)) {
+        avro_value_t f;
+        int perm = 0;
+        avro_value_get_by_name(&v, "permanent", &f, NULL);
+        avro_value_get_boolean(&f, &perm);
+        CHECK(perm == 1);
+        avro_c_release(&v, iface, sch);
+    }
+
+    mc_buf_reset(&b);
+    mc_result r = {.app_id = "a",
+                   .task_id = "t",
+                   .attempt = 3,
+                   .http_status = 200,
+                   .outcome = MC_OUTCOME_EXHAUSTED,
+                   .error = ""};
+    CHECK(mc_encode_result(&r, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_RESULT, &b, &v, &sch, &iface)) {
+        avro_value_t f;
+        int sym = -1;
+        avro_value_get_by_name(&v, "outcome", &f, NULL);
+        avro_value_get_enum(&f, &sym);
+        CHECK(sym == MC_OUTCOME_EXHAUSTED);
+        avro_c_release(&v, iface, sch);
+    }
+
+    mc_buf_reset(&b);
+    mc_dead_letter d = {.reason = "bad",
+                        .source_topic = "mooncake.tasks",
+                        .source_offset = 9,
+                        .has_raw = true,
+                        .raw = (const uint8_t *)"\xc3\x01",
+                        .raw_len = 2,
+                        .has_task = true,
+                        .task = typical_task()};
+    CHECK(mc_encode_dead_letter(&d, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_DEAD_LETTER, &b, &v, &sch, &iface)) {
+        const char *app = avro_str(&v, "task.app_id");
+        CHECK(app && strcmp(app, "shop") == 0);
+        avro_c_release(&v, iface, sch);
+    }
+    mc_buf_free(&b);
+}
+
+/* ---- round trips ------------------------------------------------------------------ */
+
+/* Encodes, decodes, compares, and checks that re-encoding gives the same bytes. */
+static void roundtrip_command(const mc_command *c, mc_arena *arena)
+{
+    mc_buf b = {0}, b2 = {0};
+    mc_command got;
+    char detail[256];
+    CHECK(mc_encode_command(c, &b) == 0);
+    CHECK_ERR(mc_decode_command(NULL, b.data, b.len, arena, &got, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(command_eq(c, &got));
+    CHECK(mc_encode_command(&got, &b2) == 0);
+    CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+    /* The same record as a wheel entry. */
+    mc_wheel_entry w = {.version = INT64_MAX, .command = *c}, wgot;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_wheel_entry(&w, &b) == 0);
+    CHECK_ERR(mc_decode_wheel_entry(b.data, b.len, arena, &wgot, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(wgot.version == INT64_MAX && command_eq(c, &wgot.command));
+    mc_buf_free(&b);
+    mc_buf_free(&b2);
+    mc_arena_reset(arena);
+}
+
+static void roundtrip_task(const mc_task *t, mc_arena *arena)
+{
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *t};
+    roundtrip_command(&c, arena);
+
+    mc_buf b = {0};
+    char detail[256];
+    mc_stored_task st = {.version = -3, .task = *t}, stgot;
+    CHECK(mc_encode_stored_task(&st, &b) == 0);
+    CHECK_ERR(mc_decode_stored_task(b.data, b.len, arena, &stgot, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(stgot.version == -3 && task_eq(t, &stgot.task));
+
+    for (int perm = 0; perm < 2; perm++) {
+        mc_attempt a = {.task = *t,
+                        .http_status = perm ? 404 : 0,
+                        .error = perm ? "not found \xe2\x9c\x97" : "",
+                        .response_snippet = perm ? (const uint8_t *)"x\0y" : NULL,
+                        .response_snippet_len = perm ? 3 : 0,
+                        .retry_after_ms = perm ? 0 : -1,
+                        .started_at = 10,
+                        .finished_at = 20,
+                        .permanent = perm};
+        mc_attempt agot;
+        mc_buf_reset(&b);
+        CHECK(mc_encode_attempt(&a, &b) == 0);
+        CHECK_ERR(mc_decode_attempt(b.data, b.len, arena, &agot, detail, sizeof detail),
+                  MC_CODEC_OK);
+        CHECK(task_eq(t, &agot.task) && agot.http_status == a.http_status &&
+              str_eq(agot.error, a.error) && agot.error != NULL &&
+              bytes_eq(agot.response_snippet, agot.response_snippet_len, a.response_snippet,
+                       a.response_snippet_len) &&
+              agot.retry_after_ms == a.retry_after_ms && agot.started_at == 10 &&
+              agot.finished_at == 20 && agot.permanent == a.permanent);
+    }
+
+    for (int has_raw = 0; has_raw < 2; has_raw++) {
+        for (int has_task = 0; has_task < 2; has_task++) {
+            for (int raw_len = 0; raw_len < 2; raw_len++) {
+                mc_dead_letter d = {.reason = "callback.url: length 900 exceeds the 12 bytes left",
+                                    .source_topic = "mooncake.tasks",
+                                    .source_partition = 7,
+                                    .source_offset = 123456789012,
+                                    .has_raw = has_raw,
+                                    .raw = raw_len ? (const uint8_t *)"\x00\xff" : NULL,
+                                    .raw_len = raw_len ? 2 : 0,
+                                    .has_task = has_task,
+                                    .task = has_task ? *t : (mc_task){0},
+                                    .failed_at = 99};
+                mc_dead_letter dgot;
+                mc_buf_reset(&b);
+                CHECK(mc_encode_dead_letter(&d, &b) == 0);
+                CHECK_ERR(mc_decode_dead_letter(b.data, b.len, arena, &dgot, detail, sizeof detail),
+                          MC_CODEC_OK);
+                CHECK(str_eq(dgot.reason, d.reason) && str_eq(dgot.source_topic, d.source_topic) &&
+                      dgot.source_partition == 7 && dgot.source_offset == 123456789012 &&
+                      dgot.has_raw == d.has_raw && dgot.has_task == d.has_task &&
+                      dgot.failed_at == 99);
+                if (has_raw) CHECK(bytes_eq(dgot.raw, dgot.raw_len, d.raw, d.raw_len));
+                if (has_task) CHECK(task_eq(&dgot.task, t));
+            }
+        }
+    }
+    mc_buf_free(&b);
+    mc_arena_reset(arena);
+}
+
+static void test_roundtrips(void)
+{
+    mc_arena *arena = mc_arena_new();
+    mc_task t = typical_task();
+    roundtrip_task(&t, arena);
+    t.has_retry = false;
+    roundtrip_task(&t, arena);
+    mc_task bare = bare_task();
+    roundtrip_task(&bare, arena);
+
+    /* Extremes: a 1 MiB body, many headers, unicode everywhere, limits. */
+    size_t big = 1 << 20;
+    uint8_t *blob = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        blob[i] = (uint8_t)(i * 131 + 7);
+    enum { NH = 1000 };
+    static mc_kv many[NH];
+    static char keys[NH][16];
+    for (int i = 0; i < NH; i++) {
+        snprintf(keys[i], sizeof keys[i], "h%d", i);
+        many[i] = (mc_kv){keys[i], i % 2 ? "\xe6\x97\xa5\xe6\x9c\xac" : ""};
+    }
+    mc_task x = typical_task();
+    x.app_id = "\xe5\xba\x97";
+    x.task_id = "\xf0\x9f\x8c\x99/\xc3\xa9";
+    x.due_at = INT64_MIN;
+    x.created_at = INT64_MAX;
+    x.callback.body = blob;
+    x.callback.body_len = big;
+    x.callback.headers = many;
+    x.callback.n_headers = NH;
+    x.callback.timeout_ms = INT32_MIN;
+    x.attempt = INT32_MAX;
+    x.retry.multiplier = -0.0;
+    x.retry.initial_backoff_ms = -1;
+    roundtrip_task(&x, arena);
+    free(blob);
+
+    mc_command cancel = {.kind = MC_CMD_CANCEL, .cancel = {"shop", "t\xc3\xa9", 1767225000000}};
+    roundtrip_command(&cancel, arena);
+    mc_command empty_cancel = {.kind = MC_CMD_CANCEL, .cancel = {"", "", 0}};
+    roundtrip_command(&empty_cancel, arena);
+
+    for (int o = MC_OUTCOME_SUCCEEDED; o <= MC_OUTCOME_CANCELLED; o++) {
+        mc_result r = {.app_id = "shop",
+                       .task_id = "t",
+                       .attempt = o + 1,
+                       .due_at = 1,
+                       .started_at = 2,
+                       .finished_at = 3,
+                       .http_status = 200 + o,
+                       .outcome = (mc_outcome)o,
+                       .error = o ? "boom" : ""},
+                  got;
+        mc_buf b = {0};
+        char detail[256];
+        CHECK(mc_encode_result(&r, &b) == 0);
+        CHECK_ERR(mc_decode_result(b.data, b.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+        CHECK(str_eq(got.app_id, "shop") && str_eq(got.task_id, "t") && got.attempt == o + 1 &&
+              got.due_at == 1 && got.started_at == 2 && got.finished_at == 3 &&
+              got.http_status == 200 + o && got.outcome == (mc_outcome)o &&
+              str_eq(got.error, r.error));
+        mc_buf_free(&b);
+    }
+
+    /* Encoders append, and reject what the schema cannot represent. */
+    mc_buf b = {0};
+    mc_command c = {.kind = MC_CMD_CANCEL, .cancel = {"a", "b", 1}};
+    CHECK(mc_encode_command(&c, &b) == 0);
+    size_t one = b.len;
+    CHECK(mc_encode_command(&c, &b) == 0);
+    CHECK(b.len == 2 * one && memcmp(b.data, b.data + one, one) == 0);
+    mc_result bad = {.outcome = (mc_outcome)9};
+    CHECK(mc_encode_result(&bad, &b) == -1 && b.len == 2 * one);
+    mc_command badc = {.kind = (mc_command_kind)5};
+    CHECK(mc_encode_command(&badc, &b) == -1 && b.len == 2 * one);
+    /* NULL strings encode as "". */
+    mc_command nulls = {.kind = MC_CMD_SUBMIT};
+    mc_buf_reset(&b);
+    CHECK(mc_encode_command(&nulls, &b) == 0);
+    mc_command got;
+    CHECK_ERR(mc_decode_command(NULL, b.data, b.len, arena, &got, NULL, 0), MC_CODEC_OK);
+    CHECK(got.submit.app_id && got.submit.app_id[0] == '\0' && got.submit.callback.body == NULL);
+    mc_buf_free(&b);
+    mc_arena_free(arena);
+}
+
+/* ---- hostile input ---------------------------------------------------------------- */
+
+/* A tiny writer for crafting records by hand. */
+static void w_long(mc_buf *b, int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    do {
+        uint8_t byte = (uint8_t)(z & 0x7f);
+        z >>= 7;
+        if (z) byte |= 0x80;
+        b->data[b->len++] = byte;
+    } while (z);
+}
+
+static void w_raw(mc_buf *b, const void *p, size_t n)
+{
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void w_str(mc_buf *b, const char *s)
+{
+    w_long(b, (int64_t)strlen(s));
+    w_raw(b, s, strlen(s));
+}
+
+static void w_header(mc_buf *b, mc_schema_id id)
+{
+    uint64_t fp = mc_schema_fingerprint(id);
+    b->data[b->len++] = 0xc3;
+    b->data[b->len++] = 0x01;
+    for (int i = 0; i < 8; i++)
+        b->data[b->len++] = (uint8_t)(fp >> (8 * i));
+}
+
+/* Header, Submit branch, app_id, task_id, due_at, url, method: the caller
+ * continues at callback.headers. */
+static void w_submit_prefix(mc_buf *b)
+{
+    w_header(b, MC_SCHEMA_COMMAND);
+    w_long(b, 0);
+    w_str(b, "app");
+    w_str(b, "task");
+    w_long(b, 1000);
+    w_str(b, "https://x");
+    w_str(b, "POST");
+}
+
+/* callback.body .. metadata for a task without retry. */
+static void w_submit_suffix(mc_buf *b)
+{
+    w_long(b, 0); /* body */
+    w_long(b, 5000);
+    w_long(b, 0); /* retry: null */
+    w_long(b, 1);
+    w_long(b, 2000);
+    w_long(b, 0); /* metadata */
+}
+
+static mc_codec_err decode(const mc_buf *b, mc_arena *a, mc_command *c, char *detail)
+{
+    return mc_decode_command(NULL, b->data, b->len, a, c, detail, 256);
+}
+
+static void expect_detail(const char *detail, const char *needle)
+{
+    if (!strstr(detail, needle)) {
+        fprintf(stderr, "detail \"%s\" lacks \"%s\"\n", detail, needle);
+        failures++;
+    }
+}
+
+static void test_errors(void)
+{
+    mc_arena *a = mc_arena_new();
+    uint8_t store[4096];
+    mc_buf b = {store, 0, sizeof store};
+    mc_command c;
+    char detail[256];
+
+    /* EMPTY */
+    CHECK_ERR(mc_decode_command(NULL, "", 0, a, &c, detail, sizeof detail), MC_CODEC_EMPTY);
+    /* BAD_MAGIC */
+    CHECK_ERR(mc_decode_command(NULL, "\x42\x01", 2, a, &c, detail, sizeof detail),
+              MC_CODEC_BAD_MAGIC);
+    CHECK_ERR(mc_decode_command(NULL, "\xc3\x02xxxxxxxxx", 11, a, &c, detail, sizeof detail),
+              MC_CODEC_BAD_MAGIC);
+    /* Confluent framing is only for Command. */
+    mc_stored_task st;
+    CHECK_ERR(mc_decode_stored_task("\x00\x00\x00\x00\x07\x00", 6, a, &st, detail, sizeof detail),
+              MC_CODEC_BAD_MAGIC);
+    /* TRUNCATED header */
+    CHECK_ERR(mc_decode_command(NULL, "\xc3", 1, a, &c, detail, sizeof detail), MC_CODEC_TRUNCATED);
+    CHECK_ERR(mc_decode_command(NULL, "\xc3\x01\x01\x02", 4, a, &c, detail, sizeof detail),
+              MC_CODEC_TRUNCATED);
+    CHECK_ERR(mc_decode_command(NULL, "\x00\x00\x00", 3, a, &c, detail, sizeof detail),
+              MC_CODEC_TRUNCATED);
+
+    /* Every proper prefix of a valid record fails cleanly, never OK. */
+    mc_buf full = {0};
+    mc_command sample = {.kind = MC_CMD_SUBMIT, .submit = typical_task()};
+    CHECK(mc_encode_command(&sample, &full) == 0);
+    for (size_t n = 0; n < full.len; n++) {
+        uint8_t *copy = malloc(n ? n : 1);
+        memcpy(copy, full.data, n);
+        mc_codec_err e = mc_decode_command(NULL, copy, n, a, &c, detail, sizeof detail);
+        CHECK(e == (n == 0 ? MC_CODEC_EMPTY : MC_CODEC_TRUNCATED) || e == MC_CODEC_BAD_LENGTH);
+        free(copy);
+        mc_arena_reset(a);
+    }
+    /* TRAILING */
+    memcpy(store, full.data, full.len);
+    store[full.len] = 0;
+    CHECK_ERR(mc_decode_command(NULL, store, full.len + 1, a, &c, detail, sizeof detail),
+              MC_CODEC_TRAILING);
+    expect_detail(detail, "1 byte left after the Command");
+
+    /* UNKNOWN_SCHEMA: a StoredTask given to the Command decoder. */
+    mc_buf other = {0};
+    mc_stored_task s = {.version = 1, .task = typical_task()};
+    CHECK(mc_encode_stored_task(&s, &other) == 0);
+    CHECK_ERR(mc_decode_command(NULL, other.data, other.len, a, &c, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    expect_detail(detail, "mooncake.Command");
+    mc_buf_free(&other);
+
+    /* Confluent framing: only configured ids. */
+    b.len = 0;
+    w_raw(&b, "\x00\x00\x00\x01\x2c", 5); /* id 300 */
+    w_raw(&b, full.data + 10, full.len - 10);
+    int32_t ids[] = {12, 300};
+    mc_codec_options opts = {ids, 2}, wrong = {ids, 1};
+    CHECK_ERR(mc_decode_command(&opts, b.data, b.len, a, &c, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(command_eq(&c, &sample));
+    CHECK_ERR(mc_decode_command(&wrong, b.data, b.len, a, &c, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    expect_detail(detail, "300");
+    CHECK_ERR(mc_decode_command(NULL, b.data, b.len, a, &c, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    mc_buf_free(&full);
+
+    /* BAD_LENGTH: a string longer than what is left, with its path. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_long(&b, 0);
+    w_str(&b, "app");
+    w_str(&b, "task");
+    w_long(&b, 1000);
+    w_long(&b, 900);
+    w_raw(&b, "https://x.y/", 12);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "payload.task.callback.url: length 900 exceeds the 12 bytes left");
+    /* Negative length. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_long(&b, 1);
+    w_long(&b, -1);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "payload.app_id: negative length -1");
+
+    /* BAD_UNION */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_long(&b, 2);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_long(&b, -1);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, 0);
+    w_long(&b, 0);
+    w_long(&b, 5000);
+    w_long(&b, 3); /* retry branch 3 */
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    expect_detail(detail, "payload.task.retry: union branch 3");
+
+    /* BAD_ENUM: outcome 5, boolean 2. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_RESULT);
+    w_str(&b, "a");
+    w_str(&b, "t");
+    for (int i = 0; i < 5; i++)
+        w_long(&b, 1);
+    w_long(&b, 5);
+    w_str(&b, "");
+    mc_result r;
+    CHECK_ERR(mc_decode_result(b.data, b.len, a, &r, detail, sizeof detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "outcome: symbol 5");
+    mc_attempt at = {.task = bare_task(), .error = ""};
+    mc_buf ab = {0};
+    CHECK(mc_encode_attempt(&at, &ab) == 0);
+    ab.data[ab.len - 1] = 2;
+    mc_attempt atgot;
+    CHECK_ERR(mc_decode_attempt(ab.data, ab.len, a, &atgot, detail, sizeof detail),
+              MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "permanent");
+    mc_buf_free(&ab);
+
+    /* BAD_VARINT: too long, overflowing, and an int out of range. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_WHEEL_ENTRY);
+    w_raw(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11);
+    mc_wheel_entry we;
+    CHECK_ERR(mc_decode_wheel_entry(b.data, b.len, a, &we, detail, sizeof detail),
+              MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "version: varint longer than 10 bytes");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_WHEEL_ENTRY);
+    w_raw(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10);
+    CHECK_ERR(mc_decode_wheel_entry(b.data, b.len, a, &we, detail, sizeof detail),
+              MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "overflows");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_WHEEL_ENTRY);
+    w_raw(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10); /* INT64_MIN */
+    w_long(&b, 1);
+    w_str(&b, "a");
+    w_str(&b, "t");
+    w_long(&b, 0);
+    CHECK_ERR(mc_decode_wheel_entry(b.data, b.len, a, &we, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(we.version == INT64_MIN && we.command.kind == MC_CMD_CANCEL);
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, 0);
+    w_long(&b, 0);
+    w_long(&b, (int64_t)INT32_MAX + 1); /* timeout_ms */
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "payload.task.callback.timeout_ms: value 2147483648 does not fit");
+
+    /* BAD_UTF8: invalid sequences, NUL, overlong, surrogate, above U+10FFFF. */
+    const char *bad_utf8[] = {
+        "\xff",     "a\x00b",       "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+        "\xe2\x82", "abcdefgh\x80", "\xc3"};
+    const size_t bad_len[] = {1, 3, 2, 3, 4, 2, 9, 1};
+    for (size_t i = 0; i < sizeof bad_len / sizeof bad_len[0]; i++) {
+        b.len = 0;
+        w_header(&b, MC_SCHEMA_COMMAND);
+        w_long(&b, 1);
+        w_long(&b, (int64_t)bad_len[i]);
+        w_raw(&b, bad_utf8[i], bad_len[i]);
+        w_str(&b, "t");
+        w_long(&b, 0);
+        CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UTF8);
+        expect_detail(detail, "payload.app_id:");
+    }
+    /* Valid edge cases: U+10FFFF, U+FFFF, U+0080, long ASCII. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_long(&b, 1);
+    w_str(&b, "\xf4\x8f\xbf\xbf\xef\xbf\xbf\xc2\x80");
+    w_str(&b, "abcdefghijklmnopqrstuvwxyz0123456789");
+    w_long(&b, 0);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_OK);
+
+    /* Maps in several blocks, including negative counts with byte sizes. */
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, 1);
+    w_str(&b, "k1");
+    w_str(&b, "v1");
+    w_long(&b, -2);
+    size_t size_at = b.len;
+    w_long(&b, 10); /* 2 entries of 5 bytes: len+2 chars, len+1 char */
+    w_str(&b, "k2");
+    w_str(&b, "v");
+    w_str(&b, "k3");
+    w_str(&b, "w");
+    w_long(&b, 0);
+    w_submit_suffix(&b);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_OK);
+    CHECK(c.submit.callback.n_headers == 3 && str_eq(c.submit.callback.headers[2].key, "k3") &&
+          str_eq(c.submit.callback.headers[1].value, "v"));
+    /* A byte size that disagrees with the entries. */
+    b.data[size_at] = 12; /* the zigzag of 10 is 20; 12 means 6 */
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "payload.task.callback.headers: block byte size");
+    /* A count the remaining bytes cannot hold: refused before allocating. */
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, (int64_t)1 << 40);
+    w_str(&b, "k");
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "entries cannot fit");
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_raw(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10); /* count INT64_MIN */
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_LENGTH);
+    /* An error inside an entry names it. */
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, 2);
+    w_str(&b, "k1");
+    w_str(&b, "v1");
+    w_str(&b, "k2");
+    w_long(&b, 1);
+    w_raw(&b, "\xfe", 1);
+    w_long(&b, 0);
+    w_submit_suffix(&b);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UTF8);
+    expect_detail(detail, "payload.task.callback.headers[1].value: invalid UTF-8 at byte 0");
+
+    /* Truncated double inside the retry policy. */
+    b.len = 0;
+    w_submit_prefix(&b);
+    w_long(&b, 0);
+    w_long(&b, 0);
+    w_long(&b, 5000);
+    w_long(&b, 1);
+    w_long(&b, 3);
+    w_long(&b, 100);
+    w_raw(&b, "\x00\x00", 2);
+    CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_TRUNCATED);
+    expect_detail(detail, "payload.task.retry.multiplier: double needs 8 bytes, 2 left");
+
+    /* A NULL detail buffer is fine. */
+    CHECK_ERR(mc_decode_command(NULL, "\x01", 1, a, &c, NULL, 0), MC_CODEC_BAD_MAGIC);
+    /* A tiny detail buffer is truncated, not overrun. */
+    char tiny[8];
+    CHECK_ERR(mc_decode_command(NULL, "\x01", 1, a, &c, tiny, sizeof tiny), MC_CODEC_BAD_MAGIC);
+    CHECK(strlen(tiny) == 7);
+
+    /* MC_CODEC_NOMEM needs a failing malloc and is not crafted here. */
+    for (int e = MC_CODEC_OK; e <= MC_CODEC_NOMEM; e++)
+        CHECK(strlen(mc_codec_strerror((mc_codec_err)e)) > 0);
+    mc_arena_free(a);
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static void test_misc(void)
+{
+    char buf[16];
+    CHECK(mc_task_key("shop", "t1", buf, sizeof buf) == 7 && strcmp(buf, "shop/t1") == 0);
+    CHECK(mc_task_key("shop", "0123456789abcdef", buf, sizeof buf) == 21);
+    CHECK(strcmp(buf, "shop/0123456789") == 0);
+    CHECK(mc_task_key("0123456789abcdefXYZ", "t", buf, 4) == 21 && strcmp(buf, "012") == 0);
+    CHECK(mc_task_key("a", "b", NULL, 0) == 3);
+
+    mc_arena *a = mc_arena_new();
+    for (int round = 0; round < 3; round++) {
+        for (int i = 1; i < 2000; i += 37) {
+            char *p = mc_arena_alloc(a, (size_t)i);
+            CHECK(p && ((uintptr_t)p & 7) == 0);
+            memset(p, 0xab, (size_t)i);
+        }
+        char *big = mc_arena_alloc(a, 5 << 20);
+        CHECK(big != NULL);
+        memset(big, 1, 5 << 20);
+        CHECK(strcmp(mc_arena_strdup(a, "hello"), "hello") == 0);
+        mc_arena_reset(a);
+    }
+    mc_arena_free(a);
+    mc_arena_free(NULL);
+}
+
+/* ---- timing (informational) ----------------------------------------------------- */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void timing(void)
+{
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = typical_task()};
+    mc_buf b = {0};
+    mc_encode_command(&c, &b);
+    mc_arena *a = mc_arena_new();
+    mc_command got;
+    int n = 200000;
+    mc_encode_command(&c, &b); /* warm up fingerprints and the buffer */
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        b.len = 0;
+        mc_encode_command(&c, &b);
+    }
+    double t1 = now_ns();
+    unsigned ok = 0;
+    for (int i = 0; i < n; i++) {
+        ok += mc_decode_command(NULL, b.data, b.len, a, &got, NULL, 0) == MC_CODEC_OK;
+        mc_arena_reset(a);
+    }
+    double t2 = now_ns();
+    CHECK(ok == (unsigned)n);
+    printf("timing (informational): %zu-byte Command: encode %.0f ns, decode %.0f ns per record\n",
+           b.len, (t1 - t0) / n, (t2 - t1) / n);
+    mc_buf_free(&b);
+    mc_arena_free(a);
+}
+
+/* Runs every test; non-zero exit when any check failed. */
+int main(void)
+{
+    test_crc64();
+    test_canonical_form();
+    test_schema_table();
+    test_roundtrips();
+    test_avro_c_interop();
+    test_errors();
+    test_misc();
+    timing();
+    if (failures) {
+        fprintf(stderr, "test_codec: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_codec: all checks passed\n");
+    return 0;
+}

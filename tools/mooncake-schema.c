@@ -1,0 +1,281 @@
+/* mooncake-schema: operator and test tool for the compiled-in Avro schemas.
+ * Lists their fingerprints, computes the Parsing Canonical Form of any .avsc
+ * file, and decodes or produces a tasks-topic Command, so the codec can be
+ * checked against other Avro implementations (tests/unit/fingerprint_test.py). */
+#include "codec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("usage: mooncake-schema COMMAND [ARGS]\n"
+          "\n"
+          "  list                      name, CRC-64-AVRO fingerprint and source file of\n"
+          "                            every compiled-in schema\n"
+          "  show NAME                 print a compiled-in schema (e.g. Command)\n"
+          "  canonical FILE            print the Parsing Canonical Form of an .avsc file,\n"
+          "                            then \"fingerprint: <16 hex digits>\"\n"
+          "  decode-command [--confluent-id N]... FILE\n"
+          "                            decode a tasks-topic value (FILE or - for stdin)\n"
+          "                            and print it as JSON; bodies that are not UTF-8\n"
+          "                            are printed as body_base64\n"
+          "  sample-command [--cancel] write an encoded sample Command to stdout\n"
+          "  -h, --help                this text\n"
+          "\n"
+          "Fingerprints are printed as 64-bit numbers; on the wire (after C3 01)\n"
+          "they are stored little-endian.\n",
+          f);
+}
+
+/* Reads a whole file (or stdin for "-") into a malloc'd buffer with a
+ * terminating NUL that is not counted in *len. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mooncake-schema: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    if (f != stdin) fclose(f);
+    if (!buf || bad) {
+        fprintf(stderr, "mooncake-schema: %s: cannot read\n", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int cmd_list(void)
+{
+    for (int i = 0; i < MC_SCHEMA_COUNT; i++) {
+        const char *name = mc_schema_name((mc_schema_id)i);
+        printf("%-22s %016" PRIx64 "  schemas/%s.avsc\n", name,
+               mc_schema_fingerprint((mc_schema_id)i), strrchr(name, '.') + 1);
+    }
+    return 0;
+}
+
+static int cmd_show(const char *name)
+{
+    for (int i = 0; i < MC_SCHEMA_COUNT; i++) {
+        const char *full = mc_schema_name((mc_schema_id)i);
+        if (strcmp(name, full) == 0 || strcmp(name, strrchr(full, '.') + 1) == 0) {
+            fputs(mc_schema_json((mc_schema_id)i), stdout);
+            return 0;
+        }
+    }
+    fprintf(stderr, "mooncake-schema: no schema named %s (see: mooncake-schema list)\n", name);
+    return 1;
+}
+
+static int cmd_canonical(const char *path)
+{
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text) return 1;
+    char err[512];
+    char *pcf = mc_schema_canonical_form(text, err, sizeof err);
+    free(text);
+    if (!pcf) {
+        fprintf(stderr, "mooncake-schema: %s: %s\n", path, err);
+        return 1;
+    }
+    printf("%s\nfingerprint: %016" PRIx64 "\n", pcf, mc_crc64_avro(pcf, strlen(pcf)));
+    free(pcf);
+    return 0;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static json_t *base64(const uint8_t *p, size_t n)
+{
+    char *out = malloc((n + 2) / 3 * 4 + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        out[o++] = b64[v >> 18 & 63];
+        out[o++] = b64[v >> 12 & 63];
+        out[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    json_t *j = json_string(out);
+    free(out);
+    return j;
+}
+
+static json_t *kv_object(const mc_kv *kv, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+    return o;
+}
+
+static json_t *task_json(const mc_task *t)
+{
+    const mc_callback *cb = &t->callback;
+    json_t *jcb =
+        json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
+                  kv_object(cb->headers, cb->n_headers), "timeout_ms", (json_int_t)cb->timeout_ms);
+    /* Bodies are usually JSON or text; show them as such when they are UTF-8. */
+    json_t *body =
+        json_stringn((const char *)(cb->body ? cb->body : (const uint8_t *)""), cb->body_len);
+    if (body)
+        json_object_set_new(jcb, "body", body);
+    else
+        json_object_set_new(jcb, "body_base64", base64(cb->body, cb->body_len));
+    json_t *retry =
+        t->has_retry
+            ? json_pack("{s:I, s:I, s:f, s:I}", "max_attempts", (json_int_t)t->retry.max_attempts,
+                        "initial_backoff_ms", (json_int_t)t->retry.initial_backoff_ms, "multiplier",
+                        t->retry.multiplier, "max_backoff_ms", (json_int_t)t->retry.max_backoff_ms)
+            : json_null();
+    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
+                     t->task_id, "due_at", (json_int_t)t->due_at, "callback", jcb, "retry", retry,
+                     "attempt", (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
+                     "metadata", kv_object(t->metadata, t->n_metadata));
+}
+
+static int cmd_decode_command(int argc, char **argv)
+{
+    int32_t ids[64];
+    size_t n_ids = 0;
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--confluent-id") == 0 && i + 1 < argc && n_ids < 64) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < INT32_MIN || v > INT32_MAX) {
+                fprintf(stderr, "mooncake-schema: bad schema id %s\n", argv[i]);
+                return 2;
+            }
+            ids[n_ids++] = (int32_t)v;
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    size_t len;
+    char *data = slurp(path, &len);
+    if (!data) return 1;
+    mc_arena *arena = mc_arena_new();
+    mc_codec_options opts = {ids, n_ids};
+    mc_command c;
+    char detail[256];
+    mc_codec_err e = arena ? mc_decode_command(&opts, data, len, arena, &c, detail, sizeof detail)
+                           : MC_CODEC_NOMEM;
+    int rc = 0;
+    if (e != MC_CODEC_OK) {
+        fprintf(stderr, "mooncake-schema: %s: %s: %s\n", path, mc_codec_strerror(e), detail);
+        rc = 1;
+    } else {
+        json_t *j = c.kind == MC_CMD_SUBMIT
+                        ? json_pack("{s:s, s:o}", "kind", "submit", "task", task_json(&c.submit))
+                        : json_pack("{s:s, s:s, s:s, s:I}", "kind", "cancel", "app_id",
+                                    c.cancel.app_id, "task_id", c.cancel.task_id, "requested_at",
+                                    (json_int_t)c.cancel.requested_at);
+        if (!j || json_dumpf(j, stdout, JSON_SORT_KEYS | JSON_ENSURE_ASCII) != 0) {
+            fprintf(stderr, "mooncake-schema: cannot print the command\n");
+            rc = 1;
+        }
+        putchar('\n');
+        json_decref(j);
+    }
+    mc_arena_free(arena);
+    free(data);
+    return rc;
+}
+
+static int cmd_sample_command(int argc, char **argv)
+{
+    bool cancel = argc > 0 && strcmp(argv[0], "--cancel") == 0;
+    static const mc_kv headers[] = {{"Content-Type", "application/json"},
+                                    {"X-Trace", "caf\xc3\xa9"}};
+    static const mc_kv metadata[] = {{"source", "sample"}};
+    static const char body[] = "{\"order\":42,\"note\":\"\xe2\x98\x95\"}";
+    mc_command c = {.kind = cancel ? MC_CMD_CANCEL : MC_CMD_SUBMIT};
+    if (cancel) {
+        c.cancel = (mc_cancel){"shop", "0193a5b2-0000-7000-8000-000000000001", 1767225000000};
+    } else {
+        c.submit = (mc_task){
+            .app_id = "shop",
+            .task_id = "0193a5b2-0000-7000-8000-000000000001",
+            .due_at = 1767225600000,
+            .callback = {.url = "https://example.com/orders/42/expire",
+                         .method = "POST",
+                         .headers = headers,
+                         .n_headers = 2,
+                         .body = (const uint8_t *)body,
+                         .body_len = sizeof body - 1,
+                         .timeout_ms = 30000},
+            .has_retry = true,
+            .retry = {5, 1000, 2.0, 3600000},
+            .attempt = 1,
+            .created_at = 1767225000000,
+            .metadata = metadata,
+            .n_metadata = 1,
+        };
+    }
+    mc_buf out = {0};
+    if (mc_encode_command(&c, &out) != 0 || fwrite(out.data, 1, out.len, stdout) != out.len) {
+        fprintf(stderr, "mooncake-schema: cannot write the sample\n");
+        mc_buf_free(&out);
+        return 1;
+    }
+    mc_buf_free(&out);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* Dispatches the subcommand; exit status 0 ok, 1 failure, 2 usage. */
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "list") == 0 && argc == 2) return cmd_list();
+    if (strcmp(cmd, "show") == 0 && argc == 3) return cmd_show(argv[2]);
+    if (strcmp(cmd, "canonical") == 0 && argc == 3) return cmd_canonical(argv[2]);
+    if (strcmp(cmd, "decode-command") == 0) return cmd_decode_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "sample-command") == 0 && argc <= 3)
+        return cmd_sample_command(argc - 2, argv + 2);
+    usage(stderr);
+    return 2;
+}
