@@ -1,0 +1,297 @@
+/* The router: first stage after clients. It reads commands from `tasks`,
+ * validates them, stamps each with its version (its offset in `tasks`, which
+ * grows per key because a key always maps to one partition) and sends it on:
+ *   Submit due within the horizon -> wheel (WheelEntry{version, Submit})
+ *   Submit due later               -> store (StoredTask{version, task})
+ *   Cancel                         -> store tombstone + wheel (WheelEntry{version, Cancel})
+ *   anything invalid               -> dead (DeadLetter with the raw bytes and a reason)
+ * It keeps no state: the runner commits outputs and input offsets in one
+ * transaction, so each command is routed exactly once. */
+#include "router.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+/* Earliest due time accepted: 2000-01-01, so a seconds-for-milliseconds mix-up
+ * (1.7e9 instead of 1.7e12) is caught instead of firing at once. */
+#define MIN_DUE_AT_MS INT64_C(946684800000)
+#define MAX_URL_LEN 8192
+#define MAX_TIMEOUT_MS 3600000
+#define MAX_ATTEMPTS 1000
+/* Raw values above this are not copied into a dead letter, so the dead
+ * letter itself always fits in a Kafka message. */
+#define MAX_DEAD_RAW (512 * 1024)
+
+typedef struct router {
+    mc_arena *arena;
+    mc_buf out;
+    mc_buf dead;
+    mc_output *wheel, *store, *dead_topic;
+    mc_codec_options codec;
+    char tasks_topic[256];
+    int64_t horizon_ms, max_due_ms;
+    mc_counter *to_wheel, *to_store, *cancels, *dead_letters;
+} router;
+
+static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
+{
+    const mc_config *cfg = mc_ctx_config(ctx);
+    router *r = calloc(1, sizeof *r);
+    if (!r || !(r->arena = mc_arena_new())) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->wheel = mc_ctx_output(ctx, "wheel");
+    r->store = mc_ctx_output(ctx, "store");
+    r->dead_topic = mc_ctx_output(ctx, "dead");
+    if (!r->wheel || !r->store || !r->dead_topic) {
+        snprintf(err, errlen, "cannot create output topic handles");
+        mc_arena_free(r->arena);
+        free(r);
+        return NULL;
+    }
+    r->codec.confluent_command_ids = cfg->confluent_ids;
+    r->codec.n_confluent_command_ids = cfg->n_confluent_ids;
+    r->horizon_ms = cfg->horizon_ms;
+    r->max_due_ms = cfg->max_due_ms;
+    mc_topic_name(cfg, "tasks", r->tasks_topic, sizeof r->tasks_topic);
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    r->to_wheel = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                     "Commands routed, by destination", "destination=\"wheel\"");
+    r->to_store = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                     "Commands routed, by destination", "destination=\"store\"");
+    r->cancels = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                    "Commands routed, by destination", "destination=\"cancel\"");
+    r->dead_letters = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                         "Commands routed, by destination", "destination=\"dead\"");
+    return r;
+}
+
+static void router_destroy(void *self)
+{
+    router *r = self;
+    mc_arena_free(r->arena);
+    mc_buf_free(&r->out);
+    mc_buf_free(&r->dead);
+    free(r);
+}
+
+static bool method_ok(const char *m)
+{
+    static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (strcmp(m, methods[i]) == 0) return true;
+    return false;
+}
+
+/* The record key must be exactly app_id/task_id: the key picks the partition,
+ * and a cancel must land where its submit did. */
+static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const char *task_id,
+                        char *why, size_t whylen)
+{
+    char key[1024];
+    size_t n = mc_task_key(app_id, task_id, key, sizeof key);
+    if (n >= sizeof key) {
+        snprintf(why, whylen, "app_id/task_id is longer than %zu bytes", sizeof key - 1);
+        return false;
+    }
+    if (!m->key || m->key_len != n || memcmp(m->key, key, n) != 0) {
+        snprintf(why, whylen, "record key '%.*s' is not app_id/task_id '%.200s'",
+                 m->key ? (int)(m->key_len > 200 ? 200 : m->key_len) : 6,
+                 m->key ? (const char *)m->key : "(none)", key);
+        return false;
+    }
+    return true;
+}
+
+static bool ids_ok(const char *app_id, const char *task_id, char *why, size_t whylen)
+{
+    if (!app_id[0]) {
+        snprintf(why, whylen, "app_id is empty");
+        return false;
+    }
+    if (strchr(app_id, '/')) {
+        snprintf(why, whylen, "app_id '%.100s' contains '/'", app_id);
+        return false;
+    }
+    if (!task_id[0]) {
+        snprintf(why, whylen, "task_id is empty");
+        return false;
+    }
+    return true;
+}
+
+/* Checks a submitted task; on failure writes a reason naming the field. */
+static bool task_ok(const router *r, const mc_task *t, int64_t now, char *why, size_t whylen)
+{
+    if (!ids_ok(t->app_id, t->task_id, why, whylen)) return false;
+    const char *url = t->callback.url;
+    size_t url_len = strlen(url);
+    if (url_len == 0) {
+        snprintf(why, whylen, "callback.url is empty");
+        return false;
+    }
+    if (url_len > MAX_URL_LEN) {
+        snprintf(why, whylen, "callback.url is %zu bytes, more than %d", url_len, MAX_URL_LEN);
+        return false;
+    }
+    if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
+        snprintf(why, whylen, "callback.url '%.100s' is not http:// or https://", url);
+        return false;
+    }
+    const char *host = strstr(url, "://") + 3;
+    if (!*host || *host == '/' || *host == ':' || *host == '?') {
+        snprintf(why, whylen, "callback.url '%.100s' has no host", url);
+        return false;
+    }
+    if (!method_ok(t->callback.method)) {
+        snprintf(why, whylen,
+                 "callback.method '%.20s' is not one of GET, POST, PUT, PATCH, DELETE, HEAD",
+                 t->callback.method);
+        return false;
+    }
+    if (t->callback.timeout_ms < 0 || t->callback.timeout_ms > MAX_TIMEOUT_MS) {
+        snprintf(why, whylen, "callback.timeout_ms %d is outside [0, %d] (0: default)",
+                 t->callback.timeout_ms, MAX_TIMEOUT_MS);
+        return false;
+    }
+    if (t->due_at < MIN_DUE_AT_MS) {
+        snprintf(why, whylen,
+                 "due_at %lld is before 2000-01-01 (epoch milliseconds expected, not seconds)",
+                 (long long)t->due_at);
+        return false;
+    }
+    if (t->due_at > now + r->max_due_ms) {
+        snprintf(why, whylen, "due_at %lld is more than %lld ms in the future",
+                 (long long)t->due_at, (long long)r->max_due_ms);
+        return false;
+    }
+    if (t->attempt < 1 || t->attempt > MAX_ATTEMPTS) {
+        snprintf(why, whylen, "attempt %d is outside [1, %d]", t->attempt, MAX_ATTEMPTS);
+        return false;
+    }
+    if (t->has_retry) {
+        const mc_retry_policy *p = &t->retry;
+        if (p->max_attempts < 1 || p->max_attempts > MAX_ATTEMPTS) {
+            snprintf(why, whylen, "retry.max_attempts %d is outside [1, %d]", p->max_attempts,
+                     MAX_ATTEMPTS);
+            return false;
+        }
+        if (p->initial_backoff_ms < 0 || p->max_backoff_ms < p->initial_backoff_ms) {
+            snprintf(why, whylen,
+                     "retry backoff: need 0 <= initial_backoff_ms (%lld) <= max_backoff_ms (%lld)",
+                     (long long)p->initial_backoff_ms, (long long)p->max_backoff_ms);
+            return false;
+        }
+        if (!isfinite(p->multiplier) || p->multiplier < 1.0 || p->multiplier > 100.0) {
+            snprintf(why, whylen, "retry.multiplier %g is outside [1, 100]", p->multiplier);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Sends the original bytes to `dead` with the reason; the key is kept so
+ * operators can search by task. */
+static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason,
+                      const mc_task *task, mc_ctx *ctx)
+{
+    mc_dead_letter d = {
+        .reason = reason,
+        .source_topic = r->tasks_topic,
+        .source_partition = m->partition,
+        .source_offset = m->offset,
+        .raw = m->payload,
+        .raw_len = m->len,
+        .has_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW,
+        .has_task = task != NULL,
+        .failed_at = mc_ctx_now_ms(ctx),
+    };
+    if (task) d.task = *task;
+    char longer[640];
+    if (m->payload && m->len > MAX_DEAD_RAW) {
+        snprintf(longer, sizeof longer, "%s (raw value of %zu bytes not kept)", reason, m->len);
+        d.reason = longer;
+        d.has_task = false; /* a task that large would not fit either */
+    }
+    mc_buf_reset(&r->dead);
+    if (mc_encode_dead_letter(&d, &r->dead) != 0) return -1;
+    char key[32];
+    mc_log(mc_ctx_logger(ctx), MC_LOG_WARN, "dead letter", "key",
+           m->key ? (snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 31 ? m->key_len : 31),
+                              (const char *)m->key),
+                     key)
+                  : "",
+           "reason", reason, (const char *)NULL);
+    mc_counter_add(r->dead_letters, 1);
+    return mc_ctx_forward(ctx, r->dead_topic, m->partition, m->key, m->key_len, r->dead.data,
+                          r->dead.len);
+}
+
+static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+{
+    router *r = self;
+    char why[512];
+    mc_command cmd;
+    mc_arena_reset(r->arena);
+    if (!m->payload || m->len == 0)
+        return route_dead(r, m, "empty value: a command is an Avro Submit or Cancel", NULL, ctx);
+    char detail[256] = "";
+    mc_codec_err e =
+        mc_decode_command(&r->codec, m->payload, m->len, r->arena, &cmd, detail, sizeof detail);
+    if (e != MC_CODEC_OK) {
+        snprintf(why, sizeof why, "undecodable command: %s%s%s", mc_codec_strerror(e),
+                 detail[0] ? ": " : "", detail);
+        return route_dead(r, m, why, NULL, ctx);
+    }
+
+    mc_wheel_entry w = {.version = m->offset, .command = cmd};
+    if (cmd.kind == MC_CMD_CANCEL) {
+        const mc_cancel *c = &cmd.cancel;
+        if (!ids_ok(c->app_id, c->task_id, why, sizeof why) ||
+            !key_matches(m, c->app_id, c->task_id, why, sizeof why))
+            return route_dead(r, m, why, NULL, ctx);
+        mc_buf_reset(&r->out);
+        if (mc_encode_wheel_entry(&w, &r->out) != 0) return -1;
+        mc_counter_add(r->cancels, 1);
+        /* The tombstone removes a far task from the task table; the wheel
+         * entry removes a near one and any older version the store is
+         * handing over at this very moment. */
+        if (mc_ctx_forward(ctx, r->store, m->partition, m->key, m->key_len, NULL, 0) != 0)
+            return -1;
+        return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
+                              r->out.len);
+    }
+
+    const mc_task *t = &cmd.submit;
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (!task_ok(r, t, now, why, sizeof why) ||
+        !key_matches(m, t->app_id, t->task_id, why, sizeof why))
+        return route_dead(r, m, why, t, ctx);
+    mc_buf_reset(&r->out);
+    if (t->due_at <= now + r->horizon_ms) {
+        if (mc_encode_wheel_entry(&w, &r->out) != 0) return -1;
+        mc_counter_add(r->to_wheel, 1);
+        return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
+                              r->out.len);
+    }
+    mc_stored_task s = {.version = m->offset, .task = *t};
+    if (mc_encode_stored_task(&s, &r->out) != 0) return -1;
+    mc_counter_add(r->to_store, 1);
+    return mc_ctx_forward(ctx, r->store, m->partition, m->key, m->key_len, r->out.data, r->out.len);
+}
+
+static const char *const router_inputs[] = {"tasks", NULL};
+
+const mc_processor mc_router_processor = {
+    .name = "router",
+    .input_topics = router_inputs,
+    .create = router_create,
+    .process = router_process,
+    .destroy = router_destroy,
+};

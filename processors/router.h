@@ -1,0 +1,9 @@
+/* The router processor: tasks -> wheel | store | dead (see router.c). */
+#ifndef MOONCAKE_ROUTER_H
+#define MOONCAKE_ROUTER_H
+
+#include "runner.h"
+
+extern const mc_processor mc_router_processor;
+
+#endif
