@@ -1,0 +1,234 @@
+"""Shared helpers for integration tests against the real Kafka broker that
+tools/kafka-local starts for the suite.
+
+Records are encoded and decoded with fastavro from schemas/*.avsc, an Avro
+implementation independent of ours, so these tests also prove that what a
+Python client writes is what mooncake reads, and the other way round.
+Every test uses its own topic prefix, so tests never see each other's data.
+"""
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import fastavro
+import fastavro.schema
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+SOURCE_DIR = os.environ.get(
+    "MOONCAKE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BOOTSTRAP = os.environ.get("MOONCAKE_TEST_BOOTSTRAP", "127.0.0.1:9092")
+MOONCAKE_BIN = os.environ.get("MOONCAKE_BIN", "mooncake")
+
+
+def load_schema(name):
+    path = os.path.join(SOURCE_DIR, "schemas", name + ".avsc")
+    with open(path) as f:
+        text = f.read()
+    parsed = fastavro.parse_schema(json.loads(text))
+    pcf = fastavro.schema.to_parsing_canonical_form(json.loads(text))
+    # fastavro prints the CRC-64-AVRO fingerprint in wire (little-endian) order.
+    header = b"\xc3\x01" + bytes.fromhex(fastavro.schema.fingerprint(pcf, "CRC-64-AVRO"))
+    return parsed, header
+
+
+SCHEMAS = {n: load_schema(n) for n in
+           ("Command", "WheelEntry", "StoredTask", "DeadLetter")}
+
+
+def encode(schema_name, record):
+    parsed, header = SCHEMAS[schema_name]
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, parsed, record)
+    return header + buf.getvalue()
+
+
+def decode(schema_name, data):
+    parsed, header = SCHEMAS[schema_name]
+    assert data[:10] == header, f"{schema_name}: bad single-object header {data[:10].hex()}"
+    # return_record_name: a union of records comes back as (name, value).
+    return fastavro.schemaless_reader(io.BytesIO(data[10:]), parsed, return_record_name=True)
+
+
+def ms(v):
+    """Epoch ms from a decoded timestamp-millis (fastavro gives a datetime)."""
+    return v if isinstance(v, int) else round(v.timestamp() * 1000)
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def task(app, tid, due_at, url="http://example.com/hook", method="POST", **extra):
+    t = {
+        "app_id": app, "task_id": tid, "due_at": due_at,
+        "callback": {"url": url, "method": method, "headers": {"x-test": "1"},
+                     "body": b'{"order": 42}', "timeout_ms": 5000},
+        "retry": None, "attempt": 1, "created_at": now_ms(), "metadata": {},
+    }
+    t.update(extra)
+    return t
+
+
+def submit_value(t):
+    return encode("Command", {"payload": ("mooncake.Submit", {"task": t})})
+
+
+def cancel_value(app, tid):
+    return encode("Command", {"payload": ("mooncake.Cancel", {
+        "app_id": app, "task_id": tid, "requested_at": now_ms()})})
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Env:
+    """A fresh topic prefix plus helpers to produce to and read from it."""
+
+    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead")
+
+    def __init__(self, partitions=3, create_topics=True):
+        self.prefix = "t%s." % uuid.uuid4().hex[:10]
+        self.partitions = partitions
+        self.procs = []
+        self.producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 5,
+                                  "enable.idempotence": True})
+        if create_topics:
+            self.create_topics()
+
+    def create_topics(self):
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+        fs = admin.create_topics([
+            NewTopic(self.topic(t), num_partitions=self.partitions, replication_factor=1,
+                     config={"cleanup.policy": "compact" if t == "store" else "delete"})
+            for t in self.TOPICS])
+        for f in fs.values():
+            f.result()
+
+    def topic(self, suffix):
+        return self.prefix + suffix
+
+    def env(self, **extra):
+        e = dict(os.environ)
+        e.update({
+            "MOONCAKE_BOOTSTRAP_SERVERS": BOOTSTRAP,
+            "MOONCAKE_TOPIC_PREFIX": self.prefix,
+            "MOONCAKE_PARTITIONS": str(self.partitions),
+            "MOONCAKE_COMMIT_INTERVAL_MS": "50",
+        })
+        e.update({k: str(v) for k, v in extra.items()})
+        return e
+
+    def start(self, role, *args, instance="i0", wait_ready=True, **env):
+        port = free_port()
+        log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                f"{self.prefix}{role}-{instance}-{port}.log"), "wb")
+        p = subprocess.Popen(
+            [MOONCAKE_BIN, role, "--http-port", str(port), "--instance-id", instance, *args],
+            env=self.env(**env), stdout=log, stderr=subprocess.STDOUT)
+        p.http_port = port
+        p.log_path = log.name
+        self.procs.append(p)
+        if wait_ready:
+            self.wait_ready(p)
+        return p
+
+    def wait_ready(self, p, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if p.poll() is not None:
+                raise AssertionError(f"process exited with {p.returncode}:\n{self.log(p)}")
+            try:
+                with urllib.request.urlopen(
+                        f"http://127.0.0.1:{p.http_port}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"not ready after {timeout}s:\n{self.log(p)}")
+
+    def metrics(self, p):
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.http_port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def log(self, p):
+        with open(p.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-4000:]
+
+    def produce(self, suffix, key, value, partition=None):
+        kw = {} if partition is None else {"partition": partition}
+        self.producer.produce(self.topic(suffix), key=key, value=value, **kw)
+
+    def flush(self):
+        left = self.producer.flush(30)
+        assert left == 0, f"{left} messages not delivered"
+
+    def read_all(self, suffix, expect=None, timeout=30, idle=2.0, committed_only=True):
+        """Reads the topic from the beginning. Stops when `expect` records have
+        arrived (and nothing more for a short while), or after `idle` seconds
+        without a record once past the high watermarks, or at the timeout."""
+        c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "reader-" + uuid.uuid4().hex,
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                      "isolation.level": "read_committed" if committed_only else
+                      "read_uncommitted"})
+        c.assign([TopicPartition(self.topic(suffix), p, 0) for p in range(self.partitions)])
+        out = []
+        deadline = time.time() + timeout
+        last = time.time()
+        try:
+            while time.time() < deadline:
+                m = c.poll(0.2)
+                if m is None:
+                    if expect is None and time.time() - last > idle:
+                        break
+                    if expect is not None and len(out) >= expect and time.time() - last > 0.5:
+                        break
+                    continue
+                if m.error():
+                    continue
+                out.append(m)
+                last = time.time()
+        finally:
+            c.close()
+        return out
+
+    def stop_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def run(tests):
+    """Runs test functions in order; prints one line each and a summary."""
+    failed = 0
+    for t in tests:
+        t0 = time.time()
+        try:
+            t()
+            print(f"ok   {t.__name__} ({time.time() - t0:.1f}s)", flush=True)
+        except Exception:
+            failed += 1
+            import traceback
+            print(f"FAIL {t.__name__} ({time.time() - t0:.1f}s)", flush=True)
+            traceback.print_exc()
+    print(f"{len(tests) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
