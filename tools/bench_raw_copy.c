@@ -1,0 +1,143 @@
+/* The baseline for tools/bench-router: the raw Kafka exactly-once pipe.
+ * A read_committed consumer and a transactional producer copy every record of
+ * one topic to another unchanged, committing offsets in the transaction every
+ * N records or T ms, written straight against librdkafka with none of
+ * mooncake's runtime, so "router / raw" is what mooncake costs on top of what
+ * Kafka transactions cost anyway.
+ *
+ * Usage: bench_raw_copy -b BROKERS -i IN -o OUT -g GROUP -n RECORDS
+ *                       [-c COMMIT_RECORDS] [-t COMMIT_MS]
+ * Exits after copying RECORDS records; prints records/s on stdout. */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench_raw_copy: %s: %s\n", what, why);
+    exit(1);
+}
+
+static void check(rd_kafka_error_t *e, const char *what)
+{
+    if (e)
+        die(what, rd_kafka_error_string(e)); /* a benchmark has no one to retry for */
+}
+
+static void set(rd_kafka_conf_t *c, const char *k, const char *v)
+{
+    char err[512];
+    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
+        die(k, err);
+}
+
+static void commit(rd_kafka_t *consumer, rd_kafka_t *producer)
+{
+    rd_kafka_topic_partition_list_t *pos;
+    if (rd_kafka_assignment(consumer, &pos))
+        die("assignment", "failed");
+    rd_kafka_position(consumer, pos);
+    rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(consumer);
+    check(rd_kafka_send_offsets_to_transaction(producer, pos, md, -1), "send_offsets");
+    rd_kafka_consumer_group_metadata_destroy(md);
+    rd_kafka_topic_partition_list_destroy(pos);
+    check(rd_kafka_commit_transaction(producer, -1), "commit");
+}
+
+int main(int argc, char **argv)
+{
+    const char *brokers = "127.0.0.1:9092", *in = NULL, *out = NULL, *group = NULL;
+    long n = 0, commit_records = 5000, commit_ms = 100;
+    int opt;
+    while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:h")) != -1) {
+        switch (opt) {
+        case 'b': brokers = optarg; break;
+        case 'i': in = optarg; break;
+        case 'o': out = optarg; break;
+        case 'g': group = optarg; break;
+        case 'n': n = atol(optarg); break;
+        case 'c': commit_records = atol(optarg); break;
+        case 't': commit_ms = atol(optarg); break;
+        default:
+            fprintf(stderr, "usage: %s -b BROKERS -i IN -o OUT -g GROUP -n RECORDS "
+                            "[-c COMMIT_RECORDS] [-t COMMIT_MS]\n", argv[0]);
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    if (!in || !out || !group || n <= 0) {
+        fprintf(stderr, "%s: -i, -o, -g and -n are required (see -h)\n", argv[0]);
+        return 2;
+    }
+    char err[512], txid[300];
+    rd_kafka_conf_t *cc = rd_kafka_conf_new();
+    set(cc, "bootstrap.servers", brokers);
+    set(cc, "group.id", group);
+    set(cc, "isolation.level", "read_committed");
+    set(cc, "enable.auto.commit", "false");
+    set(cc, "auto.offset.reset", "earliest");
+    rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
+    if (!consumer)
+        die("consumer", err);
+    rd_kafka_poll_set_consumer(consumer);
+    rd_kafka_conf_t *pc = rd_kafka_conf_new();
+    snprintf(txid, sizeof txid, "%s-raw-copy", group);
+    set(pc, "bootstrap.servers", brokers);
+    set(pc, "transactional.id", txid);
+    set(pc, "linger.ms", "5");
+    set(pc, "queue.buffering.max.messages", "1000000");
+    rd_kafka_t *producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
+    if (!producer)
+        die("producer", err);
+    check(rd_kafka_init_transactions(producer, 30000), "init_transactions");
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(producer, out, NULL);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, in, RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(consumer, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+
+    long copied = 0, in_txn = 0;
+    double t_first = 0, t_txn = now_s();
+    check(rd_kafka_begin_transaction(producer), "begin");
+    while (copied < n) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 100);
+        if (m && !m->err) {
+            if (!t_first)
+                t_first = now_s();
+            while (rd_kafka_produce(rkt, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len,
+                                    m->key, m->key_len, NULL) != 0) {
+                if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                    die("produce", rd_kafka_err2str(rd_kafka_last_error()));
+                rd_kafka_poll(producer, 10);
+            }
+            copied++;
+            in_txn++;
+        }
+        if (m)
+            rd_kafka_message_destroy(m);
+        if (in_txn >= commit_records || (in_txn > 0 && (now_s() - t_txn) * 1000 >= commit_ms) ||
+            copied == n) {
+            commit(consumer, producer);
+            in_txn = 0;
+            t_txn = now_s();
+            check(rd_kafka_begin_transaction(producer), "begin");
+        }
+    }
+    double secs = now_s() - t_first;
+    check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
+    printf("%.0f\n", copied / secs);
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(consumer);
+    rd_kafka_destroy(producer);
+    return 0;
+}
