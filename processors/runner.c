@@ -15,11 +15,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "codec.h"
 #include "kafka.h"
 
 #define MAX_OUTPUTS 16
 #define MAX_INPUTS 8
 #define MAX_METADATA 256
+#define MAX_POISON 64
+/* Raw values above this are not copied into a dead letter, so the dead
+ * letter itself always fits in a Kafka message. */
+#define MAX_DEAD_RAW (512 * 1024)
 
 struct mc_output {
     rd_kafka_topic_t *rkt;
@@ -40,6 +45,36 @@ typedef struct input_topic {
     mc_gauge *lag;
     uint64_t pending;
 } input_topic;
+
+/* An input record consumed in the open transaction; outputs carry its index
+ * so a delivery failure can be traced back to the record that caused it. */
+typedef struct txn_input {
+    size_t topic; /* index into inputs */
+    int32_t partition;
+    int64_t offset;
+} txn_input;
+
+/* An input whose output Kafka refused for good (too large, invalid): after the
+ * abort and rewind it goes to the dead topic instead of being processed again,
+ * which would fail the same way forever and block its partition. */
+typedef struct poisoned_input {
+    txn_input at;
+    char reason[256];
+    /* Kafka refuses whole batches, so a refusal in a transaction of many
+     * inputs only makes each of them a suspect; a suspect is replayed alone
+     * in its own transaction, and only a refusal there confirms it. */
+    bool confirmed;
+} poisoned_input;
+
+/* Where a partition's input has been processed up to: the offset committed
+ * with the transaction. Tracked here rather than read from the consumer,
+ * whose position is already past a record when poll returns it. */
+typedef struct input_position {
+    size_t topic;
+    int32_t partition;
+    int64_t next;
+    bool dirty; /* advanced in the open transaction */
+} input_position;
 
 struct mc_ctx {
     mc_runner *r;
@@ -63,6 +98,17 @@ struct mc_runner {
     size_t n_inputs;
     commit_metadata md[MAX_METADATA];
     size_t n_md;
+    txn_input *txn_inputs;
+    size_t n_txn_inputs, cap_txn_inputs;
+    size_t current_input; /* 1-based index into txn_inputs inside process(), else 0 */
+    poisoned_input poison[MAX_POISON];
+    size_t n_poison;
+    input_position *positions;
+    size_t n_positions, cap_positions;
+    bool poison_found; /* a forward in this process() call was refused for good */
+    mc_output *dead;
+    mc_buf dead_buf;
+    mc_counter *poison_dead;
 
     bool txn_open;
     int64_t txn_started_ms;
@@ -122,20 +168,83 @@ mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
     return o;
 }
 
+/* Errors that belong to one record, not to Kafka or to us: retrying the same
+ * record can only fail the same way. */
+static bool record_error(rd_kafka_resp_err_t err)
+{
+    return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+           err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE ||
+           err == RD_KAFKA_RESP_ERR_INVALID_RECORD;
+}
+
+/* Remembers that the input at 1-based index idx of this transaction must be
+ * dead-lettered when it is consumed again. */
+static poisoned_input *find_poison(mc_runner *r, const txn_input *in)
+{
+    for (size_t i = 0; i < r->n_poison; i++)
+        if (r->poison[i].at.topic == in->topic && r->poison[i].at.partition == in->partition &&
+            r->poison[i].at.offset == in->offset)
+            return &r->poison[i];
+    return NULL;
+}
+
+static void remove_poison(mc_runner *r, poisoned_input *p)
+{
+    *p = r->poison[--r->n_poison];
+}
+
+static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_resp_err_t err,
+                       bool certain)
+{
+    if (idx == 0 || idx > r->n_txn_inputs)
+        return; /* not caused by one input (punctuate): abort and retry is all we can do */
+    txn_input *in = &r->txn_inputs[idx - 1];
+    bool confirmed = certain || r->n_txn_inputs == 1;
+    poisoned_input *p = find_poison(r, in);
+    if (p) {
+        p->confirmed |= confirmed;
+        return;
+    }
+    if (r->n_poison == MAX_POISON) return;
+    p = &r->poison[r->n_poison++];
+    p->at = *in;
+    p->confirmed = confirmed;
+    snprintf(p->reason, sizeof p->reason, "Kafka refused this record's output to %s: %s", topic,
+             rd_kafka_err2str(err));
+    mc_log(&r->logger, MC_LOG_WARN,
+           confirmed ? "output refused; the input will be dead-lettered"
+                     : "output refused; the input will be retried alone",
+           "topic", topic, "error", rd_kafka_err2str(err), (const char *)NULL);
+}
+
+/* Delivery reports arrive while commit_transaction() flushes, on our thread. */
+static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    mc_runner *r = opaque;
+    if (m->err && record_error(m->err))
+        add_poison(r, (size_t)(uintptr_t)m->_private, rd_kafka_topic_name(m->rkt), m->err, false);
+}
+
 int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
                    const void *value, size_t valuelen)
 {
     mc_runner *r = ctx->r;
     for (;;) {
-        rd_kafka_resp_err_t err =
-            rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY, (void *)value,
-                             value ? valuelen : 0, key, keylen, NULL);
+        rd_kafka_resp_err_t err = rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY,
+                                                   (void *)value, value ? valuelen : 0, key, keylen,
+                                                   (void *)(uintptr_t)r->current_input);
         if (!err) {
             out->pending++;
             r->txn_dirty = true;
             return 0;
         }
         err = rd_kafka_last_error();
+        if (record_error(err)) {
+            add_poison(r, r->current_input, out->name, err, true);
+            r->poison_found = true;
+            return -1;
+        }
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", out->name, "error",
                    rd_kafka_err2str(err), (const char *)NULL);
@@ -261,9 +370,15 @@ static void reset_txn_counters(mc_runner *r, bool committed)
         if (committed) mc_counter_add(r->inputs[i].records_in, r->inputs[i].pending);
         r->inputs[i].pending = 0;
     }
+    if (committed)
+        for (size_t i = 0; i < r->n_positions; i++)
+            r->positions[i].dirty = false;
+    else
+        r->n_positions = 0; /* the rewind starts again from what is committed */
     r->txn_open = false;
     r->txn_dirty = false;
     r->txn_records = 0;
+    r->n_txn_inputs = 0;
     r->commit_requested = false;
 }
 
@@ -282,29 +397,75 @@ static int begin_txn(mc_runner *r)
     return 0;
 }
 
-/* The consumer positions of every assigned partition, with the metadata the
- * processor asked to commit. Caller destroys. */
-static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
+static void attach_metadata(mc_runner *r, rd_kafka_topic_partition_t *o)
 {
-    rd_kafka_topic_partition_list_t *assigned = NULL;
-    if (rd_kafka_assignment(r->consumer, &assigned) || !assigned) return NULL;
-    rd_kafka_position(r->consumer, assigned);
-    rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(assigned->cnt);
-    for (int i = 0; i < assigned->cnt; i++) {
-        rd_kafka_topic_partition_t *p = &assigned->elems[i];
-        if (p->offset < 0) continue; /* nothing consumed yet: keep what is committed */
-        rd_kafka_topic_partition_t *o =
-            rd_kafka_topic_partition_list_add(offsets, p->topic, p->partition);
-        o->offset = p->offset;
-        for (size_t k = 0; k < r->n_md; k++) {
-            if (r->md[k].partition == p->partition && strcmp(r->md[k].topic, p->topic) == 0) {
-                o->metadata = strdup(r->md[k].metadata);
-                o->metadata_size = o->metadata ? strlen(o->metadata) : 0;
-            }
+    for (size_t k = 0; k < r->n_md; k++) {
+        if (r->md[k].partition == o->partition && strcmp(r->md[k].topic, o->topic) == 0) {
+            free(o->metadata);
+            o->metadata = strdup(r->md[k].metadata);
+            o->metadata_size = o->metadata ? strlen(o->metadata) : 0;
         }
     }
-    rd_kafka_topic_partition_list_destroy(assigned);
+}
+
+/* The offsets this transaction commits: every partition whose input advanced,
+ * plus every partition the processor set metadata for. Caller destroys. */
+static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
+{
+    rd_kafka_topic_partition_list_t *offsets =
+        rd_kafka_topic_partition_list_new((int)(r->n_positions + r->n_md + 1));
+    for (size_t i = 0; i < r->n_positions; i++) {
+        input_position *p = &r->positions[i];
+        if (!p->dirty) continue;
+        rd_kafka_topic_partition_t *o =
+            rd_kafka_topic_partition_list_add(offsets, r->inputs[p->topic].name, p->partition);
+        o->offset = p->next;
+        attach_metadata(r, o);
+    }
+    for (size_t k = 0; k < r->n_md; k++) {
+        if (rd_kafka_topic_partition_list_find(offsets, r->md[k].topic, r->md[k].partition))
+            continue;
+        /* Metadata without new input: commit it at the current position. */
+        int64_t next = RD_KAFKA_OFFSET_INVALID;
+        for (size_t i = 0; i < r->n_positions; i++)
+            if (r->positions[i].partition == r->md[k].partition &&
+                strcmp(r->inputs[r->positions[i].topic].name, r->md[k].topic) == 0)
+                next = r->positions[i].next;
+        if (next < 0) {
+            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(one, r->md[k].topic, r->md[k].partition);
+            if (!rd_kafka_position(r->consumer, one)) next = one->elems[0].offset;
+            rd_kafka_topic_partition_list_destroy(one);
+        }
+        if (next < 0) continue;
+        rd_kafka_topic_partition_t *o =
+            rd_kafka_topic_partition_list_add(offsets, r->md[k].topic, r->md[k].partition);
+        o->offset = next;
+        attach_metadata(r, o);
+    }
     return offsets;
+}
+
+/* Records that an input is done with (processed or dead-lettered). */
+static int mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_t offset)
+{
+    for (size_t i = 0; i < r->n_positions; i++) {
+        input_position *p = &r->positions[i];
+        if (p->topic == topic && p->partition == partition) {
+            p->next = offset + 1;
+            p->dirty = true;
+            return 0;
+        }
+    }
+    if (r->n_positions == r->cap_positions) {
+        size_t cap = r->cap_positions ? r->cap_positions * 2 : 64;
+        input_position *n = realloc(r->positions, cap * sizeof *n);
+        if (!n) return -1;
+        r->positions = n;
+        r->cap_positions = cap;
+    }
+    r->positions[r->n_positions++] = (input_position){topic, partition, offset + 1, true};
+    return 0;
 }
 
 static void rewind_to_committed(mc_runner *r);
@@ -327,8 +488,9 @@ static int abort_txn(mc_runner *r, const char *why)
     return 0;
 }
 
-/* Commits the open transaction with the input positions. On an abortable
- * error, aborts and rewinds; on a fatal one, marks the runner fatal. */
+/* Commits the open transaction with the input positions. Returns 0 when
+ * committed; 1 when it had to abort (and rewound input and state: records
+ * polled before this call will come again); -1 on a fatal error. */
 static int commit_txn(mc_runner *r)
 {
     if (!r->txn_open) return 0;
@@ -352,7 +514,9 @@ static int commit_txn(mc_runner *r)
             txn_verdict v = txn_error(r, "send_offsets_to_transaction", error);
             if (v == TXN_RETRY) continue;
             rd_kafka_topic_partition_list_destroy(offsets);
-            return v == TXN_ABORT ? abort_txn(r, "send_offsets_to_transaction failed") : -1;
+            if (v == TXN_ABORT)
+                return abort_txn(r, "send_offsets_to_transaction failed") == 0 ? 1 : -1;
+            return -1;
         }
     }
     if (offsets) rd_kafka_topic_partition_list_destroy(offsets);
@@ -361,7 +525,8 @@ static int commit_txn(mc_runner *r)
         if (!error) break;
         txn_verdict v = txn_error(r, "commit_transaction", error);
         if (v == TXN_RETRY) continue;
-        return v == TXN_ABORT ? abort_txn(r, "commit_transaction failed") : -1;
+        if (v == TXN_ABORT) return abort_txn(r, "commit_transaction failed") == 0 ? 1 : -1;
+        return -1;
     }
     mc_histogram_observe(r->commit_latency, (double)(mono_ms() - t0) / 1000.0);
     mc_counter_add(r->txn_committed, 1);
@@ -579,10 +744,12 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
         mc_kafka_conf_set(pc, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
         mc_kafka_conf_set(pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
         rd_kafka_conf_destroy(pc);
         goto fail;
     }
+    rd_kafka_conf_set_dr_msg_cb(pc, dr_msg_cb);
     r->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
     if (!r->producer) {
         snprintf(err, errlen, "creating the transactional producer: %s", errstr);
@@ -600,6 +767,9 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     r->commit_latency =
         mc_metrics_histogram(metrics, "mooncake_commit_latency_seconds",
                              "Time to send offsets and commit one transaction", labels, bounds, 12);
+    r->poison_dead = mc_metrics_counter(
+        metrics, "mooncake_refused_outputs_dead_lettered_total",
+        "Inputs dead-lettered because Kafka refused their output for good", labels);
     r->assigned_partitions = mc_metrics_gauge(metrics, "mooncake_assigned_partitions",
                                               "Input partitions assigned to this instance", labels);
     for (const char *const *t = p->input_topics; *t && r->n_inputs < MAX_INPUTS; t++) {
@@ -625,16 +795,97 @@ fail:
     return NULL;
 }
 
-/* Counts an input record against its topic for the metrics. */
-static void count_input(mc_runner *r, const rd_kafka_message_t *m)
+static size_t input_topic_index(const mc_runner *r, const rd_kafka_message_t *m)
 {
     const char *t = rd_kafka_topic_name(m->rkt);
-    for (size_t i = 0; i < r->n_inputs; i++) {
-        if (strcmp(r->inputs[i].name, t) == 0) {
-            r->inputs[i].pending++;
-            return;
-        }
+    for (size_t i = 0; i < r->n_inputs; i++)
+        if (strcmp(r->inputs[i].name, t) == 0) return i;
+    return 0;
+}
+
+/* Notes an input record in the open transaction (for the metrics and to
+ * trace refused outputs back to it). Returns its 1-based index, 0 on ENOMEM. */
+static size_t track_input(mc_runner *r, const txn_input *in)
+{
+    r->inputs[in->topic].pending++;
+    r->txn_records++;
+    r->txn_dirty = true;
+    if (r->n_txn_inputs == r->cap_txn_inputs) {
+        size_t cap = r->cap_txn_inputs ? r->cap_txn_inputs * 2 : 1024;
+        txn_input *n = realloc(r->txn_inputs, cap * sizeof *n);
+        if (!n) return 0;
+        r->txn_inputs = n;
+        r->cap_txn_inputs = cap;
     }
+    r->txn_inputs[r->n_txn_inputs++] = *in;
+    return r->n_txn_inputs;
+}
+
+/* Sends an input whose output Kafka refused on its own to the dead topic,
+ * in place of processing it again. */
+static void dead_letter_refused(mc_runner *r, const rd_kafka_message_t *m, const txn_input *in,
+                                const char *reason)
+{
+    if (!r->dead) r->dead = mc_ctx_output(&r->ctx, "dead");
+    mc_dead_letter d = {
+        .reason = reason,
+        .source_topic = r->inputs[in->topic].name,
+        .source_partition = in->partition,
+        .source_offset = in->offset,
+        .raw = m->payload,
+        .raw_len = m->len,
+        .has_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW,
+        .failed_at = mc_now_ms(),
+    };
+    mc_buf_reset(&r->dead_buf);
+    if (!r->dead || mc_encode_dead_letter(&d, &r->dead_buf) != 0 ||
+        mc_ctx_forward(&r->ctx, r->dead, m->partition, m->key, m->key_len, r->dead_buf.data,
+                       r->dead_buf.len) != 0)
+        atomic_store(&r->fatal, true); /* the dead topic refusing too: give up */
+    mc_counter_add(r->poison_dead, 1);
+    mc_log(&r->logger, MC_LOG_WARN, "dead-lettered an input whose output Kafka refused", "reason",
+           reason, (const char *)NULL);
+}
+
+/* One consumed record, inside the open transaction. Returns -1 to leave the
+ * loop (fatal), 0 otherwise. */
+static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
+{
+    txn_input in = {input_topic_index(r, m), m->partition, m->offset};
+    poisoned_input *p = r->n_poison ? find_poison(r, &in) : NULL;
+    if (p && p->confirmed) {
+        track_input(r, &in);
+        char reason[sizeof p->reason];
+        memcpy(reason, p->reason, sizeof reason);
+        remove_poison(r, p);
+        dead_letter_refused(r, m, &in, reason);
+        return mark_processed(r, in.topic, in.partition, in.offset);
+    }
+    bool alone = p != NULL;
+    if (alone) {
+        /* A suspect from a refused batch: commit what came before it, then
+         * give it a transaction of its own, so a refusal now is its own. */
+        remove_poison(r, p);
+        int rc = commit_txn(r);
+        if (rc != 0) return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again */
+        if (begin_txn(r) != 0) return -1;
+    }
+    r->current_input = track_input(r, &in);
+    r->poison_found = false;
+    int rc = r->proc->process(r->self, m, &r->ctx);
+    r->current_input = 0;
+    if (rc != 0 && r->poison_found) {
+        /* Its other outputs may be in the transaction: abort, and the
+         * rewind brings it back to be dead-lettered. */
+        return abort_txn(r, "an output was refused");
+    }
+    if (rc != 0) {
+        mc_log(&r->logger, MC_LOG_ERROR, "processor failed", (const char *)NULL);
+        atomic_store(&r->fatal, true);
+        return -1;
+    }
+    if (mark_processed(r, in.topic, in.partition, in.offset) != 0) return -1;
+    return alone && commit_txn(r) < 0 ? -1 : 0;
 }
 
 static int poll_timeout(const mc_runner *r)
@@ -698,16 +949,11 @@ int mc_runner_run(mc_runner *r)
                     mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
                            rd_kafka_message_errstr(m), (const char *)NULL);
                 if (rd_kafka_fatal_error(r->consumer, NULL, 0)) atomic_store(&r->fatal, true);
-            } else if (begin_txn(r) == 0) {
-                /* begin again: a rebalance callback inside this poll may have
-                 * committed the transaction we had open. */
-                count_input(r, m);
-                r->txn_records++;
-                r->txn_dirty = true;
-                if (r->proc->process(r->self, m, &r->ctx) != 0) {
-                    mc_log(&r->logger, MC_LOG_ERROR, "processor failed", (const char *)NULL);
-                    atomic_store(&r->fatal, true);
-                }
+            } else if (begin_txn(r) != 0 || handle_record(r, m) != 0) {
+                /* begin again above: a rebalance callback inside this poll
+                 * may have committed the transaction we had open. */
+                rd_kafka_message_destroy(m);
+                break;
             }
             rd_kafka_message_destroy(m);
         }
@@ -718,7 +964,7 @@ int mc_runner_run(mc_runner *r)
             if (begin_txn(r) == 0 && r->proc->punctuate(r->self, now, &r->ctx) != 0)
                 atomic_store(&r->fatal, true);
         }
-        if (commit_due(r) && commit_txn(r) != 0) break;
+        if (commit_due(r) && commit_txn(r) < 0) break;
         rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
         update_lag(r);
     }
@@ -755,6 +1001,9 @@ void mc_runner_free(mc_runner *r)
         if (r->outputs[i].rkt) rd_kafka_topic_destroy(r->outputs[i].rkt);
     for (size_t i = 0; i < r->n_md; i++)
         free(r->md[i].metadata);
+    free(r->txn_inputs);
+    free(r->positions);
+    mc_buf_free(&r->dead_buf);
     if (r->consumer) rd_kafka_destroy(r->consumer);
     if (r->producer) rd_kafka_destroy(r->producer);
     free(r);

@@ -98,21 +98,23 @@ class Env:
 
     TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead")
 
-    def __init__(self, partitions=3, create_topics=True):
+    def __init__(self, partitions=3, create_topics=True, topic_config=None):
         self.prefix = "t%s." % uuid.uuid4().hex[:10]
         self.partitions = partitions
         self.procs = []
         self.producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 5,
                                   "enable.idempotence": True})
         if create_topics:
-            self.create_topics()
+            self.create_topics(topic_config or {})
 
-    def create_topics(self):
+    def create_topics(self, topic_config):
+        """Creates the topic set; topic_config maps a suffix to extra configs."""
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         fs = admin.create_topics([
             NewTopic(self.topic(t), num_partitions=self.partitions, replication_factor=1,
-                     config={"cleanup.policy": "compact" if t == "store" else "delete"})
+                     config={"cleanup.policy": "compact" if t == "store" else "delete",
+                             **topic_config.get(t, {})})
             for t in self.TOPICS])
         for f in fs.values():
             f.result()

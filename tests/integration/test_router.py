@@ -126,6 +126,36 @@ def test_poison_records_do_not_block_a_partition():
         env.stop_all()
 
 
+def test_output_kafka_refuses_is_dead_lettered_not_retried_forever():
+    # wheel accepts at most 3000-byte records; tasks takes the default 1 MB.
+    env = Env(partitions=1, topic_config={"wheel": {"max.message.bytes": "3000"}})
+    try:
+        p = env.start("router")
+        now = now_ms()
+        big = task("a", "big", now + 1000)
+        big["callback"]["body"] = b"x" * 5000
+        items = [("a/before", submit_value(task("a", "before", now + 1000))),
+                 ("a/big", submit_value(big)),
+                 ("a/after", submit_value(task("a", "after", now + 1000)))]
+        where = produce_tracked(env, items)
+        wheel = env.read_all("wheel", expect=2)
+        dead = env.read_all("dead", expect=1)
+        assert sorted(m.key().decode() for m in wheel) == ["a/after", "a/before"], \
+            [m.key() for m in wheel]
+        assert len(dead) == 1, len(dead)
+        d = decode("DeadLetter", dead[0].value())
+        assert "too large" in d["reason"].lower(), d["reason"]
+        assert (d["source_partition"], d["source_offset"]) == where["a/big"], d
+        assert d["raw"] == items[1][1], "the dead letter keeps the original record"
+        metrics = env.metrics(p)
+        aborted = [line for line in metrics.splitlines()
+                   if line.startswith("mooncake_transactions_aborted_total")]
+        assert aborted and float(aborted[0].split()[-1]) >= 1, aborted
+        assert p.poll() is None, "the router must keep running"
+    finally:
+        env.stop_all()
+
+
 def check_exactly_once(env, where, n):
     """Every input offset appears exactly once across wheel and store."""
     # Inputs i % 3 != 0 are near (wheel), the rest far (store); see produce_many.
@@ -266,6 +296,7 @@ if __name__ == "__main__":
         test_bad_configuration_exits_2_with_a_reason,
         test_routes_near_far_cancel_and_invalid,
         test_poison_records_do_not_block_a_partition,
+        test_output_kafka_refuses_is_dead_lettered_not_retried_forever,
         test_mismatched_partition_counts_are_refused,
         test_sigterm_commits_and_restart_does_not_reroute,
         test_kill_9_mid_stream_routes_each_input_exactly_once,
