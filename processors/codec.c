@@ -31,9 +31,11 @@ enum { ARENA_FIRST_BLOCK = 4096, ARENA_MAX_BLOCK = 1 << 20 };
 
 static arena_block *block_new(size_t cap)
 {
-    if (cap > SIZE_MAX - sizeof(arena_block)) return NULL;
+    if (cap > SIZE_MAX - sizeof(arena_block))
+        return NULL;
     arena_block *b = malloc(sizeof(arena_block) + cap);
-    if (!b) return NULL;
+    if (!b)
+        return NULL;
     b->next = NULL;
     b->cap = cap;
     b->used = 0;
@@ -44,7 +46,8 @@ static arena_block *block_new(size_t cap)
 mc_arena *mc_arena_new(void)
 {
     mc_arena *a = malloc(sizeof *a);
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     a->first = block_new(ARENA_FIRST_BLOCK);
     if (!a->first) {
         free(a);
@@ -57,7 +60,8 @@ mc_arena *mc_arena_new(void)
 /* Invalidates every pointer the arena handed out; keeps the first block. */
 void mc_arena_reset(mc_arena *a)
 {
-    if (!a) return;
+    if (!a)
+        return;
     /* Blocks are chained newest-first; everything but the first one goes. */
     arena_block *b = a->head;
     while (b != a->first) {
@@ -72,7 +76,8 @@ void mc_arena_reset(mc_arena *a)
 /* Frees the arena and everything allocated from it; NULL is a no-op. */
 void mc_arena_free(mc_arena *a)
 {
-    if (!a) return;
+    if (!a)
+        return;
     mc_arena_reset(a);
     free(a->first);
     free(a);
@@ -87,9 +92,11 @@ static void *arena_take(mc_arena *a, size_t n, size_t align)
         return b->data + off;
     }
     size_t cap = b->cap < ARENA_MAX_BLOCK ? b->cap * 2 : b->cap;
-    if (cap < n) cap = n;
+    if (cap < n)
+        cap = n;
     arena_block *nb = block_new(cap);
-    if (!nb) return NULL;
+    if (!nb)
+        return NULL;
     nb->next = b;
     nb->used = n;
     a->head = nb;
@@ -113,7 +120,8 @@ char *mc_arena_strdup(mc_arena *a, const char *s)
 {
     size_t n = strlen(s) + 1;
     char *d = arena_take(a, n, 1);
-    if (d) memcpy(d, s, n);
+    if (d)
+        memcpy(d, s, n);
     return d;
 }
 
@@ -131,13 +139,16 @@ size_t mc_arena_footprint(const mc_arena *a)
 /* Grows b (doubling) so n more bytes fit; the caller keeps owning b. */
 int mc_buf_reserve(mc_buf *b, size_t n)
 {
-    if (n <= b->cap - b->len) return 0;
-    if (n > SIZE_MAX / 2 - b->len) return -1;
+    if (n <= b->cap - b->len)
+        return 0;
+    if (n > SIZE_MAX / 2 - b->len)
+        return -1;
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len < n)
         cap *= 2;
     uint8_t *d = realloc(b->data, cap);
-    if (!d) return -1;
+    if (!d)
+        return -1;
     b->data = d;
     b->cap = cap;
     return 0;
@@ -264,9 +275,11 @@ static const struct {
 /* The embedded .avsc text of a schema (static storage), NULL for a bad id. */
 const char *mc_schema_json(mc_schema_id id)
 {
-    if ((unsigned)id >= MC_SCHEMA_COUNT) return NULL;
+    if ((unsigned)id >= MC_SCHEMA_COUNT)
+        return NULL;
     for (const struct mc_embedded_schema *e = mc_embedded_schemas; e->file; e++)
-        if (strcmp(e->file, schema_names[id].file) == 0) return e->json;
+        if (strcmp(e->file, schema_names[id].file) == 0)
+            return e->json;
     return NULL;
 }
 
@@ -300,7 +313,8 @@ static void fingerprints_init(void)
 /* The schema's fingerprint, computed on first use by any thread; 0 for a bad id. */
 uint64_t mc_schema_fingerprint(mc_schema_id id)
 {
-    if ((unsigned)id >= MC_SCHEMA_COUNT) return 0;
+    if ((unsigned)id >= MC_SCHEMA_COUNT)
+        return 0;
     pthread_once(&fingerprints_once, fingerprints_init);
     return fingerprints[id];
 }
@@ -349,11 +363,14 @@ size_t mc_task_key(const char *app_id, const char *task_id, char *buf, size_t bu
         /* Truncate like snprintf: copy what fits, always NUL-terminate. */
         size_t room = buflen - 1, n;
         n = la < room ? la : room;
-        if (n) memcpy(buf, app_id, n);
+        if (n)
+            memcpy(buf, app_id, n);
         size_t pos = n;
-        if (pos < room) buf[pos++] = '/';
+        if (pos < room)
+            buf[pos++] = '/';
         n = lt < room - pos ? lt : room - pos;
-        if (n) memcpy(buf + pos, task_id, n);
+        if (n)
+            memcpy(buf + pos, task_id, n);
         buf[pos + n] = '\0';
     }
     return need;

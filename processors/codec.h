@@ -66,7 +66,7 @@ typedef struct mc_task {
     mc_callback callback;
     bool has_retry; /* false: the retry processor's defaults apply */
     mc_retry_policy retry;
-    int32_t attempt; /* 1 for the first call */
+    int32_t attempt;    /* 1 for the first call */
     int64_t created_at; /* epoch ms */
     const mc_kv *metadata;
     size_t n_metadata;
@@ -83,7 +83,7 @@ typedef enum mc_command_kind { MC_CMD_SUBMIT = 0, MC_CMD_CANCEL = 1 } mc_command
 /* tasks topic value: what clients send. */
 typedef struct mc_command {
     mc_command_kind kind;
-    mc_task submit; /* valid when kind == MC_CMD_SUBMIT */
+    mc_task submit;   /* valid when kind == MC_CMD_SUBMIT */
     mc_cancel cancel; /* valid when kind == MC_CMD_CANCEL */
 } mc_command;
 
@@ -102,8 +102,8 @@ typedef struct mc_stored_task {
 /* retry topic value: one failed attempt. */
 typedef struct mc_attempt {
     mc_task task;
-    int32_t http_status; /* 0 when no response (timeout, refused, connect error) */
-    const char *error; /* human-readable, never NULL ("" when none) */
+    int32_t http_status;             /* 0 when no response (timeout, refused, connect error) */
+    const char *error;               /* human-readable, never NULL ("" when none) */
     const uint8_t *response_snippet; /* bounded copy of the response body */
     size_t response_snippet_len;
     int64_t retry_after_ms; /* -1 when the server sent no Retry-After */
@@ -183,16 +183,16 @@ typedef struct mc_codec_options {
 /* Error codes returned by decoders; mc_codec_strerror() names them. */
 typedef enum mc_codec_err {
     MC_CODEC_OK = 0,
-    MC_CODEC_EMPTY,         /* zero bytes */
-    MC_CODEC_BAD_MAGIC,     /* neither C3 01 nor 00 */
-    MC_CODEC_TRUNCATED,     /* ran out of bytes */
-    MC_CODEC_UNKNOWN_SCHEMA,/* fingerprint or schema id not ours */
-    MC_CODEC_BAD_LENGTH,    /* negative or larger than what remains */
-    MC_CODEC_BAD_UNION,     /* union branch out of range */
-    MC_CODEC_BAD_ENUM,      /* enum symbol out of range */
-    MC_CODEC_BAD_VARINT,    /* varint longer than 10 bytes / overflows */
-    MC_CODEC_TRAILING,      /* bytes left after the record */
-    MC_CODEC_BAD_UTF8,      /* string not valid UTF-8 or contains NUL */
+    MC_CODEC_EMPTY,          /* zero bytes */
+    MC_CODEC_BAD_MAGIC,      /* neither C3 01 nor 00 */
+    MC_CODEC_TRUNCATED,      /* ran out of bytes */
+    MC_CODEC_UNKNOWN_SCHEMA, /* fingerprint or schema id not ours */
+    MC_CODEC_BAD_LENGTH,     /* negative or larger than what remains */
+    MC_CODEC_BAD_UNION,      /* union branch out of range */
+    MC_CODEC_BAD_ENUM,       /* enum symbol out of range */
+    MC_CODEC_BAD_VARINT,     /* varint longer than 10 bytes / overflows */
+    MC_CODEC_TRAILING,       /* bytes left after the record */
+    MC_CODEC_BAD_UTF8,       /* string not valid UTF-8 or contains NUL */
     MC_CODEC_NOMEM,
 } mc_codec_err;
 const char *mc_codec_strerror(mc_codec_err e);

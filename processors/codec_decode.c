@@ -33,7 +33,8 @@ typedef struct rd {
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         mc_codec_err err_ = (expr);                                                                \
-        if (err_ != MC_CODEC_OK) return err_;                                                      \
+        if (err_ != MC_CODEC_OK)                                                                   \
+            return err_;                                                                           \
     } while (0)
 
 static inline size_t left(const rd *r)
@@ -45,7 +46,8 @@ static inline void push(rd *r, const char *name)
 {
     /* Depth is fixed by the schemas, so overflow would be a coding error;
      * still, never write past the array. */
-    if (r->depth < PATH_MAX_DEPTH) r->path[r->depth] = (path_seg){name, -1};
+    if (r->depth < PATH_MAX_DEPTH)
+        r->path[r->depth] = (path_seg){name, -1};
     r->depth++;
 }
 
@@ -61,23 +63,28 @@ __attribute__((format(printf, 3, 4)))
 static void
 describe(rd *r, const char *field, const char *fmt, ...)
 {
-    if (!r->detail || r->detail_len == 0) return;
+    if (!r->detail || r->detail_len == 0)
+        return;
     size_t pos = 0, cap = r->detail_len;
     r->detail[0] = '\0';
 #define APPEND(...)                                                                                \
     do {                                                                                           \
         if (pos < cap) {                                                                           \
             int n_ = snprintf(r->detail + pos, cap - pos, __VA_ARGS__);                            \
-            if (n_ > 0) pos += (size_t)n_;                                                         \
+            if (n_ > 0)                                                                            \
+                pos += (size_t)n_;                                                                 \
         }                                                                                          \
     } while (0)
     int depth = r->depth < PATH_MAX_DEPTH ? r->depth : PATH_MAX_DEPTH;
     for (int i = 0; i < depth; i++) {
         APPEND("%s%s", i ? "." : "", r->path[i].name);
-        if (r->path[i].index >= 0) APPEND("[%" PRId64 "]", r->path[i].index);
+        if (r->path[i].index >= 0)
+            APPEND("[%" PRId64 "]", r->path[i].index);
     }
-    if (field) APPEND("%s%s", depth ? "." : "", field);
-    if (depth || field) APPEND(": ");
+    if (field)
+        APPEND("%s%s", depth ? "." : "", field);
+    if (depth || field)
+        APPEND(": ");
     if (pos < cap) {
         va_list ap;
         va_start(ap, fmt);
@@ -130,7 +137,8 @@ static mc_codec_err rd_bool(rd *r, const char *field, bool *out)
     uint8_t b = *r->p;
     /* The spec allows only 0 and 1; anything else would not re-encode to the
      * same bytes, so it is rejected like an out-of-range enum. */
-    if (b > 1) return FAIL(r, field, MC_CODEC_BAD_ENUM, "boolean byte %u is neither 0 nor 1", b);
+    if (b > 1)
+        return FAIL(r, field, MC_CODEC_BAD_ENUM, "boolean byte %u is neither 0 nor 1", b);
     r->p++;
     *out = b == 1;
     return MC_CODEC_OK;
@@ -153,7 +161,8 @@ static inline mc_codec_err rd_len(rd *r, const char *field, size_t *out)
 {
     int64_t n;
     TRY(rd_long(r, field, &n));
-    if (n < 0) return FAIL(r, field, MC_CODEC_BAD_LENGTH, "negative length %" PRId64, n);
+    if (n < 0)
+        return FAIL(r, field, MC_CODEC_BAD_LENGTH, "negative length %" PRId64, n);
     if ((uint64_t)n > left(r))
         return FAIL(r, field, MC_CODEC_BAD_LENGTH, "length %" PRId64 " exceeds the %zu bytes left",
                     n, left(r));
@@ -176,9 +185,11 @@ static size_t utf8_invalid_at(const uint8_t *s, size_t n)
                 break; /* a non-ASCII or a zero byte: look closer */
             i += 8;
         }
-        if (i >= n) break;
+        if (i >= n)
+            break;
         uint8_t c = s[i];
-        if (c == 0) return i;
+        if (c == 0)
+            return i;
         if (c < 0x80) {
             i++;
             continue;
@@ -202,10 +213,13 @@ static size_t utf8_invalid_at(const uint8_t *s, size_t n)
         } else {
             return i;
         }
-        if (n - i <= need) return i;
-        if (s[i + 1] < lo2 || s[i + 1] > hi2) return i;
+        if (n - i <= need)
+            return i;
+        if (s[i + 1] < lo2 || s[i + 1] > hi2)
+            return i;
         for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return i;
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
         i += need + 1;
     }
     return n;
@@ -225,7 +239,8 @@ static mc_codec_err rd_string(rd *r, const char *field, const char **out)
                     r->p[bad] ? "invalid UTF-8 at byte %zu of %zu" : "NUL at byte %zu of %zu", bad,
                     n);
     char *s = mc_arena_alloc_unaligned(r->arena, n + 1);
-    if (!s) return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for a %zu-byte string", n);
+    if (!s)
+        return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for a %zu-byte string", n);
     memcpy(s, r->p, n);
     s[n] = '\0';
     r->p += n;
@@ -244,7 +259,8 @@ static mc_codec_err rd_bytes(rd *r, const char *field, const uint8_t **out, size
     }
     /* Copied, because the input (a Kafka message) dies before the arena. */
     uint8_t *d = mc_arena_alloc_unaligned(r->arena, n);
-    if (!d) return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for %zu bytes", n);
+    if (!d)
+        return FAIL(r, field, MC_CODEC_NOMEM, "out of memory for %zu bytes", n);
     memcpy(d, r->p, n);
     r->p += n;
     *out = d;
@@ -311,7 +327,8 @@ static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, s
         size_t count;
         const uint8_t *block_end;
         TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0) break;
+        if (count == 0)
+            break;
         for (size_t i = 0; i < count; i++) {
             r->path[r->depth - 1].index = (int64_t)(total + i);
             TRY(skip_string(r, "key"));
@@ -331,14 +348,16 @@ static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, s
         return MC_CODEC_OK;
     }
     mc_kv *kv = mc_arena_alloc(r->arena, total * sizeof *kv);
-    if (!kv) return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu entries", total);
+    if (!kv)
+        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu entries", total);
     r->p = start;
     size_t i = 0;
     for (;;) {
         size_t count;
         const uint8_t *block_end;
         TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0) break;
+        if (count == 0)
+            break;
         for (size_t k = 0; k < count; k++, i++) {
             r->path[r->depth - 1].index = (int64_t)i;
             TRY(rd_string(r, "key", &kv[i].key));
@@ -421,8 +440,10 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
               .arena = arena,
               .detail = detail,
               .detail_len = detail_len};
-    if (detail && detail_len) detail[0] = '\0';
-    if (len == 0 || !data) return FAIL(r, NULL, MC_CODEC_EMPTY, "the value has no bytes");
+    if (detail && detail_len)
+        detail[0] = '\0';
+    if (len == 0 || !data)
+        return FAIL(r, NULL, MC_CODEC_EMPTY, "the value has no bytes");
     const uint8_t *d = data;
     if (d[0] == MC_SO_MAGIC0) {
         if (len < 2 || d[1] != MC_SO_MAGIC1) {
@@ -564,7 +585,8 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
     int64_t branch;
     TRY(rd_branch(&r, "raw", 2, &branch));
     out->has_raw = branch == 1;
-    if (out->has_raw) TRY(rd_bytes(&r, "raw", &out->raw, &out->raw_len));
+    if (out->has_raw)
+        TRY(rd_bytes(&r, "raw", &out->raw, &out->raw_len));
     TRY(rd_branch(&r, "task", 2, &branch));
     out->has_task = branch == 1;
     if (out->has_task) {

@@ -17,7 +17,8 @@ typedef struct wr {
 static inline uint8_t *room(wr *w, size_t n)
 {
     mc_buf *b = w->b;
-    if (w->oom) return NULL;
+    if (w->oom)
+        return NULL;
     if (b->cap - b->len < n && mc_buf_reserve(b, n) != 0) {
         w->oom = true;
         return NULL;
@@ -28,7 +29,8 @@ static inline uint8_t *room(wr *w, size_t n)
 static inline void put_long(wr *w, int64_t v)
 {
     uint8_t *p = room(w, 10);
-    if (!p) return;
+    if (!p)
+        return;
     uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); /* zigzag */
     size_t n = 0;
     while (z >= 0x80) {
@@ -52,7 +54,8 @@ static void put_raw(wr *w, const void *data, size_t n)
  * crash a processor, and "" is what the decoder gives back. */
 static void put_bytes(wr *w, const void *data, size_t n)
 {
-    if (!data) n = 0;
+    if (!data)
+        n = 0;
     put_long(w, (int64_t)n);
     put_raw(w, data, n);
 }
@@ -225,9 +228,11 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
     put_long(&w, d->source_partition);
     put_long(&w, d->source_offset);
     put_long(&w, d->has_raw ? 1 : 0);
-    if (d->has_raw) put_bytes(&w, d->raw, d->raw_len);
+    if (d->has_raw)
+        put_bytes(&w, d->raw, d->raw_len);
     put_long(&w, d->has_task ? 1 : 0);
-    if (d->has_task) put_task(&w, &d->task);
+    if (d->has_task)
+        put_task(&w, &d->task);
     put_long(&w, d->failed_at);
     return done(&w, start, true);
 }

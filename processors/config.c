@@ -60,12 +60,15 @@ static const opt options[] = {
 
 bool mc_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    if (!s || !*s) return false;
+    if (!s || !*s)
+        return false;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end != '\0' || end == s || isspace((unsigned char)s[0])) return false;
-    if (v < min || v > max) return false;
+    if (errno || *end != '\0' || end == s || isspace((unsigned char)s[0]))
+        return false;
+    if (v < min || v > max)
+        return false;
     *out = v;
     return true;
 }
@@ -75,8 +78,10 @@ static bool parse_bool(const char *s, bool *out)
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) return (*out = true), true;
-        if (strcasecmp(s, no[i]) == 0) return (*out = false), true;
+        if (strcasecmp(s, yes[i]) == 0)
+            return (*out = true), true;
+        if (strcasecmp(s, no[i]) == 0)
+            return (*out = false), true;
     }
     return false;
 }
@@ -86,7 +91,8 @@ static int set_confluent_ids(mc_config *cfg, const char *v, char *err, size_t er
     free(cfg->confluent_ids);
     cfg->confluent_ids = NULL;
     cfg->n_confluent_ids = 0;
-    if (!*v) return 0;
+    if (!*v)
+        return 0;
     size_t cap = 1;
     for (const char *p = v; *p; p++)
         cap += *p == ',';
@@ -174,11 +180,13 @@ static int apply(mc_config *cfg, const opt *o, const char *v, const char *source
 static int add_kafka_prop(mc_config *cfg, const char *key, size_t keylen, const char *value)
 {
     mc_kafka_prop *p = realloc(cfg->kafka, (cfg->n_kafka + 1) * sizeof *p);
-    if (!p) return -1;
+    if (!p)
+        return -1;
     cfg->kafka = p;
     p[cfg->n_kafka].key = strndup(key, keylen);
     p[cfg->n_kafka].value = strdup(value);
-    if (!p[cfg->n_kafka].key || !p[cfg->n_kafka].value) return -1;
+    if (!p[cfg->n_kafka].key || !p[cfg->n_kafka].value)
+        return -1;
     cfg->n_kafka++;
     return 0;
 }
@@ -199,8 +207,10 @@ static int set_defaults(mc_config *cfg, char *err, size_t errlen)
 {
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt *o = &options[i];
-        if (o->type == OPT_STR && o->def[0] == '(') continue; /* computed default */
-        if (apply(cfg, o, o->def, o->flag, err, errlen) != 0) return -1;
+        if (o->type == OPT_STR && o->def[0] == '(')
+            continue; /* computed default */
+        if (apply(cfg, o, o->def, o->flag, err, errlen) != 0)
+            return -1;
     }
     return 0;
 }
@@ -216,12 +226,14 @@ static const opt *find_long(const char *name, size_t len)
 int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
-    if (set_defaults(cfg, err, errlen) != 0) return -1;
+    if (set_defaults(cfg, err, errlen) != 0)
+        return -1;
 
     /* Environment first, so flags override it. */
     for (char **e = envp; e && *e; e++) {
         const char *eq = strchr(*e, '=');
-        if (!eq) continue;
+        if (!eq)
+            continue;
         size_t klen = (size_t)(eq - *e);
         static const char kprefix[] = "MOONCAKE_KAFKA_";
         if (klen > sizeof kprefix - 1 && strncmp(*e, kprefix, sizeof kprefix - 1) == 0) {
@@ -230,21 +242,24 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
             size_t n = 0;
             for (const char *p = *e + sizeof kprefix - 1; p < eq && n < sizeof key - 1; p++)
                 key[n++] = *p == '_' ? '.' : (char)tolower((unsigned char)*p);
-            if (add_kafka_prop(cfg, key, n, eq + 1) != 0) goto nomem;
+            if (add_kafka_prop(cfg, key, n, eq + 1) != 0)
+                goto nomem;
             continue;
         }
         for (size_t i = 0; i < N_OPTIONS; i++) {
             if (strlen(options[i].env) == klen && strncmp(options[i].env, *e, klen) == 0) {
                 char source[96];
                 snprintf(source, sizeof source, "environment %s", options[i].env);
-                if (apply(cfg, &options[i], eq + 1, source, err, errlen) != 0) return -1;
+                if (apply(cfg, &options[i], eq + 1, source, err, errlen) != 0)
+                    return -1;
             }
         }
     }
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return 1;
         const opt *o = NULL;
         const char *value = NULL;
         if (strcmp(a, "-X") == 0 || strncmp(a, "-X", 2) == 0) {
@@ -253,7 +268,8 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
                 snprintf(err, errlen, "-X needs key=value");
                 return -1;
             }
-            if (add_kafka_kv(cfg, kv, err, errlen) != 0) return -1;
+            if (add_kafka_kv(cfg, kv, err, errlen) != 0)
+                return -1;
             continue;
         }
         if (strncmp(a, "--", 2) == 0) {
@@ -261,8 +277,10 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             o = find_long(name, len);
-            if (o && eq) value = eq + 1;
-            if (o && !eq && o->type == OPT_BOOL) value = "true";
+            if (o && eq)
+                value = eq + 1;
+            if (o && !eq && o->type == OPT_BOOL)
+                value = "true";
             if (!o && len > 3 && strncmp(name, "no-", 3) == 0) {
                 o = find_long(name + 3, len - 3);
                 if (o && o->type == OPT_BOOL && !eq)
@@ -272,7 +290,8 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
             }
         } else if (a[0] == '-' && a[1] && !a[2]) {
             for (size_t k = 0; k < N_OPTIONS; k++)
-                if (options[k].short_flag == a[1]) o = &options[k];
+                if (options[k].short_flag == a[1])
+                    o = &options[k];
         }
         if (!o) {
             snprintf(err, errlen, "unknown flag '%s' (see --help)", a);
@@ -287,15 +306,18 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
         }
         char source[96];
         snprintf(source, sizeof source, "--%s", o->flag);
-        if (apply(cfg, o, value, source, err, errlen) != 0) return -1;
+        if (apply(cfg, o, value, source, err, errlen) != 0)
+            return -1;
     }
 
     if (!cfg->instance_id) {
         char host[256];
-        if (gethostname(host, sizeof host) != 0 || !host[0]) snprintf(host, sizeof host, "local");
+        if (gethostname(host, sizeof host) != 0 || !host[0])
+            snprintf(host, sizeof host, "local");
         host[sizeof host - 1] = '\0';
         cfg->instance_id = strdup(host);
-        if (!cfg->instance_id) goto nomem;
+        if (!cfg->instance_id)
+            goto nomem;
     }
     return 0;
 nomem:
@@ -306,7 +328,8 @@ nomem:
 void mc_config_free(mc_config *cfg)
 {
     for (size_t i = 0; i < N_OPTIONS; i++)
-        if (options[i].type == OPT_STR) free(*(char **)((char *)cfg + options[i].offset));
+        if (options[i].type == OPT_STR)
+            free(*(char **)((char *)cfg + options[i].offset));
     for (size_t i = 0; i < cfg->n_kafka; i++) {
         free(cfg->kafka[i].key);
         free(cfg->kafka[i].value);

@@ -103,16 +103,20 @@ static enum MHD_Result reply_checks(mc_http_server *s, struct MHD_Connection *co
         why[i][WHY_LEN - 1] = '\0'; /* in case a check filled it to the brim */
         /* One line per check, whatever the check wrote. */
         for (char *p = why[i]; *p; p++)
-            if (*p == '\n' || *p == '\r') *p = ' ';
-        if (!pass[i]) all = false;
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+        if (!pass[i])
+            all = false;
     }
 
     char *body = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);
-    if (!f) return reply(conn, 0, NULL, NULL);
+    if (!f)
+        return reply(conn, 0, NULL, NULL);
     fputs(all ? "ok\n" : "failed\n", f);
-    if (overflow) fprintf(f, "checks: more than %d registered, or no memory\n", MAX_CHECKS);
+    if (overflow)
+        fprintf(f, "checks: more than %d registered, or no memory\n", MAX_CHECKS);
     for (size_t i = 0; i < n; i++) {
         if (pass[i] && all)
             fprintf(f, "%s: ok\n", snap[i].name);
@@ -154,12 +158,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     }
 
     if (strcmp(url, "/metrics") == 0) {
-        if (!s->metrics) return reply_text(conn, MHD_HTTP_OK, "");
+        if (!s->metrics)
+            return reply_text(conn, MHD_HTTP_OK, "");
         return reply(conn, MHD_HTTP_OK, mc_metrics_render(s->metrics),
                      "text/plain; version=0.0.4; charset=utf-8");
     }
-    if (strcmp(url, "/healthz") == 0) return reply_checks(s, conn, &s->health);
-    if (strcmp(url, "/readyz") == 0) return reply_checks(s, conn, &s->ready);
+    if (strcmp(url, "/healthz") == 0)
+        return reply_checks(s, conn, &s->health);
+    if (strcmp(url, "/readyz") == 0)
+        return reply_checks(s, conn, &s->ready);
     return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
@@ -183,11 +190,13 @@ static void format_endpoint(char *out, size_t outlen, const char *host, uint16_t
 static const char *bind_failure_reason(const struct sockaddr *sa, socklen_t salen)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return strerror(errno);
+    if (fd < 0)
+        return strerror(errno);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as MHD does */
     const char *reason = NULL;
-    if (bind(fd, sa, salen) != 0) reason = strerror(errno);
+    if (bind(fd, sa, salen) != 0)
+        reason = strerror(errno);
     close(fd);
     return reason ? reason : "libmicrohttpd could not start (see its message above)";
 }
@@ -221,7 +230,8 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
     /* MHD_USE_AUTO picks epoll, then poll, then select, whichever the
      * platform has. */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, opts->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
                                  ai->ai_addr,
                                  /* An idle prober must not hold a connection forever. */
@@ -249,7 +259,8 @@ uint16_t mc_http_port(const mc_http_server *s)
 void mc_http_add_check(mc_http_server *s, const char *kind, const char *name, mc_check_fn fn,
                        void *arg)
 {
-    if (!s || !kind || !name || !fn) return;
+    if (!s || !kind || !name || !fn)
+        return;
     check_list *list;
     if (strcmp(kind, "ready") == 0) {
         list = &s->ready;
@@ -276,7 +287,8 @@ void mc_http_add_check(mc_http_server *s, const char *kind, const char *name, mc
 
 void mc_http_stop(mc_http_server *s)
 {
-    if (!s) return;
+    if (!s)
+        return;
     /* Joins the polling thread, so no probe can touch the checks below. */
     MHD_stop_daemon(s->daemon);
     check_list *lists[] = {&s->ready, &s->health};

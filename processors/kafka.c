@@ -45,9 +45,11 @@ rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (mc_kafka_conf_set(conf, "bootstrap.servers", cfg->bootstrap_servers, err, errlen))
         goto fail;
-    if (mc_kafka_conf_set(conf, "client.id", "mooncake", err, errlen)) goto fail;
+    if (mc_kafka_conf_set(conf, "client.id", "mooncake", err, errlen))
+        goto fail;
     for (size_t i = 0; i < cfg->n_kafka; i++)
-        if (mc_kafka_conf_set(conf, cfg->kafka[i].key, cfg->kafka[i].value, err, errlen)) goto fail;
+        if (mc_kafka_conf_set(conf, cfg->kafka[i].key, cfg->kafka[i].value, err, errlen))
+            goto fail;
     rd_kafka_conf_set_opaque(conf, log_opaque);
     rd_kafka_conf_set_log_cb(conf, log_cb);
     return conf;
@@ -75,7 +77,8 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
     for (size_t i = 0; i < mc_n_topic_specs; i++) {
         const mc_topic_spec *s = &mc_topic_specs[i];
         mc_topic_name(cfg, s->suffix, name, sizeof name);
-        if (topic_partitions(md, name) >= 0) continue;
+        if (topic_partitions(md, name) >= 0)
+            continue;
         nt[n] = rd_kafka_NewTopic_new(name, cfg->partitions, cfg->replication_factor, errstr,
                                       sizeof errstr);
         if (!nt[n]) {
@@ -83,10 +86,12 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
             goto out;
         }
         rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy", s->cleanup_policy);
-        if (s->retention_ms) rd_kafka_NewTopic_set_config(nt[n], "retention.ms", s->retention_ms);
+        if (s->retention_ms)
+            rd_kafka_NewTopic_set_config(nt[n], "retention.ms", s->retention_ms);
         n++;
     }
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(opts, 30000, errstr, sizeof errstr);
@@ -115,7 +120,8 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
             break;
         }
     }
-    if (ev) rd_kafka_event_destroy(ev);
+    if (ev)
+        rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(opts);
     rd_kafka_queue_destroy(q);
 out:
@@ -141,7 +147,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
         mc_logger lg; /* first: the log callback reads the opaque as a logger */
     } opaque = {*lg};
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, &opaque, err, errlen);
-    if (!conf) return -1;
+    if (!conf)
+        return -1;
     char errstr[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     if (!rk) {
@@ -150,13 +157,16 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     }
     int rc = -1;
     const rd_kafka_metadata_t *md = read_metadata(rk, err, errlen);
-    if (!md) goto out;
-    if (cfg->create_topics && create_topics(rk, cfg, md, lg, err, errlen) != 0) goto out;
+    if (!md)
+        goto out;
+    if (cfg->create_topics && create_topics(rk, cfg, md, lg, err, errlen) != 0)
+        goto out;
     rd_kafka_metadata_destroy(md);
     /* Created topics can take a moment to show in metadata; wait for them. */
     for (int attempt = 0; attempt < 50; attempt++) {
         md = read_metadata(rk, err, errlen);
-        if (!md) goto out;
+        if (!md)
+            goto out;
         int first = -2;
         const char *first_name = NULL;
         char name[512];
@@ -184,16 +194,19 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
         }
         rd_kafka_metadata_destroy(md);
         md = NULL;
-        if (mismatch) goto out;
+        if (mismatch)
+            goto out;
         if (!missing) {
             rc = 0;
             goto out;
         }
-        if (!cfg->create_topics) goto out;
+        if (!cfg->create_topics)
+            goto out;
         rd_kafka_poll(rk, 200);
     }
 out:
-    if (md) rd_kafka_metadata_destroy(md);
+    if (md)
+        rd_kafka_metadata_destroy(md);
     rd_kafka_destroy(rk);
     return rc;
 }

@@ -34,7 +34,8 @@ typedef struct line {
 static void put_raw(line *l, const char *s, size_t n)
 {
     size_t room = sizeof l->buf - 1 - l->len;
-    if (n > room) n = room;
+    if (n > room)
+        n = room;
     memcpy(l->buf + l->len, s, n);
     l->len += n;
 }
@@ -48,7 +49,8 @@ static void put_str(line *l, const char *s)
 static void put_value(line *l, const char *v, bool json)
 {
     bool quote = json || v[0] == '\0' || strpbrk(v, " \"=\t\n\\") != NULL;
-    if (quote) put_raw(l, "\"", 1);
+    if (quote)
+        put_raw(l, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
         char esc[8];
         if (*p == '"' || *p == '\\') {
@@ -64,7 +66,8 @@ static void put_value(line *l, const char *v, bool json)
             put_raw(l, (const char *)p, 1);
         }
     }
-    if (quote) put_raw(l, "\"", 1);
+    if (quote)
+        put_raw(l, "\"", 1);
 }
 
 static void put_field(line *l, const char *k, const char *v, bool json, bool first)
@@ -74,7 +77,8 @@ static void put_field(line *l, const char *k, const char *v, bool json, bool fir
         put_str(l, k);
         put_str(l, "\":");
     } else {
-        if (!first) put_raw(l, " ", 1);
+        if (!first)
+            put_raw(l, " ", 1);
         put_str(l, k);
         put_raw(l, "=", 1);
     }
@@ -83,7 +87,8 @@ static void put_field(line *l, const char *k, const char *v, bool json, bool fir
 
 static void log_va(const mc_logger *lg, mc_log_level level, const char *msg, va_list ap)
 {
-    if (lg && level < lg->level) return;
+    if (lg && level < lg->level)
+        return;
     bool json = lg && lg->json;
     line l = {.len = 0};
     struct timespec ts;
@@ -95,14 +100,16 @@ static void log_va(const mc_logger *lg, mc_log_level level, const char *msg, va_
     snprintf(tbuf + n, sizeof tbuf - n, ".%03ldZ", ts.tv_nsec / 1000000);
     put_field(&l, "ts", tbuf, json, true);
     put_field(&l, "level", level_names[level], json, false);
-    if (lg && lg->role) put_field(&l, "role", lg->role, json, false);
+    if (lg && lg->role)
+        put_field(&l, "role", lg->role, json, false);
     put_field(&l, "msg", msg, json, false);
     const char *k;
     while ((k = va_arg(ap, const char *)) != NULL) {
         const char *v = va_arg(ap, const char *);
         put_field(&l, k, v ? v : "", json, false);
     }
-    if (json) put_raw(&l, "}", 1);
+    if (json)
+        put_raw(&l, "}", 1);
     l.buf[l.len++] = '\n';
     ssize_t w = write(STDERR_FILENO, l.buf, l.len);
     (void)w; /* nowhere better to report a failing stderr */
@@ -127,7 +134,8 @@ static void log_plain(const mc_logger *lg, mc_log_level level, const char *msg, 
 
 void mc_logf(const mc_logger *lg, mc_log_level level, const char *fmt, ...)
 {
-    if (lg && level < lg->level) return;
+    if (lg && level < lg->level)
+        return;
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);

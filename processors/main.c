@@ -59,8 +59,10 @@ static void *signal_thread(void *arg)
     signal_waiter *w = arg;
     for (;;) {
         int sig = 0;
-        if (sigwait(&w->set, &sig) != 0) continue;
-        if (atomic_load(&w->done)) return NULL;
+        if (sigwait(&w->set, &sig) != 0)
+            continue;
+        if (atomic_load(&w->done))
+            return NULL;
         mc_log(w->lg, MC_LOG_INFO, "signal received, stopping", "signal", strsignal(sig),
                (const char *)NULL);
         mc_runner_stop(w->runner);
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
     }
     const role *ro = NULL;
     for (size_t i = 0; i < N_ROLES; i++)
-        if (strcmp(argv[1], roles[i].name) == 0) ro = &roles[i];
+        if (strcmp(argv[1], roles[i].name) == 0)
+            ro = &roles[i];
     if (!ro) {
         fprintf(stderr, "mooncake: unknown role '%s' (roles:", argv[1]);
         for (size_t i = 0; i < N_ROLES; i++)
@@ -161,7 +164,8 @@ int main(int argc, char **argv)
     pthread_join(sig_tid, NULL);
 out:
     mc_runner_free(runner);
-    if (http) mc_http_stop(http);
+    if (http)
+        mc_http_stop(http);
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
     return exit_code;

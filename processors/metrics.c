@@ -111,9 +111,11 @@ static bool is_digit(char c)
 
 static bool valid_metric_name(const char *name)
 {
-    if (!name || !(is_name_start(name[0]) || name[0] == ':')) return false;
+    if (!name || !(is_name_start(name[0]) || name[0] == ':'))
+        return false;
     for (const char *p = name + 1; *p; p++)
-        if (!(is_name_start(*p) || is_digit(*p) || *p == ':')) return false;
+        if (!(is_name_start(*p) || is_digit(*p) || *p == ':'))
+            return false;
     return true;
 }
 
@@ -127,7 +129,8 @@ static int label_cmp(const void *a, const void *b)
     const label *x = a, *y = b;
     size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
     int c = memcmp(x->name, y->name, n);
-    if (c != 0) return c;
+    if (c != 0)
+        return c;
     return (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
@@ -140,18 +143,22 @@ static int parse_labels(const char *s, label *out)
     int n = 0;
     const char *p = s;
     while (*p) {
-        if (n == MAX_LABELS || !is_name_start(*p)) return -1;
+        if (n == MAX_LABELS || !is_name_start(*p))
+            return -1;
         label *l = &out[n++];
         l->name = p;
         while (is_name_start(*p) || is_digit(*p))
             p++;
         l->name_len = (size_t)(p - l->name);
-        if (*p++ != '=' || *p++ != '"') return -1;
+        if (*p++ != '=' || *p++ != '"')
+            return -1;
         l->value = p;
         while (*p != '"') {
-            if (*p == '\0') return -1;
+            if (*p == '\0')
+                return -1;
             if (*p == '\\') {
-                if (p[1] != '\\' && p[1] != '"' && p[1] != 'n') return -1;
+                if (p[1] != '\\' && p[1] != '"' && p[1] != 'n')
+                    return -1;
                 p++;
             }
             p++;
@@ -172,27 +179,34 @@ static int parse_labels(const char *s, label *out)
  * scrape for a duplicate series. NULL when malformed or on ENOMEM. */
 static char *canonical_labels(const char *labels, bool histogram)
 {
-    if (!labels) labels = "";
+    if (!labels)
+        labels = "";
     label pairs[MAX_LABELS];
     int n = parse_labels(labels, pairs);
-    if (n < 0) return NULL;
+    if (n < 0)
+        return NULL;
     qsort(pairs, (size_t)n, sizeof pairs[0], label_cmp);
     for (int i = 0; i < n; i++) {
         const label *l = &pairs[i];
         /* "__" names are reserved for Prometheus itself; "le" would collide
          * with the bucket label. */
-        if (l->name_len >= 2 && l->name[0] == '_' && l->name[1] == '_') return NULL;
-        if (histogram && l->name_len == 2 && memcmp(l->name, "le", 2) == 0) return NULL;
-        if (i > 0 && label_cmp(&pairs[i - 1], l) == 0) return NULL;
+        if (l->name_len >= 2 && l->name[0] == '_' && l->name[1] == '_')
+            return NULL;
+        if (histogram && l->name_len == 2 && memcmp(l->name, "le", 2) == 0)
+            return NULL;
+        if (i > 0 && label_cmp(&pairs[i - 1], l) == 0)
+            return NULL;
     }
 
     /* A raw newline doubles in size; everything else is copied as is. */
     char *out = malloc(2 * strlen(labels) + 1);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     char *w = out;
     for (int i = 0; i < n; i++) {
         const label *l = &pairs[i];
-        if (i > 0) *w++ = ',';
+        if (i > 0)
+            *w++ = ',';
         memcpy(w, l->name, l->name_len);
         w += l->name_len;
         *w++ = '=';
@@ -214,9 +228,11 @@ static char *canonical_labels(const char *labels, bool histogram)
 
 static bool valid_bounds(const double *bounds, size_t n)
 {
-    if (n > 0 && !bounds) return false;
+    if (n > 0 && !bounds)
+        return false;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) return false;
+        if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1])))
+            return false;
     }
     return true;
 }
@@ -241,7 +257,8 @@ size_t mc_metrics_escape_label_value(char *out, size_t outlen, const char *value
         }
         need += k;
     }
-    if (outlen > 0) out[used] = '\0';
+    if (outlen > 0)
+        out[used] = '\0';
     return need;
 }
 
@@ -252,7 +269,8 @@ size_t mc_metrics_escape_label_value(char *out, size_t outlen, const char *value
 mc_metrics *mc_metrics_new(void)
 {
     mc_metrics *m = calloc(1, sizeof *m);
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
     if (pthread_mutex_init(&m->lock, NULL) != 0) {
         free(m);
         return NULL;
@@ -279,7 +297,8 @@ static void family_free(family *f)
 
 void mc_metrics_free(mc_metrics *m)
 {
-    if (!m) return;
+    if (!m)
+        return;
     family *f = m->head;
     while (f) {
         family *next_f = f->next;
@@ -299,14 +318,16 @@ void mc_metrics_free(mc_metrics *m)
 static family *family_find(mc_metrics *m, const char *name)
 {
     for (family *f = m->head; f; f = f->next)
-        if (strcmp(f->name, name) == 0) return f;
+        if (strcmp(f->name, name) == 0)
+            return f;
     return NULL;
 }
 
 static family *family_new(const char *name, const char *help, metric_type type)
 {
     family *f = calloc(1, sizeof *f);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     f->name = strdup(name);
     f->help = strdup(help ? help : "");
     if (!f->name || !f->help) {
@@ -344,7 +365,8 @@ static series *series_new(family *f, char *labels, const double *bounds, size_t 
             series_free(s);
             return NULL;
         }
-        if (n_bounds) memcpy(h->bounds, bounds, n_bounds * sizeof *bounds);
+        if (n_bounds)
+            memcpy(h->bounds, bounds, n_bounds * sizeof *bounds);
         for (size_t i = 0; i <= n_bounds; i++)
             atomic_init(&h->buckets[i], 0);
         atomic_init(&h->sum_bits, double_to_bits(0.0));
@@ -362,10 +384,13 @@ static series *register_series(mc_metrics *m, const char *name, const char *help
                                const char *labels, metric_type type, const double *bounds,
                                size_t n_bounds)
 {
-    if (!m || !valid_metric_name(name)) return NULL;
-    if (type == TYPE_HISTOGRAM && !valid_bounds(bounds, n_bounds)) return NULL;
+    if (!m || !valid_metric_name(name))
+        return NULL;
+    if (type == TYPE_HISTOGRAM && !valid_bounds(bounds, n_bounds))
+        return NULL;
     char *canon = canonical_labels(labels, type == TYPE_HISTOGRAM);
-    if (!canon) return NULL;
+    if (!canon)
+        return NULL;
 
     series *s = NULL;
     pthread_mutex_lock(&m->lock);
@@ -377,7 +402,8 @@ static series *register_series(mc_metrics *m, const char *name, const char *help
     for (series *old = f ? f->head : NULL; old; old = old->next) {
         if (strcmp(old->labels, canon) == 0) {
             free(canon);
-            if (type != TYPE_HISTOGRAM || same_bounds(&old->u.histogram, bounds, n_bounds)) s = old;
+            if (type != TYPE_HISTOGRAM || same_bounds(&old->u.histogram, bounds, n_bounds))
+                s = old;
             goto out;
         }
     }
@@ -388,7 +414,8 @@ static series *register_series(mc_metrics *m, const char *name, const char *help
         goto out;
     }
     if (!(s = series_new(f, canon, bounds, n_bounds))) {
-        if (new_family) family_free(new_family);
+        if (new_family)
+            family_free(new_family);
         goto out;
     }
     if (new_family) {
@@ -436,22 +463,26 @@ mc_histogram *mc_metrics_histogram(mc_metrics *m, const char *name, const char *
 
 void mc_counter_add(mc_counter *c, uint64_t n)
 {
-    if (c) atomic_fetch_add_explicit(&c->value, n, memory_order_relaxed);
+    if (c)
+        atomic_fetch_add_explicit(&c->value, n, memory_order_relaxed);
 }
 
 void mc_gauge_set(mc_gauge *g, double v)
 {
-    if (g) atomic_store_explicit(&g->bits, double_to_bits(v), memory_order_relaxed);
+    if (g)
+        atomic_store_explicit(&g->bits, double_to_bits(v), memory_order_relaxed);
 }
 
 void mc_gauge_add(mc_gauge *g, double delta)
 {
-    if (g) atomic_add_double(&g->bits, delta);
+    if (g)
+        atomic_add_double(&g->bits, delta);
 }
 
 void mc_histogram_observe(mc_histogram *h, double v)
 {
-    if (!h) return;
+    if (!h)
+        return;
     /* Bounds are inclusive (le = "less or equal"). NaN matches no bound and
      * lands in +Inf, as in the reference clients. Bucket lists are short, so
      * a linear scan beats a binary search's branches. */
@@ -474,7 +505,8 @@ double mc_gauge_value(const mc_gauge *g)
 
 uint64_t mc_histogram_count(const mc_histogram *h)
 {
-    if (!h) return 0;
+    if (!h)
+        return 0;
     uint64_t n = 0;
     for (size_t i = 0; i <= h->n_bounds; i++)
         n += atomic_load_explicit(&h->buckets[i], memory_order_relaxed);
@@ -509,7 +541,8 @@ static void put_double(FILE *f, double v)
     } else {
         char buf[32];
         snprintf(buf, sizeof buf, "%.15g", v);
-        if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+        if (strtod(buf, NULL) != v)
+            snprintf(buf, sizeof buf, "%.17g", v);
         fputs(buf, f);
     }
 }
@@ -519,7 +552,8 @@ static void put_series_name(FILE *f, const series *s, const char *suffix)
 {
     fputs(s->fam->name, f);
     fputs(suffix, f);
-    if (s->labels[0]) fprintf(f, "{%s}", s->labels);
+    if (s->labels[0])
+        fprintf(f, "{%s}", s->labels);
 }
 
 static void put_histogram(FILE *f, const series *s)
@@ -567,7 +601,8 @@ static void put_series(FILE *f, const series *s)
 
 char *mc_metrics_render(mc_metrics *m)
 {
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
 
     /* Snapshot the series under the lock, format without it: formatting is
      * the slow part, and a processor registering a metric mid-scrape should
@@ -583,7 +618,8 @@ char *mc_metrics_render(mc_metrics *m)
                 snap[i++] = s;
     }
     pthread_mutex_unlock(&m->lock);
-    if (!snap) return NULL;
+    if (!snap)
+        return NULL;
 
     char *buf = NULL;
     size_t len = 0;
@@ -608,7 +644,8 @@ char *mc_metrics_render(mc_metrics *m)
     }
     free(snap);
     bool failed = ferror(f) != 0;
-    if (fclose(f) != 0) failed = true;
+    if (fclose(f) != 0)
+        failed = true;
     if (failed) {
         free(buf);
         return NULL;

@@ -85,7 +85,8 @@ static bool method_ok(const char *m)
 {
     static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp(m, methods[i]) == 0) return true;
+        if (strcmp(m, methods[i]) == 0)
+            return true;
     return false;
 }
 
@@ -129,7 +130,8 @@ static bool ids_ok(const char *app_id, const char *task_id, char *why, size_t wh
 /* Checks a submitted task; on failure writes a reason naming the field. */
 static bool task_ok(const router *r, const mc_task *t, int64_t now, char *why, size_t whylen)
 {
-    if (!ids_ok(t->app_id, t->task_id, why, whylen)) return false;
+    if (!ids_ok(t->app_id, t->task_id, why, whylen))
+        return false;
     const char *url = t->callback.url;
     size_t url_len = strlen(url);
     if (url_len == 0) {
@@ -212,7 +214,8 @@ static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason
         .has_task = task != NULL,
         .failed_at = mc_ctx_now_ms(ctx),
     };
-    if (task) d.task = *task;
+    if (task)
+        d.task = *task;
     char longer[640];
     if (m->payload && m->len > MAX_DEAD_RAW) {
         snprintf(longer, sizeof longer, "%s (raw value of %zu bytes not kept)", reason, m->len);
@@ -220,7 +223,8 @@ static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason
         d.has_task = false; /* a task that large would not fit either */
     }
     mc_buf_reset(&r->dead);
-    if (mc_encode_dead_letter(&d, &r->dead) != 0) return -1;
+    if (mc_encode_dead_letter(&d, &r->dead) != 0)
+        return -1;
     char key[32];
     mc_log(mc_ctx_logger(ctx), MC_LOG_WARN, "dead letter", "key",
            m->key ? (snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 31 ? m->key_len : 31),
@@ -257,7 +261,8 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
             !key_matches(m, c->app_id, c->task_id, why, sizeof why))
             return route_dead(r, m, why, NULL, ctx);
         mc_buf_reset(&r->out);
-        if (mc_encode_wheel_entry(&w, &r->out) != 0) return -1;
+        if (mc_encode_wheel_entry(&w, &r->out) != 0)
+            return -1;
         mc_counter_add(r->cancels, 1);
         /* The tombstone removes a far task from the task table; the wheel
          * entry removes a near one and any older version the store is
@@ -275,13 +280,15 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         return route_dead(r, m, why, t, ctx);
     mc_buf_reset(&r->out);
     if (t->due_at <= now + r->horizon_ms) {
-        if (mc_encode_wheel_entry(&w, &r->out) != 0) return -1;
+        if (mc_encode_wheel_entry(&w, &r->out) != 0)
+            return -1;
         mc_counter_add(r->to_wheel, 1);
         return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
     mc_stored_task s = {.version = m->offset, .task = *t};
-    if (mc_encode_stored_task(&s, &r->out) != 0) return -1;
+    if (mc_encode_stored_task(&s, &r->out) != 0)
+        return -1;
     mc_counter_add(r->to_store, 1);
     return mc_ctx_forward(ctx, r->store, m->partition, m->key, m->key_len, r->out.data, r->out.len);
 }

@@ -153,12 +153,15 @@ mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
     char name[256];
     mc_topic_name(r->cfg, topic_suffix, name, sizeof name);
     for (size_t i = 0; i < r->n_outputs; i++)
-        if (strcmp(r->outputs[i].name, name) == 0) return &r->outputs[i];
-    if (r->n_outputs == MAX_OUTPUTS) return NULL;
+        if (strcmp(r->outputs[i].name, name) == 0)
+            return &r->outputs[i];
+    if (r->n_outputs == MAX_OUTPUTS)
+        return NULL;
     mc_output *o = &r->outputs[r->n_outputs];
     snprintf(o->name, sizeof o->name, "%s", name);
     o->rkt = rd_kafka_topic_new(r->producer, name, NULL);
-    if (!o->rkt) return NULL;
+    if (!o->rkt)
+        return NULL;
     char labels[400];
     snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, name);
     o->records_out =
@@ -205,7 +208,8 @@ static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_res
         p->confirmed |= confirmed;
         return;
     }
-    if (r->n_poison == MAX_POISON) return;
+    if (r->n_poison == MAX_POISON)
+        return;
     p = &r->poison[r->n_poison++];
     p->at = *in;
     p->confirmed = confirmed;
@@ -257,28 +261,33 @@ int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *k
 
 void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
 {
-    if (at_ms < ctx->r->wakeup_ms) ctx->r->wakeup_ms = at_ms;
+    if (at_ms < ctx->r->wakeup_ms)
+        ctx->r->wakeup_ms = at_ms;
 }
 
 int mc_ctx_set_commit_metadata(mc_ctx *ctx, const char *topic, int32_t partition,
                                const char *metadata)
 {
     mc_runner *r = ctx->r;
-    if (strlen(metadata) > 4096) return -1;
+    if (strlen(metadata) > 4096)
+        return -1;
     for (size_t i = 0; i < r->n_md; i++) {
         if (r->md[i].partition == partition && strcmp(r->md[i].topic, topic) == 0) {
             char *copy = strdup(metadata);
-            if (!copy) return -1;
+            if (!copy)
+                return -1;
             free(r->md[i].metadata);
             r->md[i].metadata = copy;
             r->txn_dirty = true;
             return 0;
         }
     }
-    if (r->n_md == MAX_METADATA) return -1;
+    if (r->n_md == MAX_METADATA)
+        return -1;
     commit_metadata *m = &r->md[r->n_md];
     m->metadata = strdup(metadata);
-    if (!m->metadata) return -1;
+    if (!m->metadata)
+        return -1;
     snprintf(m->topic, sizeof m->topic, "%s", topic);
     m->partition = partition;
     r->n_md++;
@@ -354,7 +363,8 @@ static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *e
     mc_log(&r->logger, v == TXN_RETRY ? MC_LOG_WARN : MC_LOG_ERROR, "transaction error", "op", what,
            "class", cls, "error", rd_kafka_error_string(error), (const char *)NULL);
     rd_kafka_error_destroy(error);
-    if (v == TXN_FATAL) atomic_store(&r->fatal, true);
+    if (v == TXN_FATAL)
+        atomic_store(&r->fatal, true);
     return v;
 }
 
@@ -363,11 +373,13 @@ static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *e
 static void reset_txn_counters(mc_runner *r, bool committed)
 {
     for (size_t i = 0; i < r->n_outputs; i++) {
-        if (committed) mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
+        if (committed)
+            mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
         r->outputs[i].pending = 0;
     }
     for (size_t i = 0; i < r->n_inputs; i++) {
-        if (committed) mc_counter_add(r->inputs[i].records_in, r->inputs[i].pending);
+        if (committed)
+            mc_counter_add(r->inputs[i].records_in, r->inputs[i].pending);
         r->inputs[i].pending = 0;
     }
     if (committed)
@@ -384,7 +396,8 @@ static void reset_txn_counters(mc_runner *r, bool committed)
 
 static int begin_txn(mc_runner *r)
 {
-    if (r->txn_open) return 0;
+    if (r->txn_open)
+        return 0;
     rd_kafka_error_t *error = rd_kafka_begin_transaction(r->producer);
     if (error) {
         txn_error(r, "begin_transaction", error);
@@ -416,7 +429,8 @@ static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
         rd_kafka_topic_partition_list_new((int)(r->n_positions + r->n_md + 1));
     for (size_t i = 0; i < r->n_positions; i++) {
         input_position *p = &r->positions[i];
-        if (!p->dirty) continue;
+        if (!p->dirty)
+            continue;
         rd_kafka_topic_partition_t *o =
             rd_kafka_topic_partition_list_add(offsets, r->inputs[p->topic].name, p->partition);
         o->offset = p->next;
@@ -434,10 +448,12 @@ static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
         if (next < 0) {
             rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
             rd_kafka_topic_partition_list_add(one, r->md[k].topic, r->md[k].partition);
-            if (!rd_kafka_position(r->consumer, one)) next = one->elems[0].offset;
+            if (!rd_kafka_position(r->consumer, one))
+                next = one->elems[0].offset;
             rd_kafka_topic_partition_list_destroy(one);
         }
-        if (next < 0) continue;
+        if (next < 0)
+            continue;
         rd_kafka_topic_partition_t *o =
             rd_kafka_topic_partition_list_add(offsets, r->md[k].topic, r->md[k].partition);
         o->offset = next;
@@ -460,7 +476,8 @@ static int mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_t
     if (r->n_positions == r->cap_positions) {
         size_t cap = r->cap_positions ? r->cap_positions * 2 : 64;
         input_position *n = realloc(r->positions, cap * sizeof *n);
-        if (!n) return -1;
+        if (!n)
+            return -1;
         r->positions = n;
         r->cap_positions = cap;
     }
@@ -475,16 +492,20 @@ static void rewind_to_committed(mc_runner *r);
  * Returns -1 when even the abort failed (fatal). */
 static int abort_txn(mc_runner *r, const char *why)
 {
-    if (!r->txn_open) return 0;
+    if (!r->txn_open)
+        return 0;
     mc_log(&r->logger, MC_LOG_WARN, "aborting transaction", "reason", why, (const char *)NULL);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
-        if (!error) break;
-        if (txn_error(r, "abort_transaction", error) != TXN_RETRY) return -1;
+        if (!error)
+            break;
+        if (txn_error(r, "abort_transaction", error) != TXN_RETRY)
+            return -1;
     }
     mc_counter_add(r->txn_aborted, 1);
     reset_txn_counters(r, false);
-    if (!r->in_revoke) rewind_to_committed(r);
+    if (!r->in_revoke)
+        rewind_to_committed(r);
     return 0;
 }
 
@@ -493,11 +514,13 @@ static int abort_txn(mc_runner *r, const char *why)
  * polled before this call will come again); -1 on a fatal error. */
 static int commit_txn(mc_runner *r)
 {
-    if (!r->txn_open) return 0;
+    if (!r->txn_open)
+        return 0;
     if (!r->txn_dirty) {
         /* Nothing consumed or produced: an empty commit is just an abort. */
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
-        if (error && txn_error(r, "abort_transaction (empty)", error) == TXN_FATAL) return -1;
+        if (error && txn_error(r, "abort_transaction (empty)", error) == TXN_FATAL)
+            return -1;
         reset_txn_counters(r, false);
         return 0;
     }
@@ -510,22 +533,28 @@ static int commit_txn(mc_runner *r)
             rd_kafka_error_t *error =
                 rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, 30000);
             rd_kafka_consumer_group_metadata_destroy(cgmd);
-            if (!error) break;
+            if (!error)
+                break;
             txn_verdict v = txn_error(r, "send_offsets_to_transaction", error);
-            if (v == TXN_RETRY) continue;
+            if (v == TXN_RETRY)
+                continue;
             rd_kafka_topic_partition_list_destroy(offsets);
             if (v == TXN_ABORT)
                 return abort_txn(r, "send_offsets_to_transaction failed") == 0 ? 1 : -1;
             return -1;
         }
     }
-    if (offsets) rd_kafka_topic_partition_list_destroy(offsets);
+    if (offsets)
+        rd_kafka_topic_partition_list_destroy(offsets);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_commit_transaction(r->producer, 30000);
-        if (!error) break;
+        if (!error)
+            break;
         txn_verdict v = txn_error(r, "commit_transaction", error);
-        if (v == TXN_RETRY) continue;
-        if (v == TXN_ABORT) return abort_txn(r, "commit_transaction failed") == 0 ? 1 : -1;
+        if (v == TXN_RETRY)
+            continue;
+        if (v == TXN_ABORT)
+            return abort_txn(r, "commit_transaction failed") == 0 ? 1 : -1;
         return -1;
     }
     mc_histogram_observe(r->commit_latency, (double)(mono_ms() - t0) / 1000.0);
@@ -541,12 +570,14 @@ static int commit_txn(mc_runner *r)
 static void rewind_to_committed(mc_runner *r)
 {
     rd_kafka_topic_partition_list_t *parts = NULL;
-    if (rd_kafka_assignment(r->consumer, &parts) || !parts) return;
+    if (rd_kafka_assignment(r->consumer, &parts) || !parts)
+        return;
     if (parts->cnt == 0) {
         rd_kafka_topic_partition_list_destroy(parts);
         return;
     }
-    if (r->proc->on_revoke) r->proc->on_revoke(r->self, parts, &r->ctx);
+    if (r->proc->on_revoke)
+        r->proc->on_revoke(r->self, parts, &r->ctx);
     rd_kafka_resp_err_t err = rd_kafka_committed(r->consumer, parts, 30000);
     if (err) {
         mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets to rewind", "error",
@@ -556,7 +587,8 @@ static void rewind_to_committed(mc_runner *r)
         return;
     }
     for (int i = 0; i < parts->cnt; i++)
-        if (parts->elems[i].offset < 0) parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+        if (parts->elems[i].offset < 0)
+            parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_error_t *error = rd_kafka_seek_partitions(r->consumer, parts, 30000);
     if (error) {
         mc_log(&r->logger, MC_LOG_ERROR, "cannot seek to committed offsets", "error",
@@ -603,7 +635,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             commit_txn(r);
             r->in_revoke = false;
         }
-        if (r->proc->on_revoke) r->proc->on_revoke(r->self, parts, &r->ctx);
+        if (r->proc->on_revoke)
+            r->proc->on_revoke(r->self, parts, &r->ctx);
         for (size_t i = 0; i < r->n_md; i++)
             free(r->md[i].metadata);
         r->n_md = 0;
@@ -655,21 +688,25 @@ static bool health_check(void *arg, char *why, size_t whylen)
 static void update_lag(mc_runner *r)
 {
     int64_t now = mono_ms();
-    if (now - r->last_lag_ms < 1000) return;
+    if (now - r->last_lag_ms < 1000)
+        return;
     r->last_lag_ms = now;
     rd_kafka_topic_partition_list_t *parts = NULL;
-    if (rd_kafka_assignment(r->consumer, &parts) || !parts) return;
+    if (rd_kafka_assignment(r->consumer, &parts) || !parts)
+        return;
     rd_kafka_position(r->consumer, parts);
     for (size_t t = 0; t < r->n_inputs; t++) {
         int64_t lag = 0;
         for (int i = 0; i < parts->cnt; i++) {
             rd_kafka_topic_partition_t *p = &parts->elems[i];
-            if (strcmp(p->topic, r->inputs[t].name) != 0) continue;
+            if (strcmp(p->topic, r->inputs[t].name) != 0)
+                continue;
             int64_t lo, hi;
             if (rd_kafka_get_watermark_offsets(r->consumer, p->topic, p->partition, &lo, &hi))
                 continue;
             int64_t pos = p->offset >= 0 ? p->offset : lo;
-            if (hi > pos) lag += hi - pos;
+            if (hi > pos)
+                lag += hi - pos;
         }
         mc_gauge_set(r->inputs[t].lag, (double)lag);
     }
@@ -681,7 +718,8 @@ static void update_lag(mc_runner *r)
 static bool has_kafka_prop(const mc_config *cfg, const char *key)
 {
     for (size_t i = 0; i < cfg->n_kafka; i++)
-        if (strcmp(cfg->kafka[i].key, key) == 0) return true;
+        if (strcmp(cfg->kafka[i].key, key) == 0)
+            return true;
     return false;
 }
 
@@ -713,7 +751,8 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
      * through the producer's transaction), range assignment so partition N of
      * every input topic lands on the same instance. */
     rd_kafka_conf_t *cc = mc_kafka_conf_new(cfg, r, err, errlen);
-    if (!cc) goto fail;
+    if (!cc)
+        goto fail;
     /* A crashed instance's partitions wait this long for a new owner; the
      * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
     if (!has_kafka_prop(cfg, "session.timeout.ms") &&
@@ -739,7 +778,8 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     rd_kafka_poll_set_consumer(r->consumer);
 
     rd_kafka_conf_t *pc = mc_kafka_conf_new(cfg, r, err, errlen);
-    if (!pc) goto fail;
+    if (!pc)
+        goto fail;
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
@@ -784,7 +824,8 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     }
 
     r->self = p->create(&r->ctx, err, errlen);
-    if (!r->self) goto fail;
+    if (!r->self)
+        goto fail;
     if (http) {
         mc_http_add_check(http, "ready", p->name, ready_check, r);
         mc_http_add_check(http, "health", p->name, health_check, r);
@@ -799,7 +840,8 @@ static size_t input_topic_index(const mc_runner *r, const rd_kafka_message_t *m)
 {
     const char *t = rd_kafka_topic_name(m->rkt);
     for (size_t i = 0; i < r->n_inputs; i++)
-        if (strcmp(r->inputs[i].name, t) == 0) return i;
+        if (strcmp(r->inputs[i].name, t) == 0)
+            return i;
     return 0;
 }
 
@@ -813,7 +855,8 @@ static size_t track_input(mc_runner *r, const txn_input *in)
     if (r->n_txn_inputs == r->cap_txn_inputs) {
         size_t cap = r->cap_txn_inputs ? r->cap_txn_inputs * 2 : 1024;
         txn_input *n = realloc(r->txn_inputs, cap * sizeof *n);
-        if (!n) return 0;
+        if (!n)
+            return 0;
         r->txn_inputs = n;
         r->cap_txn_inputs = cap;
     }
@@ -826,7 +869,8 @@ static size_t track_input(mc_runner *r, const txn_input *in)
 static void dead_letter_refused(mc_runner *r, const rd_kafka_message_t *m, const txn_input *in,
                                 const char *reason)
 {
-    if (!r->dead) r->dead = mc_ctx_output(&r->ctx, "dead");
+    if (!r->dead)
+        r->dead = mc_ctx_output(&r->ctx, "dead");
     mc_dead_letter d = {
         .reason = reason,
         .source_topic = r->inputs[in->topic].name,
@@ -867,8 +911,10 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
          * give it a transaction of its own, so a refusal now is its own. */
         remove_poison(r, p);
         int rc = commit_txn(r);
-        if (rc != 0) return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again */
-        if (begin_txn(r) != 0) return -1;
+        if (rc != 0)
+            return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again */
+        if (begin_txn(r) != 0)
+            return -1;
     }
     r->current_input = track_input(r, &in);
     r->poison_found = false;
@@ -884,7 +930,8 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
         atomic_store(&r->fatal, true);
         return -1;
     }
-    if (mark_processed(r, in.topic, in.partition, in.offset) != 0) return -1;
+    if (mark_processed(r, in.topic, in.partition, in.offset) != 0)
+        return -1;
     return alone && commit_txn(r) < 0 ? -1 : 0;
 }
 
@@ -894,20 +941,25 @@ static int poll_timeout(const mc_runner *r)
     int64_t timeout = 100;
     if (r->txn_open && r->txn_dirty) {
         int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - now;
-        if (left < timeout) timeout = left;
+        if (left < timeout)
+            timeout = left;
     }
     if (r->wakeup_ms != INT64_MAX) {
         int64_t left = r->wakeup_ms - mc_now_ms();
-        if (left < timeout) timeout = left;
+        if (left < timeout)
+            timeout = left;
     }
     return timeout < 0 ? 0 : (int)timeout;
 }
 
 static bool commit_due(const mc_runner *r)
 {
-    if (!r->txn_open) return false;
-    if (r->commit_requested && r->txn_dirty) return true;
-    if (r->txn_records >= (uint64_t)r->cfg->commit_max_records) return true;
+    if (!r->txn_open)
+        return false;
+    if (r->commit_requested && r->txn_dirty)
+        return true;
+    if (r->txn_records >= (uint64_t)r->cfg->commit_max_records)
+        return true;
     return r->txn_dirty && mono_ms() - r->txn_started_ms >= r->cfg->commit_interval_ms;
 }
 
@@ -915,15 +967,18 @@ static int init_transactions(mc_runner *r)
 {
     while (!atomic_load(&r->stop)) {
         rd_kafka_error_t *error = rd_kafka_init_transactions(r->producer, 30000);
-        if (!error) return 0;
-        if (txn_error(r, "init_transactions", error) != TXN_RETRY) return -1;
+        if (!error)
+            return 0;
+        if (txn_error(r, "init_transactions", error) != TXN_RETRY)
+            return -1;
     }
     return -1;
 }
 
 int mc_runner_run(mc_runner *r)
 {
-    if (init_transactions(r) != 0) return atomic_load(&r->fatal) ? 1 : 0;
+    if (init_transactions(r) != 0)
+        return atomic_load(&r->fatal) ? 1 : 0;
 
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new((int)r->n_inputs);
     for (size_t i = 0; i < r->n_inputs; i++)
@@ -941,14 +996,16 @@ int mc_runner_run(mc_runner *r)
 
     while (!atomic_load(&r->stop) && !atomic_load(&r->fatal)) {
         atomic_store(&r->loop_heartbeat_ms, mono_ms());
-        if (begin_txn(r) != 0) break;
+        if (begin_txn(r) != 0)
+            break;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, poll_timeout(r));
         if (m) {
             if (m->err) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
                            rd_kafka_message_errstr(m), (const char *)NULL);
-                if (rd_kafka_fatal_error(r->consumer, NULL, 0)) atomic_store(&r->fatal, true);
+                if (rd_kafka_fatal_error(r->consumer, NULL, 0))
+                    atomic_store(&r->fatal, true);
             } else if (begin_txn(r) != 0 || handle_record(r, m) != 0) {
                 /* begin again above: a rebalance callback inside this poll
                  * may have committed the transaction we had open. */
@@ -964,19 +1021,22 @@ int mc_runner_run(mc_runner *r)
             if (begin_txn(r) == 0 && r->proc->punctuate(r->self, now, &r->ctx) != 0)
                 atomic_store(&r->fatal, true);
         }
-        if (commit_due(r) && commit_txn(r) < 0) break;
+        if (commit_due(r) && commit_txn(r) < 0)
+            break;
         rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
         update_lag(r);
     }
 
     /* Graceful stop: finish the open transaction, then leave the group (the
      * revoke callback runs inside close and commits nothing new). */
-    if (!atomic_load(&r->fatal) && r->txn_open) commit_txn(r);
+    if (!atomic_load(&r->fatal) && r->txn_open)
+        commit_txn(r);
     if (atomic_load(&r->fatal) && r->txn_open) {
         /* Best effort: a fenced producer cannot abort, and the coordinator
          * aborts it after transaction.timeout.ms anyway. */
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 5000);
-        if (error) rd_kafka_error_destroy(error);
+        if (error)
+            rd_kafka_error_destroy(error);
         reset_txn_counters(r, false);
     }
     /* Leave the group even after a fatal error, so our partitions move to
@@ -995,16 +1055,21 @@ void mc_runner_stop(mc_runner *r)
 
 void mc_runner_free(mc_runner *r)
 {
-    if (!r) return;
-    if (r->self && r->proc->destroy) r->proc->destroy(r->self);
+    if (!r)
+        return;
+    if (r->self && r->proc->destroy)
+        r->proc->destroy(r->self);
     for (size_t i = 0; i < r->n_outputs; i++)
-        if (r->outputs[i].rkt) rd_kafka_topic_destroy(r->outputs[i].rkt);
+        if (r->outputs[i].rkt)
+            rd_kafka_topic_destroy(r->outputs[i].rkt);
     for (size_t i = 0; i < r->n_md; i++)
         free(r->md[i].metadata);
     free(r->txn_inputs);
     free(r->positions);
     mc_buf_free(&r->dead_buf);
-    if (r->consumer) rd_kafka_destroy(r->consumer);
-    if (r->producer) rd_kafka_destroy(r->producer);
+    if (r->consumer)
+        rd_kafka_destroy(r->consumer);
+    if (r->producer)
+        rd_kafka_destroy(r->producer);
     free(r);
 }

@@ -61,16 +61,32 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:h")) != -1) {
         switch (opt) {
-        case 'b': brokers = optarg; break;
-        case 'i': in = optarg; break;
-        case 'o': out = optarg; break;
-        case 'g': group = optarg; break;
-        case 'n': n = atol(optarg); break;
-        case 'c': commit_records = atol(optarg); break;
-        case 't': commit_ms = atol(optarg); break;
+        case 'b':
+            brokers = optarg;
+            break;
+        case 'i':
+            in = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'g':
+            group = optarg;
+            break;
+        case 'n':
+            n = atol(optarg);
+            break;
+        case 'c':
+            commit_records = atol(optarg);
+            break;
+        case 't':
+            commit_ms = atol(optarg);
+            break;
         default:
-            fprintf(stderr, "usage: %s -b BROKERS -i IN -o OUT -g GROUP -n RECORDS "
-                            "[-c COMMIT_RECORDS] [-t COMMIT_MS]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s -b BROKERS -i IN -o OUT -g GROUP -n RECORDS "
+                    "[-c COMMIT_RECORDS] [-t COMMIT_MS]\n",
+                    argv[0]);
             return opt == 'h' ? 0 : 2;
         }
     }

@@ -45,7 +45,8 @@ static char *slurp(const char *path, size_t *len)
     char *buf = malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1) break;
+        if (n < cap - 1)
+            break;
         char *nb = realloc(buf, cap * 2);
         if (!nb) {
             free(buf);
@@ -56,7 +57,8 @@ static char *slurp(const char *path, size_t *len)
         cap *= 2;
     }
     int bad = ferror(f);
-    if (f != stdin) fclose(f);
+    if (f != stdin)
+        fclose(f);
     if (!buf || bad) {
         fprintf(stderr, "mooncake-schema: %s: cannot read\n", path);
         free(buf);
@@ -94,7 +96,8 @@ static int cmd_canonical(const char *path)
 {
     size_t len;
     char *text = slurp(path, &len);
-    if (!text) return 1;
+    if (!text)
+        return 1;
     char err[512];
     char *pcf = mc_schema_canonical_form(text, err, sizeof err);
     free(text);
@@ -112,12 +115,15 @@ static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 static json_t *base64(const uint8_t *p, size_t n)
 {
     char *out = malloc((n + 2) / 3 * 4 + 1);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n; i += 3) {
         uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
+        if (i + 1 < n)
+            v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
         out[o++] = b64[v >> 18 & 63];
         out[o++] = b64[v >> 12 & 63];
         out[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
@@ -189,7 +195,8 @@ static int cmd_decode_command(int argc, char **argv)
     }
     size_t len;
     char *data = slurp(path, &len);
-    if (!data) return 1;
+    if (!data)
+        return 1;
     mc_arena *arena = mc_arena_new();
     mc_codec_options opts = {ids, n_ids};
     mc_command c;
@@ -270,10 +277,14 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(cmd, "list") == 0 && argc == 2) return cmd_list();
-    if (strcmp(cmd, "show") == 0 && argc == 3) return cmd_show(argv[2]);
-    if (strcmp(cmd, "canonical") == 0 && argc == 3) return cmd_canonical(argv[2]);
-    if (strcmp(cmd, "decode-command") == 0) return cmd_decode_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "list") == 0 && argc == 2)
+        return cmd_list();
+    if (strcmp(cmd, "show") == 0 && argc == 3)
+        return cmd_show(argv[2]);
+    if (strcmp(cmd, "canonical") == 0 && argc == 3)
+        return cmd_canonical(argv[2]);
+    if (strcmp(cmd, "decode-command") == 0)
+        return cmd_decode_command(argc - 2, argv + 2);
     if (strcmp(cmd, "sample-command") == 0 && argc <= 3)
         return cmd_sample_command(argc - 2, argv + 2);
     usage(stderr);

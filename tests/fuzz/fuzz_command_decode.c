@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int32_t ids[] = {1, 42};
     const mc_codec_options opts = {ids, 2};
     mc_arena *arena = mc_arena_new();
-    if (!arena) return 0;
+    if (!arena)
+        return 0;
     mc_command c;
     char detail[256];
     mc_codec_err e = mc_decode_command(&opts, data, size, arena, &c, detail, sizeof detail);

@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     mc_arena *arena = mc_arena_new();
-    if (!arena) return 0;
+    if (!arena)
+        return 0;
     mc_wheel_entry w;
     char detail[256];
     mc_codec_err e = mc_decode_wheel_entry(data, size, arena, &w, detail, sizeof detail);

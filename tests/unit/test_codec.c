@@ -43,9 +43,11 @@ static bool bytes_eq(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 
 static bool kv_eq(const mc_kv *a, size_t an, const mc_kv *b, size_t bn)
 {
-    if (an != bn) return false;
+    if (an != bn)
+        return false;
     for (size_t i = 0; i < an; i++)
-        if (!str_eq(a[i].key, b[i].key) || !str_eq(a[i].value, b[i].value)) return false;
+        if (!str_eq(a[i].key, b[i].key) || !str_eq(a[i].value, b[i].value))
+            return false;
     return true;
 }
 
@@ -67,8 +69,10 @@ static bool task_eq(const mc_task *a, const mc_task *b)
 
 static bool command_eq(const mc_command *a, const mc_command *b)
 {
-    if (a->kind != b->kind) return false;
-    if (a->kind == MC_CMD_SUBMIT) return task_eq(&a->submit, &b->submit);
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == MC_CMD_SUBMIT)
+        return task_eq(&a->submit, &b->submit);
     return str_eq(a->cancel.app_id, b->cancel.app_id) &&
            str_eq(a->cancel.task_id, b->cancel.task_id) &&
            a->cancel.requested_at == b->cancel.requested_at;
@@ -261,13 +265,16 @@ static const char *avro_str(avro_value_t *rec, const char *path)
     snprintf(buf, sizeof buf, "%s", path);
     avro_value_t cur = *rec, next;
     for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, ".")) {
-        if (avro_value_get_type(&cur) == AVRO_UNION) avro_value_get_current_branch(&cur, &cur);
-        if (avro_value_get_by_name(&cur, tok, &next, NULL) != 0) return NULL;
+        if (avro_value_get_type(&cur) == AVRO_UNION)
+            avro_value_get_current_branch(&cur, &cur);
+        if (avro_value_get_by_name(&cur, tok, &next, NULL) != 0)
+            return NULL;
         cur = next;
     }
     const char *s = NULL;
     size_t n;
-    if (avro_value_get_string(&cur, &s, &n) != 0) return NULL;
+    if (avro_value_get_string(&cur, &s, &n) != 0)
+        return NULL;
     return s;
 }
 
@@ -316,7 +323,8 @@ static void test_avro_c_interop(void)
     mc_buf_reset(&b);
     mc_stored_task st = {.version = 1, .task = bare_task()};
     CHECK(mc_encode_stored_task(&st, &b) == 0);
-    if (avro_c_read(MC_SCHEMA_STORED_TASK, &b, &v, &sch, &iface)) avro_c_release(&v, iface, sch);
+    if (avro_c_read(MC_SCHEMA_STORED_TASK, &b, &v, &sch, &iface))
+        avro_c_release(&v, iface, sch);
 
     mc_buf_reset(&b);
     mc_attempt at = {.task = typical_task(),
@@ -455,8 +463,10 @@ static void roundtrip_task(const mc_task *t, mc_arena *arena)
                       dgot.source_partition == 7 && dgot.source_offset == 123456789012 &&
                       dgot.has_raw == d.has_raw && dgot.has_task == d.has_task &&
                       dgot.failed_at == 99);
-                if (has_raw) CHECK(bytes_eq(dgot.raw, dgot.raw_len, d.raw, d.raw_len));
-                if (has_task) CHECK(task_eq(&dgot.task, t));
+                if (has_raw)
+                    CHECK(bytes_eq(dgot.raw, dgot.raw_len, d.raw, d.raw_len));
+                if (has_task)
+                    CHECK(task_eq(&dgot.task, t));
             }
         }
     }
@@ -560,7 +570,8 @@ static void w_long(mc_buf *b, int64_t v)
     do {
         uint8_t byte = (uint8_t)(z & 0x7f);
         z >>= 7;
-        if (z) byte |= 0x80;
+        if (z)
+            byte |= 0x80;
         b->data[b->len++] = byte;
     } while (z);
 }

@@ -30,7 +30,8 @@ static int failures;
 static bool contains(const char *text, const char *needle)
 {
     bool ok = text && strstr(text, needle);
-    if (!ok) fprintf(stderr, "--- expected to find:\n%s\n--- in:\n%s\n---\n", needle, text);
+    if (!ok)
+        fprintf(stderr, "--- expected to find:\n%s\n--- in:\n%s\n---\n", needle, text);
     return ok;
 }
 
@@ -347,7 +348,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
             }
             while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n'))
                 vlen--;
-            if (vlen >= want[i].cap) vlen = want[i].cap - 1;
+            if (vlen >= want[i].cap)
+                vlen = want[i].cap - 1;
             memcpy(want[i].dst, v, vlen);
             want[i].dst[vlen] = '\0';
         }
@@ -394,7 +396,8 @@ typedef struct flag_check {
 static bool check_flag(void *arg, char *why, size_t whylen)
 {
     flag_check *f = arg;
-    if (atomic_load(&f->ok)) return true;
+    if (atomic_load(&f->ok))
+        return true;
     snprintf(why, whylen, "%s", f->reason);
     return false;
 }
