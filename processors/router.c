@@ -22,17 +22,12 @@
 #define MAX_URL_LEN 8192
 #define MAX_TIMEOUT_MS 3600000
 #define MAX_ATTEMPTS 1000
-/* Raw values above this are not copied into a dead letter, so the dead
- * letter itself always fits in a Kafka message. */
-#define MAX_DEAD_RAW (512 * 1024)
 
 typedef struct router {
     mc_arena *arena;
     mc_buf out;
-    mc_buf dead;
-    mc_output *wheel, *store, *dead_topic;
+    mc_output *wheel, *store;
     mc_codec_options codec;
-    char tasks_topic[256];
     int64_t horizon_ms, max_due_ms;
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters;
 } router;
@@ -48,8 +43,7 @@ static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
     r->store = mc_ctx_output(ctx, "store");
-    r->dead_topic = mc_ctx_output(ctx, "dead");
-    if (!r->wheel || !r->store || !r->dead_topic) {
+    if (!r->wheel || !r->store) {
         snprintf(err, errlen, "cannot create output topic handles");
         mc_arena_free(r->arena);
         free(r);
@@ -59,7 +53,6 @@ static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
     r->codec.n_confluent_command_ids = cfg->n_confluent_ids;
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
-    mc_topic_name(cfg, "tasks", r->tasks_topic, sizeof r->tasks_topic);
     mc_metrics *m = mc_ctx_metrics(ctx);
     r->to_wheel = mc_metrics_counter(m, "mooncake_router_routed_total",
                                      "Commands routed, by destination", "destination=\"wheel\"");
@@ -77,7 +70,6 @@ static void router_destroy(void *self)
     router *r = self;
     mc_arena_free(r->arena);
     mc_buf_free(&r->out);
-    mc_buf_free(&r->dead);
     free(r);
 }
 
@@ -198,43 +190,12 @@ static bool task_ok(const router *r, const mc_task *t, int64_t now, char *why, s
     return true;
 }
 
-/* Sends the original bytes to `dead` with the reason; the key is kept so
- * operators can search by task. */
+/* Bad input goes to `dead` with the reason; the partition moves on. */
 static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason,
                       const mc_task *task, mc_ctx *ctx)
 {
-    mc_dead_letter d = {
-        .reason = reason,
-        .source_topic = r->tasks_topic,
-        .source_partition = m->partition,
-        .source_offset = m->offset,
-        .raw = m->payload,
-        .raw_len = m->len,
-        .has_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW,
-        .has_task = task != NULL,
-        .failed_at = mc_ctx_now_ms(ctx),
-    };
-    if (task)
-        d.task = *task;
-    char longer[640];
-    if (m->payload && m->len > MAX_DEAD_RAW) {
-        snprintf(longer, sizeof longer, "%s (raw value of %zu bytes not kept)", reason, m->len);
-        d.reason = longer;
-        d.has_task = false; /* a task that large would not fit either */
-    }
-    mc_buf_reset(&r->dead);
-    if (mc_encode_dead_letter(&d, &r->dead) != 0)
-        return -1;
-    char key[32];
-    mc_log(mc_ctx_logger(ctx), MC_LOG_WARN, "dead letter", "key",
-           m->key ? (snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 31 ? m->key_len : 31),
-                              (const char *)m->key),
-                     key)
-                  : "",
-           "reason", reason, (const char *)NULL);
     mc_counter_add(r->dead_letters, 1);
-    return mc_ctx_forward(ctx, r->dead_topic, m->partition, m->key, m->key_len, r->dead.data,
-                          r->dead.len);
+    return mc_ctx_dead_letter(ctx, m, reason, task);
 }
 
 static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)

@@ -259,6 +259,47 @@ int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *k
     }
 }
 
+int mc_ctx_dead_letter(mc_ctx *ctx, const rd_kafka_message_t *m, const char *reason,
+                       const mc_task *task)
+{
+    mc_runner *r = ctx->r;
+    if (!r->dead)
+        r->dead = mc_ctx_output(ctx, "dead");
+    if (!r->dead)
+        return -1;
+    bool keep_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW;
+    char longer[640];
+    if (m->payload && !keep_raw) {
+        /* Neither the raw value nor a task that large would fit. */
+        snprintf(longer, sizeof longer, "%s (raw value of %zu bytes not kept)", reason, m->len);
+        reason = longer;
+        task = NULL;
+    }
+    mc_dead_letter d = {
+        .reason = reason,
+        .source_topic = rd_kafka_topic_name(m->rkt),
+        .source_partition = m->partition,
+        .source_offset = m->offset,
+        .raw = m->payload,
+        .raw_len = m->len,
+        .has_raw = keep_raw,
+        .has_task = task != NULL,
+        .failed_at = mc_now_ms(),
+    };
+    if (task)
+        d.task = *task;
+    mc_buf_reset(&r->dead_buf);
+    if (mc_encode_dead_letter(&d, &r->dead_buf) != 0)
+        return -1;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", m->key ? (int)(m->key_len < 63 ? m->key_len : 63) : 0,
+             m->key ? (const char *)m->key : "");
+    mc_log(&r->logger, MC_LOG_WARN, "dead letter", "key", key, "reason", reason,
+           (const char *)NULL);
+    return mc_ctx_forward(ctx, r->dead, m->partition, m->key, m->key_len, r->dead_buf.data,
+                          r->dead_buf.len);
+}
+
 void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
 {
     if (at_ms < ctx->r->wakeup_ms)
@@ -864,33 +905,6 @@ static size_t track_input(mc_runner *r, const txn_input *in)
     return r->n_txn_inputs;
 }
 
-/* Sends an input whose output Kafka refused on its own to the dead topic,
- * in place of processing it again. */
-static void dead_letter_refused(mc_runner *r, const rd_kafka_message_t *m, const txn_input *in,
-                                const char *reason)
-{
-    if (!r->dead)
-        r->dead = mc_ctx_output(&r->ctx, "dead");
-    mc_dead_letter d = {
-        .reason = reason,
-        .source_topic = r->inputs[in->topic].name,
-        .source_partition = in->partition,
-        .source_offset = in->offset,
-        .raw = m->payload,
-        .raw_len = m->len,
-        .has_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW,
-        .failed_at = mc_now_ms(),
-    };
-    mc_buf_reset(&r->dead_buf);
-    if (!r->dead || mc_encode_dead_letter(&d, &r->dead_buf) != 0 ||
-        mc_ctx_forward(&r->ctx, r->dead, m->partition, m->key, m->key_len, r->dead_buf.data,
-                       r->dead_buf.len) != 0)
-        atomic_store(&r->fatal, true); /* the dead topic refusing too: give up */
-    mc_counter_add(r->poison_dead, 1);
-    mc_log(&r->logger, MC_LOG_WARN, "dead-lettered an input whose output Kafka refused", "reason",
-           reason, (const char *)NULL);
-}
-
 /* One consumed record, inside the open transaction. Returns -1 to leave the
  * loop (fatal), 0 otherwise. */
 static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
@@ -902,7 +916,9 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
         char reason[sizeof p->reason];
         memcpy(reason, p->reason, sizeof reason);
         remove_poison(r, p);
-        dead_letter_refused(r, m, &in, reason);
+        if (mc_ctx_dead_letter(&r->ctx, m, reason, NULL) != 0)
+            atomic_store(&r->fatal, true); /* the dead topic refusing too: give up */
+        mc_counter_add(r->poison_dead, 1);
         return mark_processed(r, in.topic, in.partition, in.offset);
     }
     bool alone = p != NULL;

@@ -65,6 +65,13 @@ mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix);
  * Returns 0, or -1 when the producer refused it (the transaction will abort). */
 int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
                    const void *value, size_t valuelen);
+/* Sends input record m to the dead topic (same key and partition) as a
+ * DeadLetter with the reason, its source topic/partition/offset, the raw value
+ * (when under 512 KiB) and, when given, the decoded task. Inside the open
+ * transaction, like any output. Returns 0, or -1 if it could not be written. */
+struct mc_task;
+int mc_ctx_dead_letter(mc_ctx *ctx, const rd_kafka_message_t *m, const char *reason,
+                       const struct mc_task *task);
 /* Asks for punctuate() at (or soon after) at_ms; the earliest request wins. */
 void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms);
 /* Sets the offset-commit metadata (<= 4096 bytes of UTF-8) committed with this
