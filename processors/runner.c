@@ -117,6 +117,10 @@ struct mc_runner {
     bool commit_requested;
     bool in_revoke;    /* inside the revoke callback */
     int64_t wakeup_ms; /* INT64_MAX: none */
+    /* The clocks, read once per loop turn: a clock read costs as much as a
+     * good part of routing a record, and one "now" per record is also what a
+     * processor wants. */
+    int64_t now_mono_ms, now_wall_ms;
     int64_t last_lag_ms;
 
     atomic_bool stop;
@@ -348,8 +352,7 @@ void mc_ctx_request_commit(mc_ctx *ctx)
 
 int64_t mc_ctx_now_ms(const mc_ctx *ctx)
 {
-    (void)ctx;
-    return mc_now_ms();
+    return ctx->r->now_wall_ms;
 }
 
 const mc_config *mc_ctx_config(const mc_ctx *ctx)
@@ -447,7 +450,7 @@ static int begin_txn(mc_runner *r)
         return -1;
     }
     r->txn_open = true;
-    r->txn_started_ms = mono_ms();
+    r->txn_started_ms = r->now_mono_ms;
     return 0;
 }
 
@@ -728,7 +731,7 @@ static bool health_check(void *arg, char *why, size_t whylen)
  * broker round trip), summed per input topic once a second. */
 static void update_lag(mc_runner *r)
 {
-    int64_t now = mono_ms();
+    int64_t now = r->now_mono_ms;
     if (now - r->last_lag_ms < 1000)
         return;
     r->last_lag_ms = now;
@@ -953,7 +956,7 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
 
 static int poll_timeout(const mc_runner *r)
 {
-    int64_t now = mono_ms();
+    int64_t now = r->now_mono_ms;
     int64_t timeout = 100;
     if (r->txn_open && r->txn_dirty) {
         int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - now;
@@ -961,7 +964,7 @@ static int poll_timeout(const mc_runner *r)
             timeout = left;
     }
     if (r->wakeup_ms != INT64_MAX) {
-        int64_t left = r->wakeup_ms - mc_now_ms();
+        int64_t left = r->wakeup_ms - r->now_wall_ms;
         if (left < timeout)
             timeout = left;
     }
@@ -976,7 +979,14 @@ static bool commit_due(const mc_runner *r)
         return true;
     if (r->txn_records >= (uint64_t)r->cfg->commit_max_records)
         return true;
-    return r->txn_dirty && mono_ms() - r->txn_started_ms >= r->cfg->commit_interval_ms;
+    return r->txn_dirty && r->now_mono_ms - r->txn_started_ms >= r->cfg->commit_interval_ms;
+}
+
+static void read_clocks(mc_runner *r)
+{
+    r->now_mono_ms = mono_ms();
+    r->now_wall_ms = mc_now_ms();
+    atomic_store(&r->loop_heartbeat_ms, r->now_mono_ms);
 }
 
 static int init_transactions(mc_runner *r)
@@ -1010,11 +1020,12 @@ int mc_runner_run(mc_runner *r)
     mc_log(&r->logger, MC_LOG_INFO, "running", "group", r->group_id, "transactional_id",
            r->transactional_id, (const char *)NULL);
 
+    read_clocks(r);
     while (!atomic_load(&r->stop) && !atomic_load(&r->fatal)) {
-        atomic_store(&r->loop_heartbeat_ms, mono_ms());
         if (begin_txn(r) != 0)
             break;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, poll_timeout(r));
+        read_clocks(r);
         if (m) {
             if (m->err) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
@@ -1030,11 +1041,10 @@ int mc_runner_run(mc_runner *r)
             }
             rd_kafka_message_destroy(m);
         }
-        if (r->proc->punctuate && r->wakeup_ms != INT64_MAX && mc_now_ms() >= r->wakeup_ms &&
+        if (r->proc->punctuate && r->wakeup_ms != INT64_MAX && r->now_wall_ms >= r->wakeup_ms &&
             !atomic_load(&r->fatal)) {
-            int64_t now = mc_now_ms();
             r->wakeup_ms = INT64_MAX;
-            if (begin_txn(r) == 0 && r->proc->punctuate(r->self, now, &r->ctx) != 0)
+            if (begin_txn(r) == 0 && r->proc->punctuate(r->self, r->now_wall_ms, &r->ctx) != 0)
                 atomic_store(&r->fatal, true);
         }
         if (commit_due(r) && commit_txn(r) < 0)

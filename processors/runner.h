@@ -83,6 +83,8 @@ void mc_ctx_set_ready(mc_ctx *ctx, bool ready);
 /* Asks the runner to commit the open transaction soon (before the interval). */
 void mc_ctx_request_commit(mc_ctx *ctx);
 
+/* Wall-clock epoch ms read when the current record was polled (or when
+ * punctuate was called): one "now" per record. */
 int64_t mc_ctx_now_ms(const mc_ctx *ctx);
 const mc_config *mc_ctx_config(const mc_ctx *ctx);
 const mc_logger *mc_ctx_logger(const mc_ctx *ctx);
