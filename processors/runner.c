@@ -759,12 +759,15 @@ static void update_lag(mc_runner *r)
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-static bool has_kafka_prop(const mc_config *cfg, const char *key)
+/* Sets a tuning default unless the user passed the property with -X or
+ * MOONCAKE_KAFKA_*: theirs wins. */
+static int set_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
+                       const char *value, char *err, size_t errlen)
 {
     for (size_t i = 0; i < cfg->n_kafka; i++)
         if (strcmp(cfg->kafka[i].key, key) == 0)
-            return true;
-    return false;
+            return 0;
+    return mc_kafka_conf_set(conf, key, value, err, errlen);
 }
 
 mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics *metrics,
@@ -799,9 +802,8 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         goto fail;
     /* A crashed instance's partitions wait this long for a new owner; the
      * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
-    if (!has_kafka_prop(cfg, "session.timeout.ms") &&
-        (mc_kafka_conf_set(cc, "session.timeout.ms", "10000", err, errlen) ||
-         mc_kafka_conf_set(cc, "heartbeat.interval.ms", "2000", err, errlen))) {
+    if (set_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
+        set_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen)) {
         rd_kafka_conf_destroy(cc);
         goto fail;
     }
@@ -825,11 +827,12 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     if (!pc)
         goto fail;
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
+    /* Exactly-once needs these as they are; the tuning below yields to -X. */
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
-        mc_kafka_conf_set(pc, "linger.ms", "5", err, errlen) ||
         mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
-        mc_kafka_conf_set(pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
+        set_default(cfg, pc, "linger.ms", "5", err, errlen) ||
+        set_default(cfg, pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
         rd_kafka_conf_destroy(pc);
         goto fail;
     }

@@ -4,7 +4,9 @@ router is killed mid-transaction or fenced by a second instance."""
 import os
 import signal
 import subprocess
+import threading
 import time
+
 
 from harness import Env, MOONCAKE_BIN, cancel_value, decode, ms, now_ms, run, submit_value, task
 
@@ -158,8 +160,9 @@ def test_output_kafka_refuses_is_dead_lettered_not_retried_forever():
 
 def check_exactly_once(env, where, n):
     """Every input offset appears exactly once across wheel and store."""
-    # Inputs i % 3 != 0 are near (wheel), the rest far (store); see produce_many.
-    near = sum(1 for i in range(n) if i % 3)
+    # Keys "<prefix>/<i>" with i % 3 != 0 are near (wheel), the rest far
+    # (store); see produce_many.
+    near = sum(1 for k in where if int(k.split("/")[1]) % 3)
     out = env.read_all("wheel", expect=near, timeout=120) + \
         env.read_all("store", expect=n - near, timeout=120)
     seen = {}
@@ -204,7 +207,10 @@ def test_kill_9_mid_stream_routes_each_input_exactly_once():
         n = 30000
         where = produce_many(env, n)
         for round_ in range(3):
-            p = env.start("router", instance="k", MOONCAKE_COMMIT_MAX_RECORDS=500)
+            # linger.ms=0: records leave at once, so a kill strands some on
+            # the broker inside an open transaction.
+            p = env.start("router", instance="k", MOONCAKE_COMMIT_MAX_RECORDS=2000,
+                          MOONCAKE_KAFKA_LINGER_MS=0)
             # Let it commit some transactions, then kill it with one open.
             wait_for_metric(env, p, "mooncake_transactions_committed_total", 3 + round_ * 5)
             p.send_signal(signal.SIGKILL)
@@ -256,6 +262,52 @@ def test_sigterm_commits_and_restart_does_not_reroute():
         env.stop_all()
 
 
+def test_second_instance_splits_partitions_and_revoke_commits():
+    env = Env(partitions=4)
+    try:
+        where = produce_many(env, 10000, key_prefix="r0")
+        a = env.start("router", instance="a", MOONCAKE_COMMIT_MAX_RECORDS=200)
+        wait_for_metric(env, a, "mooncake_transactions_committed_total", 3)
+        # b joins while input keeps arriving: a's partitions are revoked with
+        # a transaction open (a commits it), the group splits them, and the
+        # two finish the work between them.
+        more = {}
+        feeder = threading.Thread(target=lambda: more.update(
+            (k, v) for i in range(1, 6)
+            for k, v in produce_many(env, 2000, key_prefix=f"r{i}").items()))
+        feeder.start()
+        b = env.start("router", instance="b", MOONCAKE_COMMIT_MAX_RECORDS=200)
+        feeder.join()
+        where.update(more)
+        check_exactly_once(env, where, len(where))
+        for p in (a, b):
+            assigned = [line for line in env.metrics(p).splitlines()
+                        if line.startswith("mooncake_assigned_partitions")]
+            assert assigned and float(assigned[0].split()[-1]) == 2, (assigned, env.log(p))
+        assert "revoked" in env.log(a), env.log(a)
+    finally:
+        env.stop_all()
+
+
+def test_confluent_framing_with_a_configured_schema_id():
+    env = Env(partitions=1)
+    try:
+        env.start("router", MOONCAKE_CONFLUENT_SCHEMA_IDS="41,42")
+        body = submit_value(task("c", "ok", now_ms() + 1000))[10:]  # the Avro body alone
+        items = [("c/ok", b"\x00\x00\x00\x00\x2a" + body),     # id 42: ours
+                 ("c/other", b"\x00\x00\x00\x00\x07" + body)]  # id 7: someone else's
+        produce_tracked(env, items)
+        wheel = env.read_all("wheel", expect=1)
+        dead = env.read_all("dead", expect=1)
+        assert [m.key() for m in wheel] == [b"c/ok"], [m.key() for m in wheel]
+        assert [m.key() for m in dead] == [b"c/other"], [m.key() for m in dead]
+        assert decode("WheelEntry", wheel[0].value())["payload"][1]["task"]["task_id"] == "ok"
+        reason = decode("DeadLetter", dead[0].value())["reason"]
+        assert "7" in reason, reason
+    finally:
+        env.stop_all()
+
+
 def test_bad_configuration_exits_2_with_a_reason():
     cases = [
         (["--horizon-ms", "soon"], "--horizon-ms"),
@@ -300,5 +352,7 @@ if __name__ == "__main__":
         test_mismatched_partition_counts_are_refused,
         test_sigterm_commits_and_restart_does_not_reroute,
         test_kill_9_mid_stream_routes_each_input_exactly_once,
-        test_fenced_instance_exits_and_the_new_one_finishes,
+                test_fenced_instance_exits_and_the_new_one_finishes,
+        test_second_instance_splits_partitions_and_revoke_commits,
+        test_confluent_framing_with_a_configured_schema_id,
     ])
