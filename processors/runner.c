@@ -681,9 +681,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         }
         if (r->proc->on_revoke)
             r->proc->on_revoke(r->self, parts, &r->ctx);
+        /* Whatever we knew of these partitions is stale once another
+         * instance may have moved them on: positions, suspects, metadata. */
         for (size_t i = 0; i < r->n_md; i++)
             free(r->md[i].metadata);
         r->n_md = 0;
+        r->n_positions = 0;
+        r->n_poison = 0;
         mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
         mc_gauge_set(r->assigned_partitions, 0);
         rd_kafka_assign(rk, NULL);
@@ -931,10 +935,11 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
     if (alone) {
         /* A suspect from a refused batch: commit what came before it, then
          * give it a transaction of its own, so a refusal now is its own. */
-        remove_poison(r, p);
         int rc = commit_txn(r);
         if (rc != 0)
-            return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again */
+            return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again, still a suspect */
+        if ((p = find_poison(r, &in)) != NULL)
+            remove_poison(r, p); /* a refusal in its own transaction re-adds it, confirmed */
         if (begin_txn(r) != 0)
             return -1;
     }

@@ -206,13 +206,21 @@ def test_kill_9_mid_stream_routes_each_input_exactly_once():
     try:
         n = 30000
         where = produce_many(env, n)
-        for round_ in range(3):
-            # linger.ms=0: records leave at once, so a kill strands some on
-            # the broker inside an open transaction.
-            p = env.start("router", instance="k", MOONCAKE_COMMIT_MAX_RECORDS=2000,
-                          MOONCAKE_KAFKA_LINGER_MS=0)
-            # Let it commit some transactions, then kill it with one open.
-            wait_for_metric(env, p, "mooncake_transactions_committed_total", 3 + round_ * 5)
+        # Round 1: kill while it commits every 2000 records (partial progress
+        # committed, one transaction open). linger.ms=0 makes records leave at
+        # once, so what a kill strands is on the broker, not in our memory.
+        p = env.start("router", instance="k", MOONCAKE_COMMIT_MAX_RECORDS=2000,
+                      MOONCAKE_KAFKA_LINGER_MS=0)
+        wait_for_metric(env, p, "mooncake_transactions_committed_total", 3)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        # Rounds 2 and 3: a 3 s transaction, killed 1 s after the partitions
+        # arrive: everything consumed in the round is in an open transaction.
+        for _ in range(2):
+            p = env.start("router", instance="k", MOONCAKE_COMMIT_INTERVAL_MS=3000,
+                          MOONCAKE_COMMIT_MAX_RECORDS=1000000, MOONCAKE_KAFKA_LINGER_MS=0)
+            wait_for_metric(env, p, "mooncake_assigned_partitions", 1)
+            time.sleep(1.0)
             p.send_signal(signal.SIGKILL)
             p.wait()
         env.start("router", instance="k")
