@@ -166,9 +166,10 @@ class Env:
         with urllib.request.urlopen(f"http://127.0.0.1:{p.http_port}/metrics", timeout=5) as r:
             return r.read().decode()
 
-    def log(self, p):
+    def log(self, p, tail=4000):
         with open(p.log_path, "rb") as f:
-            return f.read().decode(errors="replace")[-4000:]
+            text = f.read().decode(errors="replace")
+        return text[-tail:] if tail else text
 
     def produce(self, suffix, key, value, partition=None):
         kw = {} if partition is None else {"partition": partition}
@@ -217,6 +218,12 @@ class Env:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # Under an ASan/UBSan build a report in any process fails the test,
+        # whatever that process's exit code was.
+        for p in self.procs:
+            text = self.log(p, tail=None) if os.path.exists(p.log_path) else ""
+            for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+                assert needle not in text, f"sanitizer report in {p.log_path}:\n{text}"
 
 
 def run(tests):
