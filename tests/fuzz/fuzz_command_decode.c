@@ -4,6 +4,7 @@
  * decoded command re-encodes to bytes that decode to the same encoding. */
 #include "codec.h"
 #include "codec_internal.h"
+#include "fuzz_checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mc_command c;
     char detail[256];
     mc_codec_err e = mc_decode_command(&opts, data, size, arena, &c, detail, sizeof detail);
-    /* Strings cost at most their length + 1, map entries 16 bytes per two
-     * input bytes; blocks double, so twice that plus the first block. */
-    if (mc_arena_footprint(arena) > 4096 + 40 * size) {
-        fprintf(stderr, "decode of %zu bytes holds %zu bytes\n", size, mc_arena_footprint(arena));
-        abort();
-    }
-    if (e != MC_CODEC_OK && detail[0] == '\0') {
-        fprintf(stderr, "error %s without detail\n", mc_codec_strerror(e));
-        abort();
-    }
+    fuzz_check_decode(arena, size, e, detail);
     if (e == MC_CODEC_OK) {
         mc_buf b1 = {0}, b2 = {0};
         mc_command c2;

@@ -4,6 +4,7 @@
  * proportional to input, re-encoding stable. */
 #include "codec.h"
 #include "codec_internal.h"
+#include "fuzz_checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mc_wheel_entry w;
     char detail[256];
     mc_codec_err e = mc_decode_wheel_entry(data, size, arena, &w, detail, sizeof detail);
-    if (mc_arena_footprint(arena) > 4096 + 40 * size) {
-        fprintf(stderr, "decode of %zu bytes holds %zu bytes\n", size, mc_arena_footprint(arena));
-        abort();
-    }
-    if (e != MC_CODEC_OK && detail[0] == '\0') {
-        fprintf(stderr, "error %s without detail\n", mc_codec_strerror(e));
-        abort();
-    }
+    fuzz_check_decode(arena, size, e, detail);
     if (e == MC_CODEC_OK) {
         mc_buf b1 = {0}, b2 = {0};
         mc_wheel_entry w2;

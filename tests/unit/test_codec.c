@@ -2,6 +2,7 @@
  * canonical form against known values, round trips of every record type,
  * interop with avro-c's generic reader, one crafted input per error code,
  * hostile framing and block layouts, and an informational timing printout. */
+#include "check.h"
 #include "codec.h"
 
 #include <avro.h>
@@ -11,23 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 #define CHECK_ERR(expr, want)                                                                      \
     do {                                                                                           \
         mc_codec_err got_ = (expr);                                                                \
         if (got_ != (want)) {                                                                      \
             fprintf(stderr, "%s:%d: %s returned %s, want %s\n", __FILE__, __LINE__, #expr,         \
                     mc_codec_strerror(got_), mc_codec_strerror(want));                             \
-            failures++;                                                                            \
+            check_failures++;                                                                      \
         }                                                                                          \
     } while (0)
 
@@ -136,7 +127,7 @@ static void check_pcf(const char *in, const char *want)
     char *got = mc_schema_canonical_form(in, err, sizeof err);
     if (!got || strcmp(got, want) != 0) {
         fprintf(stderr, "canonical form of %s:\n  got  %s\n  want %s\n", in, got ? got : err, want);
-        failures++;
+        check_failures++;
     }
     free(got);
 }
@@ -148,7 +139,7 @@ static void check_pcf_error(const char *in, const char *needle)
     if (got || !strstr(err, needle)) {
         fprintf(stderr, "canonical form of %s: want an error containing \"%s\", got %s\n", in,
                 needle, got ? got : err);
-        failures++;
+        check_failures++;
     }
     free(got);
 }
@@ -222,7 +213,7 @@ static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avr
     const char *json = mc_schema_json(id);
     if (avro_schema_from_json_length(json, strlen(json), sch) != 0) {
         fprintf(stderr, "avro-c rejects %s: %s\n", mc_schema_name(id), avro_strerror());
-        failures++;
+        check_failures++;
         return false;
     }
     *iface = avro_generic_class_from_schema(*sch);
@@ -232,14 +223,14 @@ static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avr
     bool ok = rc == 0;
     if (!ok) {
         fprintf(stderr, "avro-c cannot read our %s: %s\n", mc_schema_name(id), avro_strerror());
-        failures++;
+        check_failures++;
     } else {
         /* Everything consumed: reading one more byte must fail. */
         int8_t extra;
         ok = avro_read(r, &extra, 1) != 0;
         if (!ok) {
             fprintf(stderr, "avro-c left bytes after our %s\n", mc_schema_name(id));
-            failures++;
+            check_failures++;
         }
     }
     avro_reader_free(r);
@@ -630,7 +621,7 @@ static void expect_detail(const char *detail, const char *needle)
 {
     if (!strstr(detail, needle)) {
         fprintf(stderr, "detail \"%s\" lacks \"%s\"\n", detail, needle);
-        failures++;
+        check_failures++;
     }
 }
 
@@ -967,10 +958,5 @@ int main(void)
     test_errors();
     test_misc();
     timing();
-    if (failures) {
-        fprintf(stderr, "test_codec: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_codec: all checks passed\n");
-    return 0;
+    return check_exit("test_codec");
 }

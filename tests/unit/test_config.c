@@ -3,18 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                             \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static int load(mc_config *cfg, char **argv, char **envp, char *err)
 {
@@ -129,9 +119,5 @@ int main(void)
     flags_beat_environment();
     bad_values();
     help();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    else
-        printf("config: all checks passed\n");
-    return failures ? 1 : 0;
+    return check_exit("test_config");
 }

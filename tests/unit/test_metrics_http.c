@@ -2,6 +2,7 @@
  * histogram buckets, escaping, concurrent updates) and of the HTTP endpoint
  * (/metrics, /healthz, /readyz, 404, 405, port clash) over real sockets with
  * libcurl. Exits non-zero after printing every failed expectation. */
+#include "check.h"
 #include "http_server.h"
 #include "metrics.h"
 
@@ -13,18 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* True when text contains needle; on failure the whole text is printed. */
 static bool contains(const char *text, const char *needle)
@@ -525,10 +514,5 @@ int main(void)
     test_concurrency();
     test_http();
     curl_global_cleanup();
-    if (failures) {
-        fprintf(stderr, "test_metrics_http: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_metrics_http: ok\n");
-    return 0;
+    return check_exit("test_metrics_http");
 }
