@@ -130,12 +130,16 @@ out:
 }
 
 /* Reads metadata for all topics; NULL with err on failure. */
-static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, char *err, size_t errlen)
+static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config *cfg, char *err,
+                                                size_t errlen)
 {
     const rd_kafka_metadata_t *md = NULL;
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, 30000);
     if (e) {
-        snprintf(err, errlen, "reading metadata from %s: %s", "the brokers", rd_kafka_err2str(e));
+        snprintf(err, errlen,
+                 "no metadata from %s within 30 s: %s (check --bootstrap-servers and that the "
+                 "brokers are up)",
+                 cfg->bootstrap_servers, rd_kafka_err2str(e));
         return NULL;
     }
     return md;
@@ -156,7 +160,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
         return -1;
     }
     int rc = -1;
-    const rd_kafka_metadata_t *md = read_metadata(rk, err, errlen);
+    const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
     if (!md)
         goto out;
     if (cfg->create_topics && create_topics(rk, cfg, md, lg, err, errlen) != 0)
@@ -164,7 +168,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     rd_kafka_metadata_destroy(md);
     /* Created topics can take a moment to show in metadata; wait for them. */
     for (int attempt = 0; attempt < 50; attempt++) {
-        md = read_metadata(rk, err, errlen);
+        md = read_metadata(rk, cfg, err, errlen);
         if (!md)
             goto out;
         int first = -2;
