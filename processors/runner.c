@@ -22,6 +22,8 @@
 #define MAX_INPUTS 8
 #define MAX_METADATA 256
 #define MAX_POISON 64
+/* Records taken per loop turn once the first has arrived. */
+#define POLL_BATCH 500
 /* Raw values above this are not copied into a dead letter, so the dead
  * letter itself always fits in a Kafka message. */
 #define MAX_DEAD_RAW (512 * 1024)
@@ -36,6 +38,7 @@ struct mc_output {
 typedef struct commit_metadata {
     char topic[256];
     int32_t partition;
+    int64_t offset; /* < 0: commit the processed position */
     char *metadata;
 } commit_metadata;
 
@@ -234,20 +237,50 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         add_poison(r, (size_t)(uintptr_t)m->_private, rd_kafka_topic_name(m->rkt), m->err, false);
 }
 
+/* Produces one record, with at most one header; rd_kafka_produce() when
+ * there is none, since it is the cheaper call. */
+static rd_kafka_resp_err_t produce_one(mc_runner *r, mc_output *out, int32_t partition,
+                                       const void *key, size_t keylen, const void *value,
+                                       size_t valuelen, const char *hname, const void *hvalue,
+                                       size_t hlen)
+{
+    void *opaque = (void *)(uintptr_t)r->current_input;
+    if (!hname)
+        return rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY, (void *)value,
+                                value ? valuelen : 0, key, keylen, opaque)
+                   ? rd_kafka_last_error()
+                   : RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, hname, -1, hvalue, (ssize_t)hlen);
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        r->producer, RD_KAFKA_V_RKT(out->rkt), RD_KAFKA_V_PARTITION(partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE((void *)value, value ? valuelen : 0), RD_KAFKA_V_KEY(key, keylen),
+        RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    if (err)
+        rd_kafka_headers_destroy(h); /* producev only takes them over on success */
+    return err;
+}
+
 int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
                    const void *value, size_t valuelen)
 {
+    return mc_ctx_forward_header(ctx, out, partition, key, keylen, value, valuelen, NULL, NULL, 0);
+}
+
+int mc_ctx_forward_header(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key,
+                          size_t keylen, const void *value, size_t valuelen, const char *hname,
+                          const void *hvalue, size_t hlen)
+{
     mc_runner *r = ctx->r;
     for (;;) {
-        rd_kafka_resp_err_t err = rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY,
-                                                   (void *)value, value ? valuelen : 0, key, keylen,
-                                                   (void *)(uintptr_t)r->current_input);
+        rd_kafka_resp_err_t err =
+            produce_one(r, out, partition, key, keylen, value, valuelen, hname, hvalue, hlen);
         if (!err) {
             out->pending++;
             r->txn_dirty = true;
             return 0;
         }
-        err = rd_kafka_last_error();
         if (record_error(err)) {
             add_poison(r, r->current_input, out->name, err, true);
             r->poison_found = true;
@@ -310,34 +343,51 @@ void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
         ctx->r->wakeup_ms = at_ms;
 }
 
+/* Records what the next commits carry for one partition: metadata, and an
+ * offset to commit instead of the processed position when set_offset. */
+static int set_commit_entry(mc_runner *r, const char *topic, int32_t partition, bool set_offset,
+                            int64_t offset, const char *metadata)
+{
+    if (strlen(metadata) > 4096)
+        return -1;
+    char *copy = strdup(metadata);
+    if (!copy)
+        return -1;
+    commit_metadata *m = NULL;
+    for (size_t i = 0; i < r->n_md && !m; i++)
+        if (r->md[i].partition == partition && strcmp(r->md[i].topic, topic) == 0)
+            m = &r->md[i];
+    if (!m) {
+        if (r->n_md == MAX_METADATA) {
+            free(copy);
+            return -1;
+        }
+        m = &r->md[r->n_md++];
+        snprintf(m->topic, sizeof m->topic, "%s", topic);
+        m->partition = partition;
+        m->offset = -1;
+        m->metadata = NULL;
+    }
+    free(m->metadata);
+    m->metadata = copy;
+    if (set_offset)
+        m->offset = offset;
+    r->txn_dirty = true;
+    return 0;
+}
+
 int mc_ctx_set_commit_metadata(mc_ctx *ctx, const char *topic, int32_t partition,
                                const char *metadata)
 {
-    mc_runner *r = ctx->r;
-    if (strlen(metadata) > 4096)
+    return set_commit_entry(ctx->r, topic, partition, false, -1, metadata);
+}
+
+int mc_ctx_set_commit_offset(mc_ctx *ctx, const char *topic, int32_t partition, int64_t offset,
+                             const char *metadata)
+{
+    if (offset < 0)
         return -1;
-    for (size_t i = 0; i < r->n_md; i++) {
-        if (r->md[i].partition == partition && strcmp(r->md[i].topic, topic) == 0) {
-            char *copy = strdup(metadata);
-            if (!copy)
-                return -1;
-            free(r->md[i].metadata);
-            r->md[i].metadata = copy;
-            r->txn_dirty = true;
-            return 0;
-        }
-    }
-    if (r->n_md == MAX_METADATA)
-        return -1;
-    commit_metadata *m = &r->md[r->n_md];
-    m->metadata = strdup(metadata);
-    if (!m->metadata)
-        return -1;
-    snprintf(m->topic, sizeof m->topic, "%s", topic);
-    m->partition = partition;
-    r->n_md++;
-    r->txn_dirty = true;
-    return 0;
+    return set_commit_entry(ctx->r, topic, partition, true, offset, metadata);
 }
 
 void mc_ctx_set_ready(mc_ctx *ctx, bool ready)
@@ -454,6 +504,8 @@ static int begin_txn(mc_runner *r)
     return 0;
 }
 
+/* Puts the processor's metadata (and offset, when it holds the commit back)
+ * on one partition of the offsets to commit. */
 static void attach_metadata(mc_runner *r, rd_kafka_topic_partition_t *o)
 {
     for (size_t k = 0; k < r->n_md; k++) {
@@ -461,6 +513,8 @@ static void attach_metadata(mc_runner *r, rd_kafka_topic_partition_t *o)
             free(o->metadata);
             o->metadata = strdup(r->md[k].metadata);
             o->metadata_size = o->metadata ? strlen(o->metadata) : 0;
+            if (r->md[k].offset >= 0)
+                o->offset = r->md[k].offset;
         }
     }
 }
@@ -568,6 +622,10 @@ static int commit_txn(mc_runner *r)
         reset_txn_counters(r, false);
         return 0;
     }
+    if (r->proc->prepare_commit && r->proc->prepare_commit(r->self, &r->ctx) != 0) {
+        atomic_store(&r->fatal, true);
+        return -1;
+    }
     int64_t t0 = mono_ms();
     rd_kafka_topic_partition_list_t *offsets = current_offsets(r);
     if (offsets && offsets->cnt > 0) {
@@ -622,6 +680,10 @@ static void rewind_to_committed(mc_runner *r)
     }
     if (r->proc->on_revoke)
         r->proc->on_revoke(r->self, parts, &r->ctx);
+    /* The processor rebuilds its state, and with it what it commits. */
+    for (size_t i = 0; i < r->n_md; i++)
+        free(r->md[i].metadata);
+    r->n_md = 0;
     rd_kafka_resp_err_t err = rd_kafka_committed(r->consumer, parts, 30000);
     if (err) {
         mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets to rewind", "error",
@@ -653,13 +715,24 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     mc_runner *r = opaque;
     switch (err) {
-    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS: {
+        /* Read the committed offsets (and metadata) ourselves so the
+         * processor sees exactly where consumption resumes. */
+        rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, parts, 30000);
+        if (cerr) {
+            mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets", "error",
+                   rd_kafka_err2str(cerr), (const char *)NULL);
+            atomic_store(&r->fatal, true);
+            rd_kafka_assign(rk, NULL);
+            break;
+        }
         rd_kafka_assign(rk, parts);
         mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
         mc_gauge_set(r->assigned_partitions, parts->cnt);
         if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
             atomic_store(&r->fatal, true);
         break;
+    }
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
         /* Revoked: commit what we did so the next owner starts after it.
          * Lost (we were kicked out of the group): our transaction may no
@@ -1032,9 +1105,22 @@ int mc_runner_run(mc_runner *r)
     while (!atomic_load(&r->stop) && !atomic_load(&r->fatal)) {
         if (begin_txn(r) != 0)
             break;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, poll_timeout(r));
+        /* Wait for the first record, then take what has already arrived
+         * without waiting (up to a batch), so that a processor which asks
+         * for a commit after every punctuate (the wheel) still consumes at
+         * full speed in between. */
+        /* Fresh clocks: the commit at the end of the last turn may have
+         * taken milliseconds, which would otherwise make us sleep past a
+         * wake-up (the wheel's due time). */
         read_clocks(r);
-        if (m) {
+        int timeout = poll_timeout(r);
+        bool stop_loop = false;
+        for (int n = 0; n < POLL_BATCH && !stop_loop; n++) {
+            rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, n == 0 ? timeout : 0);
+            if (n == 0 || (n & 63) == 0)
+                read_clocks(r);
+            if (!m)
+                break;
             if (m->err) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
@@ -1044,11 +1130,15 @@ int mc_runner_run(mc_runner *r)
             } else if (begin_txn(r) != 0 || handle_record(r, m) != 0) {
                 /* begin again above: a rebalance callback inside this poll
                  * may have committed the transaction we had open. */
-                rd_kafka_message_destroy(m);
-                break;
+                stop_loop = true;
             }
             rd_kafka_message_destroy(m);
+            if (atomic_load(&r->fatal) || commit_due(r) ||
+                (r->wakeup_ms != INT64_MAX && r->now_wall_ms >= r->wakeup_ms))
+                break;
         }
+        if (stop_loop)
+            break;
         if (r->proc->punctuate && r->wakeup_ms != INT64_MAX && r->now_wall_ms >= r->wakeup_ms &&
             !atomic_load(&r->fatal)) {
             r->wakeup_ms = INT64_MAX;

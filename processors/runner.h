@@ -32,11 +32,17 @@ typedef struct mc_processor {
     /* Called when the wake-up set with mc_ctx_wakeup_at() is due. Optional. */
     int (*punctuate)(void *self, int64_t now_ms, mc_ctx *ctx);
     /* Partitions were assigned (also after an abort: state must be rebuilt
-     * from Kafka). Optional. */
+     * from Kafka). Each element carries the committed offset (or
+     * RD_KAFKA_OFFSET_INVALID when none) and the committed metadata, which is
+     * where consumption resumes. Optional. */
     int (*on_assign)(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx);
     /* Partitions are gone (revoked, lost, or rewound after an abort): drop
      * their in-memory state. Optional. */
     void (*on_revoke)(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx);
+    /* The open transaction is about to commit: the last moment to set commit
+     * offsets and metadata (mc_ctx_set_commit_offset) that describe exactly
+     * what it contains. Optional. */
+    int (*prepare_commit)(void *self, mc_ctx *ctx);
     void (*destroy)(void *self);
 } mc_processor;
 
@@ -65,6 +71,11 @@ mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix);
  * Returns 0, or -1 when the producer refused it (the transaction will abort). */
 int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
                    const void *value, size_t valuelen);
+/* The same with one Kafka record header (name, and value of hlen bytes; both
+ * copied). */
+int mc_ctx_forward_header(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key,
+                          size_t keylen, const void *value, size_t valuelen, const char *hname,
+                          const void *hvalue, size_t hlen);
 /* Sends input record m to the dead topic (same key and partition) as a
  * DeadLetter with the reason, its source topic/partition/offset, the raw value
  * (when under 512 KiB) and, when given, the decoded task. Inside the open
@@ -78,6 +89,14 @@ void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms);
  * partition's offset in the next transaction. */
 int mc_ctx_set_commit_metadata(mc_ctx *ctx, const char *topic, int32_t partition,
                                const char *metadata);
+/* Commits `offset` for this input partition, with the metadata, instead of
+ * the position processed so far: for a processor whose state after a restart
+ * must be rebuilt from records it has already processed (the wheel replays
+ * from its lowest unfired offset). offset must not exceed the processed
+ * position. Until partitions are revoked it holds for every later commit;
+ * call it again (prepare_commit) as the state moves on. */
+int mc_ctx_set_commit_offset(mc_ctx *ctx, const char *topic, int32_t partition, int64_t offset,
+                             const char *metadata);
 /* Marks the processor (not) ready for /readyz, e.g. while restoring state. */
 void mc_ctx_set_ready(mc_ctx *ctx, bool ready);
 /* Asks the runner to commit the open transaction soon (before the interval). */
