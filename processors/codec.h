@@ -225,6 +225,23 @@ int mc_encode_attempt(const mc_attempt *a, mc_buf *out);
 int mc_encode_result(const mc_result *r, mc_buf *out);
 int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
 
+/* ---- splicing, for the store and the wheel ------------------------------------
+ * WheelEntry{version, Submit{task}} and StoredTask{version, task} share the
+ * encoded task, so the store keeps only the task's bytes and frames them
+ * either way without decoding and re-encoding. */
+
+/* Checks the single-object header of a WheelEntry or StoredTask and reads
+ * its version; *body_off is the offset just after the version (where a
+ * WheelEntry's union branch, or a StoredTask's task, starts). For a
+ * WheelEntry the branch byte is checked too. Does not validate the rest. */
+mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
+                               size_t *body_off);
+/* Appends a single-object record of schema id: header, version, then the
+ * bytes a and b as they are (a WheelEntry Submit is a = "\0", the union
+ * branch, and b = the task; a StoredTask is a = the task). 0, or -1 on ENOMEM. */
+int mc_encode_versioned_raw(mc_schema_id id, int64_t version, const void *a, size_t alen,
+                            const void *b, size_t blen, mc_buf *out);
+
 /* The task key "app_id/task_id" written into buf; returns the length it needs
  * (like snprintf). */
 size_t mc_task_key(const char *app_id, const char *task_id, char *buf, size_t buflen);

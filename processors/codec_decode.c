@@ -597,3 +597,20 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
     TRY(rd_long(&r, "failed_at", &out->failed_at));
     return finish(&r, "DeadLetter");
 }
+
+mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
+                               size_t *body_off)
+{
+    rd r;
+    if (id != MC_SCHEMA_WHEEL_ENTRY && id != MC_SCHEMA_STORED_TASK)
+        return MC_CODEC_UNKNOWN_SCHEMA;
+    TRY(begin(&r, data, len, NULL, NULL, 0, id, NULL));
+    TRY(rd_long(&r, "version", version));
+    *body_off = (size_t)(r.p - (const uint8_t *)data);
+    if (id == MC_SCHEMA_WHEEL_ENTRY) {
+        int64_t branch;
+        TRY(rd_branch(&r, "payload", 2, &branch));
+        (void)branch;
+    }
+    return MC_CODEC_OK;
+}

@@ -236,3 +236,15 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
     put_long(&w, d->failed_at);
     return done(&w, start, true);
 }
+
+int mc_encode_versioned_raw(mc_schema_id id, int64_t version, const void *a, size_t alen,
+                            const void *b, size_t blen, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, id);
+    put_long(&w, version);
+    put_raw(&w, a, alen);
+    put_raw(&w, b, blen);
+    return done(&w, start, true);
+}
