@@ -2,9 +2,17 @@
  * validates them, stamps each with its version (its offset in `tasks`, which
  * grows per key because a key always maps to one partition) and sends it on:
  *   Submit due within the horizon -> wheel (WheelEntry{version, Submit})
- *   Submit due later               -> store (StoredTask{version, task})
- *   Cancel                         -> store tombstone + wheel (WheelEntry{version, Cancel})
+ *   Submit due later               -> wheel, with the header mooncake-route: store
+ *   Cancel                         -> wheel (WheelEntry{version, Cancel})
  *   anything invalid               -> dead (DeadLetter with the raw bytes and a reason)
+ * Every valid command goes to the one `wheel` partition of its key, so the
+ * store and the wheel both read all of a key's versions in one order: the
+ * store keeps the far ones (it is the only writer of its changelog, so no
+ * write of ours can race with its hand-offs), the wheel fires the near ones,
+ * and each drops what a newer version or a cancel made obsolete. Routing far
+ * tasks through the store topic directly would let a hand-off tombstone
+ * written by the store land after a newer version written by us, and
+ * compaction would then delete the task. See README "Design".
  * It keeps no state: the runner commits outputs and input offsets in one
  * transaction, so each command is routed exactly once. */
 #include "router.h"
@@ -15,6 +23,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "wheel_topic.h"
 
 /* Earliest due time accepted: 2000-01-01, so a seconds-for-milliseconds mix-up
  * (1.7e9 instead of 1.7e12) is caught instead of firing at once. */
@@ -26,7 +35,7 @@
 typedef struct router {
     mc_arena *arena;
     mc_buf out;
-    mc_output *wheel, *store;
+    mc_output *wheel;
     mc_codec_options codec;
     int64_t horizon_ms, max_due_ms;
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters;
@@ -42,8 +51,7 @@ static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
         return NULL;
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
-    r->store = mc_ctx_output(ctx, "store");
-    if (!r->wheel || !r->store) {
+    if (!r->wheel) {
         snprintf(err, errlen, "cannot create output topic handles");
         mc_arena_free(r->arena);
         free(r);
@@ -225,11 +233,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         if (mc_encode_wheel_entry(&w, &r->out) != 0)
             return -1;
         mc_counter_add(r->cancels, 1);
-        /* The tombstone removes a far task from the task table; the wheel
-         * entry removes a near one and any older version the store is
-         * handing over at this very moment. */
-        if (mc_ctx_forward(ctx, r->store, m->partition, m->key, m->key_len, NULL, 0) != 0)
-            return -1;
+        /* The store and the wheel both read it: each drops older versions. */
         return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
@@ -240,18 +244,17 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         !key_matches(m, t->app_id, t->task_id, why, sizeof why))
         return route_dead(r, m, why, t, ctx);
     mc_buf_reset(&r->out);
+    if (mc_encode_wheel_entry(&w, &r->out) != 0)
+        return -1;
     if (t->due_at <= now + r->horizon_ms) {
-        if (mc_encode_wheel_entry(&w, &r->out) != 0)
-            return -1;
         mc_counter_add(r->to_wheel, 1);
         return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
-    mc_stored_task s = {.version = m->offset, .task = *t};
-    if (mc_encode_stored_task(&s, &r->out) != 0)
-        return -1;
     mc_counter_add(r->to_store, 1);
-    return mc_ctx_forward(ctx, r->store, m->partition, m->key, m->key_len, r->out.data, r->out.len);
+    return mc_ctx_forward_header(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
+                                 r->out.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
+                                 sizeof MC_ROUTE_STORE - 1);
 }
 
 static const char *const router_inputs[] = {"tasks", NULL};

@@ -1,4 +1,4 @@
-/* The router processor: tasks -> wheel | store | dead (see router.c). */
+/* The router processor: tasks -> wheel | dead (see router.c). */
 #ifndef MOONCAKE_ROUTER_H
 #define MOONCAKE_ROUTER_H
 
