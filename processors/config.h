@@ -25,7 +25,8 @@ typedef struct mc_config {
     char *http_bind;
     int http_port; /* -1: no HTTP endpoint */
     int64_t horizon_ms;
-    int64_t max_due_ms; /* tasks due further ahead than this are invalid */
+    int64_t wheel_lead_ms; /* the wheel fires this early (the executor holds tasks) */
+    int64_t max_due_ms;    /* tasks due further ahead than this are invalid */
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;

@@ -17,6 +17,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
+#include "store.h"
+#include "wheel.h"
 #include "runner.h"
 
 extern char **environ;
@@ -29,7 +31,10 @@ typedef struct role {
 
 static const role roles[] = {
     {"router", &mc_router_processor,
-     "validate commands from tasks, stamp versions, route to wheel / store / dead"},
+     "validate commands from tasks, stamp versions, route them to wheel (or dead)"},
+    {"store", &mc_store_processor,
+     "keep tasks due beyond the horizon (changelog: store) and hand them to the wheel"},
+    {"wheel", &mc_wheel_processor, "fire each task to ready at its due millisecond, exactly once"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
 

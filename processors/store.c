@@ -1,0 +1,581 @@
+/* The store: keeps every task due beyond the horizon and hands each one to
+ * the wheel when it enters the horizon - the old watcher's MySQL table, now a
+ * compacted topic.
+ *
+ * Input is the `wheel` topic (see wheel_topic.h), where the router writes
+ * every command in tasks order. The store keeps the records addressed to it
+ * (route: store) and, for every other record, drops the older version it
+ * holds of that key (a re-submit due soon, a cancel). Its state lives in
+ * memory, one hash map and one timing wheel of hand-off times per partition,
+ * and is logged to its changelog, the compacted `store` topic, in the same
+ * transaction as the input offsets: the Kafka Streams state-store pattern.
+ * The store is the changelog's only writer, which is what makes the
+ * hand-off safe: a hand-off tombstone can never land after a newer version
+ * of the task, because nobody else writes versions there.
+ *
+ * On assignment the partition's changelog is replayed from the beginning
+ * with a separate consumer before anything else happens (readiness is false
+ * meanwhile); an abort does the same, since memory holds effects of the
+ * aborted records. A hand-off writes the task to `wheel` and its tombstone to
+ * the changelog in one transaction, so it happens exactly once.
+ *
+ * Once a second the store also writes a position marker to each of its
+ * `wheel` partitions: "every record below P is applied". The wheel needs it
+ * to know how long to remember versions (see wheel.c). */
+#include "store.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+#include "kafka.h"
+#include "keymap.h"
+#include "timing_wheel.h"
+#include "wheel_topic.h"
+
+/* Hand-offs per punctuate call, so a million tasks entering the horizon at
+ * once (a store restored after a long outage) leave room for input. */
+#define HANDOFF_BATCH 5000
+#define MARKER_INTERVAL_MS 1000
+
+/* One pending task: 56 bytes of struct, then the key and the encoded Task
+ * (the bytes shared by StoredTask and WheelEntry, see mc_encode_versioned_raw). */
+typedef struct store_entry {
+    mc_keynode node;
+    mc_timer handoff; /* due_ms = due_at - horizon */
+    int64_t version;
+    uint32_t task_len;
+    char data[]; /* key (node.key_len bytes), then the task */
+} store_entry;
+
+#define ENTRY_KEY_OFFSET (offsetof(store_entry, data) - offsetof(store_entry, node))
+
+typedef struct store_part {
+    int32_t partition;
+    mc_keymap *tasks;
+    mc_timing_wheel *handoffs;
+    int64_t position; /* next `wheel` offset to apply; -1 before the first record */
+    int64_t marked;   /* position in the last marker written */
+    size_t bytes;     /* key and task bytes held */
+} store_part;
+
+typedef struct store {
+    mc_logger logger; /* first: the restore consumer's log callback reads it */
+    rd_kafka_t *restore;
+    mc_output *wheel, *changelog;
+    char wheel_topic[256], changelog_topic[256];
+    int64_t horizon_ms;
+    store_part **parts;
+    size_t n_parts;
+    mc_arena *arena;
+    mc_buf buf;
+    int64_t last_marker_ms;
+    mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
+    mc_counter *handed_off, *dropped, *kept, *restored, *ignored;
+} store;
+
+static void store_destroy(void *self);
+
+static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
+{
+    const mc_config *cfg = mc_ctx_config(ctx);
+    store *s = calloc(1, sizeof *s);
+    if (!s || !(s->arena = mc_arena_new())) {
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->logger = *mc_ctx_logger(ctx);
+    s->horizon_ms = cfg->horizon_ms;
+    mc_topic_name(cfg, "wheel", s->wheel_topic, sizeof s->wheel_topic);
+    mc_topic_name(cfg, "store", s->changelog_topic, sizeof s->changelog_topic);
+    s->wheel = mc_ctx_output(ctx, "wheel");
+    s->changelog = mc_ctx_output(ctx, "store");
+    if (!s->wheel || !s->changelog) {
+        snprintf(err, errlen, "cannot create output topic handles");
+        store_destroy(s);
+        return NULL;
+    }
+    /* The restore consumer reads the changelog by assignment, outside any
+     * group, and only what committed transactions wrote. */
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, s, err, errlen);
+    if (!conf || mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
+        mc_kafka_conf_set(conf, "group.id", "mooncake-store-restore-unused", err, errlen)) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        store_destroy(s);
+        return NULL;
+    }
+    char errstr[512];
+    s->restore = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!s->restore) {
+        snprintf(err, errlen, "creating the restore consumer: %s", errstr);
+        store_destroy(s);
+        return NULL;
+    }
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    s->tasks_gauge = mc_metrics_gauge(m, "mooncake_store_tasks",
+                                      "Tasks the store holds until they enter the horizon", NULL);
+    s->bytes_gauge = mc_metrics_gauge(m, "mooncake_store_task_bytes",
+                                      "Key and task bytes the store holds", NULL);
+    s->restore_seconds = mc_metrics_gauge(m, "mooncake_store_last_restore_seconds",
+                                          "Duration of the last changelog restore", NULL);
+    s->handed_off =
+        mc_metrics_counter(m, "mooncake_store_handed_off_total",
+                           "Tasks handed to the wheel as they entered the horizon", NULL);
+    s->kept = mc_metrics_counter(m, "mooncake_store_kept_total",
+                                 "Far tasks (and re-submits) taken into the store", NULL);
+    s->dropped = mc_metrics_counter(m, "mooncake_store_dropped_total",
+                                    "Held tasks dropped for a newer version or a cancel", NULL);
+    s->restored = mc_metrics_counter(m, "mooncake_store_restored_records_total",
+                                     "Changelog records replayed on assignment", NULL);
+    s->ignored = mc_metrics_counter(
+        m, "mooncake_store_ignored_records_total",
+        "wheel records the store could not read (the wheel dead-letters them)", NULL);
+    return s;
+}
+
+/* ---- per-partition state -------------------------------------------------------- */
+
+static void free_entry(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    free(n);
+}
+
+static void part_free(store_part *p)
+{
+    if (!p)
+        return;
+    if (p->tasks) {
+        mc_keymap_drain(p->tasks, free_entry, NULL);
+        mc_keymap_free(p->tasks);
+    }
+    mc_wheel_free(p->handoffs);
+    free(p);
+}
+
+static store_part *find_part(store *s, int32_t partition)
+{
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i]->partition == partition)
+            return s->parts[i];
+    return NULL;
+}
+
+static store_part *add_part(store *s, int32_t partition, int64_t now_ms)
+{
+    store_part **v = realloc(s->parts, (s->n_parts + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    s->parts = v;
+    store_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->partition = partition;
+    p->position = p->marked = -1;
+    p->tasks = mc_keymap_new(ENTRY_KEY_OFFSET);
+    p->handoffs = mc_wheel_new(now_ms);
+    if (!p->tasks || !p->handoffs) {
+        part_free(p);
+        return NULL;
+    }
+    s->parts[s->n_parts++] = p;
+    return p;
+}
+
+static void update_gauges(store *s)
+{
+    size_t n = 0, bytes = 0;
+    for (size_t i = 0; i < s->n_parts; i++) {
+        n += mc_keymap_count(s->parts[i]->tasks);
+        bytes += s->parts[i]->bytes;
+    }
+    mc_gauge_set(s->tasks_gauge, (double)n);
+    mc_gauge_set(s->bytes_gauge, (double)bytes);
+}
+
+static store_entry *find_entry(store_part *p, const void *key, size_t keylen)
+{
+    mc_keynode *n = mc_keymap_find(p->tasks, key, keylen, mc_keymap_hash(key, keylen));
+    return n ? (store_entry *)n : NULL;
+}
+
+static void remove_entry(store_part *p, store_entry *e)
+{
+    mc_wheel_cancel(p->handoffs, &e->handoff);
+    mc_keymap_remove(p->tasks, &e->node);
+    p->bytes -= e->node.key_len + e->task_len;
+    free(e);
+}
+
+/* Holds (a newer version of) a task; replaces what was held for its key. */
+static int hold(store *s, store_part *p, const void *key, size_t keylen, int64_t version,
+                int64_t due_at, const void *task, size_t task_len)
+{
+    store_entry *old = find_entry(p, key, keylen);
+    if (old)
+        remove_entry(p, old);
+    store_entry *e = malloc(sizeof *e + keylen + task_len);
+    if (!e)
+        return -1;
+    memset(e, 0, sizeof *e);
+    e->node.hash = mc_keymap_hash(key, keylen);
+    e->node.key_len = (uint32_t)keylen;
+    e->version = version;
+    e->task_len = (uint32_t)task_len;
+    memcpy(e->data, key, keylen);
+    memcpy(e->data + keylen, task, task_len);
+    mc_keymap_insert(p->tasks, &e->node);
+    mc_wheel_add(p->handoffs, &e->handoff, due_at - s->horizon_ms);
+    p->bytes += keylen + task_len;
+    return 0;
+}
+
+/* ---- restore ------------------------------------------------------------------ */
+
+/* Applies one changelog record. The changelog is ours alone, so its order is
+ * the truth: a later record for a key replaces or (tombstone) deletes. */
+static void restore_record(store *s, store_part *p, const rd_kafka_message_t *m)
+{
+    if (!m->key)
+        return;
+    if (!m->payload) {
+        store_entry *e = find_entry(p, m->key, m->key_len);
+        if (e)
+            remove_entry(p, e);
+        return;
+    }
+    mc_stored_task st;
+    mc_arena_reset(s->arena);
+    char detail[200];
+    mc_codec_err err =
+        mc_decode_stored_task(m->payload, m->len, s->arena, &st, detail, sizeof detail);
+    int64_t version;
+    size_t body;
+    if (err == MC_CODEC_OK)
+        err = mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->payload, m->len, &version, &body);
+    if (err != MC_CODEC_OK) {
+        /* Only we write the changelog, so this is a bug or tampering: say so
+         * loudly, but keep the rest of the partition. */
+        char off[24];
+        snprintf(off, sizeof off, "%" PRId64, m->offset);
+        mc_log(&s->logger, MC_LOG_ERROR, "unreadable changelog record skipped", "topic",
+               s->changelog_topic, "offset", off, "error", detail, (const char *)NULL);
+        return;
+    }
+    const uint8_t *task = (const uint8_t *)m->payload + body;
+    if (hold(s, p, m->key, m->key_len, version, st.task.due_at, task, m->len - body) != 0)
+        mc_log(&s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
+}
+
+typedef struct restore_target {
+    int32_t partition;
+    int64_t end; /* high watermark when the restore began */
+    bool done;
+} restore_target;
+
+/* Replays the changelog partitions of `parts` from the beginning to the
+ * high watermark they had when we started. Returns 0, or -1 when the broker
+ * could not even tell us where the end is. */
+static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ctx)
+{
+    if (n == 0)
+        return 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    restore_target *tg = calloc(n, sizeof *tg);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
+    if (!tg || !list) {
+        free(tg);
+        if (list)
+            rd_kafka_topic_partition_list_destroy(list);
+        return -1;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+            s->restore, s->changelog_topic, parts[i]->partition, &lo, &hi, 30000);
+        if (err) {
+            mc_log(&s->logger, MC_LOG_ERROR, "cannot read the changelog's end", "topic",
+                   s->changelog_topic, "error", rd_kafka_err2str(err), (const char *)NULL);
+            free(tg);
+            rd_kafka_topic_partition_list_destroy(list);
+            return -1;
+        }
+        tg[i] = (restore_target){parts[i]->partition, hi, hi <= lo};
+        if (!tg[i].done) {
+            left++;
+            rd_kafka_topic_partition_list_add(list, s->changelog_topic, parts[i]->partition)
+                ->offset = RD_KAFKA_OFFSET_BEGINNING;
+        }
+    }
+    uint64_t records = 0;
+    if (left > 0)
+        rd_kafka_assign(s->restore, list);
+    int64_t last_log = 0;
+    while (left > 0) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(s->restore, 500);
+        if (!m)
+            continue;
+        restore_target *t = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (tg[i].partition == m->partition)
+                t = &tg[i];
+        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            mc_log(&s->logger, MC_LOG_WARN, "restore consumer error", "error",
+                   rd_kafka_message_errstr(m), (const char *)NULL);
+        } else if (t && !t->done) {
+            /* The end is reached when a record at or past end-1 arrives, or
+             * at end-of-partition once we are past end (a transaction
+             * marker can be the last offset, and it is never delivered). */
+            if (!m->err) {
+                restore_record(s, parts[t - tg], m);
+                records++;
+            }
+            int64_t next = m->err ? m->offset : m->offset + 1;
+            if (next >= t->end) {
+                t->done = true;
+                left--;
+            }
+        }
+        rd_kafka_message_destroy(m);
+        int64_t now = mc_now_ms();
+        if (now - last_log >= 5000 && left > 0) {
+            if (last_log) {
+                char rec[24];
+                snprintf(rec, sizeof rec, "%" PRIu64, records);
+                mc_log(&s->logger, MC_LOG_INFO, "restoring", "topic", s->changelog_topic, "records",
+                       rec, (const char *)NULL);
+            }
+            last_log = now;
+        }
+    }
+    rd_kafka_assign(s->restore, NULL);
+    free(tg);
+    rd_kafka_topic_partition_list_destroy(list);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    size_t held = 0;
+    for (size_t i = 0; i < n; i++)
+        held += mc_keymap_count(parts[i]->tasks);
+    char rec[24], sec[24], rate[24], tasks[24], np[24];
+    snprintf(rec, sizeof rec, "%" PRIu64, records);
+    snprintf(sec, sizeof sec, "%.3f", secs);
+    snprintf(rate, sizeof rate, "%.0f", secs > 0 ? (double)records / secs : 0.0);
+    snprintf(tasks, sizeof tasks, "%zu", held);
+    snprintf(np, sizeof np, "%zu", n);
+    mc_log(&s->logger, MC_LOG_INFO, "restored", "partitions", np, "records", rec, "tasks", tasks,
+           "seconds", sec, "records_per_second", rate, (const char *)NULL);
+    mc_counter_add(s->restored, records);
+    mc_gauge_set(s->restore_seconds, secs);
+    (void)ctx;
+    return 0;
+}
+
+static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    store *s = self;
+    mc_ctx_set_ready(ctx, false);
+    store_part **fresh = calloc((size_t)parts->cnt + 1, sizeof *fresh);
+    if (!fresh)
+        return -1;
+    size_t n = 0;
+    int64_t now = mc_now_ms();
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (strcmp(tp->topic, s->wheel_topic) != 0 || find_part(s, tp->partition))
+            continue;
+        store_part *p = add_part(s, tp->partition, now);
+        if (!p) {
+            free(fresh);
+            return -1;
+        }
+        fresh[n++] = p;
+    }
+    int rc = restore_partitions(s, fresh, n, ctx);
+    free(fresh);
+    update_gauges(s);
+    mc_ctx_wakeup_at(ctx, mc_now_ms());
+    mc_ctx_set_ready(ctx, rc == 0);
+    return rc;
+}
+
+static void store_on_revoke(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    (void)ctx;
+    store *s = self;
+    for (int i = 0; i < parts->cnt; i++) {
+        if (strcmp(parts->elems[i].topic, s->wheel_topic) != 0)
+            continue;
+        for (size_t k = 0; k < s->n_parts; k++) {
+            if (s->parts[k]->partition == parts->elems[i].partition) {
+                part_free(s->parts[k]);
+                s->parts[k] = s->parts[--s->n_parts];
+                break;
+            }
+        }
+    }
+    update_gauges(s);
+}
+
+/* ---- processing ------------------------------------------------------------------ */
+
+static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+{
+    store *s = self;
+    store_part *p = find_part(s, m->partition);
+    if (!p)
+        return 0; /* not ours (any more): the runner will not commit it for us */
+    p->position = m->offset + 1;
+    if (!m->payload || !m->key)
+        return 0; /* our own position markers */
+    int64_t version;
+    size_t body;
+    if (mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, m->payload, m->len, &version, &body) !=
+        MC_CODEC_OK) {
+        mc_counter_add(s->ignored, 1);
+        return 0;
+    }
+    store_entry *e = find_entry(p, m->key, m->key_len);
+    if (!mc_wheel_record_is_far(m)) {
+        /* A task due soon, a cancel, or one of our own hand-offs: whatever
+         * we hold that is older is obsolete. */
+        if (e && e->version < version) {
+            remove_entry(p, e);
+            mc_counter_add(s->dropped, 1);
+            return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, NULL, 0);
+        }
+        return 0;
+    }
+    if (e && e->version >= version)
+        return 0; /* never happens: versions only grow per key */
+    mc_wheel_entry w;
+    char detail[200];
+    mc_arena_reset(s->arena);
+    mc_codec_err err =
+        mc_decode_wheel_entry(m->payload, m->len, s->arena, &w, detail, sizeof detail);
+    if (err != MC_CODEC_OK || w.command.kind != MC_CMD_SUBMIT) {
+        char why[300];
+        snprintf(why, sizeof why, "store: unreadable far task: %s%s%s",
+                 err ? mc_codec_strerror(err) : "not a Submit", detail[0] ? ": " : "", detail);
+        return mc_ctx_dead_letter(ctx, m, why, NULL);
+    }
+    /* body is just after the version; the union branch byte (0) follows. */
+    const uint8_t *task = (const uint8_t *)m->payload + body + 1;
+    size_t task_len = m->len - body - 1;
+    if (hold(s, p, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
+        return -1;
+    mc_counter_add(s->kept, 1);
+    mc_ctx_wakeup_at(ctx, w.command.submit.due_at - s->horizon_ms);
+    mc_buf_reset(&s->buf);
+    if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, task, task_len, NULL, 0, &s->buf) !=
+        0)
+        return -1;
+    return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, s->buf.data,
+                          s->buf.len);
+}
+
+/* Writes `wheel` the task and the changelog its tombstone: one transaction. */
+static int hand_off(store *s, store_part *p, store_entry *e, mc_ctx *ctx)
+{
+    static const uint8_t submit_branch = 0;
+    mc_buf_reset(&s->buf);
+    if (mc_encode_versioned_raw(MC_SCHEMA_WHEEL_ENTRY, e->version, &submit_branch, 1,
+                                e->data + e->node.key_len, e->task_len, &s->buf) != 0)
+        return -1;
+    if (mc_ctx_forward(ctx, s->wheel, p->partition, e->data, e->node.key_len, s->buf.data,
+                       s->buf.len) != 0 ||
+        mc_ctx_forward(ctx, s->changelog, p->partition, e->data, e->node.key_len, NULL, 0) != 0)
+        return -1;
+    mc_counter_add(s->handed_off, 1);
+    mc_keymap_remove(p->tasks, &e->node);
+    p->bytes -= e->node.key_len + e->task_len;
+    free(e);
+    return 0;
+}
+
+static int write_marker(store *s, store_part *p, mc_ctx *ctx)
+{
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, p->position);
+    if (mc_ctx_forward_header(ctx, s->wheel, p->partition, NULL, 0, NULL, 0,
+                              MC_STORE_POSITION_HEADER, pos, (size_t)n) != 0)
+        return -1;
+    p->marked = p->position;
+    return 0;
+}
+
+static int store_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
+{
+    store *s = self;
+    mc_timer *due[256];
+    size_t budget = HANDOFF_BATCH;
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < s->n_parts; i++) {
+        store_part *p = s->parts[i];
+        while (budget > 0) {
+            size_t want = budget < 256 ? budget : 256;
+            size_t got = mc_wheel_advance(p->handoffs, now_ms, due, want);
+            for (size_t k = 0; k < got; k++)
+                if (hand_off(s, p, MC_TIMER_OWNER(due[k], store_entry, handoff), ctx) != 0)
+                    return -1;
+            budget -= got;
+            if (got < want)
+                break;
+        }
+        int64_t d = mc_wheel_next_deadline(p->handoffs);
+        if (d < next)
+            next = d;
+    }
+    if (budget == 0)
+        next = now_ms; /* more are due: come back right after the next poll */
+    if (now_ms - s->last_marker_ms >= MARKER_INTERVAL_MS) {
+        s->last_marker_ms = now_ms;
+        for (size_t i = 0; i < s->n_parts; i++)
+            if (s->parts[i]->position > s->parts[i]->marked &&
+                write_marker(s, s->parts[i], ctx) != 0)
+                return -1;
+    }
+    if (s->n_parts > 0 && s->last_marker_ms + MARKER_INTERVAL_MS < next)
+        next = s->last_marker_ms + MARKER_INTERVAL_MS;
+    if (next != INT64_MAX)
+        mc_ctx_wakeup_at(ctx, next);
+    update_gauges(s);
+    return 0;
+}
+
+static void store_destroy(void *self)
+{
+    store *s = self;
+    for (size_t i = 0; i < s->n_parts; i++)
+        part_free(s->parts[i]);
+    free(s->parts);
+    if (s->restore) {
+        rd_kafka_consumer_close(s->restore);
+        rd_kafka_destroy(s->restore);
+    }
+    mc_arena_free(s->arena);
+    mc_buf_free(&s->buf);
+    free(s);
+}
+
+static const char *const store_inputs[] = {"wheel", NULL};
+
+const mc_processor mc_store_processor = {
+    .name = "store",
+    .input_topics = store_inputs,
+    .create = store_create,
+    .process = store_process,
+    .punctuate = store_punctuate,
+    .on_assign = store_on_assign,
+    .on_revoke = store_on_revoke,
+    .destroy = store_destroy,
+};
