@@ -22,8 +22,10 @@
 #define MAX_INPUTS 8
 #define MAX_METADATA 256
 #define MAX_POISON 64
-/* Records taken per loop turn once the first has arrived. */
-#define POLL_BATCH 500
+/* Records (and milliseconds) taken per loop turn once the first record has
+ * arrived, before punctuate and commit get their turn. */
+#define POLL_BATCH 2000
+#define POLL_BATCH_MS 5
 /* Raw values above this are not copied into a dead letter, so the dead
  * letter itself always fits in a Kafka message. */
 #define MAX_DEAD_RAW (512 * 1024)
@@ -1052,15 +1054,18 @@ static int poll_timeout(const mc_runner *r)
     return timeout < 0 ? 0 : (int)timeout;
 }
 
-static bool commit_due(const mc_runner *r)
+static bool commit_due_by_size_or_age(const mc_runner *r)
 {
     if (!r->txn_open)
         return false;
-    if (r->commit_requested && r->txn_dirty)
-        return true;
     if (r->txn_records >= (uint64_t)r->cfg->commit_max_records)
         return true;
     return r->txn_dirty && r->now_mono_ms - r->txn_started_ms >= r->cfg->commit_interval_ms;
+}
+
+static bool commit_due(const mc_runner *r)
+{
+    return (r->txn_open && r->commit_requested && r->txn_dirty) || commit_due_by_size_or_age(r);
 }
 
 static void read_clocks(mc_runner *r)
@@ -1115,12 +1120,15 @@ int mc_runner_run(mc_runner *r)
         read_clocks(r);
         int timeout = poll_timeout(r);
         bool stop_loop = false;
+        int64_t batch_start = -1;
         for (int n = 0; n < POLL_BATCH && !stop_loop; n++) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, n == 0 ? timeout : 0);
             if (n == 0 || (n & 63) == 0)
                 read_clocks(r);
             if (!m)
                 break;
+            if (batch_start < 0)
+                batch_start = r->now_mono_ms;
             if (m->err) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
@@ -1133,8 +1141,12 @@ int mc_runner_run(mc_runner *r)
                 stop_loop = true;
             }
             rd_kafka_message_destroy(m);
-            if (atomic_load(&r->fatal) || commit_due(r) ||
-                (r->wakeup_ms != INT64_MAX && r->now_wall_ms >= r->wakeup_ms))
+            /* Not on a commit request or a due wake-up: those are served
+             * right after the batch, which is short, and breaking for them
+             * would make a processor that fires continuously (the wheel)
+             * consume one record per commit. */
+            if (atomic_load(&r->fatal) || commit_due_by_size_or_age(r) ||
+                r->now_mono_ms - batch_start >= POLL_BATCH_MS)
                 break;
         }
         if (stop_loop)

@@ -301,8 +301,16 @@ static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ct
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t lo, hi;
-        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-            s->restore, s->changelog_topic, parts[i]->partition, &lo, &hi, 30000);
+        rd_kafka_resp_err_t err;
+        /* A topic created a moment ago may not have a leader yet. */
+        for (int attempt = 0;; attempt++) {
+            err = rd_kafka_query_watermark_offsets(s->restore, s->changelog_topic,
+                                                   parts[i]->partition, &lo, &hi, 10000);
+            if (!err || attempt == 300)
+                break;
+            struct timespec pause = {0, 200 * 1000000};
+            nanosleep(&pause, NULL);
+        }
         if (err) {
             mc_log(&s->logger, MC_LOG_ERROR, "cannot read the changelog's end", "topic",
                    s->changelog_topic, "error", rd_kafka_err2str(err), (const char *)NULL);

@@ -483,6 +483,7 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
             /* Behind what has fired already: fire now, which keeps
              * "everything up to the frontier is done" true. */
             rc = fire(w, p, k, mc_ctx_now_ms(ctx), ctx);
+            mc_ctx_request_commit(ctx);
         } else {
             mc_wheel_add(p->w, &k->timer, k->due);
             mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - w->lead_ms);
