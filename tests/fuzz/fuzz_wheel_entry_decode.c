@@ -1,7 +1,10 @@
 /* libFuzzer harness for mc_decode_wheel_entry: the wheel restores its state
  * by replaying its topic, so a corrupt record there must fail cleanly too.
  * Same checks as fuzz_command_decode.c: no crash, errors explained, memory
- * proportional to input, re-encoding stable. */
+ * proportional to input, re-encoding stable. The store and the wheel read a
+ * record's version with mc_peek_versioned before (or instead of) decoding
+ * it, and the store re-frames a Submit's task bytes without decoding them
+ * again, so both shortcuts are checked against the full decoder here. */
 #include "codec.h"
 #include "codec_internal.h"
 #include "fuzz_checks.h"
@@ -22,6 +25,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char detail[256];
     mc_codec_err e = mc_decode_wheel_entry(data, size, arena, &w, detail, sizeof detail);
     fuzz_check_decode(arena, size, e, detail);
+    int64_t version;
+    size_t body;
+    mc_codec_err pe = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &body);
+    if (e == MC_CODEC_OK && (pe != MC_CODEC_OK || version != w.version || body >= size)) {
+        fprintf(stderr, "peek disagrees with the decoder (%d)\n", (int)pe);
+        abort();
+    }
+    if (e == MC_CODEC_OK && w.command.kind == MC_CMD_SUBMIT) {
+        /* StoredTask framed from the task bytes decodes to the same task. */
+        mc_buf st = {0};
+        mc_stored_task s;
+        if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, data + body + 1,
+                                    size - body - 1, NULL, 0, &st) != 0 ||
+            mc_decode_stored_task(st.data, st.len, arena, &s, detail, sizeof detail) !=
+                MC_CODEC_OK ||
+            s.version != w.version || s.task.due_at != w.command.submit.due_at ||
+            strcmp(s.task.task_id, w.command.submit.task_id) != 0) {
+            fprintf(stderr, "re-framed StoredTask differs: %s\n", detail);
+            abort();
+        }
+        mc_buf_free(&st);
+    }
     if (e == MC_CODEC_OK) {
         mc_buf b1 = {0}, b2 = {0};
         mc_wheel_entry w2;
