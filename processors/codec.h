@@ -231,9 +231,9 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
  * either way without decoding and re-encoding. */
 
 /* Checks the single-object header of a WheelEntry or StoredTask and reads
- * its version; *body_off is the offset just after the version (where a
- * WheelEntry's union branch, or a StoredTask's task, starts). For a
- * WheelEntry the branch byte is checked too. Does not validate the rest. */
+ * its version; *body_off is where the payload starts: a StoredTask's task,
+ * or what follows a WheelEntry's union branch (a Submit's task, a Cancel).
+ * Does not validate the rest. */
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
                                size_t *body_off);
 /* Appends a single-object record of schema id: header, version, then the

@@ -606,11 +606,12 @@ mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, in
         return MC_CODEC_UNKNOWN_SCHEMA;
     TRY(begin(&r, data, len, NULL, NULL, 0, id, NULL));
     TRY(rd_long(&r, "version", version));
-    *body_off = (size_t)(r.p - (const uint8_t *)data);
     if (id == MC_SCHEMA_WHEEL_ENTRY) {
+        /* The branch is a varint too, and a foreign writer may spend more
+         * than one byte on it. */
         int64_t branch;
         TRY(rd_branch(&r, "payload", 2, &branch));
-        (void)branch;
     }
+    *body_off = (size_t)(r.p - (const uint8_t *)data);
     return MC_CODEC_OK;
 }

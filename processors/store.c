@@ -476,9 +476,9 @@ static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
                  err ? mc_codec_strerror(err) : "not a Submit", detail[0] ? ": " : "", detail);
         return mc_ctx_dead_letter(ctx, m, why, NULL);
     }
-    /* body is just after the version; the union branch byte (0) follows. */
-    const uint8_t *task = (const uint8_t *)m->payload + body + 1;
-    size_t task_len = m->len - body - 1;
+    /* body is just after the union branch: the Submit's task. */
+    const uint8_t *task = (const uint8_t *)m->payload + body;
+    size_t task_len = m->len - body;
     if (hold(s, p, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
         return -1;
     mc_counter_add(s->kept, 1);

@@ -36,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* StoredTask framed from the task bytes decodes to the same task. */
         mc_buf st = {0};
         mc_stored_task s;
-        if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, data + body + 1,
-                                    size - body - 1, NULL, 0, &st) != 0 ||
+        if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, data + body, size - body, NULL,
+                                    0, &st) != 0 ||
             mc_decode_stored_task(st.data, st.len, arena, &s, detail, sizeof detail) !=
                 MC_CODEC_OK ||
             s.version != w.version || s.task.due_at != w.command.submit.due_at ||
