@@ -36,6 +36,7 @@ struct mc_http_server {
     struct MHD_Daemon *daemon;
     mc_metrics *metrics;
     uint16_t port;
+    bool ready_needs_check;
     pthread_mutex_t lock; /* guards ready and health */
     check_list ready, health;
 };
@@ -93,6 +94,8 @@ static enum MHD_Result reply_checks(mc_http_server *s, struct MHD_Connection *co
     bool overflow = list->overflow;
     memcpy(snap, list->items, n * sizeof snap[0]);
     pthread_mutex_unlock(&s->lock);
+    if (n == 0 && list == &s->ready && s->ready_needs_check)
+        return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
 
     bool pass[MAX_CHECKS];
     char why[MAX_CHECKS][WHY_LEN];
@@ -226,6 +229,7 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
         return NULL;
     }
     s->metrics = opts->metrics;
+    s->ready_needs_check = opts->ready_needs_check;
 
     /* MHD_USE_AUTO picks epoll, then poll, then select, whichever the
      * platform has. */

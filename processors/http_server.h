@@ -23,6 +23,9 @@ typedef struct mc_http_options {
     const char *bind_address; /* NULL or "0.0.0.0": all interfaces */
     uint16_t port;            /* 0: pick a free port (see mc_http_port) */
     mc_metrics *metrics;      /* rendered by /metrics; not owned */
+    /* /readyz answers 503 "starting" until a ready check is registered, so
+     * a process is never ready before the component that decides exists. */
+    bool ready_needs_check;
 } mc_http_options;
 
 /* Starts serving. Returns NULL and a message in err when the port cannot be

@@ -131,8 +131,10 @@ int main(int argc, char **argv)
         goto out;
     }
     if (cfg.http_port >= 0) {
-        mc_http_options ho = {
-            .bind_address = cfg.http_bind, .port = (uint16_t)cfg.http_port, .metrics = metrics};
+        mc_http_options ho = {.bind_address = cfg.http_bind,
+                              .port = (uint16_t)cfg.http_port,
+                              .metrics = metrics,
+                              .ready_needs_check = true};
         http = mc_http_start(&ho, err, sizeof err);
         if (!http) {
             fprintf(stderr, "mooncake %s: %s (set --http-port / MOONCAKE_HTTP_PORT)\n", ro->name,

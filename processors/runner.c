@@ -132,6 +132,9 @@ struct mc_runner {
     atomic_bool fatal;
     atomic_bool processor_ready;
     atomic_bool started;
+    /* Set after the first assignment (even an empty one): until then an
+     * instance has not restored anything and must not count as ready. */
+    atomic_bool assigned_once;
     atomic_llong loop_heartbeat_ms;
 
     mc_counter *txn_committed;
@@ -730,9 +733,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         }
         rd_kafka_assign(rk, parts);
         mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
-        mc_gauge_set(r->assigned_partitions, parts->cnt);
         if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
             atomic_store(&r->fatal, true);
+        /* After on_assign: the gauge says "these partitions are served". */
+        mc_gauge_set(r->assigned_partitions, parts->cnt);
+        atomic_store(&r->assigned_once, true);
         break;
     }
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -782,6 +787,10 @@ static bool ready_check(void *arg, char *why, size_t whylen)
     mc_runner *r = arg;
     if (!atomic_load(&r->started)) {
         snprintf(why, whylen, "starting (transactions not initialised yet)");
+        return false;
+    }
+    if (!atomic_load(&r->assigned_once)) {
+        snprintf(why, whylen, "waiting for a partition assignment");
         return false;
     }
     if (!atomic_load(&r->processor_ready)) {
@@ -867,6 +876,7 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     atomic_init(&r->fatal, false);
     atomic_init(&r->processor_ready, true);
     atomic_init(&r->started, false);
+    atomic_init(&r->assigned_once, false);
     atomic_init(&r->loop_heartbeat_ms, 0);
     snprintf(r->group_id, sizeof r->group_id, "%s%s", cfg->topic_prefix, p->name);
     snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,

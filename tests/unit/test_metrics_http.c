@@ -491,6 +491,27 @@ static void test_http(void)
     CHECK(strstr(err, want) && strstr(err, "in use"), "clash error names the endpoint: '%s'", err);
     mc_http_stop(s2);
 
+    /* A process's server is not ready before anything can say it is: the
+     * runner registers its check only after the server is up. */
+    mc_http_options strict = {
+        .bind_address = "127.0.0.1", .port = 0, .metrics = m, .ready_needs_check = true};
+    mc_http_server *s3 = mc_http_start(&strict, err, sizeof err);
+    CHECK(s3 != NULL, "strict server: %s", err);
+    if (s3) {
+        unsigned short p3 = mc_http_port(s3);
+        r = fetch(p3, NULL, "/readyz");
+        CHECK(r.status == 503 && strcmp(r.body, "starting\n") == 0,
+              "readyz before any check: %ld '%s'", r.status, r.body);
+        r = fetch(p3, NULL, "/healthz");
+        CHECK(r.status == 200, "healthz needs no check: %ld", r.status);
+        flag_check up = {.reason = "never"};
+        atomic_init(&up.ok, true);
+        mc_http_add_check(s3, "ready", "runner", check_flag, &up);
+        r = fetch(p3, NULL, "/readyz");
+        CHECK(r.status == 200, "readyz once a passing check exists: %ld '%s'", r.status, r.body);
+        mc_http_stop(s3);
+    }
+
     /* A numeric address this host does not have: no DNS involved. */
     err[0] = '\0';
     mc_http_options bad = {.bind_address = "192.0.2.1", .port = 0, .metrics = m};
