@@ -789,12 +789,12 @@ static bool ready_check(void *arg, char *why, size_t whylen)
         snprintf(why, whylen, "starting (transactions not initialised yet)");
         return false;
     }
-    if (!atomic_load(&r->assigned_once)) {
-        snprintf(why, whylen, "waiting for a partition assignment");
-        return false;
-    }
     if (!atomic_load(&r->processor_ready)) {
         snprintf(why, whylen, "restoring state");
+        return false;
+    }
+    if (!atomic_load(&r->assigned_once)) {
+        snprintf(why, whylen, "waiting for a partition assignment");
         return false;
     }
     return true;
