@@ -236,6 +236,9 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
  * Does not validate the rest. */
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
                                size_t *body_off);
+/* Reads due_at from the bytes of an encoded Task (skipping app_id and
+ * task_id), for the store's restore, which needs nothing else. */
+mc_codec_err mc_peek_task_due(const void *task, size_t len, int64_t *due_at);
 /* Appends a single-object record of schema id: header, version, then the
  * bytes a and b as they are (a WheelEntry Submit is a = "\0", the union
  * branch, and b = the task; a StoredTask is a = the task). 0, or -1 on ENOMEM. */

@@ -615,3 +615,11 @@ mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, in
     *body_off = (size_t)(r.p - (const uint8_t *)data);
     return MC_CODEC_OK;
 }
+
+mc_codec_err mc_peek_task_due(const void *task, size_t len, int64_t *due_at)
+{
+    rd r = {.p = task, .end = (const uint8_t *)task + len};
+    TRY(skip_string(&r, "app_id"));
+    TRY(skip_string(&r, "task_id"));
+    return rd_long(&r, "due_at", due_at);
+}

@@ -921,6 +921,12 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
         mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
         set_default(cfg, pc, "linger.ms", "5", err, errlen) ||
+        /* The broker answers CONCURRENT_TRANSACTIONS to the next
+         * transaction's first requests while it still writes the last one's
+         * markers; librdkafka retries AddOffsetsToTxn after retry.backoff.ms,
+         * and the default 100 ms would put a floor under every commit (the
+         * Java client uses 20 ms for this case, KAFKA-5477). */
+        set_default(cfg, pc, "retry.backoff.ms", "5", err, errlen) ||
         set_default(cfg, pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
         rd_kafka_conf_destroy(pc);
         goto fail;

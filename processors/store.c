@@ -25,6 +25,7 @@
 #include "store.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,7 @@ static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, s, err, errlen);
     if (!conf || mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "16384", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(conf, "group.id", "mooncake-store-restore-unused", err, errlen)) {
         if (conf)
@@ -219,14 +221,15 @@ static void remove_entry(store_part *p, store_entry *e)
 static int hold(store *s, store_part *p, const void *key, size_t keylen, int64_t version,
                 int64_t due_at, const void *task, size_t task_len)
 {
-    store_entry *old = find_entry(p, key, keylen);
+    uint32_t hash = mc_keymap_hash(key, keylen);
+    mc_keynode *old = mc_keymap_find(p->tasks, key, keylen, hash);
     if (old)
-        remove_entry(p, old);
+        remove_entry(p, (store_entry *)old);
     store_entry *e = malloc(sizeof *e + keylen + task_len);
     if (!e)
         return -1;
     memset(e, 0, sizeof *e);
-    e->node.hash = mc_keymap_hash(key, keylen);
+    e->node.hash = hash;
     e->node.key_len = (uint32_t)keylen;
     e->version = version;
     e->task_len = (uint32_t)task_len;
@@ -252,26 +255,27 @@ static void restore_record(store *s, store_part *p, const rd_kafka_message_t *m)
             remove_entry(p, e);
         return;
     }
-    mc_stored_task st;
-    mc_arena_reset(s->arena);
-    char detail[200];
+    /* Only what the store needs (version, due time) is read: we wrote these
+     * records ourselves, from tasks validated on the way in, and a full
+     * decode would be most of the restore's CPU. */
+    int64_t version, due_at = 0;
+    size_t body = 0;
     mc_codec_err err =
-        mc_decode_stored_task(m->payload, m->len, s->arena, &st, detail, sizeof detail);
-    int64_t version;
-    size_t body;
+        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->payload, m->len, &version, &body);
     if (err == MC_CODEC_OK)
-        err = mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->payload, m->len, &version, &body);
+        err = mc_peek_task_due((const uint8_t *)m->payload + body, m->len - body, &due_at);
     if (err != MC_CODEC_OK) {
         /* Only we write the changelog, so this is a bug or tampering: say so
          * loudly, but keep the rest of the partition. */
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, m->offset);
         mc_log(&s->logger, MC_LOG_ERROR, "unreadable changelog record skipped", "topic",
-               s->changelog_topic, "offset", off, "error", detail, (const char *)NULL);
+               s->changelog_topic, "offset", off, "error", mc_codec_strerror(err),
+               (const char *)NULL);
         return;
     }
     const uint8_t *task = (const uint8_t *)m->payload + body;
-    if (hold(s, p, m->key, m->key_len, version, st.task.due_at, task, m->len - body) != 0)
+    if (hold(s, p, m->key, m->key_len, version, due_at, task, m->len - body) != 0)
         mc_log(&s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
 }
 
@@ -329,32 +333,36 @@ static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ct
     if (left > 0)
         rd_kafka_assign(s->restore, list);
     int64_t last_log = 0;
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(s->restore);
+    rd_kafka_message_t *batch[1024];
     while (left > 0) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(s->restore, 500);
-        if (!m)
-            continue;
-        restore_target *t = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (tg[i].partition == m->partition)
-                t = &tg[i];
-        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            mc_log(&s->logger, MC_LOG_WARN, "restore consumer error", "error",
-                   rd_kafka_message_errstr(m), (const char *)NULL);
-        } else if (t && !t->done) {
-            /* The end is reached when a record at or past end-1 arrives, or
-             * at end-of-partition once we are past end (a transaction
-             * marker can be the last offset, and it is never delivered). */
-            if (!m->err) {
-                restore_record(s, parts[t - tg], m);
-                records++;
+        /* Batches: one queue lock per 1024 records instead of one per record. */
+        ssize_t got = rd_kafka_consume_batch_queue(q, 500, batch, 1024);
+        for (ssize_t b = 0; b < got; b++) {
+            rd_kafka_message_t *m = batch[b];
+            restore_target *t = NULL;
+            for (size_t i = 0; i < n; i++)
+                if (tg[i].partition == m->partition)
+                    t = &tg[i];
+            if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                mc_log(&s->logger, MC_LOG_WARN, "restore consumer error", "error",
+                       rd_kafka_message_errstr(m), (const char *)NULL);
+            } else if (t && !t->done) {
+                /* The end is reached when a record at or past end-1 arrives, or
+                 * at end-of-partition once we are past end (a transaction
+                 * marker can be the last offset, and it is never delivered). */
+                if (!m->err) {
+                    restore_record(s, parts[t - tg], m);
+                    records++;
+                }
+                int64_t next = m->err ? m->offset : m->offset + 1;
+                if (next >= t->end) {
+                    t->done = true;
+                    left--;
+                }
             }
-            int64_t next = m->err ? m->offset : m->offset + 1;
-            if (next >= t->end) {
-                t->done = true;
-                left--;
-            }
+            rd_kafka_message_destroy(m);
         }
-        rd_kafka_message_destroy(m);
         int64_t now = mc_now_ms();
         if (now - last_log >= 5000 && left > 0) {
             if (last_log) {
@@ -366,7 +374,12 @@ static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ct
             last_log = now;
         }
     }
+    rd_kafka_queue_destroy(q);
     rd_kafka_assign(s->restore, NULL);
+    /* The restore consumer's read-ahead was freed by threads whose malloc
+     * arenas glibc keeps; give the memory back, or RSS stays tens of MB
+     * above what the tasks need. */
+    malloc_trim(0);
     free(tg);
     rd_kafka_topic_partition_list_destroy(list);
     clock_gettime(CLOCK_MONOTONIC, &t1);
