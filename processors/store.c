@@ -217,14 +217,14 @@ static void remove_entry(store_part *p, store_entry *e)
     free(e);
 }
 
-/* Holds (a newer version of) a task; replaces what was held for its key. */
-static int hold(store *s, store_part *p, const void *key, size_t keylen, int64_t version,
-                int64_t due_at, const void *task, size_t task_len)
+/* Holds (a newer version of) a task; replaces old, what the caller found
+ * held for its key (NULL: nothing), so the key is looked up once. */
+static int hold(store *s, store_part *p, store_entry *old, const void *key, size_t keylen,
+                int64_t version, int64_t due_at, const void *task, size_t task_len)
 {
-    uint32_t hash = mc_keymap_hash(key, keylen);
-    mc_keynode *old = mc_keymap_find(p->tasks, key, keylen, hash);
+    uint32_t hash = old ? old->node.hash : mc_keymap_hash(key, keylen);
     if (old)
-        remove_entry(p, (store_entry *)old);
+        remove_entry(p, old);
     store_entry *e = malloc(sizeof *e + keylen + task_len);
     if (!e)
         return -1;
@@ -275,7 +275,8 @@ static void restore_record(store *s, store_part *p, const rd_kafka_message_t *m)
         return;
     }
     const uint8_t *task = (const uint8_t *)m->payload + body;
-    if (hold(s, p, m->key, m->key_len, version, due_at, task, m->len - body) != 0)
+    if (hold(s, p, find_entry(p, m->key, m->key_len), m->key, m->key_len, version, due_at, task,
+             m->len - body) != 0)
         mc_log(&s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
 }
 
@@ -492,7 +493,7 @@ static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     /* body is just after the union branch: the Submit's task. */
     const uint8_t *task = (const uint8_t *)m->payload + body;
     size_t task_len = m->len - body;
-    if (hold(s, p, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
+    if (hold(s, p, e, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
         return -1;
     mc_counter_add(s->kept, 1);
     mc_ctx_wakeup_at(ctx, w.command.submit.due_at - s->horizon_ms);
