@@ -466,10 +466,15 @@ class Workload:
         while time.time() < deadline:
             try:
                 seen = {(f["key"], f["version"]) for f in fires(self.env, timeout=10)}
-            except Unsettled:  # still firing
+            except Unsettled as e:  # still firing
+                print(f"     +{(now_ms() - self.last_due) / 1000:.1f}s after the last due "
+                      f"time: {e}", flush=True)
                 seen = set()
-            if all((k, w[1]) in seen for k, w in self.expected.items()):
+            missing = sum((k, w[1]) not in seen for k, w in self.expected.items())
+            if not missing:
                 break
+            print(f"     +{(now_ms() - self.last_due) / 1000:.1f}s after the last due time: "
+                  f"{missing} tasks not fired yet", flush=True)
             time.sleep(1)
         time.sleep(2)
         fired = fires(self.env)
@@ -478,22 +483,71 @@ class Workload:
         return fired
 
 
-def kill_and_restart(env, role, rng, first, rounds, t0):
+def stable_offsets(env, suffix, consumers):
+    """Per partition of the topic: (last stable offset, high watermark). The
+    LSO stops at the first record of the oldest open transaction."""
+    rc, ru = consumers
+    tps = [TopicPartition(env.topic(suffix), p) for p in range(env.partitions)]
+    lso = [rc.get_watermark_offsets(tp, timeout=10, cached=False)[1] for tp in tps]
+    hw = [ru.get_watermark_offsets(tp, timeout=10, cached=False)[1] for tp in tps]
+    return lso, hw
+
+
+def kill_in_open_transaction(env, p, suffix, rng, consumers, since_hw, deadline_ms):
+    """Freezes p (SIGSTOP) at random moments until one of p's own
+    transactions is open on the topic with records in it, then kills it
+    (SIGKILL). A transaction is p's when its first record lies beyond since_hw,
+    the high watermark at the previous kill: an older one still open belongs
+    to a killed process whose transaction has not timed out yet. A kill
+    elsewhere would prove nothing about aborted work, so this fails rather
+    than kill blind. Returns (tries, the high watermark at the kill)."""
+    tries = 0
+    while True:
+        tries += 1
+        p.send_signal(signal.SIGSTOP)
+        try:
+            lso, hw = stable_offsets(env, suffix, consumers)
+        except KafkaException:
+            lso, hw = None, None
+        if lso and any(s <= lo < h for s, lo, h in zip(since_hw, lso, hw)):
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            return tries, hw
+        p.send_signal(signal.SIGCONT)
+        assert now_ms() < deadline_ms, \
+            f"{tries} looks at {suffix} never found a transaction of {p.log_path} open " \
+            f"(LSO {lso}, HW {hw}, since {since_hw})"
+        time.sleep(rng.uniform(0.002, 0.03))
+
+
+def kill_and_restart(env, role, suffix, rng, first, rounds, t0, deadline_ms):
     """From t0 + 1 s (tasks are firing and being handed over), kills `first`
-    with SIGKILL at random moments, each time once it owns every partition,
-    and restarts the role: rounds lists the replacements' (instance id,
-    commit interval ms). Returns the last process, owning every partition."""
+    with SIGKILL inside one of its open transactions on the topic `suffix`,
+    each time once it owns every partition and a random 0.2-1.2 s later, and
+    restarts the role: rounds lists the replacements' (instance id, commit
+    interval ms). Fails if a kill has not happened by deadline_ms (when the
+    topic stops being written). Returns the last process, owning every
+    partition."""
     p = first
-    sleep_until(t0 + 1000)
-    for instance, interval in rounds:
-        wait_assigned(env, p)
-        time.sleep(rng.uniform(0.2, 1.2))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        print(f"     killed {role} {os.path.basename(p.log_path)} at "
-              f"+{(now_ms() - t0) / 1000:.1f}s, restarting as {instance}", flush=True)
-        p = env.start(role, instance=instance, MOONCAKE_COMMIT_INTERVAL_MS=interval,
-                      **H, **FAST_FAILOVER)
+    consumers = [Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"kill-{lvl}",
+                           "enable.auto.commit": False, "isolation.level": lvl})
+                 for lvl in ("read_committed", "read_uncommitted")]
+    since_hw = [0] * env.partitions
+    try:
+        sleep_until(t0 + 1000)
+        for instance, interval in rounds:
+            wait_assigned(env, p)
+            time.sleep(rng.uniform(0.2, 1.2))
+            tries, since_hw = kill_in_open_transaction(env, p, suffix, rng, consumers,
+                                                       since_hw, deadline_ms)
+            print(f"     killed {role} {os.path.basename(p.log_path)} at "
+                  f"+{(now_ms() - t0) / 1000:.1f}s in an open transaction on {suffix} "
+                  f"(look {tries}), restarting as {instance}", flush=True)
+            p = env.start(role, instance=instance, MOONCAKE_COMMIT_INTERVAL_MS=interval,
+                          **H, **FAST_FAILOVER)
+    finally:
+        for c in consumers:
+            c.close()
     wait_assigned(env, p)
     print(f"     {role} {instance} owns every partition at +{(now_ms() - t0) / 1000:.1f}s",
           flush=True)
@@ -519,13 +573,13 @@ def test_wheel_kill_9_fires_each_task_exactly_once():
         w = Workload(env, rng)
         print(f"     seed {SEED}: {len(w.expected)} tasks to fire ({w.n_near} near), "
               f"{len(w.cancelled)} cancelled", flush=True)
-        kill_and_restart(env, "wheel", rng, procs[2],
-                         [("w" + i, c) for i, c in KILL_ROUNDS], w.t0)
+        kill_and_restart(env, "wheel", "ready", rng, procs[2],
+                         [("w" + i, c) for i, c in KILL_ROUNDS], w.t0, w.last_due)
         w.check()
         aborted = len(read_settled(env, "ready", committed_only=False)) - len(fires(env))
         print(f"     {aborted} fires aborted by the kills, hidden from read_committed")
-        assert aborted > 0, "no kill hit an open transaction with fires in it: the test " \
-            "proved nothing"
+        assert aborted >= len(KILL_ROUNDS), \
+            f"each of {len(KILL_ROUNDS)} kills hit an open transaction, yet {aborted} fires aborted"
         assert_alive(env, router, store)
     finally:
         env.stop_all()
@@ -540,18 +594,28 @@ def test_store_kill_9_fires_each_task_exactly_once():
     try:
         router, _, wheel = procs = start_pipeline(
             env, store_env={**FAST_FAILOVER, "MOONCAKE_COMMIT_INTERVAL_MS": 1000})
-        w = Workload(env, rng)
+        # Longer than the wheel's: each restarted store restores before it
+        # hands off again, and the fourth kill must still find hand-offs.
+        w = Workload(env, rng, spread_ms=22000)
         print(f"     seed {SEED + 1}: {len(w.expected)} tasks to fire ({w.n_near} near), "
               f"{len(w.cancelled)} cancelled", flush=True)
-        kill_and_restart(env, "store", rng, procs[1],
-                         [("s" + i, c) for i, c in KILL_ROUNDS], w.t0)
+        # The store writes its changelog until the last hand-off, a horizon
+        # before the last due time.
+        last = kill_and_restart(env, "store", "store", rng, procs[1],
+                                [("s" + i, c) for i, c in KILL_ROUNDS], w.t0,
+                                w.last_due - HORIZON_MS)
         w.check()
         # The router never aborts; aborted records in wheel or store are the
-        # killed stores' handoffs and changelog writes.
+        # killed stores' handoffs and changelog writes. The live store always
+        # has a transaction open (position markers every second, committed
+        # every second): stop it so the topics settle.
+        last.send_signal(signal.SIGTERM)
+        assert last.wait(30) == 0, f"SIGTERM should stop the store cleanly:\n{env.log(last)}"
         aborted = sum(len(read_settled(env, t, committed_only=False)) -
                       len(read_settled(env, t)) for t in ("wheel", "store"))
         print(f"     {aborted} store writes aborted by the kills")
-        assert aborted > 0, "no kill hit an open store transaction: the test proved nothing"
+        assert aborted >= len(KILL_ROUNDS), \
+            f"each of {len(KILL_ROUNDS)} kills hit an open transaction, yet {aborted} writes aborted"
         assert_alive(env, router, wheel)
     finally:
         env.stop_all()
