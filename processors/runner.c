@@ -9,11 +9,14 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "kafka.h"
@@ -85,6 +88,13 @@ struct mc_ctx {
     mc_runner *r;
 };
 
+typedef struct fd_watch {
+    int fd;
+    short events;
+    mc_fd_callback cb;
+    void *arg;
+} fd_watch;
+
 struct mc_runner {
     mc_logger logger; /* first: librdkafka's log callback reads its opaque as a logger */
     const mc_processor *proc;
@@ -127,6 +137,21 @@ struct mc_runner {
      * processor wants. */
     int64_t now_mono_ms, now_wall_ms;
     int64_t last_lag_ms;
+
+    /* The processor's file descriptors. Once there is one, the loop waits in
+     * poll(2) instead of in the consumer, and learns of new input through a
+     * pipe librdkafka writes to when the consumer's queue becomes
+     * non-empty. */
+    fd_watch *watches;
+    size_t n_watches, cap_watches;
+    struct pollfd *pfds;
+    size_t cap_pfds;
+    rd_kafka_queue_t *consumer_queue;
+    int queue_pipe[2];
+    /* The last batch stopped on its size or age with input still queued:
+     * the pipe will not be written again until the queue has been emptied,
+     * so the next wait must not block. */
+    bool input_backlog;
 
     atomic_bool stop;
     atomic_bool fatal;
@@ -346,6 +371,70 @@ void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
 {
     if (at_ms < ctx->r->wakeup_ms)
         ctx->r->wakeup_ms = at_ms;
+}
+
+/* The consumer's queue as a file descriptor: librdkafka writes a byte to the
+ * pipe whenever the queue goes from empty to non-empty (rebalances and
+ * errors arrive on the same queue, since the main queue is forwarded to it). */
+static int watch_consumer_queue(mc_runner *r)
+{
+    if (r->consumer_queue)
+        return 0;
+    if (pipe(r->queue_pipe) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        int fl = fcntl(r->queue_pipe[i], F_GETFL);
+        if (fl < 0 || fcntl(r->queue_pipe[i], F_SETFL, fl | O_NONBLOCK) != 0 ||
+            fcntl(r->queue_pipe[i], F_SETFD, FD_CLOEXEC) != 0)
+            return -1;
+    }
+    r->consumer_queue = rd_kafka_queue_get_consumer(r->consumer);
+    if (!r->consumer_queue)
+        return -1;
+    rd_kafka_queue_io_event_enable(r->consumer_queue, r->queue_pipe[1], "1", 1);
+    /* Whatever is queued already will not be announced. */
+    r->input_backlog = true;
+    return 0;
+}
+
+int mc_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg)
+{
+    mc_runner *r = ctx->r;
+    for (size_t i = 0; i < r->n_watches; i++) {
+        if (r->watches[i].fd != fd)
+            continue;
+        if (events == 0)
+            r->watches[i] = r->watches[--r->n_watches];
+        else
+            r->watches[i] = (fd_watch){fd, events, cb, arg};
+        return 0;
+    }
+    if (events == 0)
+        return 0;
+    if (watch_consumer_queue(r) != 0)
+        return -1;
+    if (r->n_watches == r->cap_watches) {
+        size_t cap = r->cap_watches ? r->cap_watches * 2 : 16;
+        fd_watch *w = realloc(r->watches, cap * sizeof *w);
+        if (!w)
+            return -1;
+        r->watches = w;
+        r->cap_watches = cap;
+    }
+    r->watches[r->n_watches++] = (fd_watch){fd, events, cb, arg};
+    return 0;
+}
+
+int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(ctx->r->consumer, l)
+                                    : rd_kafka_resume_partitions(ctx->r->consumer, l);
+    if (!err)
+        err = l->elems[0].err;
+    rd_kafka_topic_partition_list_destroy(l);
+    return err ? -1 : 0;
 }
 
 /* Records what the next commits carry for one partition: metadata, and an
@@ -872,6 +961,7 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     r->metrics = metrics;
     r->ctx.r = r;
     r->wakeup_ms = INT64_MAX;
+    r->queue_pipe[0] = r->queue_pipe[1] = -1;
     atomic_init(&r->stop, false);
     atomic_init(&r->fatal, false);
     atomic_init(&r->processor_ready, true);
@@ -1091,6 +1181,56 @@ static void read_clocks(mc_runner *r)
     atomic_store(&r->loop_heartbeat_ms, r->now_mono_ms);
 }
 
+/* Waits in poll(2) for input, the processor's descriptors or the timeout,
+ * then runs the callbacks of the descriptors that are ready. A callback may
+ * add or remove watches (curl does, inside socket_action), so each is looked
+ * up again by descriptor before it runs. Returns 0, or -1 on a fatal error. */
+static int wait_for_events(mc_runner *r, int timeout)
+{
+    size_t n = r->n_watches + 1;
+    if (n > r->cap_pfds) {
+        struct pollfd *p = realloc(r->pfds, n * 2 * sizeof *p);
+        if (!p)
+            return -1;
+        r->pfds = p;
+        r->cap_pfds = n * 2;
+    }
+    r->pfds[0] = (struct pollfd){.fd = r->queue_pipe[0], .events = POLLIN};
+    for (size_t i = 0; i < r->n_watches; i++)
+        r->pfds[i + 1] = (struct pollfd){.fd = r->watches[i].fd, .events = r->watches[i].events};
+    int rc = poll(r->pfds, (nfds_t)n, timeout);
+    read_clocks(r);
+    if (rc < 0) {
+        if (errno == EINTR)
+            return 0;
+        mc_log(&r->logger, MC_LOG_ERROR, "poll failed", "error", strerror(errno),
+               (const char *)NULL);
+        return -1;
+    }
+    if (r->pfds[0].revents) {
+        char drain[256];
+        while (read(r->queue_pipe[0], drain, sizeof drain) > 0)
+            ;
+    }
+    for (size_t i = 1; i < n && rc > 0; i++) {
+        if (!r->pfds[i].revents)
+            continue;
+        for (size_t k = 0; k < r->n_watches; k++) {
+            if (r->watches[k].fd != r->pfds[i].fd)
+                continue;
+            fd_watch w = r->watches[k];
+            if (begin_txn(r) != 0)
+                return -1;
+            if (w.cb(w.arg, w.fd, r->pfds[i].revents, &r->ctx) != 0) {
+                atomic_store(&r->fatal, true);
+                return -1;
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
 static int init_transactions(mc_runner *r)
 {
     while (!atomic_load(&r->stop)) {
@@ -1135,14 +1275,23 @@ int mc_runner_run(mc_runner *r)
          * wake-up (the wheel's due time). */
         read_clocks(r);
         int timeout = poll_timeout(r);
+        if (r->n_watches > 0) {
+            /* Then take the input without blocking: the wait covered it. */
+            if (wait_for_events(r, r->input_backlog ? 0 : timeout) != 0)
+                break;
+            timeout = 0;
+        }
         bool stop_loop = false;
         int64_t batch_start = -1;
+        r->input_backlog = true; /* unless the queue is seen empty below */
         for (int n = 0; n < POLL_BATCH && !stop_loop; n++) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, n == 0 ? timeout : 0);
             if (n == 0 || (n & 63) == 0)
                 read_clocks(r);
-            if (!m)
+            if (!m) {
+                r->input_backlog = false;
                 break;
+            }
             if (batch_start < 0)
                 batch_start = r->now_mono_ms;
             if (m->err) {
@@ -1218,6 +1367,15 @@ void mc_runner_free(mc_runner *r)
         free(r->md[i].metadata);
     free(r->txn_inputs);
     free(r->positions);
+    free(r->watches);
+    free(r->pfds);
+    if (r->consumer_queue) {
+        rd_kafka_queue_io_event_enable(r->consumer_queue, -1, NULL, 0);
+        rd_kafka_queue_destroy(r->consumer_queue);
+    }
+    for (int i = 0; i < 2; i++)
+        if (r->queue_pipe[i] >= 0)
+            close(r->queue_pipe[i]);
     mc_buf_free(&r->dead_buf);
     if (r->consumer)
         rd_kafka_destroy(r->consumer);

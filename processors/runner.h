@@ -102,6 +102,22 @@ void mc_ctx_set_ready(mc_ctx *ctx, bool ready);
 /* Asks the runner to commit the open transaction soon (before the interval). */
 void mc_ctx_request_commit(mc_ctx *ctx);
 
+/* ---- the processor's own file descriptors (libcurl's sockets) ------------
+ * The runner's loop waits in poll(2) on the consumer's queue and on these, so
+ * a processor that talks to the network (the executor) is driven by the same
+ * loop as its Kafka input, in the manner of curl's multi-event.c. The
+ * callback runs on the runner's thread inside the open transaction, so it
+ * may forward records; revents holds POLLIN/POLLOUT/POLLERR/POLLHUP. */
+typedef int (*mc_fd_callback)(void *arg, int fd, int revents, mc_ctx *ctx);
+/* Watches fd for events (POLLIN and/or POLLOUT), replacing an earlier watch
+ * of the same fd; events == 0 stops watching it. The callback returns 0, or
+ * -1 for a fatal error. Returns 0, or -1 on ENOMEM or when the consumer's
+ * queue cannot be watched. */
+int mc_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg);
+/* Stops or resumes consuming these input partitions (e.g. while too much
+ * is unfinished), without losing the position. Returns 0 or -1. */
+int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause);
+
 /* Wall-clock epoch ms read when the current record was polled (or when
  * punctuate was called): one "now" per record. */
 int64_t mc_ctx_now_ms(const mc_ctx *ctx);
