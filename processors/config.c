@@ -8,7 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum opt_type { OPT_STR, OPT_INT, OPT_INT64, OPT_BOOL, OPT_SPECIAL } opt_type;
+/* OPT_LIST is a string that may be empty (a list with nothing in it). */
+typedef enum opt_type {
+    OPT_STR,
+    OPT_LIST,
+    OPT_INT,
+    OPT_INT64,
+    OPT_DOUBLE,
+    OPT_BOOL,
+    OPT_SPECIAL
+} opt_type;
 
 typedef struct opt {
     const char *flag; /* long flag without dashes */
@@ -44,6 +53,34 @@ static const opt options[] = {
      "the wheel fires this early; the executor holds each task until it is due"},
     {"max-due-ms", 0, "MOONCAKE_MAX_DUE_MS", OPT_INT64, OFF(max_due_ms), 1000,
      INT64_C(3153600000000), "315360000000", "reject tasks due further ahead than this (10 years)"},
+    {"executor-concurrency", 0, "MOONCAKE_EXECUTOR_CONCURRENCY", OPT_INT, OFF(executor_concurrency),
+     1, 100000, "256", "executor: HTTP calls in flight at once"},
+    {"executor-host-connections", 0, "MOONCAKE_EXECUTOR_HOST_CONNECTIONS", OPT_INT,
+     OFF(executor_host_connections), 1, 100000, "64",
+     "executor: open connections per callback host (kept alive and reused)"},
+    {"executor-timeout-ms", 0, "MOONCAKE_EXECUTOR_TIMEOUT_MS", OPT_INT64, OFF(executor_timeout_ms),
+     100, 3600000, "30000", "executor: whole-call timeout for tasks that set none"},
+    {"executor-max-unfinished", 0, "MOONCAKE_EXECUTOR_MAX_UNFINISHED", OPT_INT,
+     OFF(executor_max_unfinished), 1, 2000, "512",
+     "executor: unfinished tasks per partition before it stops consuming it"},
+    {"executor-snippet-bytes", 0, "MOONCAKE_EXECUTOR_SNIPPET_BYTES", OPT_INT,
+     OFF(executor_snippet_bytes), 0, 65536, "1024",
+     "executor: response body bytes kept with a failed attempt"},
+    {"executor-allow-cidrs", 0, "MOONCAKE_EXECUTOR_ALLOW_CIDRS", OPT_LIST,
+     OFF(executor_allow_cidrs), 0, 0, "",
+     "executor: CIDRs exempt from the SSRF guard (comma-separated)"},
+    {"app-secrets", 0, "MOONCAKE_APP_SECRETS", OPT_LIST, OFF(app_secrets), 0, 0, "",
+     "executor: webhook signing secrets, app=whsec_... pairs or @file (repeat an app to rotate)"},
+    {"retry-max-attempts", 0, "MOONCAKE_RETRY_MAX_ATTEMPTS", OPT_INT, OFF(retry_max_attempts), 1,
+     1000, "5", "retry: calls per task, the first included, for tasks without a policy"},
+    {"retry-initial-backoff-ms", 0, "MOONCAKE_RETRY_INITIAL_BACKOFF_MS", OPT_INT64,
+     OFF(retry_initial_backoff_ms), 1, INT64_C(31536000000), "1000",
+     "retry: backoff ceiling before the second call"},
+    {"retry-multiplier", 0, "MOONCAKE_RETRY_MULTIPLIER", OPT_DOUBLE, OFF(retry_multiplier), 1, 1000,
+     "2.0", "retry: factor applied to the backoff ceiling after each failure"},
+    {"retry-max-backoff-ms", 0, "MOONCAKE_RETRY_MAX_BACKOFF_MS", OPT_INT64,
+     OFF(retry_max_backoff_ms), 1, INT64_C(31536000000), "3600000",
+     "retry: upper bound of the backoff ceiling"},
     {"commit-interval-ms", 0, "MOONCAKE_COMMIT_INTERVAL_MS", OPT_INT, OFF(commit_interval_ms), 1,
      60000, "100", "commit the open transaction at least this often"},
     {"commit-max-records", 0, "MOONCAKE_COMMIT_MAX_RECORDS", OPT_INT, OFF(commit_max_records), 1,
@@ -136,6 +173,24 @@ static int apply(mc_config *cfg, const opt *o, const char *v, const char *source
         free(*dst);
         *dst = strdup(v);
         return *dst ? 0 : -1;
+    }
+    case OPT_LIST: {
+        char **dst = (char **)(base + o->offset);
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : -1;
+    }
+    case OPT_DOUBLE: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || end == v || *end || !(d >= (double)o->min && d <= (double)o->max)) {
+            snprintf(err, errlen, "%s: '%s' is not a number in [%lld, %lld]", source, v,
+                     (long long)o->min, (long long)o->max);
+            return -1;
+        }
+        *(double *)(base + o->offset) = d;
+        return 0;
     }
     case OPT_INT:
     case OPT_INT64:
@@ -330,7 +385,7 @@ nomem:
 void mc_config_free(mc_config *cfg)
 {
     for (size_t i = 0; i < N_OPTIONS; i++)
-        if (options[i].type == OPT_STR)
+        if (options[i].type == OPT_STR || options[i].type == OPT_LIST)
             free(*(char **)((char *)cfg + options[i].offset));
     for (size_t i = 0; i < cfg->n_kafka; i++) {
         free(cfg->kafka[i].key);

@@ -27,6 +27,19 @@ typedef struct mc_config {
     int64_t horizon_ms;
     int64_t wheel_lead_ms; /* the wheel fires this early (the executor holds tasks) */
     int64_t max_due_ms;    /* tasks due further ahead than this are invalid */
+    /* executor */
+    int executor_concurrency;      /* calls in flight at once */
+    int executor_host_connections; /* connections per host */
+    int64_t executor_timeout_ms;   /* for tasks that give no timeout */
+    int executor_max_unfinished;   /* per partition, before it is paused */
+    int executor_snippet_bytes;    /* response bytes kept for the retry topic */
+    char *executor_allow_cidrs;    /* exempt from the SSRF guard; "" for none */
+    char *app_secrets;             /* webhook signing secrets; "" for none */
+    /* retry defaults, for tasks without their own policy */
+    int retry_max_attempts;
+    int64_t retry_initial_backoff_ms;
+    double retry_multiplier;
+    int64_t retry_max_backoff_ms;
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;
