@@ -1,0 +1,578 @@
+/* Standard Webhooks signing (see webhook.h): SHA-256 after FIPS 180-4
+ * section 6.2, HMAC after RFC 2104, base64 after RFC 4648, and the parser of
+ * MOONCAKE_APP_SECRETS. Secret key bytes are wiped before their memory is
+ * freed, and error messages name entries by position and app, never by
+ * content, so a typo in the setting cannot leak a key into the logs. */
+#include "webhook.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERR_PREFIX "MOONCAKE_APP_SECRETS"
+
+/* memset that the compiler may not drop as a dead store. */
+static void wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+    while (n--)
+        *v++ = 0;
+}
+
+/* ---- SHA-256 ---- */
+
+/* FIPS 180-4 4.2.2: the first 32 bits of the fractional parts of the cube
+ * roots of the first 64 primes. */
+static const uint32_t round_constants[64] = {
+    0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u,
+    0xab1c5ed5u, 0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu,
+    0x9bdc06a7u, 0xc19bf174u, 0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu, 0x2de92c6fu,
+    0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau, 0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u,
+    0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u, 0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu,
+    0x53380d13u, 0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u, 0xa2bfe8a1u, 0xa81a664bu,
+    0xc24b8b70u, 0xc76c51a3u, 0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u, 0x19a4c116u,
+    0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+    0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u,
+    0xc67178f2u};
+
+static uint32_t rotr(uint32_t x, unsigned n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+static uint32_t load_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void store_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* One 64-byte block into the state (FIPS 180-4 6.2.2 steps 1-4). */
+static void compress(uint32_t state[8], const uint8_t block[MC_SHA256_BLOCK])
+{
+    uint32_t w[64];
+    for (int t = 0; t < 16; t++)
+        w[t] = load_be32(block + 4 * t);
+    for (int t = 16; t < 64; t++) {
+        uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+        uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+    uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+    for (int t = 0; t < 64; t++) {
+        uint32_t big_s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+        uint32_t choose = (e & f) ^ (~e & g);
+        uint32_t t1 = h + big_s1 + choose + round_constants[t] + w[t];
+        uint32_t big_s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+        uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
+        uint32_t t2 = big_s0 + majority;
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    state[0] += a;
+    state[1] += b;
+    state[2] += c;
+    state[3] += d;
+    state[4] += e;
+    state[5] += f;
+    state[6] += g;
+    state[7] += h;
+    wipe(w, sizeof w); /* the schedule of an HMAC key block is key material */
+}
+
+void mc_sha256_init(mc_sha256_ctx *c)
+{
+    /* FIPS 180-4 5.3.3: fractional parts of the square roots of the first 8 primes. */
+    static const uint32_t initial[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+                                        0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
+    memcpy(c->state, initial, sizeof initial);
+    c->total_bytes = 0;
+    c->block_fill = 0;
+}
+
+void mc_sha256_update(mc_sha256_ctx *c, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    c->total_bytes += len;
+    if (c->block_fill) {
+        size_t take = MC_SHA256_BLOCK - c->block_fill;
+        if (take > len)
+            take = len;
+        memcpy(c->block + c->block_fill, p, take);
+        c->block_fill += take;
+        p += take;
+        len -= take;
+        if (c->block_fill < MC_SHA256_BLOCK)
+            return;
+        compress(c->state, c->block);
+        c->block_fill = 0;
+    }
+    /* Whole blocks straight from the caller's memory: a large body is not copied. */
+    for (; len >= MC_SHA256_BLOCK; p += MC_SHA256_BLOCK, len -= MC_SHA256_BLOCK)
+        compress(c->state, p);
+    memcpy(c->block, p, len);
+    c->block_fill = len;
+}
+
+void mc_sha256_final(mc_sha256_ctx *c, uint8_t out[MC_SHA256_LEN])
+{
+    /* FIPS 180-4 5.1.1: a 1 bit, zeros up to 56 mod 64 bytes, the length in bits. */
+    uint64_t bits = c->total_bytes * 8;
+    c->block[c->block_fill++] = 0x80;
+    if (c->block_fill > MC_SHA256_BLOCK - 8) {
+        memset(c->block + c->block_fill, 0, MC_SHA256_BLOCK - c->block_fill);
+        compress(c->state, c->block);
+        c->block_fill = 0;
+    }
+    memset(c->block + c->block_fill, 0, MC_SHA256_BLOCK - 8 - c->block_fill);
+    store_be32(c->block + 56, (uint32_t)(bits >> 32));
+    store_be32(c->block + 60, (uint32_t)bits);
+    compress(c->state, c->block);
+    for (int i = 0; i < 8; i++)
+        store_be32(out + 4 * i, c->state[i]);
+    wipe(c, sizeof *c);
+}
+
+void mc_sha256(const void *msg, size_t len, uint8_t out[MC_SHA256_LEN])
+{
+    mc_sha256_ctx c;
+    mc_sha256_init(&c);
+    mc_sha256_update(&c, msg, len);
+    mc_sha256_final(&c, out);
+}
+
+/* ---- HMAC-SHA256 ---- */
+
+void mc_hmac_sha256_init(mc_hmac_sha256_ctx *c, const void *key, size_t keylen)
+{
+    /* RFC 2104: a key longer than a block is replaced by its hash; the key is
+     * zero-padded to a block and XORed with 0x36 (inner) and 0x5c (outer).
+     * Both pads are absorbed now, so the key itself is not kept. */
+    uint8_t k0[MC_SHA256_BLOCK] = {0};
+    if (keylen > MC_SHA256_BLOCK)
+        mc_sha256(key, keylen, k0);
+    else if (keylen)
+        memcpy(k0, key, keylen);
+    uint8_t pad[MC_SHA256_BLOCK];
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = k0[i] ^ 0x36;
+    mc_sha256_init(&c->inner);
+    mc_sha256_update(&c->inner, pad, sizeof pad);
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = k0[i] ^ 0x5c;
+    mc_sha256_init(&c->outer);
+    mc_sha256_update(&c->outer, pad, sizeof pad);
+    wipe(k0, sizeof k0);
+    wipe(pad, sizeof pad);
+}
+
+void mc_hmac_sha256_update(mc_hmac_sha256_ctx *c, const void *data, size_t len)
+{
+    mc_sha256_update(&c->inner, data, len);
+}
+
+void mc_hmac_sha256_final(mc_hmac_sha256_ctx *c, uint8_t out[MC_SHA256_LEN])
+{
+    uint8_t inner[MC_SHA256_LEN];
+    mc_sha256_final(&c->inner, inner);
+    mc_sha256_update(&c->outer, inner, sizeof inner);
+    mc_sha256_final(&c->outer, out);
+    wipe(inner, sizeof inner);
+}
+
+void mc_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
+                    uint8_t out[MC_SHA256_LEN])
+{
+    mc_hmac_sha256_ctx c;
+    mc_hmac_sha256_init(&c, key, keylen);
+    mc_hmac_sha256_update(&c, msg, msglen);
+    mc_hmac_sha256_final(&c, out);
+}
+
+/* ---- base64 ---- */
+
+static const char base64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t mc_base64_encode(const void *in, size_t len, char *out, size_t outlen)
+{
+    if (len / 3 >= SIZE_MAX / 4 - 1)
+        return 0; /* MC_BASE64_LEN would overflow */
+    size_t need = MC_BASE64_LEN(len);
+    if (!out || outlen < need + 1)
+        return 0;
+    const uint8_t *p = in;
+    char *o = out;
+    size_t i = 0;
+    for (; i + 3 <= len; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        *o++ = base64_alphabet[v >> 18];
+        *o++ = base64_alphabet[(v >> 12) & 63];
+        *o++ = base64_alphabet[(v >> 6) & 63];
+        *o++ = base64_alphabet[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        *o++ = base64_alphabet[v >> 18];
+        *o++ = base64_alphabet[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+        *o++ = base64_alphabet[v >> 18];
+        *o++ = base64_alphabet[(v >> 12) & 63];
+        *o++ = base64_alphabet[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    *o = '\0';
+    return need;
+}
+
+/* The 6-bit value of a base64 character, -1 for anything else ('=' included). */
+static int base64_value(char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+')
+        return 62;
+    if (ch == '/')
+        return 63;
+    return -1;
+}
+
+int mc_base64_decode(const char *in, size_t len, uint8_t *out, size_t outcap, size_t *outlen)
+{
+    size_t data = len;
+    while (data > 0 && in[data - 1] == '=' && len - data < 2)
+        data--;
+    if (data < len && len % 4 != 0)
+        return -1; /* padding that does not complete a group */
+    if (data % 4 == 1)
+        return -1; /* one character carries only 6 bits: no whole byte */
+    size_t n = data / 4 * 3 + (data % 4 ? data % 4 - 1 : 0);
+    if (n > outcap)
+        return -1;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < data; i++) {
+        int v = base64_value(in[i]);
+        if (v < 0)
+            return -1; /* a stray character, or '=' before the end */
+        acc = (acc << 6 | (uint32_t)v) & 0xffffff;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    *outlen = o;
+    return 0;
+}
+
+/* ---- the secrets ---- */
+
+typedef struct app_secret {
+    char *app_id;
+    uint8_t *key;
+    size_t key_len;
+    size_t order; /* position in the spec, to keep an app's secrets in order */
+} app_secret;
+
+struct mc_app_secrets {
+    app_secret *v; /* sorted by app id, then order */
+    size_t n, cap;
+};
+
+void mc_app_secrets_free(mc_app_secrets *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->v[i].app_id);
+        wipe(s->v[i].key, s->v[i].key_len);
+        free(s->v[i].key);
+    }
+    free(s->v);
+    free(s);
+}
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f';
+}
+
+/* Narrows [*p, *p + *len) to exclude surrounding whitespace. */
+static void trim(const char **p, size_t *len)
+{
+    while (*len && is_space(**p)) {
+        (*p)++;
+        (*len)--;
+    }
+    while (*len && is_space((*p)[*len - 1]))
+        (*len)--;
+}
+
+/* Adds one "app=secret" entry (already trimmed, not empty). where names it
+ * for errors ("entry 2", "'/etc/secrets' line 7"). */
+static int add_entry(mc_app_secrets *s, const char *entry, size_t len, const char *where, char *err,
+                     size_t errlen)
+{
+    const char *eq = memchr(entry, '=', len);
+    if (!eq) {
+        snprintf(err, errlen, ERR_PREFIX ": %s has no '=' (expected appId=secret)", where);
+        return -1;
+    }
+    const char *app = entry, *secret = eq + 1;
+    size_t app_len = (size_t)(eq - entry), secret_len = len - app_len - 1;
+    trim(&app, &app_len);
+    trim(&secret, &secret_len);
+    if (app_len == 0) {
+        snprintf(err, errlen, ERR_PREFIX ": %s has an empty app id (expected appId=secret)", where);
+        return -1;
+    }
+    int shown = app_len > 64 ? 64 : (int)app_len;
+    static const char prefix[] = "whsec_";
+    if (secret_len >= sizeof prefix - 1 && memcmp(secret, prefix, sizeof prefix - 1) == 0) {
+        secret += sizeof prefix - 1;
+        secret_len -= sizeof prefix - 1;
+    }
+    if (secret_len == 0) {
+        snprintf(err, errlen, ERR_PREFIX ": %s (app '%.*s'): secret is empty", where, shown, app);
+        return -1;
+    }
+    size_t cap = MC_BASE64_DECODED_MAX(secret_len), key_len = 0;
+    uint8_t *key = malloc(cap);
+    if (!key) {
+        snprintf(err, errlen, ERR_PREFIX ": out of memory");
+        return -1;
+    }
+    if (mc_base64_decode(secret, secret_len, key, cap, &key_len) != 0 || key_len == 0) {
+        wipe(key, cap);
+        free(key);
+        snprintf(err, errlen, ERR_PREFIX ": %s (app '%.*s'): secret is not base64", where, shown,
+                 app);
+        return -1;
+    }
+    char *app_id = malloc(app_len + 1);
+    if (app_id && s->n == s->cap) {
+        size_t bigger = s->cap ? s->cap * 2 : 8;
+        app_secret *v = realloc(s->v, bigger * sizeof *v);
+        if (v) {
+            s->v = v;
+            s->cap = bigger;
+        }
+    }
+    if (!app_id || s->n == s->cap) {
+        wipe(key, cap);
+        free(key);
+        free(app_id);
+        snprintf(err, errlen, ERR_PREFIX ": out of memory");
+        return -1;
+    }
+    memcpy(app_id, app, app_len);
+    app_id[app_len] = '\0';
+    s->v[s->n] = (app_secret){app_id, key, key_len, s->n};
+    s->n++;
+    return 0;
+}
+
+/* Reads a whole file into a NUL-terminated buffer the caller frees and wipes. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, ERR_PREFIX ": cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *bigger = malloc(cap * 2);
+        if (bigger)
+            memcpy(bigger, buf, n);
+        wipe(buf, n);
+        free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, ERR_PREFIX ": out of memory reading '%s'", path);
+        return NULL;
+    }
+    if (failed) {
+        wipe(buf, n);
+        free(buf);
+        snprintf(err, errlen, ERR_PREFIX ": cannot read '%s'", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Adds every non-blank piece of text[0..len) split at sep, skipping pieces
+ * starting with '#' when comments is set. */
+static int add_entries(mc_app_secrets *s, const char *text, size_t len, char sep, bool comments,
+                       const char *file, char *err, size_t errlen)
+{
+    size_t number = 0;
+    const char *end = text + len;
+    for (const char *p = text, *stop = NULL; stop != end; p = stop + 1) {
+        stop = memchr(p, sep, (size_t)(end - p));
+        if (!stop)
+            stop = end;
+        number++;
+        const char *entry = p;
+        size_t entry_len = (size_t)(stop - p);
+        trim(&entry, &entry_len);
+        if (entry_len == 0 || (comments && entry[0] == '#'))
+            continue;
+        char where[300];
+        if (file)
+            snprintf(where, sizeof where, "'%s' line %zu", file, number);
+        else
+            snprintf(where, sizeof where, "entry %zu", number);
+        if (add_entry(s, entry, entry_len, where, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int by_app_then_order(const void *a, const void *b)
+{
+    const app_secret *x = a, *y = b;
+    int c = strcmp(x->app_id, y->app_id);
+    if (c)
+        return c;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+mc_app_secrets *mc_app_secrets_parse(const char *spec, char *err, size_t errlen)
+{
+    mc_app_secrets *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, ERR_PREFIX ": out of memory");
+        return NULL;
+    }
+    const char *text = spec ? spec : "";
+    size_t len = strlen(text);
+    trim(&text, &len);
+    int rc;
+    if (len && text[0] == '@') {
+        char path[4096];
+        if (len - 1 >= sizeof path) {
+            snprintf(err, errlen, ERR_PREFIX ": file name too long");
+            mc_app_secrets_free(s);
+            return NULL;
+        }
+        memcpy(path, text + 1, len - 1);
+        path[len - 1] = '\0';
+        size_t file_len = 0;
+        char *file = read_file(path, &file_len, err, errlen);
+        if (!file) {
+            mc_app_secrets_free(s);
+            return NULL;
+        }
+        rc = add_entries(s, file, file_len, '\n', true, path, err, errlen);
+        wipe(file, file_len);
+        free(file);
+    } else {
+        rc = add_entries(s, text, len, ',', false, NULL, err, errlen);
+    }
+    if (rc != 0) {
+        mc_app_secrets_free(s);
+        return NULL;
+    }
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof *s->v, by_app_then_order);
+    return s;
+}
+
+/* The first secret of app_id (the rest follow it), or NULL; *count set. */
+static const app_secret *find_app(const mc_app_secrets *s, const char *app_id, size_t *count)
+{
+    *count = 0;
+    if (!s || !app_id || s->n == 0)
+        return NULL;
+    size_t lo = 0, hi = s->n; /* the first entry >= app_id is in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(s->v[mid].app_id, app_id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < s->n && strcmp(s->v[end].app_id, app_id) == 0)
+        end++;
+    *count = end - lo;
+    return *count ? &s->v[lo] : NULL;
+}
+
+size_t mc_app_secrets_count(const mc_app_secrets *s, const char *app_id)
+{
+    size_t count;
+    find_app(s, app_id, &count);
+    return count;
+}
+
+size_t mc_webhook_signature(const mc_app_secrets *s, const char *app_id, const char *msg_id,
+                            int64_t timestamp_s, const void *body, size_t bodylen, char *out,
+                            size_t outlen)
+{
+    if (out && outlen)
+        out[0] = '\0';
+    size_t count;
+    const app_secret *first = find_app(s, app_id, &count);
+    if (!count || !out || outlen / MC_WEBHOOK_SIGNATURE_LEN < count)
+        return 0;
+    char ts[24];
+    int ts_len = snprintf(ts, sizeof ts, "%" PRId64, timestamp_s);
+    if (!msg_id)
+        msg_id = "";
+    size_t id_len = strlen(msg_id), pos = 0;
+    for (size_t i = 0; i < count; i++) {
+        mc_hmac_sha256_ctx c;
+        mc_hmac_sha256_init(&c, first[i].key, first[i].key_len);
+        mc_hmac_sha256_update(&c, msg_id, id_len);
+        mc_hmac_sha256_update(&c, ".", 1);
+        mc_hmac_sha256_update(&c, ts, (size_t)ts_len);
+        mc_hmac_sha256_update(&c, ".", 1);
+        if (bodylen)
+            mc_hmac_sha256_update(&c, body, bodylen);
+        uint8_t mac[MC_SHA256_LEN];
+        mc_hmac_sha256_final(&c, mac);
+        if (i)
+            out[pos++] = ' ';
+        memcpy(out + pos, "v1,", 3);
+        pos += 3;
+        pos += mc_base64_encode(mac, sizeof mac, out + pos, outlen - pos);
+    }
+    return pos;
+}
