@@ -4,6 +4,7 @@
  * error (the orchestrator restarts us; Kafka holds all state), 2 for a bad
  * flag or configuration, with one line saying what to fix. Signals are taken
  * by a dedicated thread with sigwait(), so no handler touches global state. */
+#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -12,10 +13,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "executor.h"
 #include "http_server.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "retry.h"
 #include "router.h"
 #include "store.h"
 #include "wheel.h"
@@ -35,6 +38,10 @@ static const role roles[] = {
     {"store", &mc_store_processor,
      "keep tasks due beyond the horizon (changelog: store) and hand them to the wheel"},
     {"wheel", &mc_wheel_processor, "fire each task to ready at its due millisecond, exactly once"},
+    {"executor", &mc_executor_processor,
+     "call each ready task's HTTP callback at its due time (results, or retry on failure)"},
+    {"retry", &mc_retry_processor,
+     "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
 
@@ -122,6 +129,12 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &waiter.set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Not thread-safe, so before any thread: libcurl's global state (TLS). */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "mooncake: cannot initialise libcurl\n");
+        mc_config_free(&cfg);
+        return 1;
+    }
     int exit_code = 1;
     mc_metrics *metrics = mc_metrics_new();
     mc_http_server *http = NULL;
@@ -175,5 +188,6 @@ out:
         mc_http_stop(http);
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
+    curl_global_cleanup();
     return exit_code;
 }

@@ -54,6 +54,7 @@ typedef struct wheel_key {
     struct wheel_key *prev, *next; /* pending list, in offset order */
     int64_t floor;                 /* versions below this are void */
     int64_t version, offset, due;  /* the pending version, when pending */
+    int64_t fired_due;             /* due time of the version fired last; 0: none */
     uint8_t *payload;              /* its WheelEntry bytes (what `ready` gets), or NULL */
     uint32_t payload_len;
     uint32_t queued; /* floor-FIFO entries naming this key */
@@ -90,8 +91,9 @@ typedef struct wheel {
     size_t n_parts;
     mc_arena *arena;
     mc_gauge *pending_gauge;
-    mc_counter *fired, *stale, *voided, *replayed, *floors_capped;
+    mc_counter *fired, *stale, *voided, *replayed, *floors_capped, *recalled;
     mc_histogram *lateness;
+    mc_buf buf;
 } wheel;
 
 static void wheel_destroy(void *self);
@@ -124,6 +126,10 @@ static void *wheel_create(mc_ctx *ctx, char *err, size_t errlen)
                                    "Pending tasks dropped for a newer version or a cancel", NULL);
     w->replayed = mc_metrics_counter(m, "mooncake_wheel_replayed_records_total",
                                      "Records replayed after an assignment to rebuild state", NULL);
+    w->recalled = mc_metrics_counter(
+        m, "mooncake_wheel_recalled_total",
+        "Tasks fired early (lead) and voided before their due time by a newer version or cancel",
+        NULL);
     w->floors_capped = mc_metrics_counter(
         m, "mooncake_wheel_floors_forgotten_total",
         "Versions forgotten before a store position marker allowed it (no store running?)", NULL);
@@ -396,6 +402,7 @@ static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *c
     }
     if (k->version + 1 > k->floor)
         k->floor = k->version + 1;
+    k->fired_due = k->due;
     int64_t late = now_ms - k->due;
     mc_histogram_observe(w->lateness, late > 0 ? (double)late / 1000.0 : 0.0);
     mc_counter_add(w->fired, 1);
@@ -419,6 +426,28 @@ static void raise_floor(wheel *w, wheel_part *p, wheel_key *k, int64_t v)
     }
     if (v > k->floor)
         k->floor = v;
+}
+
+/* Sends `ready` a Cancel with e's version: the executor drops the versions
+ * of k below it that it holds until their due time. */
+static int recall(wheel *w, wheel_part *p, wheel_key *k, const mc_wheel_entry *e, mc_ctx *ctx)
+{
+    bool submit = e->command.kind == MC_CMD_SUBMIT;
+    mc_wheel_entry c = {
+        .version = e->version,
+        .command = {
+            .kind = MC_CMD_CANCEL,
+            .cancel = {.app_id = submit ? e->command.submit.app_id : e->command.cancel.app_id,
+                       .task_id = submit ? e->command.submit.task_id : e->command.cancel.task_id,
+                       .requested_at = mc_ctx_now_ms(ctx)}}};
+    mc_buf_reset(&w->buf);
+    if (mc_encode_wheel_entry(&c, &w->buf) != 0 ||
+        mc_ctx_forward(ctx, w->ready, p->partition, k->key, k->node.key_len, w->buf.data,
+                       w->buf.len) != 0)
+        return -1;
+    k->fired_due = 0;
+    mc_counter_add(w->recalled, 1);
+    return 0;
 }
 
 static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
@@ -454,6 +483,12 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     wheel_key *k = key_get(p, m->key, m->key_len);
     if (!k || fifo_push(w, p, k, m->offset) != 0)
         return -1;
+    if (!replay && k->fired_due > mc_ctx_now_ms(ctx) && e.version >= k->floor) {
+        /* Fired early by the lead and not due yet: a newer version or a
+         * cancel must still win, so tell the executor, which holds it. */
+        if (recall(w, p, k, &e, ctx) != 0)
+            return -1;
+    }
     if (e.command.kind == MC_CMD_CANCEL || mc_wheel_record_is_far(m)) {
         raise_floor(w, p, k, e.version);
     } else if (e.version < k->floor || (k->payload && e.version <= k->version)) {
@@ -540,6 +575,7 @@ static void wheel_destroy(void *self)
         part_free(w->parts[i]);
     free(w->parts);
     mc_arena_free(w->arena);
+    mc_buf_free(&w->buf);
     free(w);
 }
 

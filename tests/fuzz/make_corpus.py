@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the codec fuzz harnesses:
-corpus/command_decode/ and corpus/wheel_entry_decode/. Valid records are
+"""Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
+corpus/wheel_entry_decode/, corpus/attempt_decode/ and corpus/retry_after/. Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
     python3 tests/fuzz/make_corpus.py
@@ -163,5 +163,47 @@ for name, data in cmd.items():
     if data.startswith(CMD) and not name.startswith("valid-"):
         whl["cmd-" + name] = WHEEL + zz(7) + data[len(CMD):]
 
+attempt_schema, ATTEMPT = load("Attempt")
+ATT = {"task": TASK, "http_status": 503, "error": "HTTP 503",
+       "response_snippet": b"<html>busy</html>", "retry_after_ms": 2000,
+       "started_at": 1767225600001, "finished_at": 1767225600250, "permanent": False}
+attempt_body = avro(attempt_schema, ATT)
+att = {
+    "valid-503": ATTEMPT + attempt_body,
+    "valid-timeout": ATTEMPT + avro(attempt_schema, dict(
+        ATT, http_status=0, error="timed out after 30000 ms", response_snippet=b"",
+        retry_after_ms=-1)),
+    "valid-minimal": ATTEMPT + avro(attempt_schema, dict(
+        ATT, task=MINIMAL, error="", response_snippet=b"", permanent=True)),
+    "valid-unicode": ATTEMPT + avro(attempt_schema, dict(ATT, task=UNICODE, error="\u00e9chec")),
+    "command-fingerprint": CMD + attempt_body,
+    "truncated": (ATTEMPT + attempt_body)[:-5],
+    "bad-boolean": ATTEMPT + attempt_body[:-1] + b"\x02",
+    "trailing": ATTEMPT + attempt_body + b"\x00",
+    "huge-snippet": ATTEMPT + avro(command, {"payload": ("mooncake.Submit", {"task": TASK})})[1:]
+    + zz(503) + s("e") + zz(1 << 50),
+    "empty": b"",
+}
+
+retry_after = {
+    "seconds": b"120",
+    "zero": b"0",
+    "spaces": b"  \t 7 \t",
+    "imf-fixdate": b"Sun, 06 Nov 1994 08:49:37 GMT",
+    "imf-future": b"Wed, 21 Oct 2037 07:28:00 GMT",
+    "rfc850": b"Sunday, 06-Nov-94 08:49:37 GMT",
+    "asctime": b"Sun Nov  6 08:49:37 1994",
+    "huge-seconds": b"99999999999999999999999",
+    "negative": b"-5",
+    "float": b"1.5",
+    "bad-month": b"Sun, 06 Foo 1994 08:49:37 GMT",
+    "feb-30": b"Sun, 30 Feb 2031 08:49:37 GMT",
+    "hour-25": b"Sun, 06 Nov 1994 25:49:37 GMT",
+    "nul-inside": b"12\x003",
+    "empty": b"",
+}
+
 write("command_decode", cmd)
 write("wheel_entry_decode", whl)
+write("attempt_decode", att)
+write("retry_after", retry_after)

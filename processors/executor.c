@@ -1,0 +1,1007 @@
+/* The executor: calls each task's HTTP callback when it is due - the old
+ * consumer service, with Kafka in place of its Redis dedup.
+ *
+ * Input is `ready` (WheelEntry Submit records from the wheel). A task that
+ * arrives before its due time (the wheel's lead) is held in a timing wheel
+ * and started at its due millisecond. Calls run on libcurl's multi interface,
+ * driven by the runner's poll loop as in curl's multi-event.c: curl tells us
+ * which sockets to watch (mc_ctx_watch_fd) and when to time out
+ * (mc_ctx_wakeup_at), and we tell it what happened. Many calls are in flight
+ * at once; connections are kept alive and reused, HTTP/2 is used where a TLS
+ * server offers it.
+ *
+ * A finished call writes, in the open transaction, a Result (success) to
+ * `results` or an Attempt (failure) to `retry`, which decides whether to call
+ * again and writes the Result of the failed attempt.
+ *
+ * What a restart calls again. Calls finish out of offset order, so the
+ * committed offset is held back to the oldest unfinished record of the
+ * partition, and the commit metadata lists what is unfinished above it:
+ * "x1 e=E u=D,D,..." - of the records in [offset, E), only those at the
+ * offsets given by the deltas D (cumulative, from the committed offset) are
+ * unfinished; the rest finished, and their Results/Attempts are committed in
+ * the same transaction. After a crash the next owner re-reads from the
+ * committed offset, skips what finished, and calls only what was in flight
+ * (or held, or queued). Calls themselves are therefore at-least-once, and
+ * each carries an Idempotency-Key (task key and attempt) for the receiver.
+ *
+ * So the metadata stays under Kafka's 4096-byte limit, a partition is paused
+ * while it has too many unfinished records (--executor-max-unfinished); if
+ * it still would not fit, the list is cut and the records after the cut
+ * count as unread, which can only cause calls to be repeated. */
+#include "executor.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "codec.h"
+#include "retry_policy.h"
+#include "ssrf.h"
+#include "timing_wheel.h"
+#include "webhook.h"
+
+#define MAX_PARTITIONS 4096
+#define METADATA_BUDGET 3900 /* of Kafka's 4096 bytes */
+#define KEY_MAX 1024
+#define RETRY_AFTER_MAX 64
+
+typedef struct part part;
+
+typedef enum job_state { JOB_HELD, JOB_QUEUED, JOB_RUNNING } job_state;
+
+typedef struct executor executor;
+
+typedef struct job {
+    mc_timer timer; /* while held */
+    executor *ex;
+    part *part;
+    int64_t offset;
+    int64_t version; /* the task's version (its tasks offset) */
+    uint64_t seq;    /* position in its partition's window (see part.base_seq) */
+    job_state state;
+    struct job *next_queued;
+    mc_arena *arena;
+    mc_task task; /* points into arena */
+    char key[KEY_MAX];
+    CURL *easy;
+    struct curl_slist *headers;
+    int64_t started_at;
+    uint8_t *snippet;
+    size_t snippet_len;
+    char retry_after[RETRY_AFTER_MAX];
+    bool refused; /* the SSRF guard refused every address */
+    char refused_why[256];
+    char curl_error[CURL_ERROR_SIZE];
+} job;
+
+/* A record of the partition's window: the job while unfinished, NULL after. */
+typedef struct slot {
+    int64_t offset;
+    job *job;
+} slot;
+
+struct part {
+    int32_t partition;
+    bool assigned, paused;
+    slot *ring; /* records from the oldest unfinished on, in offset order */
+    size_t head, len, cap;
+    uint64_t base_seq; /* sequence number of the window's first record */
+    size_t unfinished;
+    int64_t end; /* one past the last record read; -1 before the first */
+    /* From the committed metadata: records below redo_end are finished
+     * unless listed in redo (ascending); next_redo indexes the first listed
+     * offset not yet read again. */
+    int64_t redo_end;
+    int64_t *redo;
+    size_t n_redo, next_redo;
+};
+
+struct executor {
+    mc_ctx *ctx;
+    const mc_config *cfg;
+    char ready_topic[256];
+    mc_output *results, *retry;
+    CURLM *multi;
+    mc_timing_wheel *held;
+    mc_ssrf *ssrf;
+    mc_app_secrets *secrets;
+    int64_t curl_due; /* when curl wants its timeout handled; INT64_MAX: never */
+    size_t running;
+    job *queue_head, *queue_tail; /* due, waiting for a free slot */
+    size_t queued;
+    part *parts[MAX_PARTITIONS];
+    mc_arena *scratch;
+    mc_buf buf;
+    char user_agent[64];
+
+    mc_counter *succeeded, *failed, *refused, *skipped, *cut, *abandoned, *recalled;
+    mc_gauge *in_flight, *held_gauge, *queued_gauge, *paused_gauge;
+    mc_histogram *lateness, *duration;
+};
+
+static const char *const executor_inputs[] = {"ready", NULL};
+
+/* ---- partitions and the unfinished window ---------------------------------- */
+
+static part *part_get(executor *ex, int32_t partition)
+{
+    if (partition < 0 || partition >= MAX_PARTITIONS)
+        return NULL;
+    if (!ex->parts[partition]) {
+        part *p = calloc(1, sizeof *p);
+        if (!p)
+            return NULL;
+        p->partition = partition;
+        p->end = -1;
+        ex->parts[partition] = p;
+    }
+    return ex->parts[partition];
+}
+
+static slot *ring_at(part *p, size_t i)
+{
+    return &p->ring[(p->head + i) % p->cap];
+}
+
+static int ring_push(part *p, int64_t offset, job *j)
+{
+    j->seq = p->base_seq + p->len;
+    if (p->len == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 256;
+        slot *r = malloc(cap * sizeof *r);
+        if (!r)
+            return -1;
+        for (size_t i = 0; i < p->len; i++)
+            r[i] = *ring_at(p, i);
+        free(p->ring);
+        p->ring = r;
+        p->cap = cap;
+        p->head = 0;
+    }
+    *ring_at(p, p->len) = (slot){offset, j};
+    p->len++;
+    return 0;
+}
+
+/* Drops finished records from the front: what is committed starts at the
+ * oldest unfinished one. */
+static void ring_trim(part *p)
+{
+    while (p->len && !ring_at(p, 0)->job) {
+        p->head = (p->head + 1) % p->cap;
+        p->len--;
+        p->base_seq++;
+    }
+}
+
+static void update_pause(executor *ex, part *p)
+{
+    size_t max = (size_t)ex->cfg->executor_max_unfinished;
+    bool want = p->unfinished >= max;
+    if (p->paused && p->unfinished > max * 3 / 4)
+        want = true; /* hysteresis: resume only after a real drain */
+    if (want == p->paused || !p->assigned)
+        return;
+    if (mc_ctx_pause(ex->ctx, ex->ready_topic, p->partition, want) == 0) {
+        p->paused = want;
+        mc_gauge_add(ex->paused_gauge, want ? 1 : -1);
+    }
+}
+
+/* ---- jobs ------------------------------------------------------------------- */
+
+static void job_free(job *j)
+{
+    if (!j)
+        return;
+    if (j->easy)
+        curl_easy_cleanup(j->easy);
+    curl_slist_free_all(j->headers);
+    mc_arena_free(j->arena);
+    free(j->snippet);
+    free(j);
+}
+
+/* Marks j's record finished and frees j. */
+static void job_finish(executor *ex, job *j)
+{
+    part *p = j->part;
+    ring_at(p, (size_t)(j->seq - p->base_seq))->job = NULL;
+    p->unfinished--;
+    ring_trim(p);
+    update_pause(ex, p);
+    job_free(j);
+}
+
+/* Keeps the first --executor-snippet-bytes of the response body, for the
+ * retry topic; the rest is read and dropped. */
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+    job *j = arg;
+    size_t len = size * n, max = (size_t)j->ex->cfg->executor_snippet_bytes;
+    if (j->snippet_len < max) {
+        if (!j->snippet && !(j->snippet = malloc(max)))
+            return len; /* no snippet then; the call itself goes on */
+        size_t take = len < max - j->snippet_len ? len : max - j->snippet_len;
+        memcpy(j->snippet + j->snippet_len, data, take);
+        j->snippet_len += take;
+    }
+    return len;
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *arg)
+{
+    job *j = arg;
+    size_t len = size * n;
+    static const char name[] = "retry-after:";
+    if (len > sizeof name - 1 && strncasecmp(line, name, sizeof name - 1) == 0) {
+        const char *v = line + sizeof name - 1;
+        size_t vlen = len - (sizeof name - 1);
+        while (vlen && (*v == ' ' || *v == '\t'))
+            v++, vlen--;
+        while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+            vlen--;
+        if (vlen >= sizeof j->retry_after)
+            vlen = sizeof j->retry_after - 1;
+        memcpy(j->retry_after, v, vlen);
+        j->retry_after[vlen] = '\0';
+    } else if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        j->retry_after[0] = '\0'; /* a new response (after a 1xx) */
+    }
+    return len;
+}
+
+/* The SSRF guard. curl asks us for every socket it opens, with the address
+ * it resolved, so a name that resolves to a private address is refused
+ * however the URL spelt it (and a DNS answer that changes between check and
+ * use cannot slip through). A reused connection was checked when opened. */
+static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    (void)purpose;
+    job *j = arg;
+    if (!mc_ssrf_check(j->ex->ssrf, &a->addr, a->addrlen, j->refused_why, sizeof j->refused_why)) {
+        j->refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* Headers mooncake sets itself, and hop-by-hop ones, are not taken from the
+ * task. */
+static bool header_reserved(const char *name)
+{
+    static const char *const reserved[] = {"idempotency-key",
+                                           "webhook-id",
+                                           "webhook-timestamp",
+                                           "webhook-signature",
+                                           "host",
+                                           "content-length",
+                                           "transfer-encoding",
+                                           "connection",
+                                           "expect",
+                                           "te",
+                                           "upgrade"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcasecmp(name, reserved[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool header_token(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s <= ' ' || *s >= 127 || strchr("\"(),/:;<=>?@[\\]{}", *s))
+            return false;
+    return true;
+}
+
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    if (strpbrk(value, "\r\n"))
+        return 0; /* would split the request: dropped */
+    char line[8192];
+    int n = snprintf(line, sizeof line, "%s: %s", name, value);
+    if (n < 0 || (size_t)n >= sizeof line)
+        return 0;
+    struct curl_slist *x = curl_slist_append(*l, line);
+    if (!x)
+        return -1;
+    *l = x;
+    return 0;
+}
+
+static int build_headers(executor *ex, job *j)
+{
+    const mc_task *t = &j->task;
+    const mc_callback *cb = &t->callback;
+    for (size_t i = 0; i < cb->n_headers; i++)
+        if (header_token(cb->headers[i].key) && !header_reserved(cb->headers[i].key) &&
+            add_header(&j->headers, cb->headers[i].key, cb->headers[i].value) != 0)
+            return -1;
+    char v[KEY_MAX + 32], ts[32];
+    snprintf(v, sizeof v, "%s:%" PRId32, j->key, t->attempt);
+    snprintf(ts, sizeof ts, "%" PRId64, j->started_at / 1000);
+    if (add_header(&j->headers, "Idempotency-Key", v) ||
+        add_header(&j->headers, "webhook-id", j->key) ||
+        add_header(&j->headers, "webhook-timestamp", ts))
+        return -1;
+    /* No "Expect: 100-continue" round trip before large bodies. */
+    struct curl_slist *x = curl_slist_append(j->headers, "Expect:");
+    if (!x)
+        return -1;
+    j->headers = x;
+    size_t nsec = mc_app_secrets_count(ex->secrets, t->app_id);
+    if (nsec) {
+        size_t cap = nsec * MC_WEBHOOK_SIGNATURE_LEN + 1;
+        char *sig = malloc(cap);
+        if (!sig)
+            return -1;
+        size_t n = mc_webhook_signature(ex->secrets, t->app_id, j->key, j->started_at / 1000,
+                                        cb->body, cb->body_len, sig, cap);
+        int rc = n ? add_header(&j->headers, "webhook-signature", sig) : 0;
+        free(sig);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* Hands j to curl. -1 only on ENOMEM (the caller treats the call as failed). */
+static int job_start(executor *ex, job *j)
+{
+    const mc_callback *cb = &j->task.callback;
+    j->started_at = mc_now_ms();
+    CURL *e = j->easy = curl_easy_init();
+    if (!e || build_headers(ex, j) != 0)
+        return -1;
+    int64_t timeout = cb->timeout_ms > 0 ? cb->timeout_ms : ex->cfg->executor_timeout_ms;
+    curl_easy_setopt(e, CURLOPT_URL, cb->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* An environment proxy would connect us to the proxy's address, past
+     * the guard. */
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, ex->user_agent);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, j->headers);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, j);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, j->curl_error);
+    const char *m = j->task.callback.method;
+    const char *body = cb->body_len ? (const char *)cb->body : "";
+    if (strcmp(m, "GET") == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(m, "HEAD") == 0) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)cb->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        if (strcmp(m, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
+    }
+    if (curl_multi_add_handle(ex->multi, e) != CURLM_OK)
+        return -1;
+    j->state = JOB_RUNNING;
+    ex->running++;
+    mc_gauge_set(ex->in_flight, (double)ex->running);
+    mc_histogram_observe(ex->lateness, (double)(j->started_at - j->task.due_at) / 1000.0);
+    return 0;
+}
+
+static void job_complete(executor *ex, job *j, CURLcode rc);
+static void recall(executor *ex, part *p, const char *key, int64_t version);
+
+/* Starts j now if a slot is free, else queues it. */
+static void job_run_or_queue(executor *ex, job *j)
+{
+    if (ex->running < (size_t)ex->cfg->executor_concurrency) {
+        if (job_start(ex, j) != 0) {
+            snprintf(j->curl_error, sizeof j->curl_error, "out of memory starting the call");
+            job_complete(ex, j, CURLE_OUT_OF_MEMORY);
+        }
+        return;
+    }
+    j->state = JOB_QUEUED;
+    j->next_queued = NULL;
+    if (ex->queue_tail)
+        ex->queue_tail->next_queued = j;
+    else
+        ex->queue_head = j;
+    ex->queue_tail = j;
+    ex->queued++;
+    mc_gauge_set(ex->queued_gauge, (double)ex->queued);
+}
+
+static void start_queued(executor *ex)
+{
+    while (ex->queue_head && ex->running < (size_t)ex->cfg->executor_concurrency) {
+        job *j = ex->queue_head;
+        ex->queue_head = j->next_queued;
+        if (!ex->queue_head)
+            ex->queue_tail = NULL;
+        ex->queued--;
+        job_run_or_queue(ex, j);
+    }
+    mc_gauge_set(ex->queued_gauge, (double)ex->queued);
+}
+
+static int forward(executor *ex, mc_output *out, const job *j)
+{
+    return mc_ctx_forward(ex->ctx, out, j->part->partition, j->key, strlen(j->key), ex->buf.data,
+                          ex->buf.len);
+}
+
+/* A call ended: its Result (success) or Attempt (failure) goes out in the
+ * open transaction, and its record counts as finished. */
+static void job_complete(executor *ex, job *j, CURLcode rc)
+{
+    long status = 0;
+    if (j->easy)
+        curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
+    int64_t now = mc_now_ms();
+    if (!j->started_at)
+        j->started_at = now;
+    mc_histogram_observe(ex->duration, (double)(now - j->started_at) / 1000.0);
+    bool ok = rc == CURLE_OK && status >= 200 && status < 300;
+    mc_buf_reset(&ex->buf);
+    if (ok) {
+        mc_result res = {.app_id = j->task.app_id,
+                         .task_id = j->task.task_id,
+                         .attempt = j->task.attempt,
+                         .due_at = j->task.due_at,
+                         .started_at = j->started_at,
+                         .finished_at = now,
+                         .http_status = (int32_t)status,
+                         .outcome = MC_OUTCOME_SUCCEEDED,
+                         .error = ""};
+        if (mc_encode_result(&res, &ex->buf) == 0)
+            forward(ex, ex->results, j);
+        mc_counter_add(ex->succeeded, 1);
+    } else {
+        char error[512];
+        bool permanent = false;
+        if (j->refused) {
+            snprintf(error, sizeof error, "refused by the SSRF guard: %s", j->refused_why);
+            permanent = true;
+            mc_counter_add(ex->refused, 1);
+        } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+            snprintf(error, sizeof error, "timed out after %" PRId64 " ms", now - j->started_at);
+        } else if (rc != CURLE_OK) {
+            snprintf(error, sizeof error, "%s%s%s", curl_easy_strerror(rc),
+                     j->curl_error[0] ? ": " : "", j->curl_error);
+            permanent = rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT;
+        } else {
+            snprintf(error, sizeof error, "HTTP %ld", status);
+            permanent = mc_http_status_permanent((int)status);
+        }
+        mc_attempt a = {.task = j->task,
+                        .http_status = (int32_t)status,
+                        .error = error,
+                        .response_snippet = j->snippet,
+                        .response_snippet_len = j->snippet_len,
+                        .retry_after_ms =
+                            j->retry_after[0]
+                                ? mc_parse_retry_after(j->retry_after, strlen(j->retry_after), now)
+                                : -1,
+                        .started_at = j->started_at,
+                        .finished_at = now,
+                        .permanent = permanent};
+        if (mc_encode_attempt(&a, &ex->buf) == 0)
+            forward(ex, ex->retry, j);
+        mc_counter_add(ex->failed, 1);
+    }
+    if (j->easy && j->state == JOB_RUNNING) {
+        curl_multi_remove_handle(ex->multi, j->easy);
+        ex->running--;
+        mc_gauge_set(ex->in_flight, (double)ex->running);
+    }
+    job_finish(ex, j);
+}
+
+static void check_completions(executor *ex)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(ex->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        job *j = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+        if (j)
+            job_complete(ex, j, msg->data.result);
+    }
+    start_queued(ex);
+}
+
+/* The next moment something is due: a held task or curl's timeout. */
+static void rearm(executor *ex)
+{
+    int64_t next = mc_wheel_next_deadline(ex->held);
+    if (ex->curl_due < next)
+        next = ex->curl_due;
+    if (next != INT64_MAX)
+        mc_ctx_wakeup_at(ex->ctx, next);
+    mc_gauge_set(ex->held_gauge, (double)mc_wheel_count(ex->held));
+}
+
+static int on_socket_ready(void *arg, int fd, int revents, mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = arg;
+    int flags = 0, n;
+    if (revents & POLLIN)
+        flags |= CURL_CSELECT_IN;
+    if (revents & POLLOUT)
+        flags |= CURL_CSELECT_OUT;
+    if (revents & (POLLERR | POLLHUP | POLLNVAL))
+        flags |= CURL_CSELECT_ERR;
+    curl_multi_socket_action(ex->multi, fd, flags, &n);
+    check_completions(ex);
+    rearm(ex);
+    return 0;
+}
+
+/* curl: watch this socket for these events (or no longer). */
+static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *arg, void *sockp)
+{
+    (void)e;
+    (void)sockp;
+    executor *ex = arg;
+    short ev = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        ev |= POLLIN;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        ev |= POLLOUT;
+    return mc_ctx_watch_fd(ex->ctx, s, ev, on_socket_ready, ex) == 0 ? 0 : -1;
+}
+
+/* curl: call socket_action(CURL_SOCKET_TIMEOUT) in timeout_ms (-1: never).
+ * Called from inside curl, so it only records. */
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
+{
+    (void)multi;
+    executor *ex = arg;
+    if (timeout_ms < 0) {
+        ex->curl_due = INT64_MAX;
+        return 0;
+    }
+    ex->curl_due = mc_now_ms() + timeout_ms;
+    mc_ctx_wakeup_at(ex->ctx, ex->curl_due);
+    return 0;
+}
+
+/* ---- the processor ------------------------------------------------------------ */
+
+static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+{
+    executor *ex = self;
+    part *p = part_get(ex, m->partition);
+    if (!p)
+        return -1;
+    p->end = m->offset + 1;
+    if (m->offset < p->redo_end) {
+        while (p->next_redo < p->n_redo && p->redo[p->next_redo] < m->offset)
+            p->next_redo++;
+        if (p->next_redo >= p->n_redo || p->redo[p->next_redo] != m->offset) {
+            mc_counter_add(ex->skipped, 1); /* finished before the restart */
+            return 0;
+        }
+        p->next_redo++;
+    }
+    job *j = calloc(1, sizeof *j);
+    if (!j || !(j->arena = mc_arena_new())) {
+        free(j);
+        return -1;
+    }
+    j->ex = ex;
+    j->part = p;
+    j->offset = m->offset;
+    mc_wheel_entry we;
+    char detail[256] = "";
+    mc_codec_err err =
+        m->payload ? mc_decode_wheel_entry(m->payload, m->len, j->arena, &we, detail, sizeof detail)
+                   : MC_CODEC_TRUNCATED;
+    if (err) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "ready record is not a WheelEntry: %s%s%s",
+                 mc_codec_strerror(err), detail[0] ? ": " : "", detail);
+        job_free(j);
+        return mc_ctx_dead_letter(ctx, m, reason, NULL) == 0 ? 0 : -1;
+    }
+    if (we.command.kind == MC_CMD_CANCEL) {
+        mc_task_key(we.command.cancel.app_id, we.command.cancel.task_id, j->key, sizeof j->key);
+        recall(ex, p, j->key, we.version);
+        job_free(j);
+        return 0;
+    }
+    j->task = we.command.submit;
+    j->version = we.version;
+    mc_task_key(j->task.app_id, j->task.task_id, j->key, sizeof j->key);
+    if (ring_push(p, m->offset, j) != 0) {
+        job_free(j);
+        return -1;
+    }
+    p->unfinished++;
+    update_pause(ex, p);
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (j->task.due_at > now) {
+        j->state = JOB_HELD;
+        mc_wheel_add(ex->held, &j->timer, j->task.due_at);
+    } else {
+        job_run_or_queue(ex, j);
+    }
+    rearm(ex);
+    return 0;
+}
+
+static int executor_punctuate(void *self, int64_t now, mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = self;
+    mc_timer *due[256];
+    size_t n;
+    do {
+        n = mc_wheel_advance(ex->held, now, due, 256);
+        for (size_t i = 0; i < n; i++)
+            job_run_or_queue(ex, MC_TIMER_OWNER(due[i], job, timer));
+    } while (n == 256);
+    if (ex->curl_due <= now) {
+        int running;
+        ex->curl_due = INT64_MAX;
+        curl_multi_socket_action(ex->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    check_completions(ex);
+    rearm(ex);
+    return 0;
+}
+
+/* The wheel fired a task early (its lead) and then saw a newer version or a
+ * cancel before the due time: versions of key below `version` that are
+ * still held or queued are not called, and their Result says so. One that
+ * has started runs (it was due). */
+static void recall(executor *ex, part *p, const char *key, int64_t version)
+{
+    for (size_t i = 0; i < p->len; i++) {
+        job *j = ring_at(p, i)->job;
+        if (!j || j->version >= version || strcmp(j->key, key) != 0)
+            continue;
+        if (j->state == JOB_HELD) {
+            mc_wheel_cancel(ex->held, &j->timer);
+        } else if (j->state == JOB_QUEUED) {
+            job **link = &ex->queue_head;
+            ex->queue_tail = NULL;
+            while (*link) {
+                if (*link == j)
+                    *link = j->next_queued;
+                else
+                    link = &(ex->queue_tail = *link)->next_queued;
+            }
+            ex->queued--;
+        } else {
+            continue;
+        }
+        int64_t now = mc_now_ms();
+        mc_result res = {.app_id = j->task.app_id,
+                         .task_id = j->task.task_id,
+                         .attempt = j->task.attempt,
+                         .due_at = j->task.due_at,
+                         .started_at = now,
+                         .finished_at = now,
+                         .outcome = MC_OUTCOME_CANCELLED,
+                         .error = "cancelled or rescheduled before its due time"};
+        mc_buf_reset(&ex->buf);
+        if (mc_encode_result(&res, &ex->buf) == 0)
+            forward(ex, ex->results, j);
+        mc_counter_add(ex->recalled, 1);
+        job_finish(ex, j);
+        return; /* the ring changed; a key has one held version at most */
+    }
+}
+
+/* Drops every job of p without a result: another owner (or this one after
+ * a rewind) reads the records again and calls them. */
+static void part_abandon(executor *ex, part *p)
+{
+    size_t abandoned = 0;
+    for (size_t i = 0; i < p->len; i++) {
+        job *j = ring_at(p, i)->job;
+        if (!j)
+            continue;
+        if (j->state == JOB_RUNNING) {
+            curl_multi_remove_handle(ex->multi, j->easy);
+            ex->running--;
+        } else if (j->state == JOB_HELD) {
+            mc_wheel_cancel(ex->held, &j->timer);
+        }
+        if (j->state != JOB_QUEUED)
+            job_free(j);
+        else
+            j->part = NULL; /* freed when the queue is filtered below */
+        abandoned++;
+    }
+    job **link = &ex->queue_head;
+    ex->queue_tail = NULL;
+    while (*link) {
+        job *j = *link;
+        if (!j->part) {
+            *link = j->next_queued;
+            ex->queued--;
+            job_free(j);
+        } else {
+            ex->queue_tail = j;
+            link = &j->next_queued;
+        }
+    }
+    mc_counter_add(ex->abandoned, abandoned);
+    if (p->paused)
+        mc_gauge_add(ex->paused_gauge, -1);
+    free(p->ring);
+    free(p->redo);
+    int32_t partition = p->partition;
+    memset(p, 0, sizeof *p);
+    p->partition = partition;
+    p->end = -1;
+    mc_gauge_set(ex->in_flight, (double)ex->running);
+}
+
+/* "x1 e=E u=D,D,..." (see the top of the file) into p's redo list. */
+static bool parse_checkpoint(part *p, int64_t committed, const char *md)
+{
+    if (!md || strncmp(md, "x1 e=", 5) != 0)
+        return false;
+    char *end;
+    long long e = strtoll(md + 5, &end, 10);
+    if (e < committed)
+        return false;
+    size_t cap = 0;
+    if (strncmp(end, " u=", 3) == 0) {
+        cap = 1;
+        for (const char *c = end + 3; *c; c++)
+            cap += *c == ',';
+        p->redo = malloc(cap * sizeof *p->redo);
+        if (!p->redo)
+            return false;
+        int64_t at = committed;
+        const char *c = end + 3;
+        while (*c) {
+            char *next;
+            long long d = strtoll(c, &next, 10);
+            if (next == c || d < 0 || p->n_redo == cap)
+                return false;
+            at += d;
+            p->redo[p->n_redo++] = at;
+            c = *next == ',' ? next + 1 : next;
+            if (*next && *next != ',')
+                return false;
+        }
+    } else if (*end) {
+        return false;
+    }
+    p->redo_end = e;
+    return true;
+}
+
+static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    executor *ex = self;
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        part *p = part_get(ex, tp->partition);
+        if (!p)
+            return -1;
+        part_abandon(ex, p);
+        p->assigned = true;
+        const char *md = tp->metadata_size ? (const char *)tp->metadata : NULL;
+        char copy[4097];
+        if (md) {
+            size_t n = tp->metadata_size < sizeof copy - 1 ? tp->metadata_size : sizeof copy - 1;
+            memcpy(copy, md, n);
+            copy[n] = '\0';
+            md = copy;
+        }
+        if (tp->offset >= 0 && md && *md && !parse_checkpoint(p, tp->offset, md)) {
+            free(p->redo);
+            p->redo = NULL;
+            p->n_redo = 0;
+            p->redo_end = 0;
+            mc_log(mc_ctx_logger(ctx), MC_LOG_WARN,
+                   "unreadable checkpoint: every record from the committed offset is called again",
+                   "metadata", md, (const char *)NULL);
+        }
+    }
+    start_queued(ex);
+    rearm(ex);
+    return 0;
+}
+
+static void executor_on_revoke(void *self, const rd_kafka_topic_partition_list_t *parts,
+                               mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = self;
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t partition = parts->elems[i].partition;
+        if (partition >= 0 && partition < MAX_PARTITIONS && ex->parts[partition])
+            part_abandon(ex, ex->parts[partition]);
+    }
+    start_queued(ex);
+}
+
+/* Appends to md (at *len, within METADATA_BUDGET) one delta; false when it
+ * does not fit. */
+static bool md_append(char *md, size_t *len, const char *fmt, int64_t v)
+{
+    int n = snprintf(md + *len, METADATA_BUDGET - *len, fmt, v);
+    if (n < 0 || (size_t)n >= METADATA_BUDGET - *len)
+        return false;
+    *len += (size_t)n;
+    return true;
+}
+
+static int executor_prepare_commit(void *self, mc_ctx *ctx)
+{
+    executor *ex = self;
+    char md[METADATA_BUDGET], list[METADATA_BUDGET];
+    for (int32_t i = 0; i < MAX_PARTITIONS; i++) {
+        part *p = ex->parts[i];
+        if (!p || !p->assigned || p->end < 0)
+            continue;
+        ring_trim(p);
+        int64_t base = p->len ? ring_at(p, 0)->offset : p->end;
+        int64_t e = p->end > p->redo_end ? p->end : p->redo_end;
+        /* The unfinished: jobs in the window, then listed records not read
+         * again yet. The list is cut where it stops fitting; what follows
+         * counts as unread. */
+        size_t len = 0;
+        int64_t prev = base;
+        bool first = true, cut = false;
+        for (size_t k = 0; k < p->len + (p->n_redo - p->next_redo) && !cut; k++) {
+            int64_t off;
+            if (k < p->len) {
+                if (!ring_at(p, k)->job)
+                    continue;
+                off = ring_at(p, k)->offset;
+            } else {
+                off = p->redo[p->next_redo + (k - p->len)];
+                if (off < p->end)
+                    continue;
+            }
+            if (!md_append(list, &len, first ? "%" PRId64 : ",%" PRId64, off - prev)) {
+                e = off;
+                cut = true;
+                break;
+            }
+            prev = off;
+            first = false;
+        }
+        if (cut)
+            mc_counter_add(ex->cut, 1);
+        list[len] = '\0';
+        snprintf(md, sizeof md, len ? "x1 e=%" PRId64 " u=%s" : "x1 e=%" PRId64 "%s", e, list);
+        if (mc_ctx_set_commit_offset(ctx, ex->ready_topic, p->partition, base, md) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void executor_destroy(void *self)
+{
+    executor *ex = self;
+    if (!ex)
+        return;
+    for (int32_t i = 0; i < MAX_PARTITIONS; i++) {
+        if (ex->parts[i]) {
+            part_abandon(ex, ex->parts[i]);
+            free(ex->parts[i]);
+        }
+    }
+    if (ex->multi)
+        curl_multi_cleanup(ex->multi);
+    if (ex->held)
+        mc_wheel_free(ex->held);
+    mc_ssrf_free(ex->ssrf);
+    mc_app_secrets_free(ex->secrets);
+    mc_buf_free(&ex->buf);
+    free(ex);
+}
+
+static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
+{
+    const mc_config *cfg = mc_ctx_config(ctx);
+    executor *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ex->ctx = ctx;
+    ex->cfg = cfg;
+    ex->curl_due = INT64_MAX;
+    mc_topic_name(cfg, "ready", ex->ready_topic, sizeof ex->ready_topic);
+    snprintf(ex->user_agent, sizeof ex->user_agent, "mooncake/%s", MOONCAKE_VERSION);
+    if (!(ex->ssrf = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen)) ||
+        !(ex->secrets = mc_app_secrets_parse(cfg->app_secrets, err, errlen))) {
+        executor_destroy(ex);
+        return NULL;
+    }
+    ex->results = mc_ctx_output(ctx, "results");
+    ex->retry = mc_ctx_output(ctx, "retry");
+    ex->held = mc_wheel_new(mc_now_ms());
+    ex->multi = curl_multi_init();
+    if (!ex->results || !ex->retry || !ex->held || !ex->multi) {
+        snprintf(err, errlen, "out of memory (or output topic handles)");
+        executor_destroy(ex);
+        return NULL;
+    }
+    curl_multi_setopt(ex->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(ex->multi, CURLMOPT_SOCKETDATA, ex);
+    curl_multi_setopt(ex->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(ex->multi, CURLMOPT_TIMERDATA, ex);
+    curl_multi_setopt(ex->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      (long)cfg->executor_host_connections);
+    curl_multi_setopt(ex->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* Keep-alive connections for at least as many calls as run at once. */
+    curl_multi_setopt(ex->multi, CURLMOPT_MAXCONNECTS, (long)cfg->executor_concurrency);
+
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    ex->succeeded = mc_metrics_counter(m, "mooncake_executor_calls_total",
+                                       "Callbacks called, by outcome", "outcome=\"succeeded\"");
+    ex->failed = mc_metrics_counter(m, "mooncake_executor_calls_total",
+                                    "Callbacks called, by outcome", "outcome=\"failed\"");
+    ex->refused = mc_metrics_counter(m, "mooncake_executor_ssrf_refused_total",
+                                     "Calls refused by the SSRF guard", NULL);
+    ex->skipped = mc_metrics_counter(
+        m, "mooncake_executor_skipped_total",
+        "Records read again after a restart and skipped: their call had finished", NULL);
+    ex->abandoned = mc_metrics_counter(
+        m, "mooncake_executor_abandoned_total",
+        "Unfinished calls dropped on a rebalance or abort (called again by the next owner)", NULL);
+    ex->cut = mc_metrics_counter(
+        m, "mooncake_executor_checkpoint_cut_total",
+        "Commits whose unfinished list did not fit the metadata (later calls may repeat)", NULL);
+    ex->recalled = mc_metrics_counter(
+        m, "mooncake_executor_recalled_total",
+        "Held tasks not called: the wheel recalled them before their due time", NULL);
+    ex->in_flight = mc_metrics_gauge(m, "mooncake_executor_in_flight", "Calls in flight", NULL);
+    ex->held_gauge = mc_metrics_gauge(m, "mooncake_executor_held",
+                                      "Tasks received before their due time, held", NULL);
+    ex->queued_gauge = mc_metrics_gauge(m, "mooncake_executor_queued",
+                                        "Due tasks waiting for a free call slot", NULL);
+    ex->paused_gauge = mc_metrics_gauge(m, "mooncake_executor_paused_partitions",
+                                        "Partitions paused: too many unfinished tasks", NULL);
+    static const double lateness[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                      0.1,   0.2,   0.5,   1,    5,    30};
+    ex->lateness = mc_metrics_histogram(m, "mooncake_executor_start_lateness_seconds",
+                                        "Call start minus due time", NULL, lateness, 12);
+    static const double duration[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25,  0.5,   1,    2.5,   10,   30};
+    ex->duration = mc_metrics_histogram(m, "mooncake_executor_call_seconds",
+                                        "Callback call duration", NULL, duration, 12);
+    return ex;
+}
+
+const mc_processor mc_executor_processor = {
+    .name = "executor",
+    .input_topics = executor_inputs,
+    .create = executor_create,
+    .process = executor_process,
+    .punctuate = executor_punctuate,
+    .on_assign = executor_on_assign,
+    .on_revoke = executor_on_revoke,
+    .prepare_commit = executor_prepare_commit,
+    .destroy = executor_destroy,
+};

@@ -1,0 +1,193 @@
+/* The retry processor: decides what happens after a failed call.
+ *
+ * Input is `retry` (Attempts from the executor). For each failed attempt it
+ * picks the policy (the task's own, or the configured defaults) and, in one
+ * transaction with its offsets:
+ *   - again: the next attempt goes to `tasks` as a Submit with attempt + 1
+ *     and a due time after an exponential backoff with full jitter (or the
+ *     server's Retry-After, when longer), so it flows through router, store
+ *     and wheel like any task - and a cancel sent for the key before that
+ *     due time wins as it would for any task;
+ *   - never (a permanent failure such as a 404, or the last attempt): a
+ *     DeadLetter to `dead` with the reason;
+ *   - either way, the Result of the failed attempt to `results`, whose
+ *     outcome says which (FAILED_WILL_RETRY, FAILED_PERMANENTLY, EXHAUSTED).
+ * The next attempt is written to the same partition number of `tasks`, so
+ * its version (its tasks offset) orders it against the client's own
+ * commands for the key. */
+#include "retry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "retry_policy.h"
+
+typedef struct retry {
+    mc_output *tasks, *results;
+    mc_backoff defaults;
+    mc_arena *arena;
+    mc_buf buf;
+    uint64_t rng; /* xorshift64* state: jitter needs spread, not secrecy */
+    mc_counter *scheduled, *exhausted, *permanent;
+    mc_histogram *delay;
+} retry;
+
+static const char *const retry_inputs[] = {"retry", NULL};
+
+static uint64_t next_random(retry *r)
+{
+    r->rng ^= r->rng >> 12;
+    r->rng ^= r->rng << 25;
+    r->rng ^= r->rng >> 27;
+    return r->rng * UINT64_C(2685821657736338717);
+}
+
+static int forward(retry *r, mc_ctx *ctx, mc_output *out, const rd_kafka_message_t *m,
+                   const char *key)
+{
+    return mc_ctx_forward(ctx, out, m->partition, key, strlen(key), r->buf.data, r->buf.len);
+}
+
+static int retry_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+{
+    retry *r = self;
+    mc_arena_reset(r->arena);
+    mc_attempt a;
+    char detail[256] = "";
+    mc_codec_err err =
+        m->payload ? mc_decode_attempt(m->payload, m->len, r->arena, &a, detail, sizeof detail)
+                   : MC_CODEC_TRUNCATED;
+    if (err) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "retry record is not an Attempt: %s%s%s",
+                 mc_codec_strerror(err), detail[0] ? ": " : "", detail);
+        return mc_ctx_dead_letter(ctx, m, reason, NULL) == 0 ? 0 : -1;
+    }
+    const mc_task *t = &a.task;
+    char key[1024];
+    mc_task_key(t->app_id, t->task_id, key, sizeof key);
+
+    mc_backoff policy = r->defaults;
+    char why_default[300] = "";
+    if (t->has_retry) {
+        mc_backoff own = {t->retry.max_attempts, t->retry.initial_backoff_ms, t->retry.multiplier,
+                          t->retry.max_backoff_ms};
+        char perr[160];
+        if (mc_backoff_validate(&own, perr, sizeof perr) == 0)
+            policy = own;
+        else
+            snprintf(why_default, sizeof why_default,
+                     " (the task's retry policy is unusable: %s;"
+                     " the defaults apply)",
+                     perr);
+    }
+    int failed = t->attempt > 0 ? t->attempt : 1;
+    int64_t now = mc_ctx_now_ms(ctx);
+    mc_result res = {.app_id = t->app_id,
+                     .task_id = t->task_id,
+                     .attempt = failed,
+                     .due_at = t->due_at,
+                     .started_at = a.started_at,
+                     .finished_at = a.finished_at,
+                     .http_status = a.http_status};
+    char error[1024], reason[1024];
+    bool dead = true;
+    if (a.permanent) {
+        res.outcome = MC_OUTCOME_FAILED_PERMANENTLY;
+        snprintf(reason, sizeof reason, "permanent failure on attempt %d: %s", failed, a.error);
+        mc_counter_add(r->permanent, 1);
+    } else if (mc_backoff_exhausted(&policy, failed)) {
+        res.outcome = MC_OUTCOME_EXHAUSTED;
+        snprintf(reason, sizeof reason, "gave up after %d attempts%s; the last failed: %s", failed,
+                 why_default, a.error);
+        mc_counter_add(r->exhausted, 1);
+    } else {
+        dead = false;
+        int64_t delay = mc_backoff_delay_ms(&policy, failed, a.retry_after_ms, next_random(r));
+        int64_t from = a.finished_at > now ? a.finished_at : now;
+        mc_command next = {.kind = MC_CMD_SUBMIT, .submit = *t};
+        next.submit.attempt = failed + 1;
+        next.submit.due_at = from + delay;
+        mc_buf_reset(&r->buf);
+        if (mc_encode_command(&next, &r->buf) != 0 || forward(r, ctx, r->tasks, m, key) != 0)
+            return -1;
+        res.outcome = MC_OUTCOME_FAILED_WILL_RETRY;
+        snprintf(error, sizeof error, "%s; attempt %d in %" PRId64 " ms%s", a.error, failed + 1,
+                 delay, why_default);
+        mc_counter_add(r->scheduled, 1);
+        mc_histogram_observe(r->delay, (double)delay / 1000.0);
+    }
+    res.error = dead ? reason : error;
+    mc_buf_reset(&r->buf);
+    if (mc_encode_result(&res, &r->buf) != 0 || forward(r, ctx, r->results, m, key) != 0)
+        return -1;
+    if (dead && mc_ctx_dead_letter(ctx, m, reason, t) != 0)
+        return -1;
+    return 0;
+}
+
+static void retry_destroy(void *self)
+{
+    retry *r = self;
+    if (!r)
+        return;
+    mc_arena_free(r->arena);
+    mc_buf_free(&r->buf);
+    free(r);
+}
+
+static void *retry_create(mc_ctx *ctx, char *err, size_t errlen)
+{
+    const mc_config *cfg = mc_ctx_config(ctx);
+    retry *r = calloc(1, sizeof *r);
+    if (!r || !(r->arena = mc_arena_new())) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->defaults = (mc_backoff){cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
+                               cfg->retry_multiplier, cfg->retry_max_backoff_ms};
+    char perr[200];
+    if (mc_backoff_validate(&r->defaults, perr, sizeof perr) != 0) {
+        snprintf(err, errlen, "retry defaults: %s (--retry-* flags)", perr);
+        retry_destroy(r);
+        return NULL;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+             (uint64_t)(uintptr_t)r;
+    if (!r->rng)
+        r->rng = 1;
+    r->tasks = mc_ctx_output(ctx, "tasks");
+    r->results = mc_ctx_output(ctx, "results");
+    if (!r->tasks || !r->results) {
+        snprintf(err, errlen, "cannot create output topic handles");
+        retry_destroy(r);
+        return NULL;
+    }
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    r->scheduled = mc_metrics_counter(m, "mooncake_retry_scheduled_total",
+                                      "Failed calls scheduled again", NULL);
+    r->exhausted = mc_metrics_counter(m, "mooncake_retry_dead_total", "Tasks dead-lettered, by why",
+                                      "reason=\"exhausted\"");
+    r->permanent = mc_metrics_counter(m, "mooncake_retry_dead_total", "Tasks dead-lettered, by why",
+                                      "reason=\"permanent\"");
+    static const double bounds[] = {0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600};
+    r->delay = mc_metrics_histogram(m, "mooncake_retry_delay_seconds",
+                                    "Backoff before the next attempt", NULL, bounds, 11);
+    return r;
+}
+
+const mc_processor mc_retry_processor = {
+    .name = "retry",
+    .input_topics = retry_inputs,
+    .create = retry_create,
+    .process = retry_process,
+    .destroy = retry_destroy,
+};
