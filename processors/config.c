@@ -81,6 +81,10 @@ static const opt options[] = {
     {"retry-max-backoff-ms", 0, "MOONCAKE_RETRY_MAX_BACKOFF_MS", OPT_INT64,
      OFF(retry_max_backoff_ms), 1, INT64_C(31536000000), "3600000",
      "retry: upper bound of the backoff ceiling"},
+    {"drain-timeout-ms", 0, "MOONCAKE_DRAIN_TIMEOUT_MS", OPT_INT, OFF(drain_timeout_ms), 0, 3600000,
+     "10000",
+     "executor: on SIGTERM, let calls in flight finish for up to this long (the next owner "
+     "repeats what is left)"},
     {"commit-interval-ms", 0, "MOONCAKE_COMMIT_INTERVAL_MS", OPT_INT, OFF(commit_interval_ms), 1,
      60000, "100", "commit the open transaction at least this often"},
     {"commit-max-records", 0, "MOONCAKE_COMMIT_MAX_RECORDS", OPT_INT, OFF(commit_max_records), 1,

@@ -40,6 +40,7 @@ typedef struct mc_config {
     int64_t retry_initial_backoff_ms;
     double retry_multiplier;
     int64_t retry_max_backoff_ms;
+    int drain_timeout_ms; /* on SIGTERM, wait this long for calls in flight */
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;

@@ -113,6 +113,7 @@ struct executor {
     mc_app_secrets *secrets;
     int64_t curl_due; /* when curl wants its timeout handled; INT64_MAX: never */
     size_t running;
+    bool draining;                /* stopping: calls in flight finish, nothing new starts */
     job *queue_head, *queue_tail; /* due, waiting for a free slot */
     size_t queued;
     part *parts[MAX_PARTITIONS];
@@ -409,7 +410,7 @@ static void recall(executor *ex, part *p, const char *key, int64_t version);
 /* Starts j now if a slot is free, else queues it. */
 static void job_run_or_queue(executor *ex, job *j)
 {
-    if (ex->running < (size_t)ex->cfg->executor_concurrency) {
+    if (!ex->draining && ex->running < (size_t)ex->cfg->executor_concurrency) {
         if (job_start(ex, j) != 0) {
             snprintf(j->curl_error, sizeof j->curl_error, "out of memory starting the call");
             job_complete(ex, j, CURLE_OUT_OF_MEMORY);
@@ -429,7 +430,7 @@ static void job_run_or_queue(executor *ex, job *j)
 
 static void start_queued(executor *ex)
 {
-    while (ex->queue_head && ex->running < (size_t)ex->cfg->executor_concurrency) {
+    while (!ex->draining && ex->queue_head && ex->running < (size_t)ex->cfg->executor_concurrency) {
         job *j = ex->queue_head;
         ex->queue_head = j->next_queued;
         if (!ex->queue_head)
@@ -994,6 +995,16 @@ static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
     return ex;
 }
 
+/* Drained once no call is running; held and queued tasks are not due or not
+ * started, and the next owner takes them from the committed checkpoint. */
+static bool executor_drained(void *self, mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = self;
+    ex->draining = true; /* start nothing new */
+    return ex->running == 0;
+}
+
 const mc_processor mc_executor_processor = {
     .name = "executor",
     .input_topics = executor_inputs,
@@ -1003,5 +1014,6 @@ const mc_processor mc_executor_processor = {
     .on_assign = executor_on_assign,
     .on_revoke = executor_on_revoke,
     .prepare_commit = executor_prepare_commit,
+    .drained = executor_drained,
     .destroy = executor_destroy,
 };

@@ -1263,7 +1263,27 @@ int mc_runner_run(mc_runner *r)
            r->transactional_id, (const char *)NULL);
 
     read_clocks(r);
-    while (!atomic_load(&r->stop) && !atomic_load(&r->fatal)) {
+    bool draining = false;
+    int64_t drain_deadline = 0;
+    while (!atomic_load(&r->fatal)) {
+        if (atomic_load(&r->stop)) {
+            if (!r->proc->drained)
+                break;
+            if (!draining) {
+                /* Take no new input; let what is in flight finish, so a
+                 * rolling restart does not repeat it. */
+                draining = true;
+                drain_deadline = r->now_mono_ms + r->cfg->drain_timeout_ms;
+                rd_kafka_topic_partition_list_t *parts = NULL;
+                if (rd_kafka_assignment(r->consumer, &parts) == 0 && parts) {
+                    rd_kafka_pause_partitions(r->consumer, parts);
+                    rd_kafka_topic_partition_list_destroy(parts);
+                }
+                mc_log(&r->logger, MC_LOG_INFO, "draining before the stop", (const char *)NULL);
+            }
+            if (r->proc->drained(r->self, &r->ctx) || r->now_mono_ms >= drain_deadline)
+                break;
+        }
         if (begin_txn(r) != 0)
             break;
         /* Wait for the first record, then take what has already arrived

@@ -43,6 +43,12 @@ typedef struct mc_processor {
      * offsets and metadata (mc_ctx_set_commit_offset) that describe exactly
      * what it contains. Optional. */
     int (*prepare_commit)(void *self, mc_ctx *ctx);
+    /* Asked on every loop turn after a stop was requested, with input
+     * paused: true once the processor has nothing in flight worth waiting
+     * for (the executor: no call running), then the runner commits and
+     * exits; it stops waiting after --drain-timeout-ms anyway. Optional:
+     * without it the runner stops at once. */
+    bool (*drained)(void *self, mc_ctx *ctx);
     void (*destroy)(void *self);
 } mc_processor;
 
