@@ -1,37 +1,160 @@
 #!/usr/bin/env python3
 """Submits a few commands to mooncake.tasks the way any Kafka client would (Avro
-single-object encoding, key app_id/task_id), then follows mooncake.ready and
-mooncake.dead for ~10 s: tasks firing on time with their lateness, a cancelled task
-that never fires, the dead-letter reason of a malformed record, and a task due beyond
+single-object encoding, key app_id/task_id), waits for them and tells what became of
+each, from the committed records of mooncake.results and mooncake.dead and from the log
+of the local endpoint the tasks call (run with --serve): tasks called on time (with their
+lateness as the endpoint saw it), a cancelled task never called, a task whose first call
+fails and is retried, the dead-letter reason of a malformed record, and a task due beyond
 the horizon (MOONCAKE_HORIZON_MS, default 60000) held by the store.
-Usage: tools/quickstart-submit.py [BOOTSTRAP] [PREFIX] [--store-metrics URL]"""
+Usage: tools/quickstart-submit.py [BOOTSTRAP] [PREFIX] [--endpoint URL] [--endpoint-log FILE]
+                                  [--store-metrics URL] [--warm-up]
+       tools/quickstart-submit.py --serve PORT     the endpoint (tools/quickstart starts it)"""
 import argparse
+import base64
+import datetime
+import hashlib
+import hmac
+import http.server
 import io
 import json
 import os
+import re
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 
-import fastavro
-import fastavro.schema
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STATE = os.path.join(os.environ.get("TMPDIR") or "/tmp", "mooncake-quickstart")
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("bootstrap", nargs="?", default="127.0.0.1:9092")
 ap.add_argument("prefix", nargs="?", default="mooncake.")
+ap.add_argument("--endpoint", default="http://127.0.0.1:8090",
+                help="base URL of the endpoint the tasks call (default %(default)s)")
+ap.add_argument("--endpoint-log", default=os.path.join(STATE, "endpoint.log"),
+                help="the endpoint's log, read for the story (default %(default)s)")
 ap.add_argument("--store-metrics", default="http://127.0.0.1:8081/metrics",
                 help="the store's /metrics URL (default %(default)s)")
-ap.add_argument("--follow", type=float, default=10.0, help="seconds to follow (default 10)")
+ap.add_argument("--follow", type=float, default=25.0,
+                help="wait at most this many seconds for the outcomes (default 25)")
 ap.add_argument("--warm-up", action="store_true",
                 help="first send one task due now and one malformed record through a "
-                     "freshly started broker and wait for them")
+                     "freshly started broker and wait for their outcomes")
+ap.add_argument("--serve", type=int, metavar="PORT",
+                help="run the demo endpoint on 127.0.0.1:PORT instead: log every request "
+                     "on stdout, verify webhook signatures with MOONCAKE_APP_SECRETS, "
+                     "answer 500 to the first call of each /flaky/... path, else 200")
 args = ap.parse_args()
 prefix = args.prefix
+
+# ---- the endpoint (--serve) ---------------------------------------------------------------
+# One line per request, logfmt after the local time:
+#   2025-01-31 12:00:03.001 POST /hook/x idempotency-key=shop/x:1 signature=valid late=+1ms status=200
+# late = arrival - the task's x-due header (its due time, epoch ms; a retry carries the
+# first attempt's), signature = valid | INVALID | unsigned | no-secret (Standard Webhooks:
+# v1,base64(HMAC-SHA256(key, webhook-id "." webhook-timestamp "." body))).
+LINE = re.compile(r"^(\S+ \S+) (\S+) (\S+)((?: \S+=\S*)*)$")
+
+
+def parse_secrets(spec):
+    """MOONCAKE_APP_SECRETS, "app=whsec_<base64>,..." (as the executor reads it) -> {app: [key]}."""
+    keys = {}
+    for entry in (spec or "").split(","):
+        if "=" not in entry:
+            continue
+        app, secret = (s.strip() for s in entry.split("=", 1))
+        secret = secret[len("whsec_"):] if secret.startswith("whsec_") else secret
+        keys.setdefault(app, []).append(base64.b64decode(secret))
+    return keys
+
+
+def serve(port):
+    secrets = parse_secrets(os.environ.get("MOONCAKE_APP_SECRETS"))
+    seen, lock = set(), threading.Lock()
+
+    def verify(h, body):
+        sig, mid, ts = h.get("webhook-signature"), h.get("webhook-id"), h.get("webhook-timestamp")
+        if not sig:
+            return "unsigned"
+        keys = secrets.get((mid or "").split("/")[0])
+        if not keys:
+            return "no-secret"
+        try:
+            fresh = abs(time.time() - int(ts)) <= 300  # a replayed old call fails
+        except (TypeError, ValueError):
+            return "INVALID"
+        for k in keys:
+            mac = hmac.new(k, f"{mid}.{ts}.".encode() + body, hashlib.sha256).digest()
+            want = "v1," + base64.b64encode(mac).decode()
+            if fresh and any(hmac.compare_digest(want, s) for s in sig.split()):
+                return "valid"
+        return "INVALID"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the executor reuses its connections
+        disable_nagle_algorithm = True
+
+        def log_message(self, *a):
+            pass
+
+        def handle_call(self):
+            at = time.time()
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else b""
+            path = urllib.parse.urlsplit(self.path).path
+            with lock:
+                first = path not in seen
+                seen.add(path)
+            status = 500 if first and path.startswith("/flaky/") else 200
+            try:
+                late = "%+dms" % round(at * 1000 - int(self.headers.get("x-due")))
+            except (TypeError, ValueError):
+                late = "?"
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) + ".%03d" % (at % 1 * 1000)
+            key = self.headers.get("Idempotency-Key", "-").replace(" ", "_")
+            print(f"{stamp} {self.command} {path} idempotency-key={key} "
+                  f"signature={verify(self.headers, body)} late={late} status={status}", flush=True)
+            out = (b'{"ok":true}\n' if status == 200
+                   else b'{"error":"the demo endpoint fails the first call of /flaky/ paths"}\n')
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(out)
+            except OSError:  # the caller gave up
+                self.close_connection = True
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_call
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+    srv = Server(("127.0.0.1", port), Handler)
+    print(f"# demo endpoint on http://127.0.0.1:{port}: one line per request; late = arrival - "
+          "x-due (the task's due time; a retry carries its first attempt's); /flaky/<x> "
+          "answers 500 the first time", flush=True)
+    srv.serve_forever()
+
+
+if args.serve is not None:
+    try:
+        serve(args.serve)
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+# ---- the client -----------------------------------------------------------------------------
+import fastavro  # noqa: E402 (not needed by the endpoint)
+import fastavro.schema  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+
 horizon_ms = int(os.environ.get("MOONCAKE_HORIZON_MS", "60000"))
 far_ms = max(90_000, horizon_ms + 30_000)  # beyond the horizon: the store keeps it
+endpoint = args.endpoint.rstrip("/")
 
 
 def schema(name):
@@ -55,13 +178,18 @@ def decode(name, data):
     return fastavro.schemaless_reader(io.BytesIO(data[10:]), s, return_record_name=True)
 
 
-def submit(tid, due, created):
+def ms(v):
+    """fastavro decodes timestamp-millis to a datetime: back to epoch ms."""
+    return round(v.timestamp() * 1000) if hasattr(v, "timestamp") else v
+
+
+def submit(tid, due, created, path, retry=None):
     return encode("Command", {"payload": ("mooncake.Submit", {"task": {
         "app_id": "shop", "task_id": tid, "due_at": due,
-        "callback": {"url": "https://example.com/orders/cancel", "method": "POST",
-                     "headers": {"content-type": "application/json"},
-                     "body": b'{"order":"%s"}' % tid.encode(), "timeout_ms": 30000},
-        "retry": None, "attempt": 1, "created_at": created, "metadata": {}}})})
+        "callback": {"url": endpoint + path, "method": "POST",
+                     "headers": {"content-type": "application/json", "x-due": str(due)},
+                     "body": b'{"order":"%s"}' % tid.encode(), "timeout_ms": 10000},
+        "retry": retry, "attempt": 1, "created_at": created, "metadata": {}}})})
 
 
 def cancel(tid, now):
@@ -69,16 +197,14 @@ def cancel(tid, now):
         "app_id": "shop", "task_id": tid, "requested_at": now})})
 
 
-run = uuid.uuid4().hex[:6]
-ids = {n: f"order-{run}-{n}" for n in range(1, 6)}
+run = uuid.uuid4().hex[:4]
 # log_level 3: errors only; a broker that just started logs transient retries as warnings
 p = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "log_level": 3})
 c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "quickstart-" + run,
               "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 3})
 meta = c.list_topics(timeout=10)
-if prefix + "ready" not in meta.topics:
-    sys.exit(f"no topic {prefix}ready at {args.bootstrap}: are the router, store and wheel running?")
-# Follow ready and dead from their current ends: everything of this run comes after.
+if prefix + "results" not in meta.topics:
+    sys.exit(f"no topic {prefix}results at {args.bootstrap}: are the mooncake roles running?")
 
 
 def end_offset(topic, i):
@@ -92,98 +218,175 @@ def end_offset(topic, i):
             time.sleep(0.2)
 
 
+# Follow results and dead (read_committed) from their current ends: all of this run comes after.
 c.assign([TopicPartition(prefix + t, i, end_offset(prefix + t, i))
-          for t in ("ready", "dead") for i in meta.topics[prefix + t].partitions])
+          for t in ("results", "dead") for i in meta.topics[prefix + t].partitions])
+results, dead = {}, {}  # key -> [Result], key -> DeadLetter
+
+
+def poll(timeout):
+    m = c.poll(timeout)
+    if m is None or m.error() or m.key() is None:
+        return
+    key = m.key().decode()
+    if m.topic() == prefix + "results":
+        r = decode("Result", m.value())
+        if r:
+            for f in ("due_at", "started_at", "finished_at"):
+                r[f] = ms(r[f])
+            results.setdefault(key, []).append(r)
+    else:
+        dead[key] = decode("DeadLetter", m.value()) or {"reason": "(undecodable)", "failed_at": 0}
 
 
 def warm_up():
     """A fresh broker is slow for its first transactions (cold JVM, coordinators loading):
-    run a task due now and a malformed record through router, wheel and dead first, so
-    the figures below show mooncake rather than the broker starting."""
+    run a task due now and a malformed record through every role first, so the figures
+    below show mooncake rather than the broker starting."""
     t0 = int(time.time() * 1000)
-    keys = {f"shop/warmup-{run}": submit(f"warmup-{run}", t0, t0),
-            f"shop/warmup-{run}-bad": b"{not avro}"}
-    for k, v in keys.items():
-        p.produce(prefix + "tasks", key=k, value=v)
+    ok, bad = f"shop/{run}-warm-up", f"shop/{run}-warm-up-bad"
+    p.produce(prefix + "tasks", key=ok, value=submit(ok[5:], t0, t0, "/hook/" + ok[5:]))
+    p.produce(prefix + "tasks", key=bad, value=b"{not avro}")
     p.flush(30)
-    left = set(keys)
-    while left and time.time() < t0 / 1000 + 30:
-        m = c.poll(0.2)
-        if m is not None and not m.error() and m.key() is not None:
-            left.discard(m.key().decode())
-    if left:
-        sys.exit("the warm-up task did not come through within 30 s: see the roles' logs")
-    print(f"warm-up: one task due now and one bad record took {int(time.time() * 1000) - t0} ms "
-          "(a fresh broker's first transactions are slow)")
+    while time.time() < t0 / 1000 + 60 and not (
+            any(r["outcome"] == "SUCCEEDED" for r in results.get(ok, [])) and bad in dead):
+        poll(0.2)
+    if not (ok in results and bad in dead):
+        sys.exit("the warm-up task did not come through within 60 s: see the roles' logs")
+    print(f"warm-up: a task due now was called and a bad record dead-lettered in "
+          f"{int(time.time() * 1000) - t0} ms (a fresh broker's first transactions are slow)")
 
 
 if args.warm_up:
     warm_up()
+
 now = int(time.time() * 1000)
-due = {1: now + 3000, 2: now + 6000, 3: now + 5000, 4: now + far_ms}
+policy = {"max_attempts": 3, "initial_backoff_ms": 1000, "multiplier": 2.0, "max_backoff_ms": 10000}
+T = {  # name: (task id, due, path)
+    "3s": (f"{run}-in3s", now + 3000, f"/hook/{run}-in3s"),
+    "6s": (f"{run}-in6s", now + 6000, f"/hook/{run}-in6s"),
+    "cancelled": (f"{run}-cancelled", now + 5000, f"/hook/{run}-cancelled"),
+    "flaky": (f"{run}-fails-once", now + 4000, f"/flaky/{run}-fails-once"),
+    "far": (f"{run}-in{far_ms // 1000}s", now + far_ms, f"/hook/{run}-in{far_ms // 1000}s"),
+    "bad": (f"{run}-malformed", None, None),
+}
+key = {n: f"shop/{t[0]}" for n, t in T.items()}
 cmds = [
-    (1, submit(ids[1], due[1], now), "task due in 3 s"),
-    (2, submit(ids[2], due[2], now), "task due in 6 s"),
-    (3, submit(ids[3], due[3], now), "task due in 5 s ..."),
-    (3, cancel(ids[3], now), "... cancelled right away"),
-    (4, submit(ids[4], due[4], now),
-     f"task due in {far_ms // 1000} s (beyond the {horizon_ms // 1000} s horizon: the store keeps it)"),
-    (5, b"{not avro at all}", "malformed record (not Avro)"),
+    ("3s", submit(T["3s"][0], T["3s"][1], now, T["3s"][2]), "due in 3 s"),
+    ("6s", submit(T["6s"][0], T["6s"][1], now, T["6s"][2]), "due in 6 s"),
+    ("cancelled", submit(T["cancelled"][0], T["cancelled"][1], now, T["cancelled"][2]),
+     "due in 5 s ..."),
+    ("cancelled", cancel(T["cancelled"][0], now), "... and cancelled right away"),
+    ("flaky", submit(T["flaky"][0], T["flaky"][1], now, T["flaky"][2], retry=policy),
+     "due in 4 s; its endpoint fails the first call (retry policy: 3 attempts, first backoff <= 1 s)"),
+    ("far", submit(T["far"][0], T["far"][1], now, T["far"][2]),
+     f"due in {far_ms // 1000} s (beyond the {horizon_ms // 1000} s horizon: the store keeps it)"),
+    ("bad", b"{not avro at all}", "a malformed record (not Avro)"),
 ]
-print(f"submitting to {prefix}tasks (key shop/<id>):")
+print(f"submitting to {prefix}tasks (key shop/<id>; the tasks POST to {endpoint}/...):")
 for n, value, what in cmds:
-    p.produce(prefix + "tasks", key=f"shop/{ids[n]}", value=value)
-    print(f"  {ids[n]}  {what}")
+    p.produce(prefix + "tasks", key=key[n], value=value)
+    print(f"  {T[n][0]:<16} {what}")
 if p.flush(30):
     sys.exit(f"could not deliver to {prefix}tasks at {args.bootstrap}")
 
-print(f"following {prefix}ready (fired tasks) and {prefix}dead for {args.follow:.0f} s;")
-print("lateness = arrival here - due_at (and the record's timestamp - due_at):")
-fired, dead = {}, None
-by_key = {f"shop/{tid}": n for n, tid in ids.items()}
+
+def outcomes(n):
+    return [r["outcome"] for r in results.get(key[n], [])]
+
+
+def settled():
+    return ("SUCCEEDED" in outcomes("3s") and "SUCCEEDED" in outcomes("6s")
+            and "SUCCEEDED" in outcomes("flaky") and key["bad"] in dead
+            and time.time() * 1000 >= T["6s"][1] + 500)
+
+
+print("waiting for the calls (about 7 s) ...")
 end = now / 1000 + args.follow
-while time.time() < end:
-    m = c.poll(min(0.2, max(0.0, end - time.time())))
-    if m is None or m.error() or m.key() is None:
-        continue
-    n = by_key.get(m.key().decode())
-    if n is None:
-        continue
-    arrived = int(time.time() * 1000)
-    at = f"{'+%.1f s' % ((arrived - now) / 1000):>7}"
-    if m.topic() == prefix + "dead":
-        dead = decode("DeadLetter", m.value())
-        print(f"  {at}  {ids[n]}  dead: {dead['reason'] if dead else '(undecodable)'}")
-        continue
-    v = decode("WheelEntry", m.value())
-    task = v["payload"][1]["task"] if v else None
-    if task is None:
-        continue
-    fired[n] = True
-    due_at = task["due_at"]  # fastavro decodes timestamp-millis to a datetime
-    due_at = round(due_at.timestamp() * 1000) if hasattr(due_at, "timestamp") else due_at
-    print(f"  {at}  {ids[n]}  fired, {arrived - due_at} ms late "
-          f"(record timestamp {m.timestamp()[1] - due_at} ms)")
+while time.time() < end and not settled():
+    poll(min(0.2, max(0.0, end - time.time())))
 c.close()
 
+# The endpoint's log: its lines for this run's tasks.
+calls = {}  # key -> [call]
+try:
+    with open(args.endpoint_log) as f:
+        for line in f:
+            m = LINE.match(line.rstrip("\n"))
+            if not m or f"/{run}-" not in m.group(3):
+                continue
+            kv = dict(x.split("=", 1) for x in m.group(4).split())
+            at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            ik = kv.get("idempotency-key", "-")
+            calls.setdefault(ik.rsplit(":", 1)[0], []).append({
+                "at": round(at * 1000), "method": m.group(2), "path": m.group(3),
+                "attempt": int(ik.rsplit(":", 1)[1]) if ":" in ik else 0, "key": ik,
+                "signature": kv.get("signature"), "status": kv.get("status")})
+except OSError as e:
+    print(f"could not read the endpoint's log {args.endpoint_log}: {e}")
+
+events = []  # (epoch ms, task id, text)
+for k, lst in calls.items():
+    if k == f"shop/{run}-warm-up":
+        continue
+    for cl in lst:
+        due = next((r["due_at"] for r in results.get(k, []) if r["attempt"] == cl["attempt"]), None)
+        if due is None and k in T and cl["attempt"] == 1:
+            due = dict((key[n], T[n][1]) for n in T).get(k)
+        cl["late"] = cl["at"] - due if due is not None else None
+        late = f"{cl['late']} ms late" if due is not None else "lateness unknown"
+        events.append((cl["at"], k[5:], f"called {cl['method']} {cl['path']}, Idempotency-Key "
+                       f"{cl['key']}, signature {cl['signature']}, {late} -> {cl['status']}"))
+for k, lst in results.items():
+    for r in lst:
+        if not k.startswith(f"shop/{run}-") or k == f"shop/{run}-warm-up":
+            continue
+        why = f": {r['error']}" if r["error"] else ""
+        events.append((r["finished_at"], k[5:], f"Result {r['outcome']} (attempt {r['attempt']}, "
+                       f"HTTP {r['http_status']}, started {r['started_at'] - r['due_at']} ms "
+                       f"after due){why}"))
+for k, d in dead.items():
+    if k.startswith(f"shop/{run}-") and k != f"shop/{run}-warm-up-bad":
+        events.append((ms(d["failed_at"]), k[5:], f"dead-lettered: {d['reason']}"))
+events.sort(key=lambda e: e[0])
+print(f"\nwhat happened (t: seconds after submitting; the calls as the endpoint logged them,\n"
+      f"the Results and dead letters as committed to {prefix}results and {prefix}dead):")
+for at, tid, text in events:
+    print(f"  t+{(at - now) / 1000:5.2f}  {tid:<16} {text}")
+
+print("\nin short:")
 ok = True
-for n in (1, 2):
-    if n not in fired:
-        print(f"  {ids[n]}  did NOT fire within {args.follow:.0f} s: see the wheel's log")
-        ok = False
-if 3 in fired:
-    print(f"  {ids[3]}  fired although it was cancelled")
-    ok = False
-else:
-    print(f"  {ids[3]}  never fired: it was cancelled")
-if dead is None:
-    print(f"  {ids[5]}  did NOT reach {prefix}dead: see the router's log")
-    ok = False
 
 
+def check(good, text):
+    global ok
+    ok = ok and good
+    print(f"  {'ok  ' if good else 'FAIL'}  {text}")
 
-def in_changelog(key):
-    """True when the latest committed record of key in the store's changelog is a task."""
+
+for n in ("3s", "6s"):
+    cl, oc = calls.get(key[n], []), outcomes(n)
+    check(len(cl) == 1 and cl[0]["status"] == "200" and oc == ["SUCCEEDED"],
+          f"{T[n][0]}: called {'once' if len(cl) == 1 else f'{len(cl)} times'}"
+          + (f", {cl[0]['late']} ms after its due time, signature {cl[0]['signature']}"
+             if len(cl) == 1 else "") + f"; Results: {', '.join(oc) or 'none'}")
+cl, oc = calls.get(key["cancelled"], []), outcomes("cancelled")
+check(not cl, f"{T['cancelled'][0]}: " + (
+    f"called {len(cl)} time(s) although cancelled" if cl else "cancelled, never called"
+    + (" (the wheel had fired it early and recalled it: Result CANCELLED)"
+       if "CANCELLED" in oc else "")))
+cl, oc = calls.get(key["flaky"], []), outcomes("flaky")
+check([x["status"] for x in cl] == ["500", "200"] and oc == ["FAILED_WILL_RETRY", "SUCCEEDED"],
+      f"{T['flaky'][0]}: {len(cl)} call{'' if len(cl) == 1 else 's'}, answered {', '.join(x['status'] for x in cl) or '-'}"
+      + (f", the retry {(cl[1]['at'] - cl[0]['at']) / 1000:.2f} s after the first"
+         if len(cl) == 2 else "") + f"; Results: {', '.join(oc) or 'none'}")
+d = dead.get(key["bad"])
+check(d is not None, f"{T['bad'][0]}: " + (f"in {prefix}dead, with the reason above" if d
+                                             else f"did NOT reach {prefix}dead: see the router's log"))
+
+
+def in_changelog(k):
+    """True when the latest committed record of key k in the store's changelog is a task."""
     sc = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "quickstart-" + run,
                    "isolation.level": "read_committed", "enable.auto.commit": False,
                    "enable.partition.eof": True, "log_level": 3})
@@ -196,7 +399,7 @@ def in_changelog(key):
             continue
         if m.error():
             left.discard(m.partition())  # end of the partition (or an error)
-        elif m.key() is not None and m.key().decode() == key:
+        elif m.key() is not None and m.key().decode() == k:
             found = m.value() is not None
     sc.close()
     return found
@@ -210,17 +413,10 @@ try:
                 held = int(float(line.split()[-1]))
 except OSError as e:
     print(f"could not read the store's metrics at {args.store_metrics}: {e}")
-if held is not None:
-    kept = in_changelog(f"shop/{ids[4]}")
-    hand = time.strftime("%H:%M:%S", time.localtime((due[4] - horizon_ms) / 1000))
-    fire = time.strftime("%H:%M:%S", time.localtime(due[4] / 1000))
-    print(f"the store holds {held} task(s) (mooncake_store_tasks on {args.store_metrics})")
-    if kept:
-        print(f"  {ids[4]}  is one (it is in {prefix}store, the store's changelog): handed to "
-              f"the wheel at {hand} (due - horizon), fires at {fire}")
-    else:
-        print(f"  {ids[4]}  is NOT in {prefix}store, the store's changelog: see the store's log")
-    ok = ok and held >= 1 and kept
-else:
-    ok = False
+kept = held is not None and in_changelog(key["far"])
+fire = time.strftime("%H:%M:%S", time.localtime(T["far"][1] / 1000))
+check(bool(held) and kept, f"{T['far'][0]}: " + (
+    f"held by the store (mooncake_store_tasks {held}; in {prefix}store, its changelog); "
+    f"handed to the wheel at {time.strftime('%H:%M:%S', time.localtime((T['far'][1] - horizon_ms) / 1000))}, "
+    f"called at {fire}" if kept else f"NOT held by the store (mooncake_store_tasks {held}): see the store's log"))
 sys.exit(0 if ok else 1)
