@@ -323,10 +323,14 @@ static int build_headers(executor *ex, job *j)
 {
     const mc_task *t = &j->task;
     const mc_callback *cb = &t->callback;
-    for (size_t i = 0; i < cb->n_headers; i++)
-        if (header_token(cb->headers[i].key) && !header_reserved(cb->headers[i].key) &&
-            add_header(&j->headers, cb->headers[i].key, cb->headers[i].value) != 0)
+    bool content_type = false;
+    for (size_t i = 0; i < cb->n_headers; i++) {
+        if (!header_token(cb->headers[i].key) || header_reserved(cb->headers[i].key))
+            continue;
+        if (add_header(&j->headers, cb->headers[i].key, cb->headers[i].value) != 0)
             return -1;
+        content_type |= strcasecmp(cb->headers[i].key, "content-type") == 0;
+    }
     char v[KEY_MAX + 32], ts[32];
     snprintf(v, sizeof v, "%s:%" PRId32, j->key, t->attempt);
     snprintf(ts, sizeof ts, "%" PRId64, j->started_at / 1000);
@@ -334,11 +338,18 @@ static int build_headers(executor *ex, job *j)
         add_header(&j->headers, "webhook-id", j->key) ||
         add_header(&j->headers, "webhook-timestamp", ts))
         return -1;
-    /* No "Expect: 100-continue" round trip before large bodies. */
+    /* No "Expect: 100-continue" round trip before large bodies, and no
+     * Content-Type the task did not ask for (curl would send a form type
+     * with every body, which a JSON endpoint may then misread). */
     struct curl_slist *x = curl_slist_append(j->headers, "Expect:");
     if (!x)
         return -1;
     j->headers = x;
+    if (!content_type) {
+        if (!(x = curl_slist_append(j->headers, "Content-Type:")))
+            return -1;
+        j->headers = x;
+    }
     size_t nsec = mc_app_secrets_count(ex->secrets, t->app_id);
     if (nsec) {
         size_t cap = nsec * MC_WEBHOOK_SIGNATURE_LEN + 1;
