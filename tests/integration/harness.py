@@ -6,6 +6,7 @@ implementation independent of ours, so these tests also prove that what a
 Python client writes is what mooncake reads, and the other way round.
 Every test uses its own topic prefix, so tests never see each other's data.
 """
+import http.server
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -39,7 +41,7 @@ def load_schema(name):
 
 
 SCHEMAS = {n: load_schema(n) for n in
-           ("Command", "WheelEntry", "StoredTask", "DeadLetter")}
+           ("Command", "WheelEntry", "StoredTask", "DeadLetter", "Attempt", "Result")}
 
 
 def encode(schema_name, record):
@@ -224,6 +226,90 @@ class Env:
             text = self.log(p, tail=None) if os.path.exists(p.log_path) else ""
             for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
                 assert needle not in text, f"sanitizer report in {p.log_path}:\n{text}"
+
+
+class CallbackServer:
+    """A local HTTP endpoint for mooncake to call (127.0.0.1, a free port).
+
+    Records every request as a dict: method, path, headers (lower-case name
+    to value), header_list (every (name, value) as received), body, at (epoch
+    ms when the request line and headers had arrived), nth (1 for the first
+    request to that path), responded_at (epoch ms just before the answer
+    was sent; None until then). respond(call) says what to answer: (status, headers, body) or
+    (status, headers, body, delay_seconds); the default is 200 "ok"."""
+
+    def __init__(self, respond=None):
+        self.calls = []
+        self.lock = threading.Lock()
+        self.respond = respond or (lambda call: (200, {}, b"ok"))
+        self._per_path = {}
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as mooncake's client expects
+            disable_nagle_algorithm = True  # headers and body go out as two writes
+
+            def log_message(self, *args):
+                pass
+
+            def handle_call(self):
+                at = time.time() * 1000
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                call = {"method": self.command, "path": self.path, "at": at, "body": body,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "header_list": [(k.lower(), v) for k, v in self.headers.items()],
+                        "responded_at": None}
+                with owner.lock:
+                    call["nth"] = owner._per_path[self.path] = owner._per_path.get(self.path, 0) + 1
+                    owner.calls.append(call)
+                answer = owner.respond(call)
+                status, headers, out = answer[:3]
+                if len(answer) > 3 and answer[3]:
+                    time.sleep(answer[3])
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(out)))
+                    call["responded_at"] = time.time() * 1000
+                    self.end_headers()
+                    if self.command != "HEAD" and out:
+                        self.wfile.write(out)
+                except OSError:  # the caller gave up (a timeout, a killed executor)
+                    self.close_connection = True
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_call
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+            request_queue_size = 512
+
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], OSError):  # a caller killed, or gone
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    def url(self, path, host="127.0.0.1"):
+        return f"http://{host}:{self.port}{path}"
+
+    def calls_to(self, path):
+        with self.lock:
+            return [c for c in self.calls if c["path"] == path]
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.calls)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def run(tests):
