@@ -49,7 +49,7 @@ static const opt options[] = {
      "port for /metrics, /healthz, /readyz (-1: off, 0: any free port)"},
     {"horizon-ms", 0, "MOONCAKE_HORIZON_MS", OPT_INT64, OFF(horizon_ms), 1000, 86400000, "60000",
      "tasks due within this go straight to the wheel, later ones to the store"},
-    {"wheel-lead-ms", 0, "MOONCAKE_WHEEL_LEAD_MS", OPT_INT64, OFF(wheel_lead_ms), 0, 10000, "0",
+    {"wheel-lead-ms", 0, "MOONCAKE_WHEEL_LEAD_MS", OPT_INT64, OFF(wheel_lead_ms), 0, 10000, "200",
      "the wheel fires this early; the executor holds each task until it is due"},
     {"max-due-ms", 0, "MOONCAKE_MAX_DUE_MS", OPT_INT64, OFF(max_due_ms), 1000,
      INT64_C(3153600000000), "315360000000", "reject tasks due further ahead than this (10 years)"},

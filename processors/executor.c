@@ -93,6 +93,7 @@ struct part {
     size_t head, len, cap;
     uint64_t base_seq; /* sequence number of the window's first record */
     size_t unfinished;
+    size_t held; /* of those, not due yet (bounded by the wheel's lead) */
     int64_t end; /* one past the last record read; -1 before the first */
     /* From the committed metadata: records below redo_end are finished
      * unless listed in redo (ascending); next_redo indexes the first listed
@@ -183,9 +184,11 @@ static void ring_trim(part *p)
 
 static void update_pause(executor *ex, part *p)
 {
-    size_t max = (size_t)ex->cfg->executor_max_unfinished;
-    bool want = p->unfinished >= max;
-    if (p->paused && p->unfinished > max * 3 / 4)
+    /* Held tasks do not count: they are bounded by the wheel's lead times
+     * the rate, and pausing for them would make the next ones late. */
+    size_t max = (size_t)ex->cfg->executor_max_unfinished, busy = p->unfinished - p->held;
+    bool want = busy >= max;
+    if (p->paused && busy > max * 3 / 4)
         want = true; /* hysteresis: resume only after a real drain */
     if (want == p->paused || !p->assigned)
         return;
@@ -653,6 +656,7 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
     int64_t now = mc_ctx_now_ms(ctx);
     if (j->task.due_at > now) {
         j->state = JOB_HELD;
+        p->held++;
         mc_wheel_add(ex->held, &j->timer, j->task.due_at);
     } else {
         job_run_or_queue(ex, j);
@@ -669,8 +673,11 @@ static int executor_punctuate(void *self, int64_t now, mc_ctx *ctx)
     size_t n;
     do {
         n = mc_wheel_advance(ex->held, now, due, 256);
-        for (size_t i = 0; i < n; i++)
-            job_run_or_queue(ex, MC_TIMER_OWNER(due[i], job, timer));
+        for (size_t i = 0; i < n; i++) {
+            job *j = MC_TIMER_OWNER(due[i], job, timer);
+            j->part->held--;
+            job_run_or_queue(ex, j);
+        }
     } while (n == 256);
     if (ex->curl_due <= now) {
         int running;
@@ -694,6 +701,7 @@ static void recall(executor *ex, part *p, const char *key, int64_t version)
             continue;
         if (j->state == JOB_HELD) {
             mc_wheel_cancel(ex->held, &j->timer);
+            p->held--;
         } else if (j->state == JOB_QUEUED) {
             job **link = &ex->queue_head;
             ex->queue_tail = NULL;

@@ -21,7 +21,8 @@ from harness import (BOOTSTRAP, Env, cancel_value, decode, ms, now_ms, run, subm
                      task)
 
 HORIZON_MS = 3000
-H = {"MOONCAKE_HORIZON_MS": HORIZON_MS}
+# Lead 0: these tests check what reaches `ready`, and when.
+H = {"MOONCAKE_HORIZON_MS": HORIZON_MS, "MOONCAKE_WHEEL_LEAD_MS": 0}
 # A killed instance's partitions move after the session timeout, and a
 # replacement with another instance id waits for the killed one's open
 # transaction to time out; 2 s and 4 s instead of 10 s each keep the kill
