@@ -1,0 +1,310 @@
+/* The baseline for tools/bench-executor: the HTTP side alone, no Kafka.
+ * A plain libcurl multi loop, written straight against libcurl with none of
+ * mooncake's runtime, makes N POST calls to one URL as fast as it can with C
+ * calls in flight, keep-alive connections (at most H per host, the rest wait
+ * in curl's queue, as in the executor) and the same request as the
+ * executor's: the task's headers (content-type, x-id, x-due), the ones the
+ * executor adds (Idempotency-Key, webhook-id, webhook-timestamp, User-Agent,
+ * an empty Expect) and the benchmark task's body. So "executor calls/s / raw
+ * calls/s" is what Kafka, transactions and the executor's bookkeeping cost
+ * on top of what making the calls costs anyway on this machine.
+ *
+ * It drives curl the efficient way (curl_multi_socket_action on an epoll
+ * set, as in curl's multi-event.c and as the executor does through the
+ * runner's poll loop), so the figure is a ceiling, not a strawman. Easy
+ * handles are reused (a call re-arms the handle of the one that finished);
+ * -f creates a fresh one per call instead, as the executor does.
+ *
+ * Usage: bench_raw_calls -u URL -n N [-c CONCURRENCY] [-H HOST_CONNECTIONS] [-f]
+ * Prints one line on stdout:
+ *   calls=N ok=K errors=E seconds=S calls_per_s=X cpu_seconds=C
+ * where seconds runs from the first call started to the last one finished,
+ * ok counts HTTP 2xx answers, and cpu_seconds is the process's user + system
+ * time. Exits 1 when any call failed. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BODY_FMT "{\"order\":\"%ld\",\"action\":\"cancel-unpaid\"}"
+
+typedef struct call {
+    CURL *easy;
+    struct curl_slist *headers;
+    char body[96];
+} call;
+
+typedef struct client {
+    CURLM *multi;
+    int epfd;
+    long timeout_ms; /* curl's wish: -1 none, 0 now */
+    const char *url;
+    long n, started, finished, ok, errors;
+    bool fresh;
+    call *calls;
+} client;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int64_t real_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench_raw_calls: %s: %s\n", what, why);
+    exit(1);
+}
+
+static size_t discard(char *data, size_t size, size_t n, void *arg)
+{
+    (void)data;
+    (void)arg;
+    return size * n;
+}
+
+static struct curl_slist *append(struct curl_slist *l, const char *h)
+{
+    struct curl_slist *x = curl_slist_append(l, h);
+    if (!x)
+        die("curl_slist_append", "out of memory");
+    return x;
+}
+
+/* Arms c for call number i: the request the executor would make for the
+ * benchmark task i (headers rebuilt per call, as the executor does). */
+static void call_prepare(client *cl, call *c, long i)
+{
+    if (cl->fresh || !c->easy) {
+        if (c->easy)
+            curl_easy_cleanup(c->easy);
+        c->easy = curl_easy_init();
+        if (!c->easy)
+            die("curl_easy_init", "failed");
+        curl_easy_setopt(c->easy, CURLOPT_URL, cl->url);
+        curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
+        curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c->easy, CURLOPT_PROXY, "");
+        curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, 30000L);
+        curl_easy_setopt(c->easy, CURLOPT_USERAGENT, "mooncake/bench-raw");
+        curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, discard);
+    }
+    curl_slist_free_all(c->headers);
+    int64_t now = real_ms();
+    char h[160];
+    c->headers = append(NULL, "content-type: application/json");
+    snprintf(h, sizeof h, "x-id: %ld", i);
+    c->headers = append(c->headers, h);
+    snprintf(h, sizeof h, "x-due: %" PRId64, now);
+    c->headers = append(c->headers, h);
+    snprintf(h, sizeof h, "Idempotency-Key: bench/r%ld/1", i);
+    c->headers = append(c->headers, h);
+    snprintf(h, sizeof h, "webhook-id: bench/r%ld", i);
+    c->headers = append(c->headers, h);
+    snprintf(h, sizeof h, "webhook-timestamp: %" PRId64, now / 1000);
+    c->headers = append(c->headers, h);
+    c->headers = append(c->headers, "Expect:");
+    int len = snprintf(c->body, sizeof c->body, BODY_FMT, i);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, c->body);
+}
+
+static void call_start(client *cl, call *c)
+{
+    call_prepare(cl, c, cl->started++);
+    if (curl_multi_add_handle(cl->multi, c->easy) != CURLM_OK)
+        die("curl_multi_add_handle", "failed");
+}
+
+/* curl: watch this socket for these events (or no longer). */
+static int on_socket(CURL *e, curl_socket_t s, int what, void *arg, void *sockp)
+{
+    (void)e;
+    client *cl = arg;
+    struct epoll_event ev = {.data.fd = s};
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(cl->epfd, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(cl->multi, s, NULL);
+        return 0;
+    }
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        ev.events |= EPOLLIN;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        ev.events |= EPOLLOUT;
+    /* sockp is non-NULL once the socket is in the set (curl_multi_assign). */
+    if (sockp) {
+        if (epoll_ctl(cl->epfd, EPOLL_CTL_MOD, s, &ev) != 0)
+            die("epoll_ctl MOD", strerror(errno));
+    } else {
+        if (epoll_ctl(cl->epfd, EPOLL_CTL_ADD, s, &ev) != 0)
+            die("epoll_ctl ADD", strerror(errno));
+        curl_multi_assign(cl->multi, s, cl);
+    }
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *arg)
+{
+    (void)m;
+    ((client *)arg)->timeout_ms = timeout_ms;
+    return 0;
+}
+
+/* Counts what finished and starts the next calls in the freed slots. */
+static void reap(client *cl)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(cl->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        call *c = NULL;
+        CURL *e = msg->easy_handle;
+        CURLcode rc = msg->data.result;
+        long status = 0;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&c);
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        if (rc == CURLE_OK && status >= 200 && status < 300) {
+            cl->ok++;
+        } else {
+            if (cl->errors++ < 5)
+                fprintf(stderr, "bench_raw_calls: call failed: %s, HTTP %ld\n",
+                        curl_easy_strerror(rc), status);
+        }
+        cl->finished++;
+        curl_multi_remove_handle(cl->multi, e);
+        if (cl->started < cl->n)
+            call_start(cl, c);
+    }
+}
+
+static long parse_long(const char *flag, const char *v, long lo)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < lo) {
+        fprintf(stderr, "bench_raw_calls: %s: bad value %s\n", flag, v);
+        exit(2);
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    client cl = {.timeout_ms = -1};
+    long concurrency = 256, host_connections = 64;
+    int opt;
+    while ((opt = getopt(argc, argv, "u:n:c:H:fh")) != -1) {
+        switch (opt) {
+        case 'u':
+            cl.url = optarg;
+            break;
+        case 'n':
+            cl.n = parse_long("-n", optarg, 1);
+            break;
+        case 'c':
+            concurrency = parse_long("-c", optarg, 1);
+            break;
+        case 'H':
+            host_connections = parse_long("-H", optarg, 1);
+            break;
+        case 'f':
+            cl.fresh = true;
+            break;
+        default:
+            fprintf(stderr, "usage: %s -u URL -n N [-c CONCURRENCY] [-H HOST_CONNECTIONS] [-f]\n",
+                    argv[0]);
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    if (!cl.url || cl.n <= 0) {
+        fprintf(stderr, "%s: -u and -n are required (see -h)\n", argv[0]);
+        return 2;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        die("curl_global_init", "failed");
+    cl.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (cl.epfd < 0)
+        die("epoll_create1", strerror(errno));
+    cl.multi = curl_multi_init();
+    if (!cl.multi)
+        die("curl_multi_init", "failed");
+    curl_multi_setopt(cl.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(cl.multi, CURLMOPT_SOCKETDATA, &cl);
+    curl_multi_setopt(cl.multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(cl.multi, CURLMOPT_TIMERDATA, &cl);
+    curl_multi_setopt(cl.multi, CURLMOPT_MAX_HOST_CONNECTIONS, host_connections);
+    curl_multi_setopt(cl.multi, CURLMOPT_MAXCONNECTS, concurrency);
+
+    long slots = concurrency < cl.n ? concurrency : cl.n;
+    cl.calls = calloc((size_t)slots, sizeof *cl.calls);
+    if (!cl.calls)
+        die("calloc", "out of memory");
+    double t0 = mono_s();
+    for (long i = 0; i < slots; i++)
+        call_start(&cl, &cl.calls[i]);
+
+    struct epoll_event evs[256];
+    int running = 0;
+    while (cl.finished < cl.n) {
+        int wait = cl.timeout_ms < 0 ? 1000 : (int)cl.timeout_ms;
+        int n = epoll_wait(cl.epfd, evs, 256, wait);
+        if (n < 0 && errno != EINTR)
+            die("epoll_wait", strerror(errno));
+        if (n <= 0) {
+            cl.timeout_ms = -1;
+            curl_multi_socket_action(cl.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        for (int k = 0; k < n; k++) {
+            int flags = 0;
+            if (evs[k].events & EPOLLIN)
+                flags |= CURL_CSELECT_IN;
+            if (evs[k].events & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+            if (evs[k].events & (EPOLLERR | EPOLLHUP))
+                flags |= CURL_CSELECT_ERR;
+            curl_multi_socket_action(cl.multi, evs[k].data.fd, flags, &running);
+        }
+        /* A timeout of 0 means "call me now" (e.g. right after an add). */
+        if (cl.timeout_ms == 0) {
+            cl.timeout_ms = -1;
+            curl_multi_socket_action(cl.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        reap(&cl);
+    }
+    double t1 = mono_s();
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    printf("calls=%ld ok=%ld errors=%ld seconds=%.3f calls_per_s=%.0f cpu_seconds=%.3f\n",
+           cl.finished, cl.ok, cl.errors, t1 - t0, cl.finished / (t1 - t0), cpu);
+    for (long i = 0; i < slots; i++) {
+        if (cl.calls[i].easy)
+            curl_easy_cleanup(cl.calls[i].easy);
+        curl_slist_free_all(cl.calls[i].headers);
+    }
+    free(cl.calls);
+    curl_multi_cleanup(cl.multi);
+    close(cl.epfd);
+    curl_global_cleanup();
+    return cl.errors ? 1 : 0;
+}
