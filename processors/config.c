@@ -61,7 +61,7 @@ static const opt options[] = {
     {"executor-timeout-ms", 0, "MOONCAKE_EXECUTOR_TIMEOUT_MS", OPT_INT64, OFF(executor_timeout_ms),
      100, 3600000, "30000", "executor: whole-call timeout for tasks that set none"},
     {"executor-max-unfinished", 0, "MOONCAKE_EXECUTOR_MAX_UNFINISHED", OPT_INT,
-     OFF(executor_max_unfinished), 1, 2000, "512",
+     OFF(executor_max_unfinished), 1, 1000000, "1024",
      "executor: unfinished tasks per partition before it stops consuming it"},
     {"executor-snippet-bytes", 0, "MOONCAKE_EXECUTOR_SNIPPET_BYTES", OPT_INT,
      OFF(executor_snippet_bytes), 0, 65536, "1024",

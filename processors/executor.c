@@ -114,6 +114,8 @@ struct executor {
     mc_app_secrets *secrets;
     int64_t curl_due; /* when curl wants its timeout handled; INT64_MAX: never */
     size_t running;
+    CURL **spare; /* easy handles of finished calls, reset for reuse */
+    size_t n_spare;
     bool draining;                /* stopping: calls in flight finish, nothing new starts */
     job *queue_head, *queue_tail; /* due, waiting for a free slot */
     size_t queued;
@@ -128,6 +130,10 @@ struct executor {
 };
 
 static const char *const executor_inputs[] = {"ready", NULL};
+/* Resuming a paused partition waits for the fetch in flight, which the
+ * broker holds up to fetch.wait.max.ms when there is nothing new (500 ms by
+ * default): long enough for the calls to run dry in between. */
+static const char *const executor_consumer_defaults[] = {"fetch.wait.max.ms", "20", NULL};
 
 /* ---- partitions and the unfinished window ---------------------------------- */
 
@@ -188,7 +194,7 @@ static void update_pause(executor *ex, part *p)
      * the rate, and pausing for them would make the next ones late. */
     size_t max = (size_t)ex->cfg->executor_max_unfinished, busy = p->unfinished - p->held;
     bool want = busy >= max;
-    if (p->paused && busy > max * 3 / 4)
+    if (p->paused && busy > max / 2)
         want = true; /* hysteresis: resume only after a real drain */
     if (want == p->paused || !p->assigned)
         return;
@@ -204,8 +210,14 @@ static void job_free(job *j)
 {
     if (!j)
         return;
-    if (j->easy)
+    executor *ex = j->ex;
+    if (j->easy && ex && ex->spare && ex->n_spare < (size_t)ex->cfg->executor_concurrency) {
+        /* Making a handle costs about as much as a keep-alive call. */
+        curl_easy_reset(j->easy);
+        ex->spare[ex->n_spare++] = j->easy;
+    } else if (j->easy) {
         curl_easy_cleanup(j->easy);
+    }
     curl_slist_free_all(j->headers);
     mc_arena_free(j->arena);
     free(j->snippet);
@@ -374,7 +386,7 @@ static int job_start(executor *ex, job *j)
 {
     const mc_callback *cb = &j->task.callback;
     j->started_at = mc_now_ms();
-    CURL *e = j->easy = curl_easy_init();
+    CURL *e = j->easy = ex->n_spare ? ex->spare[--ex->n_spare] : curl_easy_init();
     if (!e || build_headers(ex, j) != 0)
         return -1;
     int64_t timeout = cb->timeout_ms > 0 ? cb->timeout_ms : ex->cfg->executor_timeout_ms;
@@ -930,6 +942,9 @@ static void executor_destroy(void *self)
             free(ex->parts[i]);
         }
     }
+    for (size_t i = 0; i < ex->n_spare; i++)
+        curl_easy_cleanup(ex->spare[i]);
+    free(ex->spare);
     if (ex->multi)
         curl_multi_cleanup(ex->multi);
     if (ex->held)
@@ -962,7 +977,8 @@ static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
     ex->retry = mc_ctx_output(ctx, "retry");
     ex->held = mc_wheel_new(mc_now_ms());
     ex->multi = curl_multi_init();
-    if (!ex->results || !ex->retry || !ex->held || !ex->multi) {
+    ex->spare = calloc((size_t)cfg->executor_concurrency, sizeof *ex->spare);
+    if (!ex->results || !ex->retry || !ex->held || !ex->multi || !ex->spare) {
         snprintf(err, errlen, "out of memory (or output topic handles)");
         executor_destroy(ex);
         return NULL;
@@ -1027,6 +1043,7 @@ static bool executor_drained(void *self, mc_ctx *ctx)
 const mc_processor mc_executor_processor = {
     .name = "executor",
     .input_topics = executor_inputs,
+    .consumer_defaults = executor_consumer_defaults,
     .create = executor_create,
     .process = executor_process,
     .punctuate = executor_punctuate,

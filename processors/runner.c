@@ -250,8 +250,11 @@ static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_res
     p = &r->poison[r->n_poison++];
     p->at = *in;
     p->confirmed = confirmed;
-    snprintf(p->reason, sizeof p->reason, "Kafka refused this record's output to %s: %s", topic,
-             rd_kafka_err2str(err));
+    /* Cut to fit: a topic name may take most of the reason. */
+    int n = snprintf(p->reason, sizeof p->reason,
+                     "Kafka refused this record's output to %.200s: ", topic);
+    if (n > 0 && (size_t)n < sizeof p->reason)
+        snprintf(p->reason + n, sizeof p->reason - (size_t)n, "%s", rd_kafka_err2str(err));
     mc_log(&r->logger, MC_LOG_WARN,
            confirmed ? "output refused; the input will be dead-lettered"
                      : "output refused; the input will be retried alone",
@@ -985,6 +988,12 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         set_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen)) {
         rd_kafka_conf_destroy(cc);
         goto fail;
+    }
+    for (const char *const *kv = p->consumer_defaults; kv && kv[0] && kv[1]; kv += 2) {
+        if (set_default(cfg, cc, kv[0], kv[1], err, errlen)) {
+            rd_kafka_conf_destroy(cc);
+            goto fail;
+        }
     }
     if (mc_kafka_conf_set(cc, "group.id", r->group_id, err, errlen) ||
         mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||

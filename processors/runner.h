@@ -23,6 +23,9 @@ typedef struct mc_output mc_output;
 typedef struct mc_processor {
     const char *name;                /* role name; the consumer group is <prefix><name> */
     const char *const *input_topics; /* topic suffixes ("tasks"), NULL-terminated */
+    /* Consumer properties this processor wants by default (key, value,
+     * ..., NULL); -X still wins. Optional. */
+    const char *const *consumer_defaults;
     /* Makes the processor's state; may register outputs and metrics through
      * ctx. Returns NULL with a reason in err to refuse to start. */
     void *(*create)(mc_ctx *ctx, char *err, size_t errlen);
