@@ -436,6 +436,16 @@ int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
                                     : rd_kafka_resume_partitions(ctx->r->consumer, l);
     if (!err)
         err = l->elems[0].err;
+    /* Pausing dropped what was fetched for the partition, and librdkafka
+     * (2.0) fetches it again only when its broker thread next wakes up - up
+     * to a second later when every partition was paused. An asynchronous
+     * seek to where we are wakes it now. */
+    if (!err && !pause && rd_kafka_position(ctx->r->consumer, l) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        l->elems[0].offset >= 0) {
+        rd_kafka_error_t *error = rd_kafka_seek_partitions(ctx->r->consumer, l, 0);
+        if (error)
+            rd_kafka_error_destroy(error);
+    }
     rd_kafka_topic_partition_list_destroy(l);
     return err ? -1 : 0;
 }
