@@ -1,18 +1,29 @@
 /* The executor: calls each task's HTTP callback when it is due - the old
  * consumer service, with Kafka in place of its Redis dedup.
  *
- * Input is `ready` (WheelEntry Submit records from the wheel). A task that
- * arrives before its due time (the wheel's lead) is held in a timing wheel
- * and started at its due millisecond. Calls run on libcurl's multi interface,
- * driven by the runner's poll loop as in curl's multi-event.c: curl tells us
- * which sockets to watch (mc_ctx_watch_fd) and when to time out
- * (mc_ctx_wakeup_at), and we tell it what happened. Many calls are in flight
- * at once; connections are kept alive and reused, HTTP/2 is used where a TLS
- * server offers it.
+ * Input is `ready` (WheelEntry Submit records from the wheel). Two threads:
  *
- * A finished call writes, in the open transaction, a Result (success) to
- * `results` or an Attempt (failure) to `retry`, which decides whether to call
- * again and writes the Result of the failed attempt.
+ * - The runner's thread (the Kafka side) decodes each record into a job,
+ *   keeps the partition's window of unfinished records, and, when a call
+ *   ends, writes in the open transaction a Result (success) to `results` or
+ *   an Attempt (failure) to `retry`, which decides whether to call again and
+ *   writes the Result of the failed attempt.
+ * - The HTTP thread owns libcurl's multi interface and runs its own small
+ *   poll loop in the manner of curl's multi-event.c: curl names the sockets
+ *   to watch and its timeout, we tell it what happened. A task that arrives
+ *   before its due time (the wheel's lead) is held in a timing wheel and
+ *   started on its due millisecond. Many calls are in flight at once;
+ *   connections are kept alive and reused, HTTP/2 is used where a TLS server
+ *   offers it.
+ *
+ * Why two threads: a transaction commit blocks the runner's thread for
+ * 10-20 ms, sometimes 200 ms (librdkafka's transactional calls are blocking,
+ * and are meant to be called with their full timeout), and a call due in
+ * that window would start that late. The threads share three lists under
+ * one mutex - new jobs, control requests (recall, abandon), finished jobs -
+ * and wake each other with an eventfd each; the runner watches its eventfd
+ * with mc_ctx_watch_fd. A job belongs to the runner until posted, to the
+ * HTTP thread until it is finished, then to the runner again.
  *
  * What a restart calls again. Calls finish out of offset order, so the
  * committed offset is held back to the oldest unfinished record of the
@@ -26,19 +37,24 @@
  * each carries an Idempotency-Key (task key and attempt) for the receiver.
  *
  * So the metadata stays under Kafka's 4096-byte limit, a partition is paused
- * while it has too many unfinished records (--executor-max-unfinished); if
- * it still would not fit, the list is cut and the records after the cut
- * count as unread, which can only cause calls to be repeated. */
+ * while it has too many calls unfinished (--executor-max-unfinished); if it
+ * still would not fit, the list is cut and the records after the cut count
+ * as unread, which can only cause calls to be repeated. */
 #include "executor.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "retry_policy.h"
@@ -52,26 +68,33 @@
 #define RETRY_AFTER_MAX 64
 
 typedef struct part part;
-
-typedef enum job_state { JOB_HELD, JOB_QUEUED, JOB_RUNNING } job_state;
-
 typedef struct executor executor;
+
+typedef enum job_state { JOB_NEW, JOB_HELD, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;
 
 typedef struct job {
     mc_timer timer; /* while held */
     executor *ex;
     part *part;
+    uint64_t gen;      /* the part's generation when read: stale after an abandon */
+    int32_t partition; /* the HTTP thread reads this, never the part */
+    bool held_at_read; /* counted in part.held */
     int64_t offset;
     int64_t version; /* the task's version (its tasks offset) */
     uint64_t seq;    /* position in its partition's window (see part.base_seq) */
     job_state state;
-    struct job *next_queued;
+    struct job *next;                /* in the new, queued or done list */
+    struct job *all_prev, *all_next; /* the HTTP thread's jobs */
     mc_arena *arena;
     mc_task task; /* points into arena */
     char key[KEY_MAX];
+    /* Filled by the HTTP thread. */
     CURL *easy;
     struct curl_slist *headers;
-    int64_t started_at;
+    CURLcode rc;
+    long status;
+    bool recalled; /* dropped before its due time: not called */
+    int64_t started_at, finished_at;
     uint8_t *snippet;
     size_t snippet_len;
     char retry_after[RETRY_AFTER_MAX];
@@ -89,11 +112,12 @@ typedef struct slot {
 struct part {
     int32_t partition;
     bool assigned, paused;
-    slot *ring; /* records from the oldest unfinished on, in offset order */
+    uint64_t gen; /* bumped when its jobs are abandoned */
+    slot *ring;   /* records from the oldest unfinished on, in offset order */
     size_t head, len, cap;
     uint64_t base_seq; /* sequence number of the window's first record */
     size_t unfinished;
-    size_t held; /* of those, not due yet (bounded by the wheel's lead) */
+    size_t held; /* of those, not due when read (bounded by the wheel's lead) */
     int64_t end; /* one past the last record read; -1 before the first */
     /* From the committed metadata: records below redo_end are finished
      * unless listed in redo (ascending); next_redo indexes the first listed
@@ -103,26 +127,60 @@ struct part {
     size_t n_redo, next_redo;
 };
 
+/* A request from the runner to the HTTP thread besides a new job. */
+typedef enum ctl_kind { CTL_RECALL, CTL_ABANDON } ctl_kind;
+typedef struct ctl {
+    ctl_kind kind;
+    struct ctl *next;
+    int32_t partition;
+    int64_t version;   /* recall: versions below this are void */
+    char key[KEY_MAX]; /* recall */
+    bool done;         /* abandon: set by the HTTP thread, under the mutex */
+} ctl;
+
+typedef struct fd_watch {
+    int fd;
+    short events;
+} fd_watch;
+
 struct executor {
     mc_ctx *ctx;
     const mc_config *cfg;
     char ready_topic[256];
     mc_output *results, *retry;
-    CURLM *multi;
-    mc_timing_wheel *held;
     mc_ssrf *ssrf;
     mc_app_secrets *secrets;
-    int64_t curl_due; /* when curl wants its timeout handled; INT64_MAX: never */
-    size_t running;
-    CURL **spare; /* easy handles of finished calls, reset for reuse */
-    size_t n_spare;
-    bool draining;                /* stopping: calls in flight finish, nothing new starts */
+    char user_agent[64];
+
+    /* Shared, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t acked;
+    job *new_head, *new_tail;
+    ctl *ctl_head, *ctl_tail;
+    job *done_head, *done_tail;
+    int http_wake, done_wake; /* eventfds */
+    pthread_t http;
+    bool http_started;
+    atomic_bool stop, draining;
+    atomic_size_t running;
+
+    /* The HTTP thread's own. */
+    CURLM *multi;
+    mc_timing_wheel *held;
+    int64_t curl_due;             /* when curl wants its timeout handled; INT64_MAX: never */
+    job *all;                     /* every job it holds, queues or runs */
     job *queue_head, *queue_tail; /* due, waiting for a free slot */
     size_t queued;
+    CURL **spare; /* easy handles of finished calls, reset for reuse */
+    size_t n_spare;
+    fd_watch *watches;
+    size_t n_watches, cap_watches;
+    struct pollfd *pfds;
+    size_t cap_pfds;
+
+    /* The runner's own. */
     part *parts[MAX_PARTITIONS];
-    mc_arena *scratch;
     mc_buf buf;
-    char user_agent[64];
 
     mc_counter *succeeded, *failed, *refused, *skipped, *cut, *abandoned, *recalled;
     mc_gauge *in_flight, *held_gauge, *queued_gauge, *paused_gauge;
@@ -134,6 +192,20 @@ static const char *const executor_inputs[] = {"ready", NULL};
  * broker holds up to fetch.wait.max.ms when there is nothing new (500 ms by
  * default): long enough for the calls to run dry in between. */
 static const char *const executor_consumer_defaults[] = {"fetch.wait.max.ms", "20", NULL};
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    ssize_t n = write(fd, &one, sizeof one);
+    (void)n; /* EAGAIN: the counter is already non-zero, the wake-up pending */
+}
+
+static void drain_wake(int fd)
+{
+    uint64_t v;
+    ssize_t n = read(fd, &v, sizeof v);
+    (void)n;
+}
 
 /* ---- partitions and the unfinished window ---------------------------------- */
 
@@ -206,30 +278,27 @@ static void update_pause(executor *ex, part *p)
 
 /* ---- jobs ------------------------------------------------------------------- */
 
+/* Frees j; its easy handle has gone back to the HTTP thread's spares. */
 static void job_free(job *j)
 {
     if (!j)
         return;
-    executor *ex = j->ex;
-    if (j->easy && ex && ex->spare && ex->n_spare < (size_t)ex->cfg->executor_concurrency) {
-        /* Making a handle costs about as much as a keep-alive call. */
-        curl_easy_reset(j->easy);
-        ex->spare[ex->n_spare++] = j->easy;
-    } else if (j->easy) {
+    if (j->easy)
         curl_easy_cleanup(j->easy);
-    }
     curl_slist_free_all(j->headers);
     mc_arena_free(j->arena);
     free(j->snippet);
     free(j);
 }
 
-/* Marks j's record finished and frees j. */
+/* Marks j's record finished and frees j (runner). */
 static void job_finish(executor *ex, job *j)
 {
     part *p = j->part;
     ring_at(p, (size_t)(j->seq - p->base_seq))->job = NULL;
     p->unfinished--;
+    if (j->held_at_read)
+        p->held--;
     ring_trim(p);
     update_pause(ex, p);
     job_free(j);
@@ -381,6 +450,8 @@ static int build_headers(executor *ex, job *j)
     return 0;
 }
 
+/* ---- the HTTP thread -------------------------------------------------------- */
+
 /* Hands j to curl. -1 only on ENOMEM (the caller treats the call as failed). */
 static int job_start(executor *ex, job *j)
 {
@@ -424,120 +495,138 @@ static int job_start(executor *ex, job *j)
     if (curl_multi_add_handle(ex->multi, e) != CURLM_OK)
         return -1;
     j->state = JOB_RUNNING;
-    ex->running++;
-    mc_gauge_set(ex->in_flight, (double)ex->running);
+    atomic_fetch_add(&ex->running, 1);
+    mc_gauge_set(ex->in_flight, (double)atomic_load(&ex->running));
     mc_histogram_observe(ex->lateness, (double)(j->started_at - j->task.due_at) / 1000.0);
     return 0;
 }
 
-static void job_complete(executor *ex, job *j, CURLcode rc);
-static void recall(executor *ex, part *p, const char *key, int64_t version);
+static void all_link(executor *ex, job *j)
+{
+    j->all_prev = NULL;
+    j->all_next = ex->all;
+    if (ex->all)
+        ex->all->all_prev = j;
+    ex->all = j;
+}
+
+static void all_unlink(executor *ex, job *j)
+{
+    if (j->all_prev)
+        j->all_prev->all_next = j->all_next;
+    else
+        ex->all = j->all_next;
+    if (j->all_next)
+        j->all_next->all_prev = j->all_prev;
+    j->all_prev = j->all_next = NULL;
+}
+
+static void queue_remove(executor *ex, job *j)
+{
+    job **link = &ex->queue_head;
+    ex->queue_tail = NULL;
+    while (*link) {
+        if (*link == j) {
+            *link = j->next;
+            ex->queued--;
+        } else {
+            ex->queue_tail = *link;
+            link = &(*link)->next;
+        }
+    }
+}
+
+/* Takes j off every HTTP-side structure; keeps nothing of curl's. Returns
+ * whether it was running: the caller lowers `running` (after posting it, so
+ * the runner never sees a call neither running nor finished). */
+static bool http_release(executor *ex, job *j)
+{
+    bool was_running = j->state == JOB_RUNNING;
+    if (j->state == JOB_HELD)
+        mc_wheel_cancel(ex->held, &j->timer);
+    else if (j->state == JOB_QUEUED)
+        queue_remove(ex, j);
+    if (j->easy) {
+        if (was_running)
+            curl_multi_remove_handle(ex->multi, j->easy);
+        if (ex->n_spare < (size_t)ex->cfg->executor_concurrency) {
+            /* Making a handle costs about as much as a keep-alive call. */
+            curl_easy_reset(j->easy);
+            ex->spare[ex->n_spare++] = j->easy;
+        } else {
+            curl_easy_cleanup(j->easy);
+        }
+        j->easy = NULL;
+    }
+    all_unlink(ex, j);
+    j->state = JOB_DONE;
+    return was_running;
+}
+
+/* Gives j back to the runner, which reports and finishes it. */
+static void http_post_done(executor *ex, job *j)
+{
+    bool was_running = http_release(ex, j);
+    pthread_mutex_lock(&ex->mu);
+    bool was_empty = !ex->done_head;
+    j->next = NULL;
+    if (ex->done_tail)
+        ex->done_tail->next = j;
+    else
+        ex->done_head = j;
+    ex->done_tail = j;
+    pthread_mutex_unlock(&ex->mu);
+    if (was_running)
+        atomic_fetch_sub(&ex->running, 1);
+    if (was_empty)
+        wake(ex->done_wake);
+}
+
+static void job_ended(executor *ex, job *j, CURLcode rc)
+{
+    if (j->easy)
+        curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &j->status);
+    j->rc = rc;
+    j->finished_at = mc_now_ms();
+    if (!j->started_at)
+        j->started_at = j->finished_at;
+    mc_histogram_observe(ex->duration, (double)(j->finished_at - j->started_at) / 1000.0);
+    http_post_done(ex, j);
+}
 
 /* Starts j now if a slot is free, else queues it. */
 static void job_run_or_queue(executor *ex, job *j)
 {
-    if (!ex->draining && ex->running < (size_t)ex->cfg->executor_concurrency) {
+    if (!atomic_load(&ex->draining) &&
+        atomic_load(&ex->running) < (size_t)ex->cfg->executor_concurrency) {
         if (job_start(ex, j) != 0) {
             snprintf(j->curl_error, sizeof j->curl_error, "out of memory starting the call");
-            job_complete(ex, j, CURLE_OUT_OF_MEMORY);
+            job_ended(ex, j, CURLE_OUT_OF_MEMORY);
         }
         return;
     }
     j->state = JOB_QUEUED;
-    j->next_queued = NULL;
+    j->next = NULL;
     if (ex->queue_tail)
-        ex->queue_tail->next_queued = j;
+        ex->queue_tail->next = j;
     else
         ex->queue_head = j;
     ex->queue_tail = j;
     ex->queued++;
-    mc_gauge_set(ex->queued_gauge, (double)ex->queued);
 }
 
 static void start_queued(executor *ex)
 {
-    while (!ex->draining && ex->queue_head && ex->running < (size_t)ex->cfg->executor_concurrency) {
+    while (!atomic_load(&ex->draining) && ex->queue_head &&
+           atomic_load(&ex->running) < (size_t)ex->cfg->executor_concurrency) {
         job *j = ex->queue_head;
-        ex->queue_head = j->next_queued;
+        ex->queue_head = j->next;
         if (!ex->queue_head)
             ex->queue_tail = NULL;
         ex->queued--;
         job_run_or_queue(ex, j);
     }
     mc_gauge_set(ex->queued_gauge, (double)ex->queued);
-}
-
-static int forward(executor *ex, mc_output *out, const job *j)
-{
-    return mc_ctx_forward(ex->ctx, out, j->part->partition, j->key, strlen(j->key), ex->buf.data,
-                          ex->buf.len);
-}
-
-/* A call ended: its Result (success) or Attempt (failure) goes out in the
- * open transaction, and its record counts as finished. */
-static void job_complete(executor *ex, job *j, CURLcode rc)
-{
-    long status = 0;
-    if (j->easy)
-        curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
-    int64_t now = mc_now_ms();
-    if (!j->started_at)
-        j->started_at = now;
-    mc_histogram_observe(ex->duration, (double)(now - j->started_at) / 1000.0);
-    bool ok = rc == CURLE_OK && status >= 200 && status < 300;
-    mc_buf_reset(&ex->buf);
-    if (ok) {
-        mc_result res = {.app_id = j->task.app_id,
-                         .task_id = j->task.task_id,
-                         .attempt = j->task.attempt,
-                         .due_at = j->task.due_at,
-                         .started_at = j->started_at,
-                         .finished_at = now,
-                         .http_status = (int32_t)status,
-                         .outcome = MC_OUTCOME_SUCCEEDED,
-                         .error = ""};
-        if (mc_encode_result(&res, &ex->buf) == 0)
-            forward(ex, ex->results, j);
-        mc_counter_add(ex->succeeded, 1);
-    } else {
-        char error[512];
-        bool permanent = false;
-        if (j->refused) {
-            snprintf(error, sizeof error, "refused by the SSRF guard: %s", j->refused_why);
-            permanent = true;
-            mc_counter_add(ex->refused, 1);
-        } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-            snprintf(error, sizeof error, "timed out after %" PRId64 " ms", now - j->started_at);
-        } else if (rc != CURLE_OK) {
-            snprintf(error, sizeof error, "%s%s%s", curl_easy_strerror(rc),
-                     j->curl_error[0] ? ": " : "", j->curl_error);
-            permanent = rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT;
-        } else {
-            snprintf(error, sizeof error, "HTTP %ld", status);
-            permanent = mc_http_status_permanent((int)status);
-        }
-        mc_attempt a = {.task = j->task,
-                        .http_status = (int32_t)status,
-                        .error = error,
-                        .response_snippet = j->snippet,
-                        .response_snippet_len = j->snippet_len,
-                        .retry_after_ms =
-                            j->retry_after[0]
-                                ? mc_parse_retry_after(j->retry_after, strlen(j->retry_after), now)
-                                : -1,
-                        .started_at = j->started_at,
-                        .finished_at = now,
-                        .permanent = permanent};
-        if (mc_encode_attempt(&a, &ex->buf) == 0)
-            forward(ex, ex->retry, j);
-        mc_counter_add(ex->failed, 1);
-    }
-    if (j->easy && j->state == JOB_RUNNING) {
-        curl_multi_remove_handle(ex->multi, j->easy);
-        ex->running--;
-        mc_gauge_set(ex->in_flight, (double)ex->running);
-    }
-    job_finish(ex, j);
 }
 
 static void check_completions(executor *ex)
@@ -550,37 +639,10 @@ static void check_completions(executor *ex)
         job *j = NULL;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
         if (j)
-            job_complete(ex, j, msg->data.result);
+            job_ended(ex, j, msg->data.result);
     }
     start_queued(ex);
-}
-
-/* The next moment something is due: a held task or curl's timeout. */
-static void rearm(executor *ex)
-{
-    int64_t next = mc_wheel_next_deadline(ex->held);
-    if (ex->curl_due < next)
-        next = ex->curl_due;
-    if (next != INT64_MAX)
-        mc_ctx_wakeup_at(ex->ctx, next);
-    mc_gauge_set(ex->held_gauge, (double)mc_wheel_count(ex->held));
-}
-
-static int on_socket_ready(void *arg, int fd, int revents, mc_ctx *ctx)
-{
-    (void)ctx;
-    executor *ex = arg;
-    int flags = 0, n;
-    if (revents & POLLIN)
-        flags |= CURL_CSELECT_IN;
-    if (revents & POLLOUT)
-        flags |= CURL_CSELECT_OUT;
-    if (revents & (POLLERR | POLLHUP | POLLNVAL))
-        flags |= CURL_CSELECT_ERR;
-    curl_multi_socket_action(ex->multi, fd, flags, &n);
-    check_completions(ex);
-    rearm(ex);
-    return 0;
+    mc_gauge_set(ex->in_flight, (double)atomic_load(&ex->running));
 }
 
 /* curl: watch this socket for these events (or no longer). */
@@ -594,7 +656,27 @@ static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *arg, void *s
         ev |= POLLIN;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
         ev |= POLLOUT;
-    return mc_ctx_watch_fd(ex->ctx, s, ev, on_socket_ready, ex) == 0 ? 0 : -1;
+    for (size_t i = 0; i < ex->n_watches; i++) {
+        if (ex->watches[i].fd != s)
+            continue;
+        if (ev)
+            ex->watches[i].events = ev;
+        else
+            ex->watches[i] = ex->watches[--ex->n_watches];
+        return 0;
+    }
+    if (!ev)
+        return 0;
+    if (ex->n_watches == ex->cap_watches) {
+        size_t cap = ex->cap_watches ? ex->cap_watches * 2 : 64;
+        fd_watch *w = realloc(ex->watches, cap * sizeof *w);
+        if (!w)
+            return -1;
+        ex->watches = w;
+        ex->cap_watches = cap;
+    }
+    ex->watches[ex->n_watches++] = (fd_watch){s, ev};
+    return 0;
 }
 
 /* curl: call socket_action(CURL_SOCKET_TIMEOUT) in timeout_ms (-1: never).
@@ -603,16 +685,286 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
 {
     (void)multi;
     executor *ex = arg;
-    if (timeout_ms < 0) {
-        ex->curl_due = INT64_MAX;
-        return 0;
-    }
-    ex->curl_due = mc_now_ms() + timeout_ms;
-    mc_ctx_wakeup_at(ex->ctx, ex->curl_due);
+    ex->curl_due = timeout_ms < 0 ? INT64_MAX : mc_now_ms() + timeout_ms;
     return 0;
 }
 
-/* ---- the processor ------------------------------------------------------------ */
+/* Drops every job of the partition (its new owner calls them); the runner
+ * waits for this before it forgets the partition. */
+static void http_abandon(executor *ex, int32_t partition)
+{
+    for (job *j = ex->all, *next; j; j = next) {
+        next = j->all_next;
+        if (j->partition == partition) {
+            if (http_release(ex, j))
+                atomic_fetch_sub(&ex->running, 1);
+            job_free(j);
+        }
+    }
+}
+
+/* The wheel fired a task early (its lead) and then saw a newer version or a
+ * cancel before the due time: versions of key below `version` that are
+ * still held or queued are not called. One that has started runs (it was
+ * due). */
+static void http_recall(executor *ex, const ctl *c)
+{
+    for (job *j = ex->all; j; j = j->all_next) {
+        if ((j->state == JOB_HELD || j->state == JOB_QUEUED) && j->partition == c->partition &&
+            j->version < c->version && strcmp(j->key, c->key) == 0) {
+            j->recalled = true;
+            j->finished_at = j->started_at = mc_now_ms();
+            http_post_done(ex, j);
+            return; /* a key has one unfinished version at most, in practice */
+        }
+    }
+}
+
+/* New jobs first, then control requests: an abandon must find the jobs the
+ * runner posted before it. */
+static void http_take_requests(executor *ex)
+{
+    pthread_mutex_lock(&ex->mu);
+    job *jobs = ex->new_head;
+    ctl *ctls = ex->ctl_head;
+    ex->new_head = ex->new_tail = NULL;
+    ex->ctl_head = ex->ctl_tail = NULL;
+    pthread_mutex_unlock(&ex->mu);
+    int64_t now = mc_now_ms();
+    for (job *j = jobs, *next; j; j = next) {
+        next = j->next;
+        all_link(ex, j);
+        if (j->task.due_at > now) {
+            j->state = JOB_HELD;
+            mc_wheel_add(ex->held, &j->timer, j->task.due_at);
+        } else {
+            job_run_or_queue(ex, j);
+        }
+    }
+    for (ctl *c = ctls, *next; c; c = next) {
+        next = c->next;
+        if (c->kind == CTL_RECALL) {
+            http_recall(ex, c);
+            free(c);
+        } else {
+            http_abandon(ex, c->partition);
+            pthread_mutex_lock(&ex->mu);
+            c->done = true; /* the runner frees it */
+            pthread_cond_broadcast(&ex->acked);
+            pthread_mutex_unlock(&ex->mu);
+        }
+    }
+    mc_gauge_set(ex->held_gauge, (double)mc_wheel_count(ex->held));
+}
+
+static void release_due(executor *ex, int64_t now)
+{
+    mc_timer *due[256];
+    size_t n;
+    do {
+        n = mc_wheel_advance(ex->held, now, due, 256);
+        for (size_t i = 0; i < n; i++)
+            job_run_or_queue(ex, MC_TIMER_OWNER(due[i], job, timer));
+    } while (n == 256);
+}
+
+/* The HTTP thread's loop: wait for curl's sockets, the runner's eventfd or
+ * the next due instant (a held task's, or curl's timeout), then act. */
+static void *http_main(void *arg)
+{
+    executor *ex = arg;
+    while (!atomic_load(&ex->stop)) {
+        int64_t now = mc_now_ms(), next = mc_wheel_next_deadline(ex->held);
+        if (ex->curl_due < next)
+            next = ex->curl_due;
+        int timeout = next == INT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
+        if (timeout > 1000)
+            timeout = 1000;
+        size_t n = ex->n_watches + 1;
+        if (n > ex->cap_pfds) {
+            struct pollfd *p = realloc(ex->pfds, n * 2 * sizeof *p);
+            if (!p) {
+                poll(NULL, 0, 10);
+                continue;
+            }
+            ex->pfds = p;
+            ex->cap_pfds = n * 2;
+        }
+        ex->pfds[0] = (struct pollfd){.fd = ex->http_wake, .events = POLLIN};
+        for (size_t i = 0; i < ex->n_watches; i++)
+            ex->pfds[i + 1] =
+                (struct pollfd){.fd = ex->watches[i].fd, .events = ex->watches[i].events};
+        int rc = poll(ex->pfds, (nfds_t)n, timeout);
+        if (rc < 0 && errno != EINTR)
+            poll(NULL, 0, 10);
+        if (ex->pfds[0].revents) {
+            drain_wake(ex->http_wake);
+            http_take_requests(ex);
+        }
+        int running;
+        for (size_t i = 1; rc > 0 && i < n; i++) {
+            short re = ex->pfds[i].revents;
+            if (!re)
+                continue;
+            int flags = 0;
+            if (re & POLLIN)
+                flags |= CURL_CSELECT_IN;
+            if (re & POLLOUT)
+                flags |= CURL_CSELECT_OUT;
+            if (re & (POLLERR | POLLHUP | POLLNVAL))
+                flags |= CURL_CSELECT_ERR;
+            curl_multi_socket_action(ex->multi, ex->pfds[i].fd, flags, &running);
+        }
+        now = mc_now_ms();
+        release_due(ex, now);
+        if (ex->curl_due <= now) {
+            ex->curl_due = INT64_MAX;
+            curl_multi_socket_action(ex->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        check_completions(ex);
+        mc_gauge_set(ex->held_gauge, (double)mc_wheel_count(ex->held));
+    }
+    return NULL;
+}
+
+/* ---- the runner's side ------------------------------------------------------- */
+
+static int forward(executor *ex, mc_output *out, const job *j)
+{
+    return mc_ctx_forward(ex->ctx, out, j->part->partition, j->key, strlen(j->key), ex->buf.data,
+                          ex->buf.len);
+}
+
+/* A job came back from the HTTP thread: its Result (success, or recalled)
+ * or Attempt (failure) goes out in the open transaction, and its record
+ * counts as finished. */
+static void job_report(executor *ex, job *j)
+{
+    mc_buf_reset(&ex->buf);
+    if (j->recalled) {
+        mc_result res = {.app_id = j->task.app_id,
+                         .task_id = j->task.task_id,
+                         .attempt = j->task.attempt,
+                         .due_at = j->task.due_at,
+                         .started_at = j->started_at,
+                         .finished_at = j->finished_at,
+                         .outcome = MC_OUTCOME_CANCELLED,
+                         .error = "cancelled or rescheduled before its due time"};
+        if (mc_encode_result(&res, &ex->buf) == 0)
+            forward(ex, ex->results, j);
+        mc_counter_add(ex->recalled, 1);
+        return;
+    }
+    bool ok = j->rc == CURLE_OK && j->status >= 200 && j->status < 300;
+    if (ok) {
+        mc_result res = {.app_id = j->task.app_id,
+                         .task_id = j->task.task_id,
+                         .attempt = j->task.attempt,
+                         .due_at = j->task.due_at,
+                         .started_at = j->started_at,
+                         .finished_at = j->finished_at,
+                         .http_status = (int32_t)j->status,
+                         .outcome = MC_OUTCOME_SUCCEEDED,
+                         .error = ""};
+        if (mc_encode_result(&res, &ex->buf) == 0)
+            forward(ex, ex->results, j);
+        mc_counter_add(ex->succeeded, 1);
+        return;
+    }
+    char error[512];
+    bool permanent = false;
+    if (j->refused) {
+        snprintf(error, sizeof error, "refused by the SSRF guard: %s", j->refused_why);
+        permanent = true;
+        mc_counter_add(ex->refused, 1);
+    } else if (j->rc == CURLE_OPERATION_TIMEDOUT) {
+        snprintf(error, sizeof error, "timed out after %" PRId64 " ms",
+                 j->finished_at - j->started_at);
+    } else if (j->rc != CURLE_OK) {
+        snprintf(error, sizeof error, "%s%s%s", curl_easy_strerror(j->rc),
+                 j->curl_error[0] ? ": " : "", j->curl_error);
+        permanent = j->rc == CURLE_UNSUPPORTED_PROTOCOL || j->rc == CURLE_URL_MALFORMAT;
+    } else {
+        snprintf(error, sizeof error, "HTTP %ld", j->status);
+        permanent = mc_http_status_permanent((int)j->status);
+    }
+    mc_attempt a = {
+        .task = j->task,
+        .http_status = (int32_t)j->status,
+        .error = error,
+        .response_snippet = j->snippet,
+        .response_snippet_len = j->snippet_len,
+        .retry_after_ms =
+            j->retry_after[0]
+                ? mc_parse_retry_after(j->retry_after, strlen(j->retry_after), j->finished_at)
+                : -1,
+        .started_at = j->started_at,
+        .finished_at = j->finished_at,
+        .permanent = permanent};
+    if (mc_encode_attempt(&a, &ex->buf) == 0)
+        forward(ex, ex->retry, j);
+    mc_counter_add(ex->failed, 1);
+}
+
+/* Takes the finished jobs; those of a partition abandoned meanwhile are
+ * only freed (the new owner calls them again). */
+static void take_done(executor *ex)
+{
+    pthread_mutex_lock(&ex->mu);
+    job *done = ex->done_head;
+    ex->done_head = ex->done_tail = NULL;
+    pthread_mutex_unlock(&ex->mu);
+    for (job *j = done, *next; j; j = next) {
+        next = j->next;
+        if (j->gen != j->part->gen) {
+            job_free(j);
+            continue;
+        }
+        job_report(ex, j);
+        job_finish(ex, j);
+    }
+}
+
+static int on_done(void *arg, int fd, int revents, mc_ctx *ctx)
+{
+    (void)fd;
+    (void)revents;
+    (void)ctx;
+    executor *ex = arg;
+    drain_wake(ex->done_wake);
+    take_done(ex);
+    return 0;
+}
+
+static void post_job(executor *ex, job *j)
+{
+    pthread_mutex_lock(&ex->mu);
+    bool was_empty = !ex->new_head && !ex->ctl_head;
+    j->next = NULL;
+    if (ex->new_tail)
+        ex->new_tail->next = j;
+    else
+        ex->new_head = j;
+    ex->new_tail = j;
+    pthread_mutex_unlock(&ex->mu);
+    if (was_empty)
+        wake(ex->http_wake);
+}
+
+static void post_ctl(executor *ex, ctl *c)
+{
+    pthread_mutex_lock(&ex->mu);
+    bool was_empty = !ex->new_head && !ex->ctl_head;
+    c->next = NULL;
+    if (ex->ctl_tail)
+        ex->ctl_tail->next = c;
+    else
+        ex->ctl_head = c;
+    ex->ctl_tail = c;
+    pthread_mutex_unlock(&ex->mu);
+    if (was_empty)
+        wake(ex->http_wake);
+}
 
 static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
 {
@@ -637,6 +989,8 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
     }
     j->ex = ex;
     j->part = p;
+    j->gen = p->gen;
+    j->partition = p->partition;
     j->offset = m->offset;
     mc_wheel_entry we;
     char detail[256] = "";
@@ -651,10 +1005,16 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
         return mc_ctx_dead_letter(ctx, m, reason, NULL) == 0 ? 0 : -1;
     }
     if (we.command.kind == MC_CMD_CANCEL) {
-        mc_task_key(we.command.cancel.app_id, we.command.cancel.task_id, j->key, sizeof j->key);
-        recall(ex, p, j->key, we.version);
+        ctl *c = calloc(1, sizeof *c);
+        if (c) {
+            c->kind = CTL_RECALL;
+            c->partition = m->partition;
+            c->version = we.version;
+            mc_task_key(we.command.cancel.app_id, we.command.cancel.task_id, c->key, sizeof c->key);
+            post_ctl(ex, c);
+        }
         job_free(j);
-        return 0;
+        return c ? 0 : -1;
     }
     j->task = we.command.submit;
     j->version = we.version;
@@ -664,131 +1024,44 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
         return -1;
     }
     p->unfinished++;
-    update_pause(ex, p);
-    int64_t now = mc_ctx_now_ms(ctx);
-    if (j->task.due_at > now) {
-        j->state = JOB_HELD;
+    if (j->task.due_at > mc_ctx_now_ms(ctx)) {
+        j->held_at_read = true;
         p->held++;
-        mc_wheel_add(ex->held, &j->timer, j->task.due_at);
-    } else {
-        job_run_or_queue(ex, j);
     }
-    rearm(ex);
+    update_pause(ex, p);
+    post_job(ex, j);
     return 0;
-}
-
-static int executor_punctuate(void *self, int64_t now, mc_ctx *ctx)
-{
-    (void)ctx;
-    executor *ex = self;
-    mc_timer *due[256];
-    size_t n;
-    do {
-        n = mc_wheel_advance(ex->held, now, due, 256);
-        for (size_t i = 0; i < n; i++) {
-            job *j = MC_TIMER_OWNER(due[i], job, timer);
-            j->part->held--;
-            job_run_or_queue(ex, j);
-        }
-    } while (n == 256);
-    if (ex->curl_due <= now) {
-        int running;
-        ex->curl_due = INT64_MAX;
-        curl_multi_socket_action(ex->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    }
-    check_completions(ex);
-    rearm(ex);
-    return 0;
-}
-
-/* The wheel fired a task early (its lead) and then saw a newer version or a
- * cancel before the due time: versions of key below `version` that are
- * still held or queued are not called, and their Result says so. One that
- * has started runs (it was due). */
-static void recall(executor *ex, part *p, const char *key, int64_t version)
-{
-    for (size_t i = 0; i < p->len; i++) {
-        job *j = ring_at(p, i)->job;
-        if (!j || j->version >= version || strcmp(j->key, key) != 0)
-            continue;
-        if (j->state == JOB_HELD) {
-            mc_wheel_cancel(ex->held, &j->timer);
-            p->held--;
-        } else if (j->state == JOB_QUEUED) {
-            job **link = &ex->queue_head;
-            ex->queue_tail = NULL;
-            while (*link) {
-                if (*link == j)
-                    *link = j->next_queued;
-                else
-                    link = &(ex->queue_tail = *link)->next_queued;
-            }
-            ex->queued--;
-        } else {
-            continue;
-        }
-        int64_t now = mc_now_ms();
-        mc_result res = {.app_id = j->task.app_id,
-                         .task_id = j->task.task_id,
-                         .attempt = j->task.attempt,
-                         .due_at = j->task.due_at,
-                         .started_at = now,
-                         .finished_at = now,
-                         .outcome = MC_OUTCOME_CANCELLED,
-                         .error = "cancelled or rescheduled before its due time"};
-        mc_buf_reset(&ex->buf);
-        if (mc_encode_result(&res, &ex->buf) == 0)
-            forward(ex, ex->results, j);
-        mc_counter_add(ex->recalled, 1);
-        job_finish(ex, j);
-        return; /* the ring changed; a key has one held version at most */
-    }
 }
 
 /* Drops every job of p without a result: another owner (or this one after
- * a rewind) reads the records again and calls them. */
+ * a rewind) reads the records again and calls them. Waits until the HTTP
+ * thread has let go of them. */
 static void part_abandon(executor *ex, part *p)
 {
-    size_t abandoned = 0;
-    for (size_t i = 0; i < p->len; i++) {
-        job *j = ring_at(p, i)->job;
-        if (!j)
-            continue;
-        if (j->state == JOB_RUNNING) {
-            curl_multi_remove_handle(ex->multi, j->easy);
-            ex->running--;
-        } else if (j->state == JOB_HELD) {
-            mc_wheel_cancel(ex->held, &j->timer);
+    if (p->unfinished) {
+        ctl *c = calloc(1, sizeof *c);
+        if (c) {
+            c->kind = CTL_ABANDON;
+            c->partition = p->partition;
+            post_ctl(ex, c);
+            pthread_mutex_lock(&ex->mu);
+            while (!c->done)
+                pthread_cond_wait(&ex->acked, &ex->mu);
+            pthread_mutex_unlock(&ex->mu);
+            free(c);
         }
-        if (j->state != JOB_QUEUED)
-            job_free(j);
-        else
-            j->part = NULL; /* freed when the queue is filtered below */
-        abandoned++;
+        mc_counter_add(ex->abandoned, p->unfinished);
     }
-    job **link = &ex->queue_head;
-    ex->queue_tail = NULL;
-    while (*link) {
-        job *j = *link;
-        if (!j->part) {
-            *link = j->next_queued;
-            ex->queued--;
-            job_free(j);
-        } else {
-            ex->queue_tail = j;
-            link = &j->next_queued;
-        }
-    }
-    mc_counter_add(ex->abandoned, abandoned);
     if (p->paused)
         mc_gauge_add(ex->paused_gauge, -1);
     free(p->ring);
     free(p->redo);
     int32_t partition = p->partition;
+    uint64_t gen = p->gen + 1; /* finished jobs still on their way are stale */
     memset(p, 0, sizeof *p);
     p->partition = partition;
+    p->gen = gen;
     p->end = -1;
-    mc_gauge_set(ex->in_flight, (double)ex->running);
 }
 
 /* "x1 e=E u=D,D,..." (see the top of the file) into p's redo list. */
@@ -856,8 +1129,6 @@ static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t 
                    "metadata", md, (const char *)NULL);
         }
     }
-    start_queued(ex);
-    rearm(ex);
     return 0;
 }
 
@@ -871,7 +1142,6 @@ static void executor_on_revoke(void *self, const rd_kafka_topic_partition_list_t
         if (partition >= 0 && partition < MAX_PARTITIONS && ex->parts[partition])
             part_abandon(ex, ex->parts[partition]);
     }
-    start_queued(ex);
 }
 
 /* Appends to md (at *len, within METADATA_BUDGET) one delta; false when it
@@ -931,14 +1201,54 @@ static int executor_prepare_commit(void *self, mc_ctx *ctx)
     return 0;
 }
 
+/* Drained once no call is running and every finished one is reported;
+ * held and queued tasks are not due or not started, and the next owner
+ * takes them from the committed checkpoint. */
+static bool executor_drained(void *self, mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = self;
+    atomic_store(&ex->draining, true); /* start nothing new */
+    /* Finished calls are reported by on_done, inside a transaction. */
+    pthread_mutex_lock(&ex->mu);
+    bool reported = !ex->done_head;
+    pthread_mutex_unlock(&ex->mu);
+    return reported && atomic_load(&ex->running) == 0;
+}
+
 static void executor_destroy(void *self)
 {
     executor *ex = self;
     if (!ex)
         return;
+    if (ex->http_started) {
+        atomic_store(&ex->stop, true);
+        wake(ex->http_wake);
+        pthread_join(ex->http, NULL);
+    }
+    /* The HTTP thread is gone: everything is ours to free. */
+    while (ex->all) {
+        job *j = ex->all;
+        if (http_release(ex, j))
+            atomic_fetch_sub(&ex->running, 1);
+        job_free(j);
+    }
+    for (job *j = ex->new_head, *next; j; j = next) {
+        next = j->next;
+        job_free(j);
+    }
+    for (job *j = ex->done_head, *next; j; j = next) {
+        next = j->next;
+        job_free(j);
+    }
+    for (ctl *c = ex->ctl_head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     for (int32_t i = 0; i < MAX_PARTITIONS; i++) {
         if (ex->parts[i]) {
-            part_abandon(ex, ex->parts[i]);
+            free(ex->parts[i]->ring);
+            free(ex->parts[i]->redo);
             free(ex->parts[i]);
         }
     }
@@ -949,6 +1259,14 @@ static void executor_destroy(void *self)
         curl_multi_cleanup(ex->multi);
     if (ex->held)
         mc_wheel_free(ex->held);
+    free(ex->watches);
+    free(ex->pfds);
+    if (ex->http_wake >= 0)
+        close(ex->http_wake);
+    if (ex->done_wake >= 0)
+        close(ex->done_wake);
+    pthread_mutex_destroy(&ex->mu);
+    pthread_cond_destroy(&ex->acked);
     mc_ssrf_free(ex->ssrf);
     mc_app_secrets_free(ex->secrets);
     mc_buf_free(&ex->buf);
@@ -966,6 +1284,12 @@ static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
     ex->ctx = ctx;
     ex->cfg = cfg;
     ex->curl_due = INT64_MAX;
+    ex->http_wake = ex->done_wake = -1;
+    pthread_mutex_init(&ex->mu, NULL);
+    pthread_cond_init(&ex->acked, NULL);
+    atomic_init(&ex->stop, false);
+    atomic_init(&ex->draining, false);
+    atomic_init(&ex->running, 0);
     mc_topic_name(cfg, "ready", ex->ready_topic, sizeof ex->ready_topic);
     snprintf(ex->user_agent, sizeof ex->user_agent, "mooncake/%s", MOONCAKE_VERSION);
     if (!(ex->ssrf = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen)) ||
@@ -978,8 +1302,11 @@ static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
     ex->held = mc_wheel_new(mc_now_ms());
     ex->multi = curl_multi_init();
     ex->spare = calloc((size_t)cfg->executor_concurrency, sizeof *ex->spare);
-    if (!ex->results || !ex->retry || !ex->held || !ex->multi || !ex->spare) {
-        snprintf(err, errlen, "out of memory (or output topic handles)");
+    ex->http_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ex->done_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!ex->results || !ex->retry || !ex->held || !ex->multi || !ex->spare || ex->http_wake < 0 ||
+        ex->done_wake < 0) {
+        snprintf(err, errlen, "out of memory (or output topic handles, or eventfds)");
         executor_destroy(ex);
         return NULL;
     }
@@ -1027,17 +1354,14 @@ static void *executor_create(mc_ctx *ctx, char *err, size_t errlen)
                                       0.25,  0.5,   1,    2.5,   10,   30};
     ex->duration = mc_metrics_histogram(m, "mooncake_executor_call_seconds",
                                         "Callback call duration", NULL, duration, 12);
+    if (mc_ctx_watch_fd(ctx, ex->done_wake, POLLIN, on_done, ex) != 0 ||
+        pthread_create(&ex->http, NULL, http_main, ex) != 0) {
+        snprintf(err, errlen, "cannot start the executor's HTTP thread");
+        executor_destroy(ex);
+        return NULL;
+    }
+    ex->http_started = true;
     return ex;
-}
-
-/* Drained once no call is running; held and queued tasks are not due or not
- * started, and the next owner takes them from the committed checkpoint. */
-static bool executor_drained(void *self, mc_ctx *ctx)
-{
-    (void)ctx;
-    executor *ex = self;
-    ex->draining = true; /* start nothing new */
-    return ex->running == 0;
 }
 
 const mc_processor mc_executor_processor = {
@@ -1046,7 +1370,6 @@ const mc_processor mc_executor_processor = {
     .consumer_defaults = executor_consumer_defaults,
     .create = executor_create,
     .process = executor_process,
-    .punctuate = executor_punctuate,
     .on_assign = executor_on_assign,
     .on_revoke = executor_on_revoke,
     .prepare_commit = executor_prepare_commit,
