@@ -19,6 +19,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "retry.h"
+#include "retry_policy.h"
+#include "ssrf.h"
+#include "webhook.h"
 #include "router.h"
 #include "store.h"
 #include "wheel.h"
@@ -57,6 +60,32 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", roles[i].name, roles[i].summary);
     fprintf(out, "\n");
     mc_config_usage(out);
+}
+
+/* The settings a role would refuse only once it has reached the broker,
+ * checked before: a bad flag exits 2 at once, whatever Kafka is doing. */
+static int check_role_config(const mc_processor *p, const mc_config *cfg, char *err, size_t errlen)
+{
+    if (p == &mc_executor_processor) {
+        mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
+        if (!g)
+            return -1;
+        mc_ssrf_free(g);
+        mc_app_secrets *s = mc_app_secrets_parse(cfg->app_secrets, err, errlen);
+        if (!s)
+            return -1;
+        mc_app_secrets_free(s);
+    }
+    if (p == &mc_retry_processor) {
+        mc_backoff b = {cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
+                        cfg->retry_multiplier, cfg->retry_max_backoff_ms};
+        char why[256];
+        if (mc_backoff_validate(&b, why, sizeof why) != 0) {
+            snprintf(err, errlen, "retry defaults: %s (set by --retry-* / MOONCAKE_RETRY_*)", why);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 typedef struct signal_waiter {
@@ -113,6 +142,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (rc != 0) {
+        fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
+        mc_config_free(&cfg);
+        return 2;
+    }
+    if (check_role_config(ro->processor, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
         mc_config_free(&cfg);
         return 2;

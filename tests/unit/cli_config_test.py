@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""A bad flag or setting makes `mooncake <role>` exit 2 at once with one line
+naming what to fix - before it tries to reach Kafka (the bootstrap address
+here is unreachable, so a role that got that far would hang, not exit 2)."""
+import os
+import subprocess
+import sys
+
+BIN = os.path.join(os.environ.get("MOONCAKE_BUILD_DIR", "build"), "mooncake")
+UNREACHABLE = ["-b", "127.0.0.1:1"]
+
+CASES = [
+    (["executor", "--executor-allow-cidrs", "10.0.0.0/33"], {}, "MOONCAKE_EXECUTOR_ALLOW_CIDRS"),
+    (["executor", "--executor-allow-cidrs", "10.1.2.3/8"], {}, "10.1.2.3/8"),
+    (["executor"], {"MOONCAKE_APP_SECRETS": "shop=not base64!"}, "app 'shop'"),
+    (["executor"], {"MOONCAKE_APP_SECRETS": "@/nonexistent/secrets"}, "/nonexistent/secrets"),
+    (["executor", "--executor-concurrency", "0"], {}, "--executor-concurrency"),
+    (["retry", "--retry-initial-backoff-ms", "5000", "--retry-max-backoff-ms", "10"], {},
+     "--retry-*"),
+    (["retry", "--retry-multiplier", "abc"], {}, "--retry-multiplier"),
+    (["executor", "--no-such-flag"], {}, "unknown flag"),
+]
+
+
+def main():
+    failed = 0
+    for args, env, needle in CASES:
+        e = {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_")}
+        e.update(env)
+        try:
+            p = subprocess.run([BIN, *args, *UNREACHABLE], env=e, capture_output=True,
+                               text=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            print(f"FAIL {args} {env}: did not exit (it went on to Kafka)")
+            failed += 1
+            continue
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        if p.returncode != 2 or len(lines) != 1 or needle not in lines[0]:
+            print(f"FAIL {args} {env}: exit {p.returncode}, stderr {p.stderr!r}; "
+                  f"wanted exit 2 and one line naming {needle!r}")
+            failed += 1
+        else:
+            print(f"ok   {' '.join(args)} {env or ''}: {lines[0]}")
+        if "secret" in str(env) and "base64!" in p.stderr:
+            print(f"FAIL {args}: the secret was echoed")
+            failed += 1
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
