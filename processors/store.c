@@ -420,6 +420,9 @@ static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
             free(fresh);
             return -1;
         }
+        /* What the restored state reflects: every record below the
+         * committed offset (none, without one). */
+        p->position = tp->offset >= 0 ? tp->offset : 0;
         fresh[n++] = p;
     }
     int rc = restore_partitions(s, fresh, n, ctx);
@@ -513,8 +516,12 @@ static int hand_off(store *s, store_part *p, store_entry *e, mc_ctx *ctx)
     if (mc_encode_versioned_raw(MC_SCHEMA_WHEEL_ENTRY, e->version, &submit_branch, 1,
                                 e->data + e->node.key_len, e->task_len, &s->buf) != 0)
         return -1;
-    if (mc_ctx_forward(ctx, s->wheel, p->partition, e->data, e->node.key_len, s->buf.data,
-                       s->buf.len) != 0 ||
+    /* The hand-off says how far we had applied `wheel` when we wrote it: it
+     * can be stale only against records from there on (see wheel.c). */
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, p->position > 0 ? p->position : 0);
+    if (mc_ctx_forward_header(ctx, s->wheel, p->partition, e->data, e->node.key_len, s->buf.data,
+                              s->buf.len, MC_STORE_POSITION_HEADER, pos, (size_t)n) != 0 ||
         mc_ctx_forward(ctx, s->changelog, p->partition, e->data, e->node.key_len, NULL, 0) != 0)
         return -1;
     mc_counter_add(s->handed_off, 1);

@@ -16,6 +16,14 @@
  * or after P, so floors are kept exactly for the records since the last
  * marker (a FIFO of offsets), and forgotten after that.
  *
+ * A replay after a restart has to judge those hand-offs again, and may
+ * start past the records that made one stale (their floors were forgotten
+ * once a marker passed them). So each hand-off carries the store's position
+ * P_h when it was written: it can only be stale against records from P_h
+ * on. A pending hand-off holds the committed offset back to its P_h, so a
+ * replay that starts after P_h meets only hand-offs that were not pending at
+ * the checkpoint, and skips them.
+ *
  * Exactly-once firing across crashes. Firing is in (due, offset) order per
  * partition - a task that arrives already behind the fired frontier fires at
  * once, which keeps the order - so the set of fired records is described by
@@ -57,7 +65,7 @@ typedef struct wheel_key {
     int64_t fired_due;             /* due time of the version fired last; 0: none */
     uint8_t *payload;              /* its WheelEntry bytes (what `ready` gets), or NULL */
     uint32_t payload_len;
-    uint32_t queued; /* floor-FIFO entries naming this key */
+    uint32_t queued; /* floor-FIFO and hold entries naming this key */
     char key[];
 } wheel_key;
 
@@ -67,6 +75,12 @@ typedef struct floor_ref {
     int64_t offset;
     wheel_key *k;
 } floor_ref;
+
+/* A pending hand-off and the store's position when it wrote it. */
+typedef struct hold_ref {
+    int64_t pos, offset;
+    wheel_key *k;
+} hold_ref;
 
 typedef struct wheel_part {
     int32_t partition;
@@ -81,6 +95,11 @@ typedef struct wheel_part {
     int64_t store_pos;  /* from the store's markers */
     floor_ref *fifo;
     size_t fifo_head, fifo_len, fifo_cap;
+    /* Pending hand-offs in arrival order (their positions only grow): the
+     * committed offset is held back to the oldest one's position. */
+    hold_ref *holds;
+    size_t hold_head, hold_len, hold_cap;
+    int64_t replay_from; /* the committed offset read on assignment */
 } wheel_part;
 
 typedef struct wheel {
@@ -161,6 +180,7 @@ static void part_free(wheel_part *p)
     }
     mc_wheel_free(p->w);
     free(p->fifo);
+    free(p->holds);
     free(p);
 }
 
@@ -237,6 +257,42 @@ static int fifo_push(wheel *w, wheel_part *p, wheel_key *k, int64_t offset)
     return 0;
 }
 
+static int hold_push(wheel_part *p, wheel_key *k, int64_t pos, int64_t offset)
+{
+    if (p->hold_len == p->hold_cap) {
+        size_t cap = p->hold_cap ? p->hold_cap * 2 : 256;
+        hold_ref *h = malloc(cap * sizeof *h);
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < p->hold_len; i++)
+            h[i] = p->holds[(p->hold_head + i) % p->hold_cap];
+        free(p->holds);
+        p->holds = h;
+        p->hold_cap = cap;
+        p->hold_head = 0;
+    }
+    p->holds[(p->hold_head + p->hold_len) % p->hold_cap] = (hold_ref){pos, offset, k};
+    p->hold_len++;
+    k->queued++;
+    return 0;
+}
+
+/* The position of the oldest hand-off still pending, or INT64_MAX. */
+static int64_t oldest_hold(wheel_part *p)
+{
+    while (p->hold_len > 0) {
+        hold_ref *h = &p->holds[p->hold_head];
+        if (h->k->payload && h->k->offset == h->offset)
+            return h->pos;
+        wheel_key *k = h->k;
+        p->hold_head = (p->hold_head + 1) % p->hold_cap;
+        p->hold_len--;
+        k->queued--;
+        maybe_forget(p, k);
+    }
+    return INT64_MAX;
+}
+
 /* The store has applied everything below pos: floors of older records are
  * no longer needed. */
 static void advance_store_pos(wheel_part *p, int64_t pos)
@@ -308,6 +364,9 @@ static int wheel_prepare_commit(void *self, mc_ctx *ctx)
             c = p->pend_head->offset;
         if (p->fifo_len > 0 && p->fifo[p->fifo_head].offset < c)
             c = p->fifo[p->fifo_head].offset;
+        int64_t hold = oldest_hold(p);
+        if (hold < c)
+            c = hold;
         char md[128];
         if (p->has_frontier)
             snprintf(md, sizeof md, "v1 o=%" PRId64 " f=%" PRId64 " g=%" PRId64, o, p->fdue,
@@ -345,6 +404,7 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
         }
         w->parts[w->n_parts++] = p;
         p->next = tp->offset >= 0 ? tp->offset : -1;
+        p->replay_from = p->next;
         p->replay_end = -1;
         p->store_pos = -1;
         int64_t o = -1, f = 0, g = 0;
@@ -463,6 +523,8 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     int64_t pos;
     if (mc_wheel_record_store_position(m, &pos)) {
         advance_store_pos(p, pos);
+        if (replay && !replaying(p))
+            mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx)); /* replay done (see below) */
         return 0;
     }
     int rc = 0;
@@ -483,6 +545,8 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     wheel_key *k = key_get(p, m->key, m->key_len);
     if (!k || fifo_push(w, p, k, m->offset) != 0)
         return -1;
+    int64_t handoff_pos = 0;
+    bool handoff = mc_wheel_record_handoff_position(m, &handoff_pos);
     if (!replay && k->fired_due > mc_ctx_now_ms(ctx) && e.version >= k->floor) {
         /* Fired early by the lead and not due yet: a newer version or a
          * cancel must still win, so tell the executor, which holds it. */
@@ -495,6 +559,14 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         mc_counter_add(w->stale, 1);
     } else if (is_done(p, e.command.submit.due_at, m->offset)) {
         raise_floor(w, p, k, e.version + 1); /* fired before the restart */
+    } else if (replay && handoff && handoff_pos < p->replay_from) {
+        /* A hand-off the store wrote before it had applied records this
+         * replay does not see (a newer version, a cancel): judged when it
+         * was first processed, and not pending at the checkpoint, since a
+         * pending hand-off holds the committed offset back to its
+         * position. So it was stale (or superseded): not again. */
+        raise_floor(w, p, k, e.version + 1);
+        mc_counter_add(w->stale, 1);
     } else {
         if (k->payload)
             unlink_pending(p, k); /* rescheduled */
@@ -506,6 +578,8 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         k->version = e.version;
         k->offset = m->offset;
         k->due = e.command.submit.due_at;
+        if (handoff && hold_push(p, k, handoff_pos, m->offset) != 0)
+            return -1;
         k->prev = p->pend_tail;
         k->next = NULL;
         if (p->pend_tail)

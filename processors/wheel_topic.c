@@ -17,17 +17,27 @@ bool mc_wheel_record_is_far(const rd_kafka_message_t *m)
     return n == sizeof MC_ROUTE_STORE - 1 && memcmp(v, MC_ROUTE_STORE, n) == 0;
 }
 
-bool mc_wheel_record_store_position(const rd_kafka_message_t *m, int64_t *position)
+static bool position_header(const rd_kafka_message_t *m, int64_t *position)
 {
     rd_kafka_headers_t *h = NULL;
     const void *v;
     size_t n;
     char text[24];
-    if (m->payload || rd_kafka_message_headers(m, &h) || !h)
+    if (rd_kafka_message_headers(m, &h) || !h)
         return false;
     if (rd_kafka_header_get_last(h, MC_STORE_POSITION_HEADER, &v, &n) || n == 0 || n >= sizeof text)
         return false;
     memcpy(text, v, n);
     text[n] = '\0';
     return mc_parse_int64(text, 0, INT64_MAX, position);
+}
+
+bool mc_wheel_record_store_position(const rd_kafka_message_t *m, int64_t *position)
+{
+    return !m->payload && position_header(m, position);
+}
+
+bool mc_wheel_record_handoff_position(const rd_kafka_message_t *m, int64_t *position)
+{
+    return m->payload && m->key && position_header(m, position);
 }

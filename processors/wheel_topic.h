@@ -7,6 +7,8 @@
  *   WheelEntry Cancel v                  cancel every version below v
  *   null key, null value + position: P   the store has applied every record
  *                                        below offset P of this partition
+ *   a hand-off also carries position: P  written when the store had applied
+ *                                        every record below P
  * Versions are tasks-topic offsets, so "newer" is a number comparison. */
 #ifndef MOONCAKE_WHEEL_TOPIC_H
 #define MOONCAKE_WHEEL_TOPIC_H
@@ -23,5 +25,8 @@
 bool mc_wheel_record_is_far(const rd_kafka_message_t *m);
 /* Whether this is the store's position marker; *position gets P. */
 bool mc_wheel_record_store_position(const rd_kafka_message_t *m, int64_t *position);
+/* Whether this is a hand-off from the store carrying its position; *position
+ * gets P. */
+bool mc_wheel_record_handoff_position(const rd_kafka_message_t *m, int64_t *position);
 
 #endif

@@ -17,8 +17,8 @@ import urllib.request
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from harness import (BOOTSTRAP, Env, cancel_value, decode, ms, now_ms, run, submit_value,
-                     task)
+from harness import (BOOTSTRAP, Env, cancel_value, decode, encode, ms, now_ms, run,
+                     submit_value, task)
 
 HORIZON_MS = 3000
 # Lead 0: these tests check what reaches `ready`, and when.
@@ -421,6 +421,60 @@ def test_store_is_ready_only_after_restoring():
         env.stop_all()
 
 
+def test_a_stale_hand_off_stays_stale_after_a_restart():
+    """The store hands a task to the wheel an instant before it sees the
+    cancel the router wrote for it; the wheel ignores that stale hand-off,
+    then forgets the cancel once a store marker passes it. A wheel restarted
+    from a checkpoint between the cancel and the hand-off (held back by
+    another pending task) must still not fire it. Here the test writes the
+    wheel topic itself, playing router and store, so the sequence is exact."""
+    env = Env(partitions=1)
+    try:
+        wheel = env.start("wheel", instance="w1", **H, **FAST_FAILOVER)
+        wait_assigned(env, wheel, n=1)
+        t = now_ms()
+        topic = env.topic("wheel")
+
+        def entry(version, payload):
+            return encode("WheelEntry", {"version": version, "payload": payload})
+
+        def put(key, value, headers=None):
+            env.producer.produce(topic, key=key, value=value, partition=0, headers=headers)
+
+        x = task("app", "x", t + 6000)
+        holder = task("app", "holder", t + 60000)
+        put(b"app/x", entry(10, ("mooncake.Submit", {"task": x})),
+            [("mooncake-route", b"store")])                                  # 0: far submit
+        put(b"app/x", entry(11, ("mooncake.Cancel", {
+            "app_id": "app", "task_id": "x", "requested_at": t})))          # 1: its cancel
+        put(b"app/holder", entry(12, ("mooncake.Submit", {"task": holder})))  # 2: pending
+        put(b"app/x", entry(10, ("mooncake.Submit", {"task": x})),
+            [("mooncake-store-position", b"0")])                             # 3: stale hand-off
+        put(None, None, [("mooncake-store-position", b"4")])                 # 4: marker
+        env.producer.flush()
+        c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": env.prefix + "wheel"})
+        deadline = time.time() + 30
+        while True:
+            tp = c.committed([TopicPartition(topic, 0)], timeout=10)[0]
+            if tp.metadata and "o=5" in tp.metadata:
+                break
+            assert time.time() < deadline, f"the wheel never committed past the marker: {tp}"
+            time.sleep(0.1)
+        c.close()
+        print(f"     checkpoint: offset {tp.offset}, {tp.metadata}", flush=True)
+        assert tp.offset <= 3, f"committed offset {tp.offset}: the replay would not reach the hand-off"
+        wheel.send_signal(signal.SIGKILL)
+        wheel.wait()
+        wheel = env.start("wheel", instance="w1", **H, **FAST_FAILOVER)
+        wait_assigned(env, wheel, n=1)
+        sleep_until(x["due_at"] + 1500)
+        fired = [f["key"] for f in fires(env)]
+        assert "app/x" not in fired, f"a cancelled task fired after the restart: {fired}"
+        assert_alive(env, wheel)
+    finally:
+        env.stop_all()
+
+
 class Workload:
     """n tasks due over spread_ms, some near, most far (they go through the
     store); a tenth resubmitted with a new due time, a tenth cancelled at
@@ -707,6 +761,7 @@ if __name__ == "__main__":
         test_a_backlog_of_overdue_tasks_fires_at_once,
         test_store_comes_up_on_topics_it_just_created,
         test_store_is_ready_only_after_restoring,
+        test_a_stale_hand_off_stays_stale_after_a_restart,
         test_wheel_kill_9_fires_each_task_exactly_once,
         test_store_kill_9_fires_each_task_exactly_once,
         test_two_stores_split_and_sigterm_hands_over,
