@@ -26,8 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         mc_buf b1 = {0}, b2 = {0};
         mc_attempt a2;
         if (mc_encode_attempt(&a, &b1) != 0 ||
-            mc_decode_attempt(b1.data, b1.len, arena, &a2, detail, sizeof detail) !=
-                MC_CODEC_OK ||
+            mc_decode_attempt(b1.data, b1.len, arena, &a2, detail, sizeof detail) != MC_CODEC_OK ||
             mc_encode_attempt(&a2, &b2) != 0 || b1.len != b2.len ||
             memcmp(b1.data, b2.data, b1.len) != 0) {
             fprintf(stderr, "re-encoding is not stable: %s\n", detail);
