@@ -152,6 +152,7 @@ struct mc_runner {
      * the pipe will not be written again until the queue has been emptied,
      * so the next wait must not block. */
     bool input_backlog;
+    bool draining; /* stopping: input stays paused, whatever the processor asks */
 
     atomic_bool stop;
     atomic_bool fatal;
@@ -430,6 +431,8 @@ int mc_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *
 
 int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
 {
+    if (!pause && ctx->r->draining)
+        return 0;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, topic, partition);
     rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(ctx->r->consumer, l)
@@ -1282,16 +1285,15 @@ int mc_runner_run(mc_runner *r)
            r->transactional_id, (const char *)NULL);
 
     read_clocks(r);
-    bool draining = false;
     int64_t drain_deadline = 0;
     while (!atomic_load(&r->fatal)) {
         if (atomic_load(&r->stop)) {
             if (!r->proc->drained)
                 break;
-            if (!draining) {
+            if (!r->draining) {
                 /* Take no new input; let what is in flight finish, so a
                  * rolling restart does not repeat it. */
-                draining = true;
+                r->draining = true;
                 drain_deadline = r->now_mono_ms + r->cfg->drain_timeout_ms;
                 rd_kafka_topic_partition_list_t *parts = NULL;
                 if (rd_kafka_assignment(r->consumer, &parts) == 0 && parts) {
