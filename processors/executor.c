@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "fdset.h"
 #include "retry_policy.h"
 #include "ssrf.h"
 #include "timing_wheel.h"
@@ -138,11 +139,6 @@ typedef struct ctl {
     bool done;         /* abandon: set by the HTTP thread, under the mutex */
 } ctl;
 
-typedef struct fd_watch {
-    int fd;
-    short events;
-} fd_watch;
-
 struct executor {
     mc_ctx *ctx;
     const mc_config *cfg;
@@ -173,10 +169,7 @@ struct executor {
     size_t queued;
     CURL **spare; /* easy handles of finished calls, reset for reuse */
     size_t n_spare;
-    fd_watch *watches;
-    size_t n_watches, cap_watches;
-    struct pollfd *pfds;
-    size_t cap_pfds;
+    mc_fdset watches; /* curl's sockets */
 
     /* The runner's own. */
     part *parts[MAX_PARTITIONS];
@@ -656,27 +649,7 @@ static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *arg, void *s
         ev |= POLLIN;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
         ev |= POLLOUT;
-    for (size_t i = 0; i < ex->n_watches; i++) {
-        if (ex->watches[i].fd != s)
-            continue;
-        if (ev)
-            ex->watches[i].events = ev;
-        else
-            ex->watches[i] = ex->watches[--ex->n_watches];
-        return 0;
-    }
-    if (!ev)
-        return 0;
-    if (ex->n_watches == ex->cap_watches) {
-        size_t cap = ex->cap_watches ? ex->cap_watches * 2 : 64;
-        fd_watch *w = realloc(ex->watches, cap * sizeof *w);
-        if (!w)
-            return -1;
-        ex->watches = w;
-        ex->cap_watches = cap;
-    }
-    ex->watches[ex->n_watches++] = (fd_watch){s, ev};
-    return 0;
+    return mc_fdset_set(&ex->watches, s, ev, NULL, NULL) == 0 ? 0 : -1;
 }
 
 /* curl: call socket_action(CURL_SOCKET_TIMEOUT) in timeout_ms (-1: never).
@@ -780,30 +753,21 @@ static void *http_main(void *arg)
         int timeout = next == INT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
         if (timeout > 1000)
             timeout = 1000;
-        size_t n = ex->n_watches + 1;
-        if (n > ex->cap_pfds) {
-            struct pollfd *p = realloc(ex->pfds, n * 2 * sizeof *p);
-            if (!p) {
-                poll(NULL, 0, 10);
-                continue;
-            }
-            ex->pfds = p;
-            ex->cap_pfds = n * 2;
+        size_t n = ex->watches.n + 1;
+        int rc = mc_fdset_poll(&ex->watches, ex->http_wake, timeout);
+        if (rc < 0) {
+            if (errno != EINTR)
+                poll(NULL, 0, 10); /* ENOMEM: try again shortly */
+            continue;
         }
-        ex->pfds[0] = (struct pollfd){.fd = ex->http_wake, .events = POLLIN};
-        for (size_t i = 0; i < ex->n_watches; i++)
-            ex->pfds[i + 1] =
-                (struct pollfd){.fd = ex->watches[i].fd, .events = ex->watches[i].events};
-        int rc = poll(ex->pfds, (nfds_t)n, timeout);
-        if (rc < 0 && errno != EINTR)
-            poll(NULL, 0, 10);
-        if (ex->pfds[0].revents) {
+        struct pollfd *pfds = ex->watches.pfds;
+        if (pfds[0].revents) {
             drain_wake(ex->http_wake);
             http_take_requests(ex);
         }
         int running;
         for (size_t i = 1; rc > 0 && i < n; i++) {
-            short re = ex->pfds[i].revents;
+            short re = pfds[i].revents;
             if (!re)
                 continue;
             int flags = 0;
@@ -813,7 +777,7 @@ static void *http_main(void *arg)
                 flags |= CURL_CSELECT_OUT;
             if (re & (POLLERR | POLLHUP | POLLNVAL))
                 flags |= CURL_CSELECT_ERR;
-            curl_multi_socket_action(ex->multi, ex->pfds[i].fd, flags, &running);
+            curl_multi_socket_action(ex->multi, pfds[i].fd, flags, &running);
         }
         now = mc_now_ms();
         release_due(ex, now);
@@ -936,31 +900,21 @@ static int on_done(void *arg, int fd, int revents, mc_ctx *ctx)
     return 0;
 }
 
-static void post_job(executor *ex, job *j)
+/* Hands the HTTP thread a new job (j) or a control request (c), in the
+ * order posted, and wakes it if it had nothing waiting. */
+static void post(executor *ex, job *j, ctl *c)
 {
     pthread_mutex_lock(&ex->mu);
     bool was_empty = !ex->new_head && !ex->ctl_head;
-    j->next = NULL;
-    if (ex->new_tail)
-        ex->new_tail->next = j;
-    else
-        ex->new_head = j;
-    ex->new_tail = j;
-    pthread_mutex_unlock(&ex->mu);
-    if (was_empty)
-        wake(ex->http_wake);
-}
-
-static void post_ctl(executor *ex, ctl *c)
-{
-    pthread_mutex_lock(&ex->mu);
-    bool was_empty = !ex->new_head && !ex->ctl_head;
-    c->next = NULL;
-    if (ex->ctl_tail)
-        ex->ctl_tail->next = c;
-    else
-        ex->ctl_head = c;
-    ex->ctl_tail = c;
+    if (j) {
+        j->next = NULL;
+        *(ex->new_tail ? &ex->new_tail->next : &ex->new_head) = j;
+        ex->new_tail = j;
+    } else {
+        c->next = NULL;
+        *(ex->ctl_tail ? &ex->ctl_tail->next : &ex->ctl_head) = c;
+        ex->ctl_tail = c;
+    }
     pthread_mutex_unlock(&ex->mu);
     if (was_empty)
         wake(ex->http_wake);
@@ -1011,7 +965,7 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
             c->partition = m->partition;
             c->version = we.version;
             mc_task_key(we.command.cancel.app_id, we.command.cancel.task_id, c->key, sizeof c->key);
-            post_ctl(ex, c);
+            post(ex, NULL, c);
         }
         job_free(j);
         return c ? 0 : -1;
@@ -1029,7 +983,7 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
         p->held++;
     }
     update_pause(ex, p);
-    post_job(ex, j);
+    post(ex, j, NULL);
     return 0;
 }
 
@@ -1043,7 +997,7 @@ static void part_abandon(executor *ex, part *p)
         if (c) {
             c->kind = CTL_ABANDON;
             c->partition = p->partition;
-            post_ctl(ex, c);
+            post(ex, NULL, c);
             pthread_mutex_lock(&ex->mu);
             while (!c->done)
                 pthread_cond_wait(&ex->acked, &ex->mu);
@@ -1259,8 +1213,7 @@ static void executor_destroy(void *self)
         curl_multi_cleanup(ex->multi);
     if (ex->held)
         mc_wheel_free(ex->held);
-    free(ex->watches);
-    free(ex->pfds);
+    mc_fdset_free(&ex->watches);
     if (ex->http_wake >= 0)
         close(ex->http_wake);
     if (ex->done_wake >= 0)

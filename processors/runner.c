@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "fdset.h"
 #include "kafka.h"
 
 #define MAX_OUTPUTS 16
@@ -88,13 +89,6 @@ struct mc_ctx {
     mc_runner *r;
 };
 
-typedef struct fd_watch {
-    int fd;
-    short events;
-    mc_fd_callback cb;
-    void *arg;
-} fd_watch;
-
 struct mc_runner {
     mc_logger logger; /* first: librdkafka's log callback reads its opaque as a logger */
     const mc_processor *proc;
@@ -142,10 +136,7 @@ struct mc_runner {
      * poll(2) instead of in the consumer, and learns of new input through a
      * pipe librdkafka writes to when the consumer's queue becomes
      * non-empty. */
-    fd_watch *watches;
-    size_t n_watches, cap_watches;
-    struct pollfd *pfds;
-    size_t cap_pfds;
+    mc_fdset watches;
     rd_kafka_queue_t *consumer_queue;
     int queue_pipe[2];
     /* The last batch stopped on its size or age with input still queued:
@@ -404,29 +395,9 @@ static int watch_consumer_queue(mc_runner *r)
 int mc_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg)
 {
     mc_runner *r = ctx->r;
-    for (size_t i = 0; i < r->n_watches; i++) {
-        if (r->watches[i].fd != fd)
-            continue;
-        if (events == 0)
-            r->watches[i] = r->watches[--r->n_watches];
-        else
-            r->watches[i] = (fd_watch){fd, events, cb, arg};
-        return 0;
-    }
-    if (events == 0)
-        return 0;
-    if (watch_consumer_queue(r) != 0)
+    if (events && watch_consumer_queue(r) != 0)
         return -1;
-    if (r->n_watches == r->cap_watches) {
-        size_t cap = r->cap_watches ? r->cap_watches * 2 : 16;
-        fd_watch *w = realloc(r->watches, cap * sizeof *w);
-        if (!w)
-            return -1;
-        r->watches = w;
-        r->cap_watches = cap;
-    }
-    r->watches[r->n_watches++] = (fd_watch){fd, events, cb, arg};
-    return 0;
+    return mc_fdset_set(&r->watches, fd, events, (void (*)(void))cb, arg);
 }
 
 int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
@@ -1209,18 +1180,9 @@ static void read_clocks(mc_runner *r)
  * up again by descriptor before it runs. Returns 0, or -1 on a fatal error. */
 static int wait_for_events(mc_runner *r, int timeout)
 {
-    size_t n = r->n_watches + 1;
-    if (n > r->cap_pfds) {
-        struct pollfd *p = realloc(r->pfds, n * 2 * sizeof *p);
-        if (!p)
-            return -1;
-        r->pfds = p;
-        r->cap_pfds = n * 2;
-    }
-    r->pfds[0] = (struct pollfd){.fd = r->queue_pipe[0], .events = POLLIN};
-    for (size_t i = 0; i < r->n_watches; i++)
-        r->pfds[i + 1] = (struct pollfd){.fd = r->watches[i].fd, .events = r->watches[i].events};
-    int rc = poll(r->pfds, (nfds_t)n, timeout);
+    size_t n = r->watches.n + 1;
+    int rc = mc_fdset_poll(&r->watches, r->queue_pipe[0], timeout);
+    struct pollfd *pfds = r->watches.pfds;
     read_clocks(r);
     if (rc < 0) {
         if (errno == EINTR)
@@ -1229,25 +1191,24 @@ static int wait_for_events(mc_runner *r, int timeout)
                (const char *)NULL);
         return -1;
     }
-    if (r->pfds[0].revents) {
+    if (pfds[0].revents) {
         char drain[256];
         while (read(r->queue_pipe[0], drain, sizeof drain) > 0)
             ;
     }
     for (size_t i = 1; i < n && rc > 0; i++) {
-        if (!r->pfds[i].revents)
+        if (!pfds[i].revents)
             continue;
-        for (size_t k = 0; k < r->n_watches; k++) {
-            if (r->watches[k].fd != r->pfds[i].fd)
-                continue;
-            fd_watch w = r->watches[k];
-            if (begin_txn(r) != 0)
-                return -1;
-            if (w.cb(w.arg, w.fd, r->pfds[i].revents, &r->ctx) != 0) {
-                atomic_store(&r->fatal, true);
-                return -1;
-            }
-            break;
+        const mc_fd_entry *e = mc_fdset_find(&r->watches, pfds[i].fd);
+        if (!e)
+            continue;
+        mc_fd_callback cb = (mc_fd_callback)e->cb;
+        void *arg = e->arg;
+        if (begin_txn(r) != 0)
+            return -1;
+        if (cb(arg, pfds[i].fd, pfds[i].revents, &r->ctx) != 0) {
+            atomic_store(&r->fatal, true);
+            return -1;
         }
     }
     return 0;
@@ -1316,7 +1277,7 @@ int mc_runner_run(mc_runner *r)
          * wake-up (the wheel's due time). */
         read_clocks(r);
         int timeout = poll_timeout(r);
-        if (r->n_watches > 0) {
+        if (r->watches.n > 0) {
             /* Then take the input without blocking: the wait covered it. */
             if (wait_for_events(r, r->input_backlog ? 0 : timeout) != 0)
                 break;
@@ -1408,8 +1369,7 @@ void mc_runner_free(mc_runner *r)
         free(r->md[i].metadata);
     free(r->txn_inputs);
     free(r->positions);
-    free(r->watches);
-    free(r->pfds);
+    mc_fdset_free(&r->watches);
     if (r->consumer_queue) {
         rd_kafka_queue_io_event_enable(r->consumer_queue, -1, NULL, 0);
         rd_kafka_queue_destroy(r->consumer_queue);
