@@ -85,6 +85,33 @@ static const opt options[] = {
      "10000",
      "executor: on SIGTERM, let calls in flight finish for up to this long (the next owner "
      "repeats what is left)"},
+    {"app-tokens", 0, "MOONCAKE_APP_TOKENS", OPT_LIST, OFF(app_tokens), 0, 0, "",
+     "gateway: bearer tokens, appId=token pairs or @file (repeat an app to rotate)"},
+    {"inner-tokens", 0, "MOONCAKE_INNER_TOKENS", OPT_LIST, OFF(inner_tokens), 0, 0, "",
+     "gateway: service-to-service tokens for /inner/submit (any appId), comma-separated or @file"},
+    {"gateway-no-auth", 0, "MOONCAKE_GATEWAY_NO_AUTH", OPT_BOOL, OFF(gateway_no_auth), 0, 1,
+     "false", "gateway: serve without tokens, every caller may act on every appId (local use)"},
+    {"gateway-max-body-bytes", 0, "MOONCAKE_GATEWAY_MAX_BODY_BYTES", OPT_INT64,
+     OFF(gateway_max_body_bytes), 1024, 900000, "262144",
+     "gateway: larger request bodies get 413 (a task must fit in one Kafka record)"},
+    {"gateway-max-connections-per-ip", 0, "MOONCAKE_GATEWAY_MAX_CONNECTIONS_PER_IP", OPT_INT,
+     OFF(gateway_max_connections_per_ip), 0, 1000000, "512",
+     "gateway: open connections per client address (0: no limit; raise it behind a proxy)"},
+    {"gateway-threads", 0, "MOONCAKE_GATEWAY_THREADS", OPT_INT, OFF(gateway_threads), 1, 256, "2",
+     "gateway: HTTP threads"},
+    {"gateway-produce-timeout-ms", 0, "MOONCAKE_GATEWAY_PRODUCE_TIMEOUT_MS", OPT_INT,
+     OFF(gateway_produce_timeout_ms), 100, 300000, "5000",
+     "gateway: answer 503 when Kafka has not acknowledged a task within this"},
+    {"gateway-tls-cert", 0, "MOONCAKE_GATEWAY_TLS_CERT", OPT_LIST, OFF(gateway_tls_cert), 0, 0, "",
+     "gateway: PEM certificate (chain) file; with --gateway-tls-key the API is HTTPS"},
+    {"gateway-tls-key", 0, "MOONCAKE_GATEWAY_TLS_KEY", OPT_LIST, OFF(gateway_tls_key), 0, 0, "",
+     "gateway: PEM private key file"},
+    {"gateway-idempotency-ttl-ms", 0, "MOONCAKE_GATEWAY_IDEMPOTENCY_TTL_MS", OPT_INT64,
+     OFF(gateway_idempotency_ttl_ms), 1000, INT64_C(604800000), "86400000",
+     "gateway: how long an Idempotency-Key's answer is remembered"},
+    {"gateway-idempotency-max-keys", 0, "MOONCAKE_GATEWAY_IDEMPOTENCY_MAX_KEYS", OPT_INT,
+     OFF(gateway_idempotency_max_keys), 1, 100000000, "100000",
+     "gateway: Idempotency-Keys remembered at most (the oldest go first)"},
     {"commit-interval-ms", 0, "MOONCAKE_COMMIT_INTERVAL_MS", OPT_INT, OFF(commit_interval_ms), 1,
      60000, "100", "commit the open transaction at least this often"},
     {"commit-max-records", 0, "MOONCAKE_COMMIT_MAX_RECORDS", OPT_INT, OFF(commit_max_records), 1,
@@ -421,4 +448,121 @@ const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, s
 {
     snprintf(buf, buflen, "%s%s", cfg->topic_prefix, suffix);
     return buf;
+}
+
+/* ---------------------------------------------------------------------------
+ * Lists given inline or in a file (app tokens, app secrets)
+ * ------------------------------------------------------------------------ */
+
+/* memset that the compiler may not drop as a dead store. */
+static void wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+    while (n--)
+        *v++ = 0;
+}
+
+void mc_trim(const char **p, size_t *len)
+{
+    while (*len && isspace((unsigned char)**p)) {
+        (*p)++;
+        (*len)--;
+    }
+    while (*len && isspace((unsigned char)(*p)[*len - 1]))
+        (*len)--;
+}
+
+/* Reads a whole file into a NUL-terminated buffer the caller wipes and frees.
+ * Growing copies by hand, not realloc, so no copy of a secret is left behind
+ * in freed memory. */
+static char *read_secret_file(const char *path, const char *what, size_t *len, char *err,
+                              size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open '%s': %s", what, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *bigger = malloc(cap * 2);
+        if (bigger)
+            memcpy(bigger, buf, n);
+        wipe(buf, n);
+        free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory reading '%s'", what, path);
+        return NULL;
+    }
+    if (failed) {
+        wipe(buf, n);
+        free(buf);
+        snprintf(err, errlen, "%s: cannot read '%s'", what, path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Calls each() on every non-blank piece of text[0..len) split at sep,
+ * skipping pieces that start with '#' when comments is set. */
+static int each_piece(const char *text, size_t len, char sep, bool comments, const char *file,
+                      mc_entry_fn each, void *arg, char *err, size_t errlen)
+{
+    size_t number = 0;
+    const char *end = text + len;
+    for (const char *p = text, *stop = NULL; stop != end; p = stop + 1) {
+        stop = memchr(p, sep, (size_t)(end - p));
+        if (!stop)
+            stop = end;
+        number++;
+        const char *entry = p;
+        size_t entry_len = (size_t)(stop - p);
+        mc_trim(&entry, &entry_len);
+        if (entry_len == 0 || (comments && entry[0] == '#'))
+            continue;
+        char where[300];
+        if (file)
+            snprintf(where, sizeof where, "'%s' line %zu", file, number);
+        else
+            snprintf(where, sizeof where, "entry %zu", number);
+        if (each(arg, entry, entry_len, where, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int mc_config_each_entry(const char *spec, const char *what, mc_entry_fn each, void *arg, char *err,
+                         size_t errlen)
+{
+    const char *text = spec ? spec : "";
+    size_t len = strlen(text);
+    mc_trim(&text, &len);
+    if (!(len && text[0] == '@'))
+        return each_piece(text, len, ',', false, NULL, each, arg, err, errlen);
+    char path[4096];
+    if (len - 1 >= sizeof path) {
+        snprintf(err, errlen, "%s: file name too long", what);
+        return -1;
+    }
+    memcpy(path, text + 1, len - 1);
+    path[len - 1] = '\0';
+    size_t file_len = 0;
+    char *file = read_secret_file(path, what, &file_len, err, errlen);
+    if (!file)
+        return -1;
+    int rc = each_piece(file, file_len, '\n', true, path, each, arg, err, errlen);
+    wipe(file, file_len);
+    free(file);
+    return rc;
 }

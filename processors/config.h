@@ -41,6 +41,17 @@ typedef struct mc_config {
     double retry_multiplier;
     int64_t retry_max_backoff_ms;
     int drain_timeout_ms; /* on SIGTERM, wait this long for calls in flight */
+    /* gateway */
+    char *app_tokens;                   /* appId=token pairs or @file; "" for none */
+    char *inner_tokens;                 /* tokens or @file; "" for none */
+    bool gateway_no_auth;               /* serve without tokens (local use) */
+    int64_t gateway_max_body_bytes;     /* larger bodies get 413 */
+    int gateway_max_connections_per_ip; /* 0: no limit */
+    int gateway_threads;
+    int gateway_produce_timeout_ms;           /* no acknowledgement by then: 503 */
+    char *gateway_tls_cert, *gateway_tls_key; /* PEM file paths; "" for plain HTTP */
+    int64_t gateway_idempotency_ttl_ms;
+    int gateway_idempotency_max_keys;
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;
@@ -69,5 +80,20 @@ const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, s
 /* Parses a positive/non-negative integer strictly (no trailing junk, range
  * checked). Returns false when s is not a decimal integer in [min, max]. */
 bool mc_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Narrows [*p, *p + *len) to exclude surrounding whitespace. */
+void mc_trim(const char **p, size_t *len);
+
+/* Called by mc_config_each_entry for one entry (trimmed, not empty, not NUL
+ * terminated); where names it for messages ("entry 2", "'/etc/x' line 7").
+ * Returns 0, or -1 with a line in err. */
+typedef int (*mc_entry_fn)(void *arg, const char *entry, size_t len, const char *where, char *err,
+                           size_t errlen);
+/* Walks a list option: "a,b,c" inline, or "@path", the file's lines with
+ * blank lines and '#' comments skipped. what prefixes messages about the file
+ * ("MOONCAKE_APP_TOKENS: cannot open ..."). The file's bytes are wiped after
+ * use, since these lists hold secrets. Returns 0, or -1 with a line in err. */
+int mc_config_each_entry(const char *spec, const char *what, mc_entry_fn each, void *arg, char *err,
+                         size_t errlen);
 
 #endif

@@ -60,6 +60,7 @@
 #include "fdset.h"
 #include "retry_policy.h"
 #include "ssrf.h"
+#include "task_rules.h"
 #include "timing_wheel.h"
 #include "webhook.h"
 
@@ -350,37 +351,6 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
     return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-/* Headers mooncake sets itself, and hop-by-hop ones, are not taken from the
- * task. */
-static bool header_reserved(const char *name)
-{
-    static const char *const reserved[] = {"idempotency-key",
-                                           "webhook-id",
-                                           "webhook-timestamp",
-                                           "webhook-signature",
-                                           "host",
-                                           "content-length",
-                                           "transfer-encoding",
-                                           "connection",
-                                           "expect",
-                                           "te",
-                                           "upgrade"};
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcasecmp(name, reserved[i]) == 0)
-            return true;
-    return false;
-}
-
-static bool header_token(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s <= ' ' || *s >= 127 || strchr("\"(),/:;<=>?@[\\]{}", *s))
-            return false;
-    return true;
-}
-
 static int add_header(struct curl_slist **l, const char *name, const char *value)
 {
     if (strpbrk(value, "\r\n"))
@@ -402,7 +372,7 @@ static int build_headers(executor *ex, job *j)
     const mc_callback *cb = &t->callback;
     bool content_type = false;
     for (size_t i = 0; i < cb->n_headers; i++) {
-        if (!header_token(cb->headers[i].key) || header_reserved(cb->headers[i].key))
+        if (!mc_header_name_ok(cb->headers[i].key) || mc_header_reserved(cb->headers[i].key))
             continue;
         if (add_header(&j->headers, cb->headers[i].key, cb->headers[i].value) != 0)
             return -1;

@@ -40,6 +40,15 @@ int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
     return 0;
 }
 
+int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
+                          const char *value, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->n_kafka; i++)
+        if (strcmp(cfg->kafka[i].key, key) == 0)
+            return 0;
+    return mc_kafka_conf_set(conf, key, value, err, errlen);
+}
+
 rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();

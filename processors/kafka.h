@@ -29,6 +29,11 @@ rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char 
 int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
                       size_t errlen);
 
+/* Sets key to value unless the user passed key with -X / MOONCAKE_KAFKA_*:
+ * our defaults, their last word. */
+int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
+                          const char *value, char *err, size_t errlen);
+
 /* Creates the missing topics (partitions, cleanup policy, retention) and
  * checks that every one has the same partition count, since mooncake keeps a
  * task in the same partition number on every topic. Returns 0, or -1 with a

@@ -17,20 +17,13 @@
  * transaction, so each command is routed exactly once. */
 #include "router.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
+#include "task_rules.h"
 #include "wheel_topic.h"
-
-/* Earliest due time accepted: 2000-01-01, so a seconds-for-milliseconds mix-up
- * (1.7e9 instead of 1.7e12) is caught instead of firing at once. */
-#define MIN_DUE_AT_MS INT64_C(946684800000)
-#define MAX_URL_LEN 8192
-#define MAX_TIMEOUT_MS 3600000
-#define MAX_ATTEMPTS 1000
 
 typedef struct router {
     mc_arena *arena;
@@ -81,15 +74,6 @@ static void router_destroy(void *self)
     free(r);
 }
 
-static bool method_ok(const char *m)
-{
-    static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp(m, methods[i]) == 0)
-            return true;
-    return false;
-}
-
 /* The record key must be exactly app_id/task_id: the key picks the partition,
  * and a cancel must land where its submit did. */
 static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const char *task_id,
@@ -106,94 +90,6 @@ static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const c
                  m->key ? (int)(m->key_len > 200 ? 200 : m->key_len) : 6,
                  m->key ? (const char *)m->key : "(none)", key);
         return false;
-    }
-    return true;
-}
-
-static bool ids_ok(const char *app_id, const char *task_id, char *why, size_t whylen)
-{
-    if (!app_id[0]) {
-        snprintf(why, whylen, "app_id is empty");
-        return false;
-    }
-    if (strchr(app_id, '/')) {
-        snprintf(why, whylen, "app_id '%.100s' contains '/'", app_id);
-        return false;
-    }
-    if (!task_id[0]) {
-        snprintf(why, whylen, "task_id is empty");
-        return false;
-    }
-    return true;
-}
-
-/* Checks a submitted task; on failure writes a reason naming the field. */
-static bool task_ok(const router *r, const mc_task *t, int64_t now, char *why, size_t whylen)
-{
-    if (!ids_ok(t->app_id, t->task_id, why, whylen))
-        return false;
-    const char *url = t->callback.url;
-    size_t url_len = strlen(url);
-    if (url_len == 0) {
-        snprintf(why, whylen, "callback.url is empty");
-        return false;
-    }
-    if (url_len > MAX_URL_LEN) {
-        snprintf(why, whylen, "callback.url is %zu bytes, more than %d", url_len, MAX_URL_LEN);
-        return false;
-    }
-    if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
-        snprintf(why, whylen, "callback.url '%.100s' is not http:// or https://", url);
-        return false;
-    }
-    const char *host = strstr(url, "://") + 3;
-    if (!*host || *host == '/' || *host == ':' || *host == '?') {
-        snprintf(why, whylen, "callback.url '%.100s' has no host", url);
-        return false;
-    }
-    if (!method_ok(t->callback.method)) {
-        snprintf(why, whylen,
-                 "callback.method '%.20s' is not one of GET, POST, PUT, PATCH, DELETE, HEAD",
-                 t->callback.method);
-        return false;
-    }
-    if (t->callback.timeout_ms < 0 || t->callback.timeout_ms > MAX_TIMEOUT_MS) {
-        snprintf(why, whylen, "callback.timeout_ms %d is outside [0, %d] (0: default)",
-                 t->callback.timeout_ms, MAX_TIMEOUT_MS);
-        return false;
-    }
-    if (t->due_at < MIN_DUE_AT_MS) {
-        snprintf(why, whylen,
-                 "due_at %lld is before 2000-01-01 (epoch milliseconds expected, not seconds)",
-                 (long long)t->due_at);
-        return false;
-    }
-    if (t->due_at > now + r->max_due_ms) {
-        snprintf(why, whylen, "due_at %lld is more than %lld ms in the future",
-                 (long long)t->due_at, (long long)r->max_due_ms);
-        return false;
-    }
-    if (t->attempt < 1 || t->attempt > MAX_ATTEMPTS) {
-        snprintf(why, whylen, "attempt %d is outside [1, %d]", t->attempt, MAX_ATTEMPTS);
-        return false;
-    }
-    if (t->has_retry) {
-        const mc_retry_policy *p = &t->retry;
-        if (p->max_attempts < 1 || p->max_attempts > MAX_ATTEMPTS) {
-            snprintf(why, whylen, "retry.max_attempts %d is outside [1, %d]", p->max_attempts,
-                     MAX_ATTEMPTS);
-            return false;
-        }
-        if (p->initial_backoff_ms < 0 || p->max_backoff_ms < p->initial_backoff_ms) {
-            snprintf(why, whylen,
-                     "retry backoff: need 0 <= initial_backoff_ms (%lld) <= max_backoff_ms (%lld)",
-                     (long long)p->initial_backoff_ms, (long long)p->max_backoff_ms);
-            return false;
-        }
-        if (!isfinite(p->multiplier) || p->multiplier < 1.0 || p->multiplier > 100.0) {
-            snprintf(why, whylen, "retry.multiplier %g is outside [1, 100]", p->multiplier);
-            return false;
-        }
     }
     return true;
 }
@@ -226,7 +122,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     mc_wheel_entry w = {.version = m->offset, .command = cmd};
     if (cmd.kind == MC_CMD_CANCEL) {
         const mc_cancel *c = &cmd.cancel;
-        if (!ids_ok(c->app_id, c->task_id, why, sizeof why) ||
+        if (!mc_task_ids_ok(c->app_id, c->task_id, &mc_task_avro_names, why, sizeof why) ||
             !key_matches(m, c->app_id, c->task_id, why, sizeof why))
             return route_dead(r, m, why, NULL, ctx);
         mc_buf_reset(&r->out);
@@ -240,7 +136,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
 
     const mc_task *t = &cmd.submit;
     int64_t now = mc_ctx_now_ms(ctx);
-    if (!task_ok(r, t, now, why, sizeof why) ||
+    if (!mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
         !key_matches(m, t->app_id, t->task_id, why, sizeof why))
         return route_dead(r, m, why, t, ctx);
     mc_buf_reset(&r->out);

@@ -925,15 +925,6 @@ static void update_lag(mc_runner *r)
 
 /* Sets a tuning default unless the user passed the property with -X or
  * MOONCAKE_KAFKA_*: theirs wins. */
-static int set_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
-                       const char *value, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < cfg->n_kafka; i++)
-        if (strcmp(cfg->kafka[i].key, key) == 0)
-            return 0;
-    return mc_kafka_conf_set(conf, key, value, err, errlen);
-}
-
 mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics *metrics,
                          mc_http_server *http, char *err, size_t errlen)
 {
@@ -968,13 +959,13 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         goto fail;
     /* A crashed instance's partitions wait this long for a new owner; the
      * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
-    if (set_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
-        set_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen)) {
+    if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
+        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen)) {
         rd_kafka_conf_destroy(cc);
         goto fail;
     }
     for (const char *const *kv = p->consumer_defaults; kv && kv[0] && kv[1]; kv += 2) {
-        if (set_default(cfg, cc, kv[0], kv[1], err, errlen)) {
+        if (mc_kafka_conf_default(cfg, cc, kv[0], kv[1], err, errlen)) {
             rd_kafka_conf_destroy(cc);
             goto fail;
         }
@@ -1003,14 +994,14 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
         mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
-        set_default(cfg, pc, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_default(cfg, pc, "linger.ms", "5", err, errlen) ||
         /* The broker answers CONCURRENT_TRANSACTIONS to the next
          * transaction's first requests while it still writes the last one's
          * markers; librdkafka retries AddOffsetsToTxn after retry.backoff.ms,
          * and the default 100 ms would put a floor under every commit (the
          * Java client uses 20 ms for this case, KAFKA-5477). */
-        set_default(cfg, pc, "retry.backoff.ms", "5", err, errlen) ||
-        set_default(cfg, pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
+        mc_kafka_conf_default(cfg, pc, "retry.backoff.ms", "5", err, errlen) ||
+        mc_kafka_conf_default(cfg, pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
         rd_kafka_conf_destroy(pc);
         goto fail;
     }

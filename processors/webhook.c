@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 #define ERR_PREFIX "MOONCAKE_APP_SECRETS"
 
 /* memset that the compiler may not drop as a dead store. */
@@ -317,27 +319,12 @@ void mc_app_secrets_free(mc_app_secrets *s)
     free(s);
 }
 
-static bool is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f';
-}
-
-/* Narrows [*p, *p + *len) to exclude surrounding whitespace. */
-static void trim(const char **p, size_t *len)
-{
-    while (*len && is_space(**p)) {
-        (*p)++;
-        (*len)--;
-    }
-    while (*len && is_space((*p)[*len - 1]))
-        (*len)--;
-}
-
 /* Adds one "app=secret" entry (already trimmed, not empty). where names it
  * for errors ("entry 2", "'/etc/secrets' line 7"). */
-static int add_entry(mc_app_secrets *s, const char *entry, size_t len, const char *where, char *err,
+static int add_entry(void *arg, const char *entry, size_t len, const char *where, char *err,
                      size_t errlen)
 {
+    mc_app_secrets *s = arg;
     const char *eq = memchr(entry, '=', len);
     if (!eq) {
         snprintf(err, errlen, ERR_PREFIX ": %s has no '=' (expected appId=secret)", where);
@@ -345,8 +332,8 @@ static int add_entry(mc_app_secrets *s, const char *entry, size_t len, const cha
     }
     const char *app = entry, *secret = eq + 1;
     size_t app_len = (size_t)(eq - entry), secret_len = len - app_len - 1;
-    trim(&app, &app_len);
-    trim(&secret, &secret_len);
+    mc_trim(&app, &app_len);
+    mc_trim(&secret, &secret_len);
     if (app_len == 0) {
         snprintf(err, errlen, ERR_PREFIX ": %s has an empty app id (expected appId=secret)", where);
         return -1;
@@ -397,73 +384,6 @@ static int add_entry(mc_app_secrets *s, const char *entry, size_t len, const cha
     return 0;
 }
 
-/* Reads a whole file into a NUL-terminated buffer the caller frees and wipes. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, ERR_PREFIX ": cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = malloc(cap * 2);
-        if (bigger)
-            memcpy(bigger, buf, n);
-        wipe(buf, n);
-        free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, ERR_PREFIX ": out of memory reading '%s'", path);
-        return NULL;
-    }
-    if (failed) {
-        wipe(buf, n);
-        free(buf);
-        snprintf(err, errlen, ERR_PREFIX ": cannot read '%s'", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
-/* Adds every non-blank piece of text[0..len) split at sep, skipping pieces
- * starting with '#' when comments is set. */
-static int add_entries(mc_app_secrets *s, const char *text, size_t len, char sep, bool comments,
-                       const char *file, char *err, size_t errlen)
-{
-    size_t number = 0;
-    const char *end = text + len;
-    for (const char *p = text, *stop = NULL; stop != end; p = stop + 1) {
-        stop = memchr(p, sep, (size_t)(end - p));
-        if (!stop)
-            stop = end;
-        number++;
-        const char *entry = p;
-        size_t entry_len = (size_t)(stop - p);
-        trim(&entry, &entry_len);
-        if (entry_len == 0 || (comments && entry[0] == '#'))
-            continue;
-        char where[300];
-        if (file)
-            snprintf(where, sizeof where, "'%s' line %zu", file, number);
-        else
-            snprintf(where, sizeof where, "entry %zu", number);
-        if (add_entry(s, entry, entry_len, where, err, errlen) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static int by_app_then_order(const void *a, const void *b)
 {
     const app_secret *x = a, *y = b;
@@ -480,32 +400,7 @@ mc_app_secrets *mc_app_secrets_parse(const char *spec, char *err, size_t errlen)
         snprintf(err, errlen, ERR_PREFIX ": out of memory");
         return NULL;
     }
-    const char *text = spec ? spec : "";
-    size_t len = strlen(text);
-    trim(&text, &len);
-    int rc;
-    if (len && text[0] == '@') {
-        char path[4096];
-        if (len - 1 >= sizeof path) {
-            snprintf(err, errlen, ERR_PREFIX ": file name too long");
-            mc_app_secrets_free(s);
-            return NULL;
-        }
-        memcpy(path, text + 1, len - 1);
-        path[len - 1] = '\0';
-        size_t file_len = 0;
-        char *file = read_file(path, &file_len, err, errlen);
-        if (!file) {
-            mc_app_secrets_free(s);
-            return NULL;
-        }
-        rc = add_entries(s, file, file_len, '\n', true, path, err, errlen);
-        wipe(file, file_len);
-        free(file);
-    } else {
-        rc = add_entries(s, text, len, ',', false, NULL, err, errlen);
-    }
-    if (rc != 0) {
+    if (mc_config_each_entry(spec, ERR_PREFIX, add_entry, s, err, errlen) != 0) {
         mc_app_secrets_free(s);
         return NULL;
     }
