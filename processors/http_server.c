@@ -34,6 +34,9 @@ typedef struct check_list {
 
 struct mc_http_server {
     struct MHD_Daemon *daemon;
+    mc_http_api_fn api;
+    mc_http_api_done_fn api_done;
+    void *api_cls;
     mc_metrics *metrics;
     uint16_t port;
     bool ready_needs_check;
@@ -145,8 +148,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                               size_t *upload_data_size, void **req_cls)
 {
     (void)version;
-    (void)upload_data;
     mc_http_server *s = cls;
+    bool probe =
+        strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0;
+    if (s->api && !probe)
+        return s->api(s->api_cls, conn, url, method, upload_data, upload_data_size, req_cls) ==
+                       MHD_YES
+                   ? MHD_YES
+                   : MHD_NO;
 
     /* MHD drops the body of HEAD answers itself, keeping Content-Length. */
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
@@ -171,6 +180,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (strcmp(url, "/readyz") == 0)
         return reply_checks(s, conn, &s->ready);
     return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* Tells the API that libmicrohttpd is done with one of its requests. Probe
+ * requests carry the server itself as their marker and need nothing. */
+static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    mc_http_server *s = cls;
+    if (s->api_done && *req_cls && *req_cls != s)
+        s->api_done(s->api_cls, req_cls);
 }
 
 /* ---------------------------------------------------------------------------
@@ -230,16 +251,44 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
     }
     s->metrics = opts->metrics;
     s->ready_needs_check = opts->ready_needs_check;
+    s->api = opts->api;
+    s->api_done = opts->api_done;
+    s->api_cls = opts->api_cls;
 
     /* MHD_USE_AUTO picks epoll, then poll, then select, whichever the
      * platform has. */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(flags, opts->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-                                 ai->ai_addr,
-                                 /* An idle prober must not hold a connection forever. */
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+    /* The API answers some requests only after Kafka has acknowledged them:
+     * the connection is suspended meanwhile, so a thread never waits. */
+    if (opts->api)
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+    bool tls = opts->tls_cert_pem && opts->tls_key_pem;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem items[8];
+    size_t n = 0;
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr};
+    /* An idle prober must not hold a connection forever; an API client's
+     * keep-alive connection may idle a little longer between requests. */
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, opts->api ? 60 : 10, NULL};
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
+                                         (intptr_t)(void (*)(void))request_completed, s};
+    if (opts->threads > 1)
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
+    if (opts->per_ip_limit)
+        items[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->per_ip_limit, NULL};
+    if (tls) {
+        items[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert_pem};
+        items[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key_pem};
+    }
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    s->daemon = MHD_start_daemon(flags, opts->port, NULL, NULL, handle, s, MHD_OPTION_ARRAY, items,
+                                 MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot listen on %s: %s", endpoint,
                  bind_failure_reason(ai->ai_addr, ai->ai_addrlen));

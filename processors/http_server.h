@@ -13,6 +13,17 @@
 #include "metrics.h"
 
 typedef struct mc_http_server mc_http_server;
+struct MHD_Connection;
+
+/* An API served on the same port as the probes (the gateway's). It gets
+ * every request except GET/HEAD of /metrics, /healthz and /readyz, with
+ * libmicrohttpd's access-handler arguments, and returns MHD_YES or MHD_NO.
+ * Connections may be suspended and resumed. done is called when
+ * libmicrohttpd has finished with a request the API saw, to free *req_cls. */
+typedef int (*mc_http_api_fn)(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *upload_data, size_t *upload_data_size,
+                              void **req_cls);
+typedef void (*mc_http_api_done_fn)(void *cls, void **req_cls);
 
 /* A check returns true when it passes; when it fails it writes a short reason
  * into why. Called from the HTTP thread: it must only read atomics or take
@@ -26,6 +37,14 @@ typedef struct mc_http_options {
     /* /readyz answers 503 "starting" until a ready check is registered, so
      * a process is never ready before the component that decides exists. */
     bool ready_needs_check;
+    mc_http_api_fn api; /* NULL: probes only */
+    mc_http_api_done_fn api_done;
+    void *api_cls;
+    unsigned threads;      /* libmicrohttpd threads; 0 or 1: one */
+    unsigned per_ip_limit; /* connections per client address; 0: no limit */
+    /* HTTPS when both are set: PEM text (not paths), borrowed until
+     * mc_http_start() returns. */
+    const char *tls_cert_pem, *tls_key_pem;
 } mc_http_options;
 
 /* Starts serving. Returns NULL and a message in err when the port cannot be

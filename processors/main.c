@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "executor.h"
+#include "gateway.h"
 #include "http_server.h"
 #include "kafka.h"
 #include "log.h"
@@ -31,7 +32,7 @@ extern char **environ;
 
 typedef struct role {
     const char *name;
-    const mc_processor *processor;
+    const mc_processor *processor; /* NULL for the gateway, which only produces */
     const char *summary;
 } role;
 
@@ -45,6 +46,8 @@ static const role roles[] = {
      "call each ready task's HTTP callback at its due time (results, or retry on failure)"},
     {"retry", &mc_retry_processor,
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
+    {"gateway", NULL,
+     "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
 
@@ -66,6 +69,8 @@ static void usage(FILE *out)
  * checked before: a bad flag exits 2 at once, whatever Kafka is doing. */
 static int check_role_config(const mc_processor *p, const mc_config *cfg, char *err, size_t errlen)
 {
+    if (!p)
+        return mc_gateway_check_config(cfg, err, errlen);
     if (p == &mc_executor_processor) {
         mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
         if (!g)
@@ -90,7 +95,8 @@ static int check_role_config(const mc_processor *p, const mc_config *cfg, char *
 
 typedef struct signal_waiter {
     sigset_t set;
-    mc_runner *runner;
+    mc_runner *runner;   /* the processor to stop, or */
+    mc_gateway *gateway; /* the gateway */
     atomic_bool done;
     const mc_logger *lg;
 } signal_waiter;
@@ -106,7 +112,10 @@ static void *signal_thread(void *arg)
             return NULL;
         mc_log(w->lg, MC_LOG_INFO, "signal received, stopping", "signal", strsignal(sig),
                (const char *)NULL);
-        mc_runner_stop(w->runner);
+        if (w->runner)
+            mc_runner_stop(w->runner);
+        if (w->gateway)
+            mc_gateway_stop(w->gateway);
     }
 }
 
@@ -173,15 +182,31 @@ int main(int argc, char **argv)
     mc_metrics *metrics = mc_metrics_new();
     mc_http_server *http = NULL;
     mc_runner *runner = NULL;
+    mc_gateway *gateway = NULL;
     if (!metrics) {
         fprintf(stderr, "mooncake: out of memory\n");
         goto out;
+    }
+    if (!ro->processor) {
+        if (cfg.http_port < 0) {
+            fprintf(stderr, "mooncake gateway: the API needs --http-port / MOONCAKE_HTTP_PORT\n");
+            exit_code = 2;
+            goto out;
+        }
+        gateway = mc_gateway_new(&cfg, metrics, &lg, err, sizeof err);
+        if (!gateway) {
+            fprintf(stderr, "mooncake gateway: %s\n", err);
+            exit_code = 2;
+            goto out;
+        }
     }
     if (cfg.http_port >= 0) {
         mc_http_options ho = {.bind_address = cfg.http_bind,
                               .port = (uint16_t)cfg.http_port,
                               .metrics = metrics,
                               .ready_needs_check = true};
+        if (gateway)
+            mc_gateway_http_options(gateway, &ho);
         http = mc_http_start(&ho, err, sizeof err);
         if (!http) {
             fprintf(stderr, "mooncake %s: %s (set --http-port / MOONCAKE_HTTP_PORT)\n", ro->name,
@@ -193,26 +218,33 @@ int main(int argc, char **argv)
         snprintf(port, sizeof port, "%u", mc_http_port(http));
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
-    if (mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
+    /* The gateway without --create-topics starts without the broker: its
+     * /readyz tells when the broker and the tasks topic are there. */
+    if ((ro->processor || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
         goto out;
     }
-    runner = mc_runner_new(ro->processor, &cfg, metrics, http, err, sizeof err);
-    if (!runner) {
-        fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
-        exit_code = 2;
-        goto out;
+    if (gateway) {
+        mc_gateway_attach(gateway, http);
+        waiter.gateway = gateway;
+    } else {
+        runner = mc_runner_new(ro->processor, &cfg, metrics, http, err, sizeof err);
+        if (!runner) {
+            fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
+            exit_code = 2;
+            goto out;
+        }
+        waiter.runner = runner;
     }
-    waiter.runner = runner;
     atomic_init(&waiter.done, false);
     pthread_t sig_tid;
     if (pthread_create(&sig_tid, NULL, signal_thread, &waiter) != 0) {
         fprintf(stderr, "mooncake: cannot start the signal thread\n");
         goto out;
     }
-    exit_code = mc_runner_run(runner);
+    exit_code = runner ? mc_runner_run(runner) : mc_gateway_run(gateway);
     atomic_store(&waiter.done, true);
     pthread_kill(sig_tid, SIGTERM); /* wakes sigwait; done makes it return */
     pthread_join(sig_tid, NULL);
@@ -220,6 +252,7 @@ out:
     mc_runner_free(runner);
     if (http)
         mc_http_stop(http);
+    mc_gateway_free(gateway); /* after the server: no request can reach it */
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
     curl_global_cleanup();

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
-corpus/wheel_entry_decode/, corpus/attempt_decode/ and corpus/retry_after/. Valid records are
+corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/retry_after/ and
+corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
     python3 tests/fuzz/make_corpus.py
@@ -203,7 +204,47 @@ retry_after = {
     "empty": b"",
 }
 
+def body(route, obj_or_text):
+    text = obj_or_text if isinstance(obj_or_text, str) else json.dumps(obj_or_text)
+    return bytes([route]) + text.encode()
+
+
+CB = {"url": "https://shop.example.com/hook"}
+task_json = {
+    "submit-delay": body(0, {"appId": "shop", "delayMs": 30000, "callback": CB}),
+    "submit-full": body(0, {"appId": "shop", "uuid": "order-42", "expireTime": 1795330060000,
+                            "callback": {"url": "http://a.example/x", "method": "put",
+                                         "headers": {"X-A": "1", "Content-Type": "text/plain"},
+                                         "body": "caf\u00e9", "timeoutMs": 5000},
+                            "retry": {"maxAttempts": 3, "initialBackoffMs": 10, "multiplier": 1.5,
+                                      "maxBackoffMs": 100},
+                            "metadata": {"k": "v"}, "unknown": [1, {"x": None}]}),
+    "submit-partial-retry": body(0, {"appId": "a", "delayMs": 0, "callback": CB,
+                                     "retry": {"maxAttempts": 2}}),
+    "submit-null-uuid": body(0, {"appId": "a", "uuid": None, "delayMs": 1, "callback": CB}),
+    "both-times": body(0, {"appId": "a", "delayMs": 1, "expireTime": 1795330060000, "callback": CB}),
+    "seconds": body(0, {"appId": "a", "expireTime": 1795330060, "callback": CB}),
+    "wrong-types": body(0, {"appId": 1, "delayMs": "1", "callback": "x"}),
+    "reserved-header": body(0, {"appId": "a", "delayMs": 1,
+                                "callback": {"url": "http://x", "headers": {"webhook-id": "f"}}}),
+    "crlf-header": body(0, {"appId": "a", "delayMs": 1,
+                            "callback": {"url": "http://x", "headers": {"X": "a\r\nB: c"}}}),
+    "slash-app": body(0, {"appId": "a/b", "delayMs": 1, "callback": CB}),
+    "control-uuid": body(0, {"appId": "a", "uuid": "x\u0001", "delayMs": 1, "callback": CB}),
+    "nul-escape": body(0, '{"appId":"a\u0000","delayMs":1,"callback":{"url":"http://x"}}'),
+    "duplicate-key": body(0, '{"appId":"a","appId":"b"}'),
+    "deep": body(0, "[" * 3000 + "]" * 3000),
+    "truncated": body(0, '{"appId":"a","callback":{"url":"http'),
+    "huge-int": body(0, '{"appId":"a","delayMs":99999999999999999999999,"callback":{}}'),
+    "array": body(0, "[]"),
+    "empty": body(0, ""),
+    "cancel": body(1, {"appId": "shop", "uuid": "order-42"}),
+    "cancel-missing-uuid": body(1, {"appId": "shop"}),
+    "cancel-empty-app": body(1, {"appId": "", "uuid": "x"}),
+}
+
 write("command_decode", cmd)
 write("wheel_entry_decode", whl)
 write("attempt_decode", att)
 write("retry_after", retry_after)
+write("task_json", task_json)

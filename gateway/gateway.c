@@ -1,0 +1,948 @@
+/* The gateway: HTTP requests in, Commands to the tasks topic out.
+ *
+ * Threads. libmicrohttpd's threads parse requests, check them and hand the
+ * encoded Command to librdkafka; the connection is then suspended, so no
+ * thread waits on Kafka. A delivery thread polls the producer: each
+ * acknowledgement (or failure) records the outcome in its request and
+ * resumes the connection, and libmicrohttpd calls the handler once more to
+ * send the answer. The main thread probes the broker for /readyz.
+ *
+ * A request's life: first call (headers: route, method, Content-Type,
+ * Content-Length, token, Idempotency-Key), body calls, last call (parse,
+ * app check, idempotency, produce, suspend), the call after resume (answer),
+ * and the completion callback (free). Errors known from the headers alone
+ * are answered at once; libmicrohttpd then closes the connection rather than
+ * read a body nobody wants.
+ *
+ * The record is produced from the request's own buffer without a copy: the
+ * request outlives its delivery report, since the connection stays
+ * suspended until then. */
+#include "gateway.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "codec.h"
+#include "idempotency.h"
+#include "kafka.h"
+#include "task_json.h"
+#include "uuid7.h"
+#include "webhook.h"
+
+#define MAX_IDEMPOTENCY_KEY 255
+#define READY_PROBE_MS 1000
+
+typedef enum route_id { R_SUBMIT, R_INNER_SUBMIT, R_DONE, R_UUID, R_OTHER, N_ROUTES } route_id;
+
+typedef struct route {
+    const char *path;
+    const char *method; /* the one it answers */
+    const char *allow;  /* the Allow header of its 405 */
+} route;
+
+static const route routes[N_ROUTES] = {
+    [R_SUBMIT] = {"/submit", "POST", "POST"},
+    [R_INNER_SUBMIT] = {"/inner/submit", "POST", "POST"},
+    [R_DONE] = {"/api/task/done", "POST", "POST"},
+    [R_UUID] = {"/uuid", "GET", "GET, HEAD"},
+    [R_OTHER] = {"other", NULL, NULL},
+};
+
+/* Statuses whose counters are made up front; others are registered when
+ * first answered. */
+static const unsigned common_statuses[] = {200, 400, 401, 403, 404, 405,
+                                           409, 413, 415, 422, 500, 503};
+#define N_COMMON (sizeof common_statuses / sizeof common_statuses[0])
+
+typedef struct route_metrics {
+    mc_counter *by_status[N_COMMON];
+    mc_histogram *duration;
+} route_metrics;
+
+struct mc_gateway {
+    mc_logger log; /* first: kafka.c's log callback reads the handle's opaque as a logger */
+    const mc_config *cfg;
+    mc_metrics *metrics;
+    mc_tokens *tokens;
+    mc_idem *idem;
+    mc_uuid7 uuids;
+    char *tls_cert, *tls_key; /* PEM text, or NULL */
+    rd_kafka_t *producer;
+    rd_kafka_topic_t *tasks;
+    char tasks_name[256];
+
+    pthread_t delivery_thread;
+    bool delivery_started;
+    atomic_bool stop;      /* mc_gateway_stop() was called */
+    atomic_bool stopping;  /* new API requests get 503 */
+    atomic_bool fatal;     /* the producer hit a fatal error */
+    atomic_bool broker_ok; /* the last probe found the broker and the topic */
+    pthread_mutex_t wait_lock;
+    pthread_cond_t wait_cond; /* mc_gateway_stop() wakes the probe loop */
+    char broker_why[256];     /* under wait_lock */
+
+    route_metrics rm[N_ROUTES];
+    mc_counter *produce_errors;
+    mc_gauge *in_flight;
+};
+
+typedef enum req_phase { PH_HEADERS, PH_BODY, PH_PRODUCING, PH_ACKED } req_phase;
+
+typedef struct request {
+    mc_gateway *g;
+    struct MHD_Connection *conn;
+    route_id route;
+    req_phase phase;
+    int64_t start_ns;
+    bool answered;
+    mc_grant grant;
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    char idem_key[MAX_IDEMPOTENCY_KEY + 1];
+    char *idem_scope; /* route, app and key; set while a reservation is held */
+    size_t idem_scope_len;
+    /* What to answer after the acknowledgement. */
+    char task_id[MC_JSON_MAX_ID_LEN + 1];
+    mc_buf out;
+    pthread_mutex_t lock; /* orders suspend (handler) before resume (delivery) */
+    rd_kafka_resp_err_t delivery_err;
+} request;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------------------
+ * Answers
+ * ------------------------------------------------------------------------ */
+
+/* Appends s to f as the inside of a JSON string. */
+static void json_escape(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+static void count_answer(mc_gateway *g, route_id r, unsigned status, int64_t start_ns)
+{
+    mc_counter *c = NULL;
+    for (size_t i = 0; i < N_COMMON; i++)
+        if (common_statuses[i] == status)
+            c = g->rm[r].by_status[i];
+    if (!c) {
+        char labels[128];
+        snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", routes[r].path, status);
+        c = mc_metrics_counter(g->metrics, "mooncake_gateway_requests_total",
+                               "Gateway requests answered, by route and HTTP status", labels);
+    }
+    mc_counter_add(c, 1);
+    mc_histogram_observe(g->rm[r].duration, (double)(now_ns() - start_ns) / 1e9);
+}
+
+/* Queues a JSON answer (body is copied). The request is counted once. */
+static enum MHD_Result answer_json(request *rq, unsigned status, const char *body, bool replayed)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, routes[rq->route].allow);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"mooncake\"");
+    if (replayed)
+        MHD_add_response_header(r, "Idempotent-Replayed", "true");
+    enum MHD_Result ret = MHD_queue_response(rq->conn, status, r);
+    MHD_destroy_response(r);
+    if (!rq->answered) {
+        rq->answered = true;
+        count_answer(rq->g, rq->route, status, rq->start_ns);
+    }
+    return ret;
+}
+
+/* The error envelope: code is the HTTP status, msg the reason. */
+__attribute__((format(printf, 3, 4))) static enum MHD_Result
+answer_error(request *rq, unsigned status, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f)
+        return MHD_NO;
+    fprintf(f, "{\"code\":%u,\"msg\":\"", status);
+    json_escape(f, msg);
+    fputs("\",\"data\":null}", f);
+    if (fclose(f) != 0) {
+        free(body);
+        return MHD_NO;
+    }
+    enum MHD_Result ret = answer_json(rq, status, body, false);
+    free(body);
+    return ret;
+}
+
+/* The success envelope with data {"uuid": id}, or data null. malloc'd. */
+static char *ok_body(const char *uuid)
+{
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f)
+        return NULL;
+    if (uuid) {
+        fputs("{\"code\":0,\"msg\":\"ok\",\"data\":{\"uuid\":\"", f);
+        json_escape(f, uuid);
+        fputs("\"}}", f);
+    } else {
+        fputs("{\"code\":0,\"msg\":\"ok\",\"data\":null}", f);
+    }
+    if (fclose(f) != 0) {
+        free(body);
+        return NULL;
+    }
+    return body;
+}
+
+/* ---------------------------------------------------------------------------
+ * Requests
+ * ------------------------------------------------------------------------ */
+
+static route_id find_route(const char *url)
+{
+    for (int r = 0; r < R_OTHER; r++)
+        if (strcmp(url, routes[r].path) == 0)
+            return (route_id)r;
+    return R_OTHER;
+}
+
+static void request_free(request *rq)
+{
+    if (rq->idem_scope) /* never answered: a retry must run again */
+        mc_idem_finish(rq->g->idem, rq->idem_scope, rq->idem_scope_len, 0, NULL);
+    free(rq->idem_scope);
+    free(rq->body);
+    mc_buf_free(&rq->out);
+    pthread_mutex_destroy(&rq->lock);
+    free(rq);
+}
+
+/* "application/json", optionally with parameters; an absent Content-Type is
+ * taken as JSON, as the Java system did. */
+static bool content_type_ok(const char *ct)
+{
+    if (!ct)
+        return true;
+    size_t n = strlen("application/json");
+    return strncasecmp(ct, "application/json", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* What the headers alone decide; returns true when it queued an answer
+ * (*ret set). */
+static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
+{
+    mc_gateway *g = rq->g;
+    struct MHD_Connection *c = rq->conn;
+    const route *rt = &routes[rq->route];
+    if (rq->route == R_OTHER) {
+        *ret = answer_error(rq, MHD_HTTP_NOT_FOUND, "no such route (see gateway/openapi.yaml)");
+        return true;
+    }
+    bool head_ok = rq->route == R_UUID && strcmp(method, "HEAD") == 0;
+    if (strcmp(method, rt->method) != 0 && !head_ok) {
+        *ret = answer_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s, not %.20s", rt->path,
+                            rt->method, method);
+        return true;
+    }
+    if (rq->route == R_UUID)
+        return false;
+    if (atomic_load(&g->stopping)) {
+        *ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is shutting down");
+        return true;
+    }
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!content_type_ok(ct)) {
+        *ret = answer_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                            "Content-Type must be application/json, not '%.100s'", ct);
+        return true;
+    }
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)g->cfg->gateway_max_body_bytes) {
+        *ret =
+            answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %.20s bytes, more than %" PRId64,
+                         cl, g->cfg->gateway_max_body_bytes);
+        return true;
+    }
+    if (!g->cfg->gateway_no_auth) {
+        const char *auth =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) {
+            *ret = answer_error(rq, MHD_HTTP_UNAUTHORIZED,
+                                "Authorization: Bearer <token> is required");
+            return true;
+        }
+        const char *tok = auth + 7;
+        while (*tok == ' ')
+            tok++;
+        size_t len = strlen(tok);
+        while (len && tok[len - 1] == ' ')
+            len--;
+        rq->grant = mc_tokens_lookup(g->tokens, tok, len);
+        if (!rq->grant.known) {
+            *ret = answer_error(rq, MHD_HTTP_UNAUTHORIZED, "the bearer token is not valid");
+            return true;
+        }
+        if (rq->route == R_INNER_SUBMIT && !rq->grant.inner) {
+            *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
+                                "/inner/submit needs an inner token (MOONCAKE_INNER_TOKENS)");
+            return true;
+        }
+        if (rq->route != R_INNER_SUBMIT && rq->grant.inner) {
+            *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
+                                "inner tokens are for /inner/submit; use the app's token here");
+            return true;
+        }
+    }
+    const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key) {
+        size_t n = strlen(key);
+        bool visible = n >= 1 && n <= MAX_IDEMPOTENCY_KEY;
+        for (size_t i = 0; visible && i < n; i++)
+            visible = key[i] > ' ' && key[i] < 0x7f;
+        if (!visible) {
+            *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST,
+                                "Idempotency-Key must be 1 to %d visible ASCII characters",
+                                MAX_IDEMPOTENCY_KEY);
+            return true;
+        }
+        memcpy(rq->idem_key, key, n + 1);
+    }
+    return false;
+}
+
+/* Keeps the body, counting past the limit without keeping it (a chunked
+ * body has no Content-Length to refuse it by). */
+static int take_body(request *rq, const char *data, size_t n)
+{
+    size_t max = (size_t)rq->g->cfg->gateway_max_body_bytes;
+    if (rq->too_large || rq->len + n > max) {
+        rq->too_large = true;
+        rq->len += n;
+        /* Not worth reading on for a 413: drop the connection instead. */
+        return rq->len > 16 * max ? -1 : 0;
+    }
+    if (rq->len + n + 1 > rq->cap) {
+        size_t cap = rq->cap ? rq->cap : 1024;
+        while (cap < rq->len + n + 1)
+            cap *= 2;
+        char *b = realloc(rq->body, cap);
+        if (!b)
+            return -1;
+        rq->body = b;
+        rq->cap = cap;
+    }
+    memcpy(rq->body + rq->len, data, n);
+    rq->len += n;
+    rq->body[rq->len] = '\0';
+    return 0;
+}
+
+static void make_uuid(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
+{
+    mc_uuid7_next(&((mc_gateway *)arg)->uuids, wall_ms(), out);
+}
+
+/* Decides what an Idempotency-Key lookup means; returns true when it queued
+ * an answer. On MC_IDEM_NEW the request holds the reservation. */
+static bool check_idempotency(request *rq, const char *app_id, enum MHD_Result *ret)
+{
+    if (!rq->idem_key[0])
+        return false;
+    mc_gateway *g = rq->g;
+    uint8_t sha[MC_SHA256_LEN];
+    mc_sha256(rq->body ? rq->body : "", rq->len, sha);
+    char *scope = NULL;
+    int n = asprintf(&scope, "%s\n%s\n%s", routes[rq->route].path, app_id, rq->idem_key);
+    if (n < 0) {
+        *ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return true;
+    }
+    int status = 0;
+    char *stored = NULL;
+    switch (mc_idem_begin(g->idem, scope, (size_t)n, sha, wall_ms(), &status, &stored)) {
+    case MC_IDEM_NEW:
+        rq->idem_scope = scope;
+        rq->idem_scope_len = (size_t)n;
+        return false;
+    case MC_IDEM_REPLAY:
+        *ret = answer_json(rq, (unsigned)status, stored, true);
+        free(stored);
+        break;
+    case MC_IDEM_IN_FLIGHT:
+        *ret = answer_error(rq, MHD_HTTP_CONFLICT,
+                            "a request with this Idempotency-Key is still being answered");
+        break;
+    case MC_IDEM_MISMATCH:
+        *ret = answer_error(rq, MHD_HTTP_UNPROCESSABLE_CONTENT,
+                            "this Idempotency-Key was used with another body");
+        break;
+    case MC_IDEM_NOMEM:
+        *ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        break;
+    }
+    free(scope);
+    return true;
+}
+
+/* Hands the encoded command to librdkafka and suspends the connection until
+ * its delivery report. */
+static enum MHD_Result produce(request *rq, const char *app_id, const char *task_id)
+{
+    mc_gateway *g = rq->g;
+    char key[2 * MC_JSON_MAX_ID_LEN + 2];
+    size_t klen = mc_task_key(app_id, task_id, key, sizeof key);
+    pthread_mutex_lock(&rq->lock);
+    rq->phase = PH_PRODUCING;
+    /* No copy of the value (flags 0): the request lives until its report. */
+    rd_kafka_resp_err_t err =
+        rd_kafka_producev(g->producer, RD_KAFKA_V_RKT(g->tasks), RD_KAFKA_V_KEY(key, klen),
+                          RD_KAFKA_V_VALUE(rq->out.data, rq->out.len), RD_KAFKA_V_MSGFLAGS(0),
+                          RD_KAFKA_V_OPAQUE(rq), RD_KAFKA_V_END);
+    if (err) {
+        rq->phase = PH_BODY;
+        pthread_mutex_unlock(&rq->lock);
+        mc_counter_add(g->produce_errors, 1);
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "cannot hand the task to Kafka: %s",
+                            rd_kafka_err2str(err));
+    }
+    MHD_suspend_connection(rq->conn);
+    pthread_mutex_unlock(&rq->lock);
+    return MHD_YES;
+}
+
+static enum MHD_Result handle_post(request *rq)
+{
+    mc_gateway *g = rq->g;
+    if (rq->too_large)
+        return answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %zu bytes, more than %" PRId64,
+                            rq->len, g->cfg->gateway_max_body_bytes);
+    if (rq->len == 0)
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "body is empty: a JSON object is required");
+    mc_arena *arena = mc_arena_new();
+    if (!arena)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    char why[512];
+    enum MHD_Result ret = MHD_NO;
+    mc_command cmd = {0};
+    const char *app_id, *task_id;
+    int64_t now = wall_ms();
+    if (rq->route == R_DONE) {
+        cmd.kind = MC_CMD_CANCEL;
+        if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, why, sizeof why)) {
+            ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+            goto out;
+        }
+        app_id = cmd.cancel.app_id;
+        task_id = cmd.cancel.task_id;
+    } else {
+        const mc_config *cfg = g->cfg;
+        mc_task_json_options o = {
+            .now_ms = now,
+            .max_due_ms = cfg->max_due_ms,
+            .retry_defaults = {cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
+                               cfg->retry_multiplier, cfg->retry_max_backoff_ms},
+            .make_id = make_uuid,
+            .make_id_arg = g,
+        };
+        cmd.kind = MC_CMD_SUBMIT;
+        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, sizeof why)) {
+            ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+            goto out;
+        }
+        app_id = cmd.submit.app_id;
+        task_id = cmd.submit.task_id;
+    }
+    if (!g->cfg->gateway_no_auth && rq->route != R_INNER_SUBMIT &&
+        !mc_grant_allows(g->tokens, &rq->grant, app_id)) {
+        ret =
+            answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'", app_id);
+        goto out;
+    }
+    if (check_idempotency(rq, app_id, &ret))
+        goto out;
+    snprintf(rq->task_id, sizeof rq->task_id, "%s", task_id);
+    if (mc_encode_command(&cmd, &rq->out) != 0) {
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        goto out;
+    }
+    ret = produce(rq, app_id, task_id);
+out:
+    mc_arena_free(arena);
+    return ret;
+}
+
+/* The answer after the broker's report. */
+static enum MHD_Result answer_acked(request *rq)
+{
+    mc_gateway *g = rq->g;
+    rd_kafka_resp_err_t err = rq->delivery_err;
+    if (err) {
+        mc_counter_add(g->produce_errors, 1);
+        if (err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
+            return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                "Kafka did not acknowledge the task within %d ms; it may or may "
+                                "not have been written: retry with the same uuid",
+                                g->cfg->gateway_produce_timeout_ms);
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "Kafka refused the task: %s",
+                            rd_kafka_err2str(err));
+    }
+    char *body = ok_body(rq->route == R_DONE ? NULL : rq->task_id);
+    if (!body)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    if (rq->idem_scope) {
+        mc_idem_finish(g->idem, rq->idem_scope, rq->idem_scope_len, MHD_HTTP_OK, body);
+        free(rq->idem_scope);
+        rq->idem_scope = NULL;
+    }
+    enum MHD_Result ret = answer_json(rq, MHD_HTTP_OK, body, false);
+    free(body);
+    return ret;
+}
+
+static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                      const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+    mc_gateway *g = cls;
+    request *rq = *req_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq || pthread_mutex_init(&rq->lock, NULL) != 0) {
+            free(rq);
+            return MHD_NO;
+        }
+        rq->g = g;
+        rq->conn = conn;
+        rq->start_ns = now_ns();
+        rq->route = find_route(url);
+        *req_cls = rq;
+        mc_gauge_add(g->in_flight, 1);
+        enum MHD_Result ret;
+        if (check_headers(rq, method, &ret))
+            return ret;
+        rq->phase = PH_BODY;
+        return MHD_YES;
+    }
+    if (*upload_data_size && rq->answered) {
+        *upload_data_size = 0; /* answered from the headers: the body is not wanted */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        int rc = take_body(rq, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return rc == 0 ? MHD_YES : MHD_NO;
+    }
+    if (rq->answered)
+        return MHD_YES;
+    if (rq->phase == PH_ACKED)
+        return answer_acked(rq);
+    if (rq->phase == PH_PRODUCING)
+        return MHD_YES; /* not resumed by us: nothing to say yet */
+    if (rq->route == R_UUID) {
+        char id[MC_UUID_STR_LEN + 1];
+        mc_uuid7_next(&g->uuids, wall_ms(), id);
+        char *body = ok_body(id);
+        if (!body)
+            return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        enum MHD_Result ret = answer_json(rq, MHD_HTTP_OK, body, false);
+        free(body);
+        return ret;
+    }
+    return handle_post(rq);
+}
+
+static void api_done(void *cls, void **req_cls)
+{
+    mc_gateway *g = cls;
+    request *rq = *req_cls;
+    *req_cls = NULL;
+    if (!rq)
+        return;
+    mc_gauge_add(g->in_flight, -1);
+    request_free(rq);
+}
+
+/* ---------------------------------------------------------------------------
+ * Kafka
+ * ------------------------------------------------------------------------ */
+
+/* Delivery report, on the delivery thread: the outcome goes into the
+ * request, whose connection is then resumed. The lock makes sure the
+ * handler has suspended the connection before we resume it; conn is read
+ * under it because the request may be freed as soon as we resume. */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    request *rq = m->_private;
+    if (!rq)
+        return;
+    pthread_mutex_lock(&rq->lock);
+    rq->delivery_err = m->err;
+    rq->phase = PH_ACKED;
+    struct MHD_Connection *conn = rq->conn;
+    pthread_mutex_unlock(&rq->lock);
+    MHD_resume_connection(conn);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    mc_gateway *g = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char why[512];
+        rd_kafka_fatal_error(rk, why, sizeof why);
+        mc_log(&g->log, MC_LOG_ERROR, "producer failed fatally, stopping", "error", why,
+               (const char *)NULL);
+        atomic_store(&g->fatal, true);
+        mc_gateway_stop(g);
+        return;
+    }
+    mc_log(&g->log, MC_LOG_WARN, "kafka", "error", rd_kafka_err2str((rd_kafka_resp_err_t)err),
+           "reason", reason, (const char *)NULL);
+}
+
+static void *delivery_main(void *arg)
+{
+    mc_gateway *g = arg;
+    while (!atomic_load(&g->stop))
+        rd_kafka_poll(g->producer, 100);
+    return NULL;
+}
+
+static rd_kafka_t *producer_new(mc_gateway *g, char *err, size_t errlen)
+{
+    const mc_config *cfg = g->cfg;
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, g, err, errlen);
+    if (!conf)
+        return NULL;
+    char timeout[16];
+    snprintf(timeout, sizeof timeout, "%d", cfg->gateway_produce_timeout_ms);
+    /* Idempotence: librdkafka's retries never duplicate or reorder a task.
+     * linger.ms 5 batches concurrent submits without showing in latency;
+     * Nagle would add up to 40 ms to a lone request. */
+    if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "message.timeout.ms", timeout, err, errlen) ||
+        mc_kafka_conf_default(cfg, conf, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_default(cfg, conf, "socket.nagle.disable", "true", err, errlen)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!rk)
+        snprintf(err, errlen, "creating the producer: %s", errstr);
+    return rk;
+}
+
+/* One metadata request for the tasks topic: the broker answers and the
+ * topic exists with partitions. */
+static bool probe_broker(mc_gateway *g, char *why, size_t whylen)
+{
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(g->producer, 0, g->tasks, &md, 2000);
+    if (err) {
+        snprintf(why, whylen, "broker unreachable: %s", rd_kafka_err2str(err));
+        return false;
+    }
+    bool ok = md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt > 0;
+    if (!ok)
+        snprintf(why, whylen, "topic %.100s: %s", g->tasks_name,
+                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "missing");
+    rd_kafka_metadata_destroy(md);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------
+ * Life cycle
+ * ------------------------------------------------------------------------ */
+
+/* Reads a PEM file into a malloc'd string. */
+static char *read_pem(const char *path, const char *flag, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open '%s': %s", flag, path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char buf[4096];
+    size_t n;
+    while (m && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, m);
+    bool bad = ferror(f) || !m;
+    fclose(f);
+    if (m && fclose(m) != 0)
+        bad = true;
+    if (bad || !text || !strstr(text, "-----BEGIN ")) {
+        snprintf(err, errlen, "%s: '%s' is not a PEM file", flag, path);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int mc_gateway_check_config(const mc_config *cfg, char *err, size_t errlen)
+{
+    mc_tokens *t = mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, err, errlen);
+    if (!t)
+        return -1;
+    size_t n = mc_tokens_count(t);
+    mc_tokens_free(t);
+    if (n == 0 && !cfg->gateway_no_auth) {
+        snprintf(err, errlen,
+                 "no tokens: set MOONCAKE_APP_TOKENS (appId=token,...) and/or "
+                 "MOONCAKE_INNER_TOKENS, or --gateway-no-auth to serve without authentication");
+        return -1;
+    }
+    bool cert = cfg->gateway_tls_cert[0], key = cfg->gateway_tls_key[0];
+    if (cert != key) {
+        snprintf(err, errlen, "HTTPS needs both --gateway-tls-cert and --gateway-tls-key");
+        return -1;
+    }
+    if (cert) {
+        char *c = read_pem(cfg->gateway_tls_cert, "--gateway-tls-cert", err, errlen);
+        char *k = c ? read_pem(cfg->gateway_tls_key, "--gateway-tls-key", err, errlen) : NULL;
+        free(c);
+        free(k);
+        if (!k)
+            return -1;
+    }
+    return 0;
+}
+
+static int register_metrics(mc_gateway *g)
+{
+    static const double bounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                    0.1,    0.25,  0.5,   1,     2.5,  5,    10};
+    for (int r = 0; r < N_ROUTES; r++) {
+        char labels[128];
+        for (size_t i = 0; i < N_COMMON; i++) {
+            snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", routes[r].path,
+                     common_statuses[i]);
+            g->rm[r].by_status[i] =
+                mc_metrics_counter(g->metrics, "mooncake_gateway_requests_total",
+                                   "Gateway requests answered, by route and HTTP status", labels);
+        }
+        snprintf(labels, sizeof labels, "route=\"%s\"", routes[r].path);
+        g->rm[r].duration = mc_metrics_histogram(
+            g->metrics, "mooncake_gateway_request_duration_seconds",
+            "Time from a request's headers to its answer (includes Kafka's acknowledgement)",
+            labels, bounds, sizeof bounds / sizeof bounds[0]);
+        if (!g->rm[r].duration)
+            return -1;
+    }
+    g->produce_errors = mc_metrics_counter(
+        g->metrics, "mooncake_gateway_produce_errors_total",
+        "Tasks Kafka refused or did not acknowledge in time (answered 503)", NULL);
+    g->in_flight = mc_metrics_gauge(g->metrics, "mooncake_gateway_in_flight",
+                                    "Requests received and not yet finished", NULL);
+    return g->produce_errors && g->in_flight ? 0 : -1;
+}
+
+mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_logger *lg,
+                           char *err, size_t errlen)
+{
+    if (mc_gateway_check_config(cfg, err, errlen) != 0)
+        return NULL;
+    mc_gateway *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    g->cfg = cfg;
+    g->log = *lg;
+    g->metrics = metrics;
+    pthread_mutex_init(&g->wait_lock, NULL);
+    pthread_cond_init(&g->wait_cond, NULL);
+    mc_uuid7_init(&g->uuids);
+    snprintf(g->broker_why, sizeof g->broker_why, "not probed yet");
+    if (!(g->tokens = mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, err, errlen)))
+        goto fail;
+    if (cfg->gateway_tls_cert[0] &&
+        (!(g->tls_cert = read_pem(cfg->gateway_tls_cert, "--gateway-tls-cert", err, errlen)) ||
+         !(g->tls_key = read_pem(cfg->gateway_tls_key, "--gateway-tls-key", err, errlen))))
+        goto fail;
+    g->idem =
+        mc_idem_new((size_t)cfg->gateway_idempotency_max_keys, cfg->gateway_idempotency_ttl_ms);
+    if (!g->idem || register_metrics(g) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (!(g->producer = producer_new(g, err, errlen)))
+        goto fail;
+    mc_topic_name(cfg, "tasks", g->tasks_name, sizeof g->tasks_name);
+    if (!(g->tasks = rd_kafka_topic_new(g->producer, g->tasks_name, NULL))) {
+        snprintf(err, errlen, "topic handle for %s: %s", g->tasks_name,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        goto fail;
+    }
+    if (pthread_create(&g->delivery_thread, NULL, delivery_main, g) != 0) {
+        snprintf(err, errlen, "cannot start the delivery thread");
+        goto fail;
+    }
+    g->delivery_started = true;
+    return g;
+fail:
+    mc_gateway_free(g);
+    return NULL;
+}
+
+void mc_gateway_http_options(mc_gateway *g, mc_http_options *ho)
+{
+    ho->api = api_handle;
+    ho->api_done = api_done;
+    ho->api_cls = g;
+    ho->threads = (unsigned)g->cfg->gateway_threads;
+    ho->per_ip_limit = (unsigned)g->cfg->gateway_max_connections_per_ip;
+    ho->tls_cert_pem = g->tls_cert;
+    ho->tls_key_pem = g->tls_key;
+}
+
+static bool ready_check(void *arg, char *why, size_t whylen)
+{
+    mc_gateway *g = arg;
+    if (atomic_load(&g->stopping)) {
+        snprintf(why, whylen, "shutting down");
+        return false;
+    }
+    if (atomic_load(&g->broker_ok))
+        return true;
+    pthread_mutex_lock(&g->wait_lock);
+    snprintf(why, whylen, "%s", g->broker_why);
+    pthread_mutex_unlock(&g->wait_lock);
+    return false;
+}
+
+static bool health_check(void *arg, char *why, size_t whylen)
+{
+    mc_gateway *g = arg;
+    if (atomic_load(&g->fatal)) {
+        snprintf(why, whylen, "the producer failed fatally");
+        return false;
+    }
+    return true;
+}
+
+void mc_gateway_attach(mc_gateway *g, mc_http_server *http)
+{
+    mc_http_add_check(http, "ready", "broker", ready_check, g);
+    mc_http_add_check(http, "health", "producer", health_check, g);
+}
+
+int mc_gateway_run(mc_gateway *g)
+{
+    char why[256];
+    while (!atomic_load(&g->stop)) {
+        bool ok = probe_broker(g, why, sizeof why);
+        bool was = atomic_exchange(&g->broker_ok, ok);
+        pthread_mutex_lock(&g->wait_lock);
+        if (!ok)
+            snprintf(g->broker_why, sizeof g->broker_why, "%s", why);
+        if (ok != was)
+            mc_log(&g->log, ok ? MC_LOG_INFO : MC_LOG_WARN,
+                   ok ? "broker reachable, ready" : "broker not usable, not ready", "reason",
+                   ok ? "ok" : why, (const char *)NULL);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += READY_PROBE_MS / 1000;
+        if (!atomic_load(&g->stop))
+            pthread_cond_timedwait(&g->wait_cond, &g->wait_lock, &until);
+        pthread_mutex_unlock(&g->wait_lock);
+    }
+    /* New requests get 503 from now on; the ones handed to Kafka get their
+     * answers, within the produce timeout. */
+    atomic_store(&g->stopping, true);
+    rd_kafka_resp_err_t err =
+        rd_kafka_flush(g->producer, g->cfg->gateway_produce_timeout_ms + 1000);
+    if (err) {
+        /* Whatever is left is failed now, so every suspended connection is
+         * resumed before the HTTP server stops. */
+        rd_kafka_purge(g->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(g->producer, 1000);
+    }
+    /* Let libmicrohttpd send those answers before the server is stopped. */
+    for (int i = 0; i < 100 && mc_gauge_value(g->in_flight) > 0; i++)
+        usleep(10 * 1000);
+    mc_log(&g->log, MC_LOG_INFO, "gateway stopped", (const char *)NULL);
+    return atomic_load(&g->fatal) ? 1 : 0;
+}
+
+void mc_gateway_stop(mc_gateway *g)
+{
+    pthread_mutex_lock(&g->wait_lock);
+    atomic_store(&g->stop, true);
+    pthread_cond_broadcast(&g->wait_cond);
+    pthread_mutex_unlock(&g->wait_lock);
+}
+
+void mc_gateway_free(mc_gateway *g)
+{
+    if (!g)
+        return;
+    mc_gateway_stop(g);
+    if (g->delivery_started)
+        pthread_join(g->delivery_thread, NULL);
+    if (g->tasks)
+        rd_kafka_topic_destroy(g->tasks);
+    if (g->producer)
+        rd_kafka_destroy(g->producer);
+    mc_idem_free(g->idem);
+    mc_tokens_free(g->tokens);
+    free(g->tls_cert);
+    free(g->tls_key);
+    mc_uuid7_destroy(&g->uuids);
+    pthread_cond_destroy(&g->wait_cond);
+    pthread_mutex_destroy(&g->wait_lock);
+    free(g);
+}

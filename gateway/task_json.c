@@ -1,0 +1,310 @@
+/* JSON -> Task and Cancel for the gateway, on jansson. The document is
+ * parsed whole (bodies are capped by the gateway), duplicate keys refused
+ * (which of two values is meant is a guess), and unknown fields ignored, as
+ * the Java system's clients may send fields mooncake has no use for. jansson
+ * refuses \u0000 (no JSON_ALLOW_NUL), so every string is a C string. */
+#include "task_json.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "task_rules.h"
+
+static const mc_task_field_names json_names = {
+    .app_id = "appId",
+    .task_id = "uuid",
+    .due_at = "expireTime",
+    .url = "callback.url",
+    .method = "callback.method",
+    .timeout_ms = "callback.timeoutMs",
+    .attempt = "attempt",
+    .max_attempts = "retry.maxAttempts",
+    .initial_backoff_ms = "retry.initialBackoffMs",
+    .multiplier = "retry.multiplier",
+    .max_backoff_ms = "retry.maxBackoffMs",
+};
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(why, whylen, __VA_ARGS__);                                                        \
+        return -1;                                                                                 \
+    } while (0)
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "something else";
+}
+
+/* Parses the body; it must be one JSON object. */
+static json_t *parse_object(const char *body, size_t len, char *why, size_t whylen)
+{
+    json_error_t e;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
+    if (!root) {
+        snprintf(why, whylen, "body is not valid JSON: %s (line %d, column %d)", e.text, e.line,
+                 e.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        snprintf(why, whylen, "body must be a JSON object, not %s", type_name(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* A string field copied into the arena. A missing (or null) optional field
+ * leaves *out NULL. Identifiers (max_len == MC_JSON_MAX_ID_LEN) also refuse
+ * control characters: they end up in a Kafka key and in HTTP headers. */
+static int get_string(json_t *obj, const char *key, const char *name, bool required, size_t max_len,
+                      mc_arena *a, const char **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            FAIL("%s is required", name);
+        return 0;
+    }
+    if (!json_is_string(v))
+        FAIL("%s must be a string, not %s", name, type_name(v));
+    size_t n = json_string_length(v);
+    if (n > max_len)
+        FAIL("%s is %zu bytes, more than %zu", name, n, max_len);
+    const char *s = json_string_value(v);
+    if (max_len == MC_JSON_MAX_ID_LEN)
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                FAIL("%s contains a control character", name);
+    char *copy = mc_arena_alloc(a, n + 1);
+    if (!copy)
+        FAIL("out of memory");
+    memcpy(copy, s, n + 1);
+    *out = copy;
+    return 0;
+}
+
+/* An integer field in [min, max]; a missing or null field leaves *out and
+ * *present untouched/false. */
+static int get_int(json_t *obj, const char *key, const char *name, int64_t min, int64_t max,
+                   bool *present, int64_t *out, char *why, size_t whylen)
+{
+    *present = false;
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        FAIL("%s must be an integer, not %s", name, type_name(v));
+    json_int_t i = json_integer_value(v);
+    if (i < min || i > max)
+        FAIL("%s %lld is outside [%lld, %lld]", name, (long long)i, (long long)min, (long long)max);
+    *present = true;
+    *out = i;
+    return 0;
+}
+
+/* A JSON object of strings -> mc_kv array. Headers are checked as HTTP
+ * header lines; metadata only for size. */
+static int get_map(json_t *obj, const char *key, const char *name, bool headers, mc_arena *a,
+                   const mc_kv **out, size_t *n_out, char *why, size_t whylen)
+{
+    *out = NULL;
+    *n_out = 0;
+    json_t *m = json_object_get(obj, key);
+    if (!m || json_is_null(m))
+        return 0;
+    if (!json_is_object(m))
+        FAIL("%s must be an object of strings, not %s", name, type_name(m));
+    size_t n = json_object_size(m);
+    if (headers && n > MC_JSON_MAX_HEADERS)
+        FAIL("%s has %zu entries, more than %d", name, n, MC_JSON_MAX_HEADERS);
+    mc_kv *kv = n ? mc_arena_alloc(a, n * sizeof *kv) : NULL;
+    if (n && !kv)
+        FAIL("out of memory");
+    size_t i = 0, bytes = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v)
+    {
+        if (!json_is_string(v))
+            FAIL("%s.%.100s must be a string, not %s", name, k, type_name(v));
+        if (headers) {
+            if (!mc_header_name_ok(k))
+                FAIL("%s: '%.100s' is not a valid header name", name, k);
+            if (mc_header_reserved(k))
+                FAIL("%s: '%.100s' is set by mooncake and cannot be given", name, k);
+            if (!mc_header_value_ok(json_string_value(v)))
+                FAIL("%s.%.100s contains CR, LF or another control character", name, k);
+        }
+        bytes += strlen(k) + json_string_length(v);
+        if (bytes > MC_JSON_MAX_MAP_BYTES)
+            FAIL("%s is more than %d bytes in all", name, MC_JSON_MAX_MAP_BYTES);
+        const char *kc = mc_arena_strdup(a, k), *vc = mc_arena_strdup(a, json_string_value(v));
+        if (!kc || !vc)
+            FAIL("out of memory");
+        kv[i++] = (mc_kv){kc, vc};
+    }
+    *out = kv;
+    *n_out = i;
+    return 0;
+}
+
+static int get_retry(json_t *root, const mc_retry_policy *def, mc_task *t, char *why, size_t whylen)
+{
+    json_t *r = json_object_get(root, "retry");
+    if (!r || json_is_null(r))
+        return 0;
+    if (!json_is_object(r))
+        FAIL("retry must be an object, not %s", type_name(r));
+    t->has_retry = true;
+    t->retry = *def;
+    bool present;
+    int64_t v;
+    if (get_int(r, "maxAttempts", "retry.maxAttempts", 1, MC_MAX_ATTEMPTS, &present, &v, why,
+                whylen))
+        return -1;
+    if (present)
+        t->retry.max_attempts = (int32_t)v;
+    if (get_int(r, "initialBackoffMs", "retry.initialBackoffMs", 0, INT64_MAX, &present,
+                &t->retry.initial_backoff_ms, why, whylen) ||
+        get_int(r, "maxBackoffMs", "retry.maxBackoffMs", 0, INT64_MAX, &present,
+                &t->retry.max_backoff_ms, why, whylen))
+        return -1;
+    json_t *m = json_object_get(r, "multiplier");
+    if (m && !json_is_null(m)) {
+        if (!json_is_number(m))
+            FAIL("retry.multiplier must be a number, not %s", type_name(m));
+        t->retry.multiplier = json_number_value(m);
+    }
+    return 0;
+}
+
+static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char *why,
+                   size_t whylen)
+{
+    bool at, delay;
+    int64_t expire = 0, delay_ms = 0;
+    if (get_int(root, "expireTime", "expireTime", INT64_MIN, INT64_MAX, &at, &expire, why,
+                whylen) ||
+        get_int(root, "delayMs", "delayMs", 0, o->max_due_ms, &delay, &delay_ms, why, whylen))
+        return -1;
+    if (at && delay)
+        FAIL("give expireTime or delayMs, not both");
+    if (!at && !delay)
+        FAIL("expireTime (epoch ms) or delayMs is required");
+    t->due_at = at ? expire : o->now_ms + delay_ms;
+    return 0;
+}
+
+static int get_callback(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+{
+    json_t *cb = json_object_get(root, "callback");
+    if (!cb || json_is_null(cb))
+        FAIL("callback is required (an object with at least url)");
+    if (!json_is_object(cb))
+        FAIL("callback must be an object, not %s", type_name(cb));
+    mc_callback *c = &t->callback;
+    const char *method, *body;
+    if (get_string(cb, "url", "callback.url", true, MC_MAX_URL_LEN, a, &c->url, why, whylen) ||
+        get_string(cb, "method", "callback.method", false, 16, a, &method, why, whylen) ||
+        get_string(cb, "body", "callback.body", false, SIZE_MAX, a, &body, why, whylen) ||
+        get_map(cb, "headers", "callback.headers", true, a, &c->headers, &c->n_headers, why,
+                whylen))
+        return -1;
+    if (method) {
+        for (char *p = (char *)method; *p; p++)
+            *p = (char)toupper((unsigned char)*p);
+        c->method = method;
+    } else {
+        c->method = "POST";
+    }
+    json_t *bv = json_object_get(cb, "body");
+    c->body = (const uint8_t *)body;
+    c->body_len = body ? json_string_length(bv) : 0;
+    bool present;
+    int64_t timeout = 0;
+    if (get_int(cb, "timeoutMs", "callback.timeoutMs", 0, MC_MAX_TIMEOUT_MS, &present, &timeout,
+                why, whylen))
+        return -1;
+    c->timeout_ms = (int32_t)timeout;
+    return 0;
+}
+
+int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
+                      mc_task *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    json_t *root = parse_object(body, len, why, whylen);
+    if (!root)
+        return -1;
+    int rc = -1;
+    const char *uuid;
+    if (get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id, why,
+                   whylen) ||
+        get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why, whylen) ||
+        get_due(root, o, out, why, whylen) || get_callback(root, arena, out, why, whylen) ||
+        get_retry(root, &o->retry_defaults, out, why, whylen) ||
+        get_map(root, "metadata", "metadata", false, arena, &out->metadata, &out->n_metadata, why,
+                whylen))
+        goto done;
+    if (!uuid) {
+        char *id = mc_arena_alloc(arena, MC_JSON_MAX_ID_LEN + 1);
+        if (!id) {
+            snprintf(why, whylen, "out of memory");
+            goto done;
+        }
+        o->make_id(o->make_id_arg, id);
+        uuid = id;
+    }
+    out->task_id = uuid;
+    out->attempt = 1;
+    out->created_at = o->now_ms;
+    if (!mc_task_ok(out, o->now_ms, o->max_due_ms, &json_names, why, whylen))
+        goto done;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *arena,
+                        mc_cancel *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    json_t *root = parse_object(body, len, why, whylen);
+    if (!root)
+        return -1;
+    int rc = -1;
+    if (get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id, why,
+                   whylen) ||
+        get_string(root, "uuid", "uuid", true, MC_JSON_MAX_ID_LEN, arena, &out->task_id, why,
+                   whylen))
+        goto done;
+    out->requested_at = now_ms;
+    if (!mc_task_ids_ok(out->app_id, out->task_id, &json_names, why, whylen))
+        goto done;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
