@@ -89,6 +89,10 @@ struct mc_gateway {
     atomic_bool stopping;  /* new API requests get 503 */
     atomic_bool fatal;     /* the producer hit a fatal error */
     atomic_bool broker_ok; /* the last probe found the broker and the topic */
+    /* Handlers between their last look at stopping and their suspend; the
+     * shutdown waits for none to be left before it flushes, so no request
+     * is handed to Kafka after the flush (it would stay suspended). */
+    atomic_int producing;
     pthread_mutex_t wait_lock;
     pthread_cond_t wait_cond; /* mc_gateway_stop() wakes the probe loop */
     char broker_why[256];     /* under wait_lock */
@@ -439,6 +443,11 @@ static enum MHD_Result produce(request *rq, const char *app_id, const char *task
     mc_gateway *g = rq->g;
     char key[2 * MC_JSON_MAX_ID_LEN + 2];
     size_t klen = mc_task_key(app_id, task_id, key, sizeof key);
+    atomic_fetch_add(&g->producing, 1);
+    if (atomic_load(&g->stopping)) {
+        atomic_fetch_sub(&g->producing, 1);
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is shutting down");
+    }
     pthread_mutex_lock(&rq->lock);
     rq->phase = PH_PRODUCING;
     /* No copy of the value (flags 0): the request lives until its report. */
@@ -449,12 +458,14 @@ static enum MHD_Result produce(request *rq, const char *app_id, const char *task
     if (err) {
         rq->phase = PH_BODY;
         pthread_mutex_unlock(&rq->lock);
+        atomic_fetch_sub(&g->producing, 1);
         mc_counter_add(g->produce_errors, 1);
         return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "cannot hand the task to Kafka: %s",
                             rd_kafka_err2str(err));
     }
     MHD_suspend_connection(rq->conn);
     pthread_mutex_unlock(&rq->lock);
+    atomic_fetch_sub(&g->producing, 1);
     return MHD_YES;
 }
 
@@ -903,6 +914,8 @@ int mc_gateway_run(mc_gateway *g)
     /* New requests get 503 from now on; the ones handed to Kafka get their
      * answers, within the produce timeout. */
     atomic_store(&g->stopping, true);
+    while (atomic_load(&g->producing) > 0)
+        usleep(1000);
     rd_kafka_resp_err_t err =
         rd_kafka_flush(g->producer, g->cfg->gateway_produce_timeout_ms + 1000);
     if (err) {
