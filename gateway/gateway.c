@@ -465,6 +465,9 @@ static enum MHD_Result produce(request *rq, const char *app_id, const char *task
     }
     MHD_suspend_connection(rq->conn);
     pthread_mutex_unlock(&rq->lock);
+    if (g->log.level <= MC_LOG_DEBUG)
+        mc_log(&g->log, MC_LOG_DEBUG, rq->route == R_DONE ? "cancel accepted" : "task accepted",
+               "key", key, (const char *)NULL);
     atomic_fetch_sub(&g->producing, 1);
     return MHD_YES;
 }

@@ -790,7 +790,15 @@ static void job_report(executor *ex, job *j)
         return;
     }
     bool ok = j->rc == CURLE_OK && j->status >= 200 && j->status < 300;
+    const mc_logger *lg = mc_ctx_logger(ex->ctx);
+    char attempt[16], status[16], ms[24];
+    snprintf(attempt, sizeof attempt, "%" PRId32, j->task.attempt);
+    snprintf(status, sizeof status, "%ld", j->status);
+    snprintf(ms, sizeof ms, "%" PRId64, j->finished_at - j->started_at);
     if (ok) {
+        if (lg->level <= MC_LOG_DEBUG)
+            mc_log(lg, MC_LOG_DEBUG, "called", "key", j->key, "attempt", attempt, "status", status,
+                   "ms", ms, (const char *)NULL);
         mc_result res = {.app_id = j->task.app_id,
                          .task_id = j->task.task_id,
                          .attempt = j->task.attempt,
@@ -835,6 +843,8 @@ static void job_report(executor *ex, job *j)
         .started_at = j->started_at,
         .finished_at = j->finished_at,
         .permanent = permanent};
+    mc_log(lg, MC_LOG_INFO, "call failed", "key", j->key, "attempt", attempt, "status", status,
+           "ms", ms, "error", error, "permanent", permanent ? "true" : "false", (const char *)NULL);
     if (mc_encode_attempt(&a, &ex->buf) == 0)
         forward(ex, ex->retry, j);
     mc_counter_add(ex->failed, 1);

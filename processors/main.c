@@ -1,4 +1,7 @@
-/* `mooncake <role> [flags]`: the one binary for every role.
+/* `mooncake <role> [flags]`: the one binary for every role, and `mooncake all`,
+ * which runs every role as threads of one process, each with its own Kafka
+ * handles (the roles share no mutable state, only the metrics registry and
+ * the HTTP server, both thread-safe).
  *
  * Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 after a fatal Kafka
  * error (the orchestrator restarts us; Kafka holds all state), 2 for a bad
@@ -50,6 +53,9 @@ static const role roles[] = {
      "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
+#define ALL_SUMMARY                                                                                \
+    "every role above as threads of one process; the gateway's port serves every role's "          \
+    "/metrics and probes"
 
 static void usage(FILE *out)
 {
@@ -61,7 +67,7 @@ static void usage(FILE *out)
             MOONCAKE_VERSION);
     for (size_t i = 0; i < N_ROLES; i++)
         fprintf(out, "  %-10s %s\n", roles[i].name, roles[i].summary);
-    fprintf(out, "\n");
+    fprintf(out, "  %-10s %s\n\n", "all", ALL_SUMMARY);
     mc_config_usage(out);
 }
 
@@ -93,10 +99,49 @@ static int check_role_config(const mc_processor *p, const mc_config *cfg, char *
     return 0;
 }
 
+/* One processor of this process, run on its own thread. */
+typedef struct unit {
+    const role *role;
+    mc_runner *runner;
+    pthread_t tid;
+    bool started;
+    int exit_code;
+    struct process *proc;
+} unit;
+
+/* Everything this process runs: its processors and maybe the gateway. When
+ * one stops (a signal, or a fatal error in any of them) all stop: the
+ * orchestrator then restarts the whole process, and Kafka holds the state. */
+typedef struct process {
+    unit units[N_ROLES];
+    size_t n_units;
+    mc_gateway *gateway;
+    const mc_logger *lg;
+} process;
+
+static void process_stop(process *p)
+{
+    for (size_t i = 0; i < p->n_units; i++)
+        if (p->units[i].runner)
+            mc_runner_stop(p->units[i].runner);
+    if (p->gateway)
+        mc_gateway_stop(p->gateway);
+}
+
+static void *unit_main(void *arg)
+{
+    unit *u = arg;
+    u->exit_code = mc_runner_run(u->runner);
+    if (u->proc->n_units > 1 || u->proc->gateway)
+        mc_log(u->proc->lg, u->exit_code ? MC_LOG_ERROR : MC_LOG_INFO,
+               "role stopped, stopping the others", "stopped", u->role->name, (const char *)NULL);
+    process_stop(u->proc);
+    return NULL;
+}
+
 typedef struct signal_waiter {
     sigset_t set;
-    mc_runner *runner;   /* the processor to stop, or */
-    mc_gateway *gateway; /* the gateway */
+    process *proc;
     atomic_bool done;
     const mc_logger *lg;
 } signal_waiter;
@@ -112,11 +157,21 @@ static void *signal_thread(void *arg)
             return NULL;
         mc_log(w->lg, MC_LOG_INFO, "signal received, stopping", "signal", strsignal(sig),
                (const char *)NULL);
-        if (w->runner)
-            mc_runner_stop(w->runner);
-        if (w->gateway)
-            mc_gateway_stop(w->gateway);
+        process_stop(w->proc);
     }
+}
+
+/* Waits for every started unit; the exit code is the worst of theirs. */
+static int process_join(process *p, int code)
+{
+    for (size_t i = 0; i < p->n_units; i++) {
+        if (!p->units[i].started)
+            continue;
+        pthread_join(p->units[i].tid, NULL);
+        if (p->units[i].exit_code > code)
+            code = p->units[i].exit_code;
+    }
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -129,43 +184,52 @@ int main(int argc, char **argv)
         printf("mooncake %s (librdkafka %s)\n", MOONCAKE_VERSION, rd_kafka_version_str());
         return 0;
     }
-    const role *ro = NULL;
+    /* The roles this process runs: one, or every one for "all". */
+    const role *chosen[N_ROLES];
+    size_t n_chosen = 0;
+    bool all = strcmp(argv[1], "all") == 0;
     for (size_t i = 0; i < N_ROLES; i++)
-        if (strcmp(argv[1], roles[i].name) == 0)
-            ro = &roles[i];
-    if (!ro) {
+        if (all || strcmp(argv[1], roles[i].name) == 0)
+            chosen[n_chosen++] = &roles[i];
+    if (n_chosen == 0) {
         fprintf(stderr, "mooncake: unknown role '%s' (roles:", argv[1]);
         for (size_t i = 0; i < N_ROLES; i++)
             fprintf(stderr, " %s", roles[i].name);
-        fprintf(stderr, ")\n");
+        fprintf(stderr, " all)\n");
         return 2;
     }
+    const char *name = all ? "all" : chosen[0]->name;
 
     mc_config cfg;
     char err[1024] = "";
     int rc = mc_config_load(&cfg, argc - 1, argv + 1, environ, err, sizeof err);
     if (rc == 1) {
-        printf("Usage: mooncake %s [flags]\n  %s\n\n", ro->name, ro->summary);
+        printf("Usage: mooncake %s [flags]\n  %s\n\n", name,
+               all ? ALL_SUMMARY : chosen[0]->summary);
         mc_config_usage(stdout);
         mc_config_free(&cfg);
         return 0;
     }
     if (rc != 0) {
-        fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
+        fprintf(stderr, "mooncake %s: %s\n", name, err);
         mc_config_free(&cfg);
         return 2;
     }
-    if (check_role_config(ro->processor, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
-        mc_config_free(&cfg);
-        return 2;
+    for (size_t i = 0; i < n_chosen; i++) {
+        if (check_role_config(chosen[i]->processor, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
+                    all ? ": " : "", err);
+            mc_config_free(&cfg);
+            return 2;
+        }
     }
-    mc_logger lg = {.level = cfg.log_level, .json = cfg.log_json, .role = ro->name};
+    mc_logger lg = {.level = cfg.log_level, .json = cfg.log_json, .role = name};
 
     /* Block the stop signals before any thread exists, so every thread
      * (librdkafka's and libmicrohttpd's included) inherits the mask and only
      * the signal thread ever sees them. */
-    signal_waiter waiter = {.lg = &lg};
+    process proc = {.lg = &lg};
+    signal_waiter waiter = {.lg = &lg, .proc = &proc};
     sigemptyset(&waiter.set);
     sigaddset(&waiter.set, SIGINT);
     sigaddset(&waiter.set, SIGTERM);
@@ -179,23 +243,29 @@ int main(int argc, char **argv)
         return 1;
     }
     int exit_code = 1;
+    bool has_processor = false;
     mc_metrics *metrics = mc_metrics_new();
     mc_http_server *http = NULL;
-    mc_runner *runner = NULL;
-    mc_gateway *gateway = NULL;
+    bool sig_started = false;
+    pthread_t sig_tid;
     if (!metrics) {
         fprintf(stderr, "mooncake: out of memory\n");
         goto out;
     }
-    if (!ro->processor) {
+    for (size_t i = 0; i < n_chosen; i++) {
+        if (chosen[i]->processor) {
+            has_processor = true;
+            continue;
+        }
         if (cfg.http_port < 0) {
-            fprintf(stderr, "mooncake gateway: the API needs --http-port / MOONCAKE_HTTP_PORT\n");
+            fprintf(stderr, "mooncake %s: the gateway needs --http-port / MOONCAKE_HTTP_PORT\n",
+                    name);
             exit_code = 2;
             goto out;
         }
-        gateway = mc_gateway_new(&cfg, metrics, &lg, err, sizeof err);
-        if (!gateway) {
-            fprintf(stderr, "mooncake gateway: %s\n", err);
+        proc.gateway = mc_gateway_new(&cfg, metrics, &lg, err, sizeof err);
+        if (!proc.gateway) {
+            fprintf(stderr, "mooncake %s: %s\n", name, err);
             exit_code = 2;
             goto out;
         }
@@ -205,12 +275,11 @@ int main(int argc, char **argv)
                               .port = (uint16_t)cfg.http_port,
                               .metrics = metrics,
                               .ready_needs_check = true};
-        if (gateway)
-            mc_gateway_http_options(gateway, &ho);
+        if (proc.gateway)
+            mc_gateway_http_options(proc.gateway, &ho);
         http = mc_http_start(&ho, err, sizeof err);
         if (!http) {
-            fprintf(stderr, "mooncake %s: %s (set --http-port / MOONCAKE_HTTP_PORT)\n", ro->name,
-                    err);
+            fprintf(stderr, "mooncake %s: %s (set --http-port / MOONCAKE_HTTP_PORT)\n", name, err);
             exit_code = 2;
             goto out;
         }
@@ -218,41 +287,63 @@ int main(int argc, char **argv)
         snprintf(port, sizeof port, "%u", mc_http_port(http));
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
-    /* The gateway without --create-topics starts without the broker: its
-     * /readyz tells when the broker and the tasks topic are there. */
-    if ((ro->processor || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
+    /* The gateway alone without --create-topics starts without the broker:
+     * its /readyz tells when the broker and the tasks topic are there. */
+    if ((has_processor || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
         goto out;
     }
-    if (gateway) {
-        mc_gateway_attach(gateway, http);
-        waiter.gateway = gateway;
-    } else {
-        runner = mc_runner_new(ro->processor, &cfg, metrics, http, err, sizeof err);
-        if (!runner) {
-            fprintf(stderr, "mooncake %s: %s\n", ro->name, err);
+    if (proc.gateway)
+        mc_gateway_attach(proc.gateway, http);
+    for (size_t i = 0; i < n_chosen; i++) {
+        if (!chosen[i]->processor)
+            continue;
+        unit *u = &proc.units[proc.n_units];
+        *u = (unit){.role = chosen[i], .proc = &proc};
+        u->runner = mc_runner_new(chosen[i]->processor, &cfg, metrics, http, err, sizeof err);
+        if (!u->runner) {
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
+                    all ? ": " : "", err);
             exit_code = 2;
             goto out;
         }
-        waiter.runner = runner;
+        proc.n_units++;
     }
     atomic_init(&waiter.done, false);
-    pthread_t sig_tid;
     if (pthread_create(&sig_tid, NULL, signal_thread, &waiter) != 0) {
         fprintf(stderr, "mooncake: cannot start the signal thread\n");
         goto out;
     }
-    exit_code = runner ? mc_runner_run(runner) : mc_gateway_run(gateway);
-    atomic_store(&waiter.done, true);
-    pthread_kill(sig_tid, SIGTERM); /* wakes sigwait; done makes it return */
-    pthread_join(sig_tid, NULL);
+    sig_started = true;
+    exit_code = 0;
+    for (size_t i = 0; i < proc.n_units; i++) {
+        unit *u = &proc.units[i];
+        if (pthread_create(&u->tid, NULL, unit_main, u) != 0) {
+            fprintf(stderr, "mooncake: cannot start the %s thread\n", u->role->name);
+            exit_code = 1;
+            process_stop(&proc);
+            break;
+        }
+        u->started = true;
+    }
+    if (proc.gateway && exit_code == 0) {
+        exit_code = mc_gateway_run(proc.gateway);
+        process_stop(&proc); /* the gateway stopped: so does everything else */
+    }
+    exit_code = process_join(&proc, exit_code);
 out:
-    mc_runner_free(runner);
+    if (sig_started) {
+        atomic_store(&waiter.done, true);
+        pthread_kill(sig_tid, SIGTERM); /* wakes sigwait; done makes it return */
+        pthread_join(sig_tid, NULL);
+    }
+    for (size_t i = 0; i < proc.n_units; i++)
+        mc_runner_free(proc.units[i].runner);
     if (http)
         mc_http_stop(http);
-    mc_gateway_free(gateway); /* after the server: no request can reach it */
+    mc_gateway_free(proc.gateway); /* after the server: no request can reach it */
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
     curl_global_cleanup();

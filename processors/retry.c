@@ -120,6 +120,11 @@ static int retry_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         snprintf(error, sizeof error, "%s; attempt %d in %" PRId64 " ms%s", a.error, failed + 1,
                  delay, why_default);
         mc_counter_add(r->scheduled, 1);
+        char attempt[16], in_ms[24];
+        snprintf(attempt, sizeof attempt, "%d", failed + 1);
+        snprintf(in_ms, sizeof in_ms, "%" PRId64, delay);
+        mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "next attempt scheduled", "key", key, "attempt",
+               attempt, "in_ms", in_ms, (const char *)NULL);
         mc_histogram_observe(r->delay, (double)delay / 1000.0);
     }
     res.error = dead ? reason : error;

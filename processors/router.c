@@ -17,6 +17,7 @@
  * transaction, so each command is routed exactly once. */
 #include "router.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,21 @@ static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const c
     return true;
 }
 
+/* One debug line per routed command, with its key, version and where it
+ * went; formatted only when debug logging is on. */
+static void log_routed(mc_ctx *ctx, const rd_kafka_message_t *m, const char *what)
+{
+    const mc_logger *lg = mc_ctx_logger(ctx);
+    if (lg->level > MC_LOG_DEBUG)
+        return;
+    char key[1024], version[24];
+    snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 1000 ? m->key_len : 1000),
+             (const char *)m->key);
+    snprintf(version, sizeof version, "%" PRId64, m->offset);
+    mc_log(lg, MC_LOG_DEBUG, "routed", "key", key, "version", version, "as", what,
+           (const char *)NULL);
+}
+
 /* Bad input goes to `dead` with the reason; the partition moves on. */
 static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason,
                       const mc_task *task, mc_ctx *ctx)
@@ -129,6 +145,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         if (mc_encode_wheel_entry(&w, &r->out) != 0)
             return -1;
         mc_counter_add(r->cancels, 1);
+        log_routed(ctx, m, "cancel");
         /* The store and the wheel both read it: each drops older versions. */
         return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                               r->out.len);
@@ -144,10 +161,12 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         return -1;
     if (t->due_at <= now + r->horizon_ms) {
         mc_counter_add(r->to_wheel, 1);
+        log_routed(ctx, m, "near");
         return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
     mc_counter_add(r->to_store, 1);
+    log_routed(ctx, m, "far");
     return mc_ctx_forward_header(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
                                  r->out.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
                                  sizeof MC_ROUTE_STORE - 1);

@@ -465,6 +465,15 @@ static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *c
     k->fired_due = k->due;
     int64_t late = now_ms - k->due;
     mc_histogram_observe(w->lateness, late > 0 ? (double)late / 1000.0 : 0.0);
+    const mc_logger *lg = mc_ctx_logger(ctx);
+    if (lg->level <= MC_LOG_DEBUG) {
+        char key[1024], version[24], late_ms[24];
+        snprintf(key, sizeof key, "%.*s", (int)k->node.key_len, k->key);
+        snprintf(version, sizeof version, "%" PRId64, k->version);
+        snprintf(late_ms, sizeof late_ms, "%" PRId64, late);
+        mc_log(lg, MC_LOG_DEBUG, "fired", "key", key, "version", version, "late_ms", late_ms,
+               (const char *)NULL);
+    }
     mc_counter_add(w->fired, 1);
     unlink_pending(p, k);
     maybe_forget(p, k);

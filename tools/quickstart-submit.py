@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Submits a few commands to mooncake.tasks the way any Kafka client would (Avro
-single-object encoding, key app_id/task_id), waits for them and tells what became of
-each, from the committed records of mooncake.results and mooncake.dead and from the log
+"""Submits a few tasks through the gateway (POST /submit, /api/task/done) and one malformed
+record straight to mooncake.tasks the way any Kafka client would, waits for them and
+tells what became of each, from the committed records of mooncake.results and mooncake.dead and from the log
 of the local endpoint the tasks call (run with --serve): tasks called on time (with their
 lateness as the endpoint saw it), a cancelled task never called, a task whose first call
 fails and is retried, the dead-letter reason of a malformed record, and a task due beyond
 the horizon (MOONCAKE_HORIZON_MS, default 60000) held by the store.
-Usage: tools/quickstart-submit.py [BOOTSTRAP] [PREFIX] [--endpoint URL] [--endpoint-log FILE]
+Usage: tools/quickstart-submit.py [BOOTSTRAP] [PREFIX] [--gateway URL] [--token TOKEN]
+                                  [--endpoint URL] [--endpoint-log FILE]
                                   [--store-metrics URL] [--warm-up]
        tools/quickstart-submit.py --serve PORT     the endpoint (tools/quickstart starts it)"""
 import argparse
@@ -35,8 +36,13 @@ ap.add_argument("--endpoint", default="http://127.0.0.1:8090",
                 help="base URL of the endpoint the tasks call (default %(default)s)")
 ap.add_argument("--endpoint-log", default=os.path.join(STATE, "endpoint.log"),
                 help="the endpoint's log, read for the story (default %(default)s)")
-ap.add_argument("--store-metrics", default="http://127.0.0.1:8081/metrics",
-                help="the store's /metrics URL (default %(default)s)")
+ap.add_argument("--gateway", default="http://127.0.0.1:8080",
+                help="the gateway's base URL (default %(default)s)")
+ap.add_argument("--token", default=os.environ.get("MOONCAKE_QUICKSTART_TOKEN", ""),
+                help="the app shop's bearer token for the gateway")
+ap.add_argument("--store-metrics",
+                help="the store's /metrics URL (default: the gateway's /metrics, as in "
+                     "mooncake all)")
 ap.add_argument("--follow", type=float, default=25.0,
                 help="wait at most this many seconds for the outcomes (default 25)")
 ap.add_argument("--warm-up", action="store_true",
@@ -183,18 +189,33 @@ def ms(v):
     return round(v.timestamp() * 1000) if hasattr(v, "timestamp") else v
 
 
-def submit(tid, due, created, path, retry=None):
-    return encode("Command", {"payload": ("mooncake.Submit", {"task": {
-        "app_id": "shop", "task_id": tid, "due_at": due,
-        "callback": {"url": endpoint + path, "method": "POST",
-                     "headers": {"content-type": "application/json", "x-due": str(due)},
-                     "body": b'{"order":"%s"}' % tid.encode(), "timeout_ms": 10000},
-        "retry": retry, "attempt": 1, "created_at": created, "metadata": {}}})})
+def gateway(path, body):
+    """POSTs JSON to the gateway; returns (HTTP status, answer as a dict)."""
+    req = urllib.request.Request(args.gateway.rstrip("/") + path, data=json.dumps(body).encode(),
+                                 method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + args.token})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
 
 
-def cancel(tid, now):
-    return encode("Command", {"payload": ("mooncake.Cancel", {
-        "app_id": "shop", "task_id": tid, "requested_at": now})})
+def submit(tid, due, path, retry=None):
+    """The gateway's JSON task (the Java system's format): expireTime is the due time."""
+    return {"appId": "shop", "uuid": tid, "expireTime": due,
+            "callback": {"url": endpoint + path, "method": "POST",
+                         "headers": {"content-type": "application/json", "x-due": str(due)},
+                         "body": '{"order":"%s"}' % tid, "timeoutMs": 10000},
+            **({"retry": retry} if retry else {})}
+
+
+def send(path, body):
+    status, answer = gateway(path, body)
+    if status != 200:
+        sys.exit(f"the gateway answered {status} to POST {path}: {answer.get('msg')}")
+    return answer
 
 
 run = uuid.uuid4().hex[:4]
@@ -245,7 +266,7 @@ def warm_up():
     below show mooncake rather than the broker starting."""
     t0 = int(time.time() * 1000)
     ok, bad = f"shop/{run}-warm-up", f"shop/{run}-warm-up-bad"
-    p.produce(prefix + "tasks", key=ok, value=submit(ok[5:], t0, t0, "/hook/" + ok[5:]))
+    send("/submit", submit(ok[5:], t0, "/hook/" + ok[5:]))
     p.produce(prefix + "tasks", key=bad, value=b"{not avro}")
     p.flush(30)
     while time.time() < t0 / 1000 + 60 and not (
@@ -261,7 +282,7 @@ if args.warm_up:
     warm_up()
 
 now = int(time.time() * 1000)
-policy = {"max_attempts": 3, "initial_backoff_ms": 1000, "multiplier": 2.0, "max_backoff_ms": 10000}
+policy = {"maxAttempts": 3, "initialBackoffMs": 1000, "multiplier": 2.0, "maxBackoffMs": 10000}
 T = {  # name: (task id, due, path)
     "3s": (f"{run}-in3s", now + 3000, f"/hook/{run}-in3s"),
     "6s": (f"{run}-in6s", now + 6000, f"/hook/{run}-in6s"),
@@ -271,22 +292,31 @@ T = {  # name: (task id, due, path)
     "bad": (f"{run}-malformed", None, None),
 }
 key = {n: f"shop/{t[0]}" for n, t in T.items()}
-cmds = [
-    ("3s", submit(T["3s"][0], T["3s"][1], now, T["3s"][2]), "due in 3 s"),
-    ("6s", submit(T["6s"][0], T["6s"][1], now, T["6s"][2]), "due in 6 s"),
-    ("cancelled", submit(T["cancelled"][0], T["cancelled"][1], now, T["cancelled"][2]),
+cmds = [  # (name, gateway route, body, what)
+    ("3s", "/submit", submit(T["3s"][0], T["3s"][1], T["3s"][2]), "due in 3 s"),
+    ("6s", "/submit", submit(T["6s"][0], T["6s"][1], T["6s"][2]), "due in 6 s"),
+    ("cancelled", "/submit", submit(T["cancelled"][0], T["cancelled"][1], T["cancelled"][2]),
      "due in 5 s ..."),
-    ("cancelled", cancel(T["cancelled"][0], now), "... and cancelled right away"),
-    ("flaky", submit(T["flaky"][0], T["flaky"][1], now, T["flaky"][2], retry=policy),
+    ("cancelled", "/api/task/done", {"appId": "shop", "uuid": T["cancelled"][0]},
+     "... and cancelled right away (POST /api/task/done)"),
+    ("flaky", "/submit", submit(T["flaky"][0], T["flaky"][1], T["flaky"][2], retry=policy),
      "due in 4 s; its endpoint fails the first call (retry policy: 3 attempts, first backoff <= 1 s)"),
-    ("far", submit(T["far"][0], T["far"][1], now, T["far"][2]),
+    ("far", "/submit", submit(T["far"][0], T["far"][1], T["far"][2]),
      f"due in {far_ms // 1000} s (beyond the {horizon_ms // 1000} s horizon: the store keeps it)"),
-    ("bad", b"{not avro at all}", "a malformed record (not Avro)"),
 ]
-print(f"submitting to {prefix}tasks (key shop/<id>; the tasks POST to {endpoint}/...):")
-for n, value, what in cmds:
-    p.produce(prefix + "tasks", key=key[n], value=value)
+print(f"submitting through the gateway {args.gateway} (the tasks POST to {endpoint}/...):")
+for n, route, body, what in cmds:
+    send(route, body)
     print(f"  {T[n][0]:<16} {what}")
+# What the gateway refuses never reaches Kafka: a 400 naming the field.
+bad_http = submit(f"{run}-bad-url", now + 3000, "/hook/x")
+bad_http["callback"]["url"] = "ftp://127.0.0.1/x"
+bad_status, bad_answer = gateway("/submit", bad_http)
+print(f"  {run + '-bad-url':<16} a task with an ftp:// callback: the gateway answers "
+      f"{bad_status} {json.dumps(bad_answer)}")
+# A client producing straight to Kafka has no one to answer it: the router dead-letters.
+p.produce(prefix + "tasks", key=key["bad"], value=b"{not avro at all}")
+print(f"  {T['bad'][0]:<16} a malformed record produced straight to {prefix}tasks (not Avro)")
 if p.flush(30):
     sys.exit(f"could not deliver to {prefix}tasks at {args.bootstrap}")
 
@@ -380,6 +410,8 @@ check([x["status"] for x in cl] == ["500", "200"] and oc == ["FAILED_WILL_RETRY"
       f"{T['flaky'][0]}: {len(cl)} call{'' if len(cl) == 1 else 's'}, answered {', '.join(x['status'] for x in cl) or '-'}"
       + (f", the retry {(cl[1]['at'] - cl[0]['at']) / 1000:.2f} s after the first"
          if len(cl) == 2 else "") + f"; Results: {', '.join(oc) or 'none'}")
+check(bad_status == 400 and "callback.url" in bad_answer.get("msg", ""),
+      f"{run}-bad-url: refused by the gateway with {bad_status} ({bad_answer.get('msg')})")
 d = dead.get(key["bad"])
 check(d is not None, f"{T['bad'][0]}: " + (f"in {prefix}dead, with the reason above" if d
                                              else f"did NOT reach {prefix}dead: see the router's log"))
@@ -407,12 +439,13 @@ def in_changelog(k):
 
 held = None
 try:
-    with urllib.request.urlopen(args.store_metrics, timeout=5) as r:
+    with urllib.request.urlopen(args.store_metrics or args.gateway.rstrip("/") + "/metrics",
+                                timeout=5) as r:
         for line in r.read().decode().splitlines():
             if line.startswith(("mooncake_store_tasks ", "mooncake_store_tasks{")):
                 held = int(float(line.split()[-1]))
 except OSError as e:
-    print(f"could not read the store's metrics at {args.store_metrics}: {e}")
+    print(f"could not read the store's metrics: {e}")
 kept = held is not None and in_changelog(key["far"])
 fire = time.strftime("%H:%M:%S", time.localtime(T["far"][1] / 1000))
 check(bool(held) and kept, f"{T['far'][0]}: " + (
