@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ struct mc_gateway {
     pthread_cond_t wait_cond; /* mc_gateway_stop() wakes the probe loop */
     char broker_why[256];     /* under wait_lock */
 
+    unsigned max_connections; /* --gateway-max-connections, within the open-files limit */
     route_metrics rm[N_ROUTES];
     mc_counter *produce_errors;
     mc_gauge *in_flight;
@@ -746,6 +748,33 @@ static char *read_pem(const char *path, const char *flag, char *err, size_t errl
     return text;
 }
 
+/* Every connection is a descriptor: raises the soft open-files limit to fit
+ * the connection limit (plus librdkafka's and the probes'), up to the hard
+ * limit; past that, fewer connections. Returns the connection limit. */
+static unsigned fit_open_files(mc_gateway *g, unsigned wanted)
+{
+    const rlim_t spare = 256;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return wanted;
+    rlim_t need = (rlim_t)wanted + spare;
+    if (rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur >= need)
+        return wanted;
+    unsigned fit = rl.rlim_cur > spare + 16 ? (unsigned)(rl.rlim_cur - spare) : 16;
+    char want[16], got[16], files[24];
+    snprintf(want, sizeof want, "%u", wanted);
+    snprintf(got, sizeof got, "%u", fit);
+    snprintf(files, sizeof files, "%llu", (unsigned long long)rl.rlim_cur);
+    mc_log(&g->log, MC_LOG_WARN, "open-files limit too low for --gateway-max-connections", "wanted",
+           want, "connections", got, "open_files", files, (const char *)NULL);
+    return fit;
+}
+
 int mc_gateway_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
     mc_tokens *t = mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, err, errlen);
@@ -827,6 +856,7 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
         (!(g->tls_cert = read_pem(cfg->gateway_tls_cert, "--gateway-tls-cert", err, errlen)) ||
          !(g->tls_key = read_pem(cfg->gateway_tls_key, "--gateway-tls-key", err, errlen))))
         goto fail;
+    g->max_connections = fit_open_files(g, (unsigned)cfg->gateway_max_connections);
     g->idem =
         mc_idem_new((size_t)cfg->gateway_idempotency_max_keys, cfg->gateway_idempotency_ttl_ms);
     if (!g->idem || register_metrics(g) != 0) {
@@ -859,6 +889,10 @@ void mc_gateway_http_options(mc_gateway *g, mc_http_options *ho)
     ho->api_cls = g;
     ho->threads = (unsigned)g->cfg->gateway_threads;
     ho->per_ip_limit = (unsigned)g->cfg->gateway_max_connections_per_ip;
+    ho->connection_limit = g->max_connections;
+    /* libmicrohttpd clears this much per keep-alive request: 16 KiB holds
+     * any sane request line and headers, and costs half the default's 32. */
+    ho->memory_limit = 16 << 10;
     ho->tls_cert_pem = g->tls_cert;
     ho->tls_key_pem = g->tls_key;
 }

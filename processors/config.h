@@ -47,6 +47,7 @@ typedef struct mc_config {
     bool gateway_no_auth;               /* serve without tokens (local use) */
     int64_t gateway_max_body_bytes;     /* larger bodies get 413 */
     int gateway_max_connections_per_ip; /* 0: no limit */
+    int gateway_max_connections;
     int gateway_threads;
     int gateway_produce_timeout_ms;           /* no acknowledgement by then: 503 */
     char *gateway_tls_cert, *gateway_tls_key; /* PEM file paths; "" for plain HTTP */

@@ -267,7 +267,7 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
     bool tls = opts->tls_cert_pem && opts->tls_key_pem;
     if (tls)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem items[8];
+    struct MHD_OptionItem items[10];
     size_t n = 0;
     items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr};
     /* An idle prober must not hold a connection forever; an API client's
@@ -277,6 +277,12 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
                                          (intptr_t)(void (*)(void))request_completed, s};
     if (opts->threads > 1)
         items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
+    if (opts->connection_limit)
+        items[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, opts->connection_limit, NULL};
+    if (opts->memory_limit)
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                             (intptr_t)opts->memory_limit, NULL};
     if (opts->per_ip_limit)
         items[n++] =
             (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->per_ip_limit, NULL};

@@ -42,6 +42,13 @@ typedef struct mc_http_options {
     void *api_cls;
     unsigned threads;      /* libmicrohttpd threads; 0 or 1: one */
     unsigned per_ip_limit; /* connections per client address; 0: no limit */
+    /* Open connections at most; 0: libmicrohttpd's default (about 1000).
+     * Past it new connections wait in the listen queue unanswered. */
+    unsigned connection_limit;
+    /* Per-connection memory for the request line and headers (larger
+     * headers get 431); 0: libmicrohttpd's default, 32 KiB. It is cleared
+     * for every keep-alive request, so smaller is cheaper. */
+    size_t memory_limit;
     /* HTTPS when both are set: PEM text (not paths), borrowed until
      * mc_http_start() returns. */
     const char *tls_cert_pem, *tls_key_pem;
