@@ -1,0 +1,411 @@
+"""mooncakectl, the operator CLI, against a real broker and real mooncake
+roles: what it writes is decoded with fastavro (harness.decode), what it
+reads is checked against a pipeline run (router, wheel, executor, retry) in
+which a task's callback answers 404 (dead letter) until it is requeued.
+
+The binary is $MOONCAKECTL_BIN, else <dir of $MOONCAKE_BIN>/tools/mooncakectl
+(the build tree's layout)."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from harness import (BOOTSTRAP, MOONCAKE_BIN, CallbackServer, Env, decode, encode, now_ms, run,
+                     task)
+from test_executor import dead_letters, results, start_pipeline, wait_until
+from test_store_wheel import read_settled
+
+CTL = os.environ.get("MOONCAKECTL_BIN") or os.path.join(
+    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "tools", "mooncakectl")
+SANITIZER = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+class Out:
+    def __init__(self, p):
+        self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr
+
+    def json_lines(self):
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
+
+def ctl(*args, env=None, prefix=None, stdin=None, timeout=60, expect=0):
+    """Runs mooncakectl (-b the test broker, -p prefix when given); checks the
+    exit status and that no sanitizer spoke."""
+    cmd = [CTL, "-b", BOOTSTRAP] + (["-p", prefix] if prefix else []) + list(args)
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    for needle in SANITIZER:
+        assert needle not in p.stderr, f"sanitizer report from {cmd}:\n{p.stderr}"
+    assert expect is None or p.returncode == expect, \
+        f"{cmd} exited {p.returncode}, expected {expect}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    return Out(p)
+
+
+def watermarks(env, suffix):
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "wm-" + uuid.uuid4().hex})
+    deadline = time.time() + 30
+    try:
+        while True:
+            try:
+                return [c.get_watermark_offsets(TopicPartition(env.topic(suffix), p), timeout=10,
+                                                cached=False) for p in range(env.partitions)]
+            except KafkaException:  # a topic just made may not have its leader yet
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        c.close()
+
+
+def tasks_records(env):
+    """Every committed Command in tasks: (key, decoded payload, partition, headers)."""
+    out = []
+    for m in read_settled(env, "tasks", timeout=30):
+        if not m.value().startswith(b"\xc3\x01"):
+            continue  # a record that is not a Command
+        cmd = decode("Command", m.value())
+        out.append((m.key().decode(), cmd["payload"], m.partition(), dict(m.headers() or [])))
+    return out
+
+
+def test_help_and_usage_errors():
+    """-h anywhere exits 0 with the usage (the command's own after a
+    command); bad usage exits 2 with one line naming what to fix."""
+    out = ctl("-h")
+    assert out.out.startswith("usage: mooncakectl") and "requeue" in out.out
+    for cmd, word in (("submit", "--at TIME"), ("results", "--since"), ("dead", "--reason"),
+                      ("requeue", "--dry-run"), ("topics", "describe"), ("cancel", "--id")):
+        out = ctl(cmd, "-h")
+        assert out.out.startswith(f"usage: mooncakectl {cmd}") and word in out.out, out.out
+    assert ctl("results", "--bogus", "-h").out.startswith("usage: mooncakectl results")
+    for args, needle in ((["--bogus"], "--bogus"), ([], "no command"), (["frobnicate"], "frobnicate"),
+                         (["results", "--reason", "x"], "--reason"), (["-f", "x", "results"],
+                                                                      "after the command"),
+                         (["topics"], "create or describe"), (["results", "--since", "soon"],
+                                                              "--since"),
+                         (["requeue"], "--all"), (["requeue", "--all", "-k", "a/b"], "--all"),
+                         (["submit", "--app", "a", "--in", "5s"], "--url"),
+                         (["-X", "no.such.property=1", "results"], "no.such.property"),
+                         (["-F", "/nonexistent/mooncakectl.conf", "results"], "nonexistent")):
+        out = ctl(*args, expect=2)
+        lines = out.err.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], (args, out.err)
+
+
+def test_topics_create_and_describe():
+    """On a fresh prefix, `topics create` makes the topic set (and requeue's
+    ledger) with the right partitions, cleanup policies and retention;
+    `topics describe` shows them, the offsets in use and the lag of a
+    processor group, before and after the router catches up. A config file
+    gives the broker and prefix."""
+    env = Env(partitions=2, create_topics=False)
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+            f.write(f"# mooncakectl\nbootstrap.servers = {BOOTSTRAP}\n"
+                    f"mooncake.topic.prefix={env.prefix}\nsocket.keepalive.enable=true\n")
+        out = ctl("-F", f.name, "topics", "create", "--partitions", "2", "-J")
+        made = {j["topic"]: j for j in out.json_lines()}
+        assert set(made) == {env.topic(t) for t in Env.TOPICS + ("mooncakectl-requeued",)}, made
+        assert all(j["created"] for j in made.values()), made
+        assert made[env.topic("tasks")]["partitions"] == 2
+        assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
+        again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
+        assert again.count("exists") == 8, again
+
+        admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+        res = [ConfigResource("topic", env.topic(t)) for t in ("store", "dead", "results")]
+        cfg = {r.name: c for r, f in admin.describe_configs(res).items() for c in [f.result()]}
+        assert cfg[env.topic("store")]["cleanup.policy"].value == "compact"
+        assert cfg[env.topic("dead")]["retention.ms"].value == "2592000000"
+        assert cfg[env.topic("results")]["retention.ms"].value == "259200000"
+
+        for i in range(5):
+            env.produce("tasks", f"shop/t{i}", b"not avro")  # the router dead-letters them
+        env.flush()
+        d = json.loads(ctl("-F", f.name, "-J", "topics", "describe").out)
+        topics = {t["topic"]: t for t in d["topics"]}
+        assert topics[env.topic("store")]["cleanup_policy"] == "compact"
+        assert topics[env.topic("tasks")] == {
+            "topic": env.topic("tasks"), "exists": True, "partitions": 2,
+            "cleanup_policy": "delete", "retention_ms": 604800000, "offsets": 5}, topics
+        groups = {g["group"]: g for g in d["groups"]}
+        router = groups[env.topic("router")]
+        assert router["lag"] == 5 and router["committed_partitions"] == 0, router
+        assert d["pending"]["not_routed"] == 5 and d["pending"]["store_records"] == 0, d
+
+        env.start("router")
+        def routed():
+            d = json.loads(ctl("-p", env.prefix, "-J", "topics", "describe").out)
+            g = {g["group"]: g for g in d["groups"]}
+            return d if g[env.topic("router")]["lag"] == 0 else None
+        d = wait_until("router lag 0", routed, timeout=30, interval=0.5)
+        groups = {g["group"]: g for g in d["groups"]}
+        assert groups[env.topic("router")]["committed_partitions"] == 2
+        assert groups[env.topic("router")]["members"] == 1
+        dead = {t["topic"]: t for t in d["topics"]}[env.topic("dead")]
+        assert dead["offsets"] >= 5, dead  # 5 letters, plus transaction markers
+        # requeue never ran: all of dead is its lag.
+        assert groups[env.topic("mooncakectl-requeue")]["lag"] == dead["offsets"]
+        table = ctl("-p", env.prefix, "topics", "describe").out
+        assert re.search(rf"{re.escape(env.topic('router'))}\s+{re.escape(env.topic('tasks'))}"
+                         r"\s+Stable\s+1\s+2/2\s+0\n", table), table
+        os.unlink(f.name)
+    finally:
+        env.stop_all()
+
+
+def test_submit_with_flags_and_json():
+    """submit from flags and from the gateway's JSON body (a file, and
+    stdin) lands a Command in tasks, keyed app/id, with every field as
+    given; -J says where it went."""
+    env = Env(partitions=3)
+    t0 = now_ms()
+    with tempfile.NamedTemporaryFile("wb", delete=False) as body:
+        body.write(b'{"order": 42, "note": "caf\xc3\xa9"}')
+    out = ctl("-J", "submit", "--app", "shop", "--id", "flags-1", "--in", "90s",
+              "--url", "https://shop.example.com/expire?x=1", "--method", "put",
+              "-H", "X-Order: 42", "-H", "Content-Type:application/json",
+              "--body-file", body.name, "--timeout-ms", "2500", "--max-attempts", "3",
+              "--initial-backoff-ms", "100", "--multiplier", "1.5", "--max-backoff-ms", "900",
+              "--metadata", "tenant=eu", prefix=env.prefix)
+    sent = out.json_lines()[0]
+    assert sent["key"] == "shop/flags-1" and sent["topic"] == env.topic("tasks"), sent
+    assert t0 + 90000 <= sent["due_at"] <= now_ms() + 90000, sent
+    at = ctl("submit", "--app", "shop", "--id", "at-1", "--at", "2031-02-03T04:05:06.789+01:00",
+             "--url", "http://x.example/hook", "-q", prefix=env.prefix)
+    assert at.out == "shop/at-1\n" and at.err == "", (at.out, at.err)
+    doc = {"appId": "shop", "uuid": "json-1", "expireTime": t0 + 60000,
+           "callback": {"url": "http://x.example/json", "method": "patch", "body": "hi",
+                        "headers": {"X-A": "b"}, "timeoutMs": 700},
+           "retry": {"maxAttempts": 2}, "metadata": {"k": "v"}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(doc, f)
+    assert ctl("submit", "-f", f.name, prefix=env.prefix).out == "shop/json-1\n"
+    gen = ctl("-J", "submit", "-f", "-", prefix=env.prefix, stdin=json.dumps(
+        {"appId": "gen", "delayMs": 1000, "callback": {"url": "http://x.example/gen"}}))
+    gen = gen.json_lines()[0]
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+                        gen["task_id"]), gen
+    os.unlink(body.name)
+    os.unlink(f.name)
+
+    recs = {k: (cmd, part) for k, cmd, part, _ in tasks_records(env)}
+    assert set(recs) == {"shop/flags-1", "shop/at-1", "shop/json-1", gen["key"]}, recs
+    kind, s = recs["shop/flags-1"][0]
+    assert kind == "mooncake.Submit" and recs["shop/flags-1"][1] == sent["partition"]
+    t = s["task"]
+    assert (t["app_id"], t["task_id"], t["attempt"]) == ("shop", "flags-1", 1)
+    assert abs(round(t["due_at"].timestamp() * 1000) - sent["due_at"]) <= 1
+    cb = t["callback"]
+    assert cb == {"url": "https://shop.example.com/expire?x=1", "method": "PUT",
+                  "headers": {"X-Order": "42", "Content-Type": "application/json"},
+                  "body": b'{"order": 42, "note": "caf\xc3\xa9"}', "timeout_ms": 2500}, cb
+    assert t["retry"][1] == {"max_attempts": 3, "initial_backoff_ms": 100, "multiplier": 1.5,
+                          "max_backoff_ms": 900}, t["retry"]
+    assert t["metadata"] == {"tenant": "eu"}
+    assert t0 <= round(t["created_at"].timestamp() * 1000) <= now_ms()
+    t = recs["shop/at-1"][0][1]["task"]
+    assert round(t["due_at"].timestamp() * 1000) == 1927854306789  # 03:05:06.789Z
+    assert t["retry"] is None and t["callback"]["method"] == "POST"
+    t = recs["shop/json-1"][0][1]["task"]
+    assert round(t["due_at"].timestamp() * 1000) == t0 + 60000
+    assert t["callback"] == {"url": "http://x.example/json", "method": "PATCH", "body": b"hi",
+                             "headers": {"X-A": "b"}, "timeout_ms": 700}, t["callback"]
+    assert t["retry"][1]["max_attempts"] == 2 and t["retry"][1]["max_backoff_ms"] == 3600000
+    assert t["metadata"] == {"k": "v"}
+
+
+def test_invalid_tasks_are_refused_locally_and_cancel():
+    """A task the router would dead-letter is refused before anything is
+    sent: exit 2 and one line naming the field. cancel sends a Cancel."""
+    env = Env(partitions=2)
+    before = watermarks(env, "tasks")
+    base = ["submit", "--app", "shop", "--id", "x", "--url", "http://x.example/"]
+    for args, needle in (
+            (["submit", "--app", "shop", "--in", "5s", "--url", "ftp://x.example/"], "--url"),
+            (base + ["--at", "1700000000"], "before 2000"),
+            (base + ["--in", "5s", "--method", "BREW"], "--method"),
+            (base + ["--in", "5s", "-H", "webhook-id: forged"], "webhook-id"),
+            (base + ["--in", "5s", "--timeout-ms", "99999999"], "--timeout-ms"),
+            (base + ["--in", "5s", "--multiplier", "0.5"], "--multiplier"),
+            (base + ["--in", "5 minutes"], "--in"),
+            (["submit", "--app", "a/b", "--in", "5s", "--url", "http://x.example/"], "'/'"),
+            (["submit", "-f", "-"], "callback.url")):
+        stdin = json.dumps({"appId": "shop", "delayMs": 5, "callback": {"url": "file:///etc"}})
+        out = ctl(*args, prefix=env.prefix, stdin=stdin, expect=2)
+        lines = out.err.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0] and "nothing sent" in lines[0], (args, out.err)
+        assert out.out == ""
+    assert watermarks(env, "tasks") == before, "a refused task was produced"
+    assert ctl("cancel", "--app", "shop", "--id", "c-1", prefix=env.prefix).out == "shop/c-1\n"
+    recs = tasks_records(env)
+    assert len(recs) == 1, recs
+    key, (kind, c), _, _ = recs[0]
+    assert key == "shop/c-1" and kind == "mooncake.Cancel", recs
+    assert (c["app_id"], c["task_id"]) == ("shop", "c-1")
+    ctl("cancel", "--app", "shop", prefix=env.prefix, expect=2)
+
+
+def test_results_dead_and_requeue_after_a_real_run():
+    """A pipeline run in which shop/ok succeeds and shop/flaky's endpoint
+    answers 404 (a permanent failure: dead letter) until it is fixed; plus a
+    record that is not a Command at all. results and dead show them (table
+    and -J, by key, by reason); requeue by key moves the letter back exactly
+    once: the task runs again and succeeds, a second run and a run over all
+    letters requeue nothing more, and the undecodable letter is skipped."""
+    fixed = {"flaky": False}
+    server = CallbackServer(lambda c: (404, {}, b"no such order")
+                            if c["path"] == "/flaky" and not fixed["flaky"] else (200, {}, b"ok"))
+    env = Env(partitions=3)
+    try:
+        start_pipeline(env)
+        p = env.prefix
+        for tid, path in (("ok", "/ok"), ("flaky", "/flaky")):
+            ctl("submit", "--app", "shop", "--id", tid, "--in", "300ms", "--url", server.url(path),
+                "--body", "{}", prefix=p)
+        env.produce("tasks", "shop/junk", b"\x00garbage")
+        env.flush()
+        wait_until("two results and two dead letters",
+                   lambda: len(results(env)) >= 2 and len(dead_letters(env)) >= 2, timeout=30)
+
+        table = ctl("results", prefix=p)
+        rows = table.out.splitlines()
+        assert rows[0].split() == ["TIME", "KEY", "ATTEMPT", "OUTCOME", "HTTP", "ERROR"], rows
+        assert any(re.search(r"shop/ok\s+1\s+SUCCEEDED\s+200", r) for r in rows), rows
+        assert any(re.search(r"shop/flaky\s+1\s+FAILED_PERMANENTLY\s+404\s+permanent", r)
+                   for r in rows), rows
+        assert "2 results" in table.err
+        got = ctl("-J", "results", "-k", "shop/flaky", prefix=p)
+        res = got.json_lines()
+        assert len(res) == 1 and res[0]["outcome"] == "FAILED_PERMANENTLY", res
+        assert res[0]["http_status"] == 404 and res[0]["attempt"] == 1 and res[0]["key"] == "shop/flaky"
+        assert "other partitions" not in got.err, got.err  # found in the key's own partition
+
+        table = ctl("dead", prefix=p).out.splitlines()
+        assert table[0].split() == ["TIME", "KEY", "ATTEMPT", "SOURCE", "REASON"], table
+        assert any(re.search(rf"shop/flaky\s+1\s+{re.escape(p)}retry \d+@\d+\s+permanent", r)
+                   for r in table), table
+        assert any("shop/junk" in r and "undecodable" in r and "[no task]" in r for r in table)
+        dead = ctl("-J", "dead", "-k", "shop/flaky", prefix=p).json_lines()
+        assert len(dead) == 1 and dead[0]["task"]["callback"]["url"] == server.url("/flaky"), dead
+        assert dead[0]["task"]["callback"]["body"] == "{}" and dead[0]["source_topic"] == p + "retry"
+        junk = ctl("-J", "dead", "--reason", "UNDECODABLE", prefix=p).json_lines()
+        assert len(junk) == 1 and junk[0]["task"] is None and junk[0]["key"] == "shop/junk", junk
+        assert junk[0]["raw_base64"] == "AGdhcmJhZ2U="  # the bytes as produced
+        assert ctl("-J", "dead", "--reason", "no such reason", prefix=p).out == ""
+        assert ctl("-J", "dead", "--since", "1h", prefix=p).out.count("\n") == 2
+        assert ctl("-J", "dead", "--since", str(now_ms() + 60000), prefix=p).out == ""
+
+        # A dry run says what it would do and writes nothing.
+        before = watermarks(env, "tasks")
+        dry = ctl("-J", "requeue", "-k", "shop/flaky", "--dry-run", prefix=p)
+        assert [j["action"] for j in dry.json_lines()] == ["would requeue"], dry.out
+        assert watermarks(env, "tasks") == before
+
+        # Follow the task's results while it is requeued: the success shows up.
+        follow = subprocess.Popen([CTL, "-b", BOOTSTRAP, "-p", p, "-J", "results", "-f", "-k",
+                                   "shop/flaky"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        fixed["flaky"] = True
+        out = ctl("-J", "requeue", "-k", "shop/flaky", prefix=p)
+        done = out.json_lines()
+        assert [(j["action"], j["key"]) for j in done] == [("requeued", "shop/flaky")], out.out
+        assert "1 requeued" in out.err, out.err
+        res = wait_until("a SUCCEEDED result for the requeued task",
+                         lambda: [r for r in results(env) if r["key"] == "shop/flaky"
+                                  and r["outcome"] == "SUCCEEDED"], timeout=30)
+        assert len(res) == 1 and res[0]["attempt"] == 1, res
+        assert len(server.calls_to("/flaky")) == 2
+        again = [(k, c, h) for k, c, _, h in tasks_records(env) if k == "shop/flaky"]
+        assert len(again) == 2, again  # the submit, and the requeued submit
+        kind, s = again[1][1]
+        assert kind == "mooncake.Submit" and s["task"]["attempt"] == 1
+        assert again[1][2]["mooncake-requeued-from"].decode() == \
+            f"{p}dead/{done[0]['dead_partition']}/{done[0]['dead_offset']}"
+        follow.send_signal(signal.SIGINT)
+        fout, ferr = follow.communicate(timeout=10)
+        assert follow.returncode == 0, ferr
+        outcomes = [json.loads(line)["outcome"] for line in fout.splitlines()]
+        assert outcomes == ["FAILED_PERMANENTLY", "SUCCEEDED"], fout
+
+        # Exactly once: neither the same filter nor another one requeues it again.
+        # (The group's offsets may already be past the letter: then it is not
+        # even read again; else the ledger says it was requeued.)
+        out = ctl("-J", "requeue", "-k", "shop/flaky", prefix=p)
+        assert out.out == "" and re.search(r"matched: 0 requeued, [01] requeued before", out.err)
+        out = ctl("-J", "requeue", "--all", prefix=p)
+        actions = [(j["action"], j["key"]) for j in out.json_lines()]
+        assert actions == [("skipped", "shop/junk")], actions  # the undecodable letter
+        assert re.search(r"matched: 0 requeued, [01] requeued before, 1 skipped", out.err), out.err
+        time.sleep(0.5)
+        assert len(server.calls_to("/flaky")) == 2
+        # Every letter is dealt with: the requeue group has no lag left; and
+        # the caught-up processors show none either (their inputs' commit
+        # markers do not count).
+        def settled():
+            d = json.loads(ctl("-p", p, "-J", "topics", "describe").out)
+            return d if all(d["pending"][k] == 0 for k in (
+                "dead_not_requeued", "not_routed", "due_not_finished",
+                "failed_awaiting_retry")) else None
+        wait_until("no lag", settled, timeout=20, interval=0.5)
+    finally:
+        env.stop_all()
+        server.close()
+
+
+def test_requeue_is_exactly_once_across_a_kill_9():
+    """requeue --all over 3000 dead letters, killed with SIGKILL after its
+    first transaction committed, then run again: every letter is requeued
+    exactly once (one Submit in tasks naming each letter), and the requeue
+    group ends with no lag."""
+    env = Env(partitions=3)
+    n = 3000
+    for i in range(n):
+        t = task("bulk", f"t{i}", now_ms() + 3600000, attempt=4)
+        env.produce("dead", f"bulk/t{i}", encode("DeadLetter", {
+            "reason": "gave up after 4 attempts", "source_topic": env.topic("retry"),
+            "source_partition": 0, "source_offset": i, "raw": None, "task": t,
+            "failed_at": now_ms()}))
+    env.flush()
+    first = subprocess.Popen([CTL, "-b", BOOTSTRAP, "-p", env.prefix, "-J", "-q", "requeue",
+                              "--all", "--batch", "40"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    line = first.stdout.readline()  # printed once the first transaction committed
+    first.kill()
+    first.wait()
+    rest, err = first.stdout.read(), first.stderr.read()
+    assert json.loads(line)["action"] == "requeued", (line, err)
+    printed = 1 + rest.count("\n")
+    assert printed < n, "the first run finished before the kill"
+    out = ctl("-J", "requeue", "--all", prefix=env.prefix)
+    second = len(out.json_lines())
+    froms = [h["mooncake-requeued-from"] for k, _, _, h in tasks_records(env)]
+    assert len(set(froms)) == len(froms) == n, (len(froms), len(set(froms)), n)
+    assert printed + second <= n
+    recs = [c for k, c, _, _ in tasks_records(env)]
+    assert all(kind == "mooncake.Submit" and s["task"]["attempt"] == 1 for kind, s in recs)
+    print(f"     killed after {printed} letters printed as requeued (committed); the second "
+          f"run requeued {second}; {n - printed - second} were committed but not printed",
+          flush=True)
+    d = json.loads(ctl("-p", env.prefix, "-J", "topics", "describe").out)
+    assert d["pending"]["dead_not_requeued"] == 0, d
+    assert ctl("-J", "requeue", "--all", prefix=env.prefix).out == ""
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    run([
+        test_help_and_usage_errors,
+        test_topics_create_and_describe,
+        test_submit_with_flags_and_json,
+        test_invalid_tasks_are_refused_locally_and_cancel,
+        test_results_dead_and_requeue_after_a_real_run,
+        test_requeue_is_exactly_once_across_a_kill_9,
+    ])

@@ -1,0 +1,1467 @@
+/* mooncakectl: the operator CLI of mooncake, in the style of kcat, on
+ * librdkafka.
+ *
+ *   submit   a task (flags, or the gateway's JSON body with -f) as an Avro
+ *            Command straight to <prefix>tasks, idempotent producer, waits for
+ *            the broker's acknowledgement;
+ *   cancel   a task;
+ *   results  the Result of every attempt, and
+ *   dead     the dead letters: a table or JSON lines, read_committed, without
+ *            a consumer group (assigned partitions), to the end seen at start
+ *            or following (-f), filtered by key, time and reason;
+ *   requeue  dead letters back to <prefix>tasks, exactly once per letter
+ *            (see tools/mooncakectl.md, "requeue: how it is exactly-once");
+ *   topics   create | describe the topic set, with the lag of every processor
+ *            group and what pending work can be counted cheaply.
+ *
+ * This file: options, configuration, the shared helpers, submit, cancel and
+ * main; mooncakectl_read.c, mooncakectl_requeue.c and mooncakectl_topics.c
+ * the rest (mooncakectl.h says who has what).
+ *
+ * Exit codes: 0 done, 1 Kafka failed us, 2 bad usage (one line says what to
+ * fix) or a task the router would refuse, 130 interrupted. Nothing here is
+ * global or mutable: SIGINT/SIGTERM are blocked and polled with
+ * sigtimedwait(), so the long commands stop cleanly between records
+ * (requeue commits what it did). */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "config.h"
+#include "kafka.h"
+#include "log.h"
+#include "task_json.h"
+#include "task_rules.h"
+#include "mooncakectl.h"
+#include "uuid7.h"
+
+/* ---- options ----------------------------------------------------------------- */
+
+enum {
+    SC_SUBMIT = 1,
+    SC_CANCEL = 2,
+    SC_RESULTS = 4,
+    SC_DEAD = 8,
+    SC_REQUEUE = 16,
+    SC_TOPICS = 32,
+};
+
+typedef enum opt_kind { K_STR, K_FLAG, K_LIST } opt_kind;
+
+typedef struct opt_def {
+    const char *lng;
+    char shrt;
+    unsigned where; /* 0: a global option, valid anywhere */
+    opt_kind kind;
+    size_t off;
+} opt_def;
+
+#define O(f) offsetof(ctl_opts, f)
+static const opt_def opt_defs[] = {
+    {"bootstrap-servers", 'b', 0, K_STR, O(brokers)},
+    {"brokers", 0, 0, K_STR, O(brokers)},
+    {"prefix", 'p', 0, K_STR, O(prefix)},
+    {"topic-prefix", 0, 0, K_STR, O(prefix)},
+    {"config", 'F', 0, K_STR, O(config_file)},
+    {NULL, 'X', 0, K_LIST, O(xprops)},
+    {"json", 'J', 0, K_FLAG, O(json)},
+    {"quiet", 'q', 0, K_FLAG, O(quiet)},
+    {"help", 'h', 0, K_FLAG, O(help)},
+    {"file", 'f', SC_SUBMIT, K_STR, O(file)},
+    {"app", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(app)},
+    {"id", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(id)},
+    {"at", 0, SC_SUBMIT, K_STR, O(at)},
+    {"in", 0, SC_SUBMIT, K_STR, O(in)},
+    {"url", 0, SC_SUBMIT, K_STR, O(url)},
+    {"method", 0, SC_SUBMIT, K_STR, O(method)},
+    {"header", 'H', SC_SUBMIT, K_LIST, O(headers)},
+    {"body", 0, SC_SUBMIT, K_STR, O(body)},
+    {"body-file", 0, SC_SUBMIT, K_STR, O(body_file)},
+    {"timeout-ms", 0, SC_SUBMIT, K_STR, O(timeout_ms)},
+    {"max-attempts", 0, SC_SUBMIT, K_STR, O(max_attempts)},
+    {"initial-backoff-ms", 0, SC_SUBMIT, K_STR, O(initial_backoff_ms)},
+    {"multiplier", 0, SC_SUBMIT, K_STR, O(multiplier)},
+    {"max-backoff-ms", 0, SC_SUBMIT, K_STR, O(max_backoff_ms)},
+    {"metadata", 0, SC_SUBMIT, K_LIST, O(metadata)},
+    {"key", 'k', SC_RESULTS | SC_DEAD | SC_REQUEUE, K_STR, O(key)},
+    {"since", 0, SC_RESULTS | SC_DEAD, K_STR, O(since)},
+    {"follow", 'f', SC_RESULTS | SC_DEAD, K_FLAG, O(follow)},
+    {"reason", 0, SC_DEAD | SC_REQUEUE, K_STR, O(reason)},
+    {"all", 0, SC_REQUEUE, K_FLAG, O(all)},
+    {"dry-run", 'n', SC_REQUEUE, K_FLAG, O(dry_run)},
+    {"batch", 0, SC_REQUEUE, K_STR, O(batch)},
+    {"partitions", 0, SC_TOPICS, K_STR, O(partitions)},
+    {"replication-factor", 0, SC_TOPICS, K_STR, O(replication_factor)},
+};
+#define N_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
+
+static const struct {
+    const char *name;
+    unsigned sc;
+} commands[] = {
+    {"submit", SC_SUBMIT}, {"cancel", SC_CANCEL},   {"results", SC_RESULTS},
+    {"dead", SC_DEAD},     {"requeue", SC_REQUEUE}, {"topics", SC_TOPICS},
+};
+
+/* ---- usage ------------------------------------------------------------------ */
+
+static const char usage_global[] =
+    "usage: mooncakectl [GLOBAL OPTIONS] COMMAND [OPTIONS]\n"
+    "\n"
+    "The operator CLI of mooncake (a delayed-task scheduler on Kafka).\n"
+    "\n"
+    "Commands:\n"
+    "  submit    send a task to <prefix>tasks (flags, or the gateway's JSON with -f)\n"
+    "  cancel    cancel a task\n"
+    "  results   the result of every attempt (<prefix>results): table or -J\n"
+    "  dead      the dead letters (<prefix>dead): table or -J\n"
+    "  requeue   move dead letters back to <prefix>tasks, exactly once\n"
+    "  topics    create | describe: the topic set, partitions, configs, lag per group\n"
+    "\n"
+    "Global options (before or after the command):\n"
+    "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
+    "                                 default localhost:9092)\n"
+    "  -p, --prefix PREFIX   topic prefix (env MOONCAKE_TOPIC_PREFIX, default mooncake.)\n"
+    "  -X key=value          a librdkafka property, repeatable (env\n"
+    "                        MOONCAKE_KAFKA_<PROPERTY>, dots as underscores)\n"
+    "  -F FILE               config file: key=value lines, '#' comments; keys\n"
+    "                        bootstrap.servers, mooncake.topic.prefix, anything else\n"
+    "                        is a librdkafka property\n"
+    "  -J, --json            JSON output, one object per line\n"
+    "  -q, --quiet           no progress, notes or counts on stderr; errors only\n"
+    "  -h, --help            this text; COMMAND -h for the command's\n"
+    "\n"
+    "Precedence: flags, then -F file, then environment, then defaults.\n"
+    "Exit status: 0 done, 1 Kafka failure, 2 bad usage or an invalid task, 130\n"
+    "interrupted (SIGINT/SIGTERM) before the end; stopping -f with them exits 0.\n";
+
+static const char usage_submit[] =
+    "usage: mooncakectl submit -f FILE|-\n"
+    "       mooncakectl submit --app APP [--id ID] (--at TIME | --in DURATION) --url URL\n"
+    "                          [--method M] [-H 'Name: value']... [--body TEXT | --body-file F]\n"
+    "                          [--timeout-ms N] [--max-attempts N --initial-backoff-ms N\n"
+    "                          --multiplier X --max-backoff-ms N] [--metadata k=v]...\n"
+    "\n"
+    "Sends a Submit command to <prefix>tasks (key app/id, librdkafka's default\n"
+    "partitioner, idempotent producer) and waits for the broker's acknowledgement;\n"
+    "prints the key (-J: a JSON object with partition and offset).\n"
+    "\n"
+    "  -f, --file FILE       the task as the gateway's POST /submit JSON body\n"
+    "                        (gateway/openapi.yaml, Task); - reads stdin\n"
+    "  --app APP             the application (no '/')\n"
+    "  --id ID               the task id (default: a new UUIDv7); an existing id\n"
+    "                        is rescheduled\n"
+    "  --at TIME             due time: epoch ms or RFC 3339 (2030-01-02T03:04:05Z)\n"
+    "  --in DURATION         due after 1500ms, 30s, 5m, 2h or 1d\n"
+    "  --url URL             http:// or https:// callback\n"
+    "  --method M            GET, POST (default), PUT, PATCH, DELETE or HEAD\n"
+    "  -H, --header 'N: v'   a request header, repeatable\n"
+    "  --body TEXT, --body-file FILE   the request body (FILE - is stdin)\n"
+    "  --timeout-ms N        whole-call timeout (0: the executor's default)\n"
+    "  --max-attempts N, --initial-backoff-ms N, --multiplier X, --max-backoff-ms N\n"
+    "                        the task's retry policy (missing fields: the\n"
+    "                        MOONCAKE_RETRY_* defaults)\n"
+    "  --metadata k=v        free-form attribute, repeatable\n"
+    "\n"
+    "The task is checked with the router's own rules first: an invalid task is\n"
+    "refused here (exit 2, naming the field) and nothing is sent.\n";
+
+static const char usage_cancel[] =
+    "usage: mooncakectl cancel --app APP --id ID\n"
+    "\n"
+    "Sends a Cancel command for app/id to <prefix>tasks and waits for the broker's\n"
+    "acknowledgement. A cancel that reaches the wheel before the task is due wins.\n";
+
+static const char usage_results[] =
+    "usage: mooncakectl results [-k APP/ID] [--since WHEN] [-f]\n"
+    "\n"
+    "Reads <prefix>results (read_committed, no consumer group) from the beginning\n"
+    "to the end seen at start, then prints the count on stderr. Table columns:\n"
+    "time (finished), key, attempt, outcome, HTTP status, error. -J: one JSON\n"
+    "object per line.\n"
+    "\n"
+    "  -k, --key APP/ID      only this task; reads the key's partition (librdkafka's\n"
+    "                        CRC32 partitioner) and, when nothing is there, the others\n"
+    "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
+    "  -f, --follow          keep reading new records until interrupted\n";
+
+static const char usage_dead[] =
+    "usage: mooncakectl dead [-k APP/ID] [--reason TEXT] [--since WHEN] [-f]\n"
+    "\n"
+    "Reads <prefix>dead (read_committed, no consumer group) from the beginning to\n"
+    "the end seen at start, then prints the count on stderr. Table columns: time\n"
+    "(failed), key, attempt, source (topic partition@offset), reason. -J: one JSON\n"
+    "object per line with the task (or the raw bytes, base64).\n"
+    "\n"
+    "  -k, --key APP/ID      only this task; reads the key's partition (librdkafka's\n"
+    "                        CRC32 partitioner) and, when nothing is there, the others\n"
+    "  --reason TEXT         only letters whose reason contains TEXT (any case)\n"
+    "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
+    "  -f, --follow          keep reading new records until interrupted\n";
+
+static const char usage_requeue[] =
+    "usage: mooncakectl requeue (--all | -k APP/ID | --reason TEXT) [--dry-run] [--batch N]\n"
+    "\n"
+    "Moves dead letters back to <prefix>tasks: each matching letter that carries a\n"
+    "task becomes a Submit of that task with attempt 1, due now (key app/id, the\n"
+    "letter's partition). Exactly once per letter, whatever the filter and however\n"
+    "often it runs: each requeued letter is recorded in <prefix>mooncakectl-requeued\n"
+    "in the same Kafka transaction as its Submit, and the consumer group\n"
+    "<prefix>mooncakectl-requeue commits, in that transaction, how far every letter\n"
+    "has been dealt with. Letters without a task are reported and skipped. Reads to\n"
+    "the end seen at start; progress on stderr every second.\n"
+    "\n"
+    "  --all                 every letter not requeued before\n"
+    "  -k, --key APP/ID      only letters of this task (record key or task key)\n"
+    "  --reason TEXT         only letters whose reason contains TEXT (any case);\n"
+    "                        with -k, both must match\n"
+    "  -n, --dry-run         say what would be requeued; write nothing\n"
+    "  --batch N             letters per transaction (default 1000; one commits at least\n"
+    "                        every second)\n";
+
+static const char usage_topics[] =
+    "usage: mooncakectl topics create [--partitions N] [--replication-factor N]\n"
+    "       mooncakectl topics describe\n"
+    "\n"
+    "create    creates the missing topics of the set with their cleanup policy and\n"
+    "          retention (and requeue's ledger), checks every topic has the same\n"
+    "          partition count\n"
+    "  --partitions N          default MOONCAKE_PARTITIONS or 12\n"
+    "  --replication-factor N  default MOONCAKE_REPLICATION_FACTOR or -1 (the broker's)\n"
+    "describe  per topic: partitions, cleanup.policy, retention.ms and offsets in use\n"
+    "          (high - low watermark, transaction markers included); per processor\n"
+    "          group: state, members, partitions committed and lag on its input;\n"
+    "          then cheap upper bounds of the pending work\n";
+
+static const char *usage_text(unsigned sc)
+{
+    switch (sc) {
+    case SC_SUBMIT:
+        return usage_submit;
+    case SC_CANCEL:
+        return usage_cancel;
+    case SC_RESULTS:
+        return usage_results;
+    case SC_DEAD:
+        return usage_dead;
+    case SC_REQUEUE:
+        return usage_requeue;
+    case SC_TOPICS:
+        return usage_topics;
+    }
+    return usage_global;
+}
+
+/* ---- argument parsing -------------------------------------------------------- */
+
+static int list_add(str_list *l, const char *v)
+{
+    const char **n = realloc(l->v, (l->n + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    l->v = n;
+    l->v[l->n++] = v;
+    return 0;
+}
+
+static void opts_free(ctl_opts *o)
+{
+    free(o->xprops.v);
+    free(o->headers.v);
+    free(o->metadata.v);
+}
+
+/* The option named by a (without its value); NULL when there is none for
+ * this command. *global_only says it exists for another command. */
+static const opt_def *find_opt(const char *name, size_t len, char shrt, unsigned sc,
+                               bool *elsewhere)
+{
+    for (size_t i = 0; i < N_OPT_DEFS; i++) {
+        const opt_def *d = &opt_defs[i];
+        bool named = shrt ? d->shrt == shrt
+                          : d->lng && strlen(d->lng) == len && strncmp(d->lng, name, len) == 0;
+        if (!named)
+            continue;
+        if (d->where == 0 || (d->where & sc))
+            return d;
+        *elsewhere = true;
+    }
+    return NULL;
+}
+
+/* Parses argv into o. Returns 0, or -1 with one line in err. Keeps going
+ * after an error only to learn of -h and the command, so that "results
+ * --bogus -h" still shows help. */
+static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errlen)
+{
+    bool failed = false, rest_positional = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!rest_positional && strcmp(a, "--") == 0) {
+            rest_positional = true;
+            continue;
+        }
+        if (rest_positional || a[0] != '-' || a[1] == '\0') {
+            if (!o->command) {
+                for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+                    if (strcmp(a, commands[k].name) == 0) {
+                        o->command = commands[k].name;
+                        o->sc = commands[k].sc;
+                    }
+                if (!o->command && !failed) {
+                    snprintf(err, errlen,
+                             "unknown command '%s' (submit, cancel, results, dead, requeue, "
+                             "topics; see -h)",
+                             a);
+                    failed = true;
+                }
+            } else if (o->sc == SC_TOPICS && !o->action) {
+                o->action = a;
+            } else if (!failed) {
+                snprintf(err, errlen, "unexpected argument '%s' (see %s -h)", a, o->command);
+                failed = true;
+            }
+            continue;
+        }
+        /* -x, -xVALUE, --name, --name=VALUE */
+        const char *name, *inline_value = NULL;
+        size_t len;
+        char shrt = 0;
+        if (a[1] == '-') {
+            name = a + 2;
+            const char *eq = strchr(name, '=');
+            len = eq ? (size_t)(eq - name) : strlen(name);
+            if (eq)
+                inline_value = eq + 1;
+        } else {
+            name = a + 1;
+            len = 1;
+            shrt = a[1];
+            if (a[2])
+                inline_value = a + 2;
+        }
+        bool elsewhere = false;
+        const opt_def *d = find_opt(name, len, shrt, o->sc, &elsewhere);
+        if (d && d->kind == K_FLAG && inline_value && shrt) {
+            d = NULL; /* "-qJ" style bundles are not supported */
+        }
+        if (!d) {
+            if (!failed) {
+                if (elsewhere && !o->command)
+                    snprintf(err, errlen, "'%s' belongs after the command (see -h)", a);
+                else if (elsewhere)
+                    snprintf(err, errlen, "'%s' is not an option of %s (see %s -h)", a, o->command,
+                             o->command);
+                else
+                    snprintf(err, errlen, "unknown option '%s' (see -h)", a);
+                failed = true;
+            }
+            continue;
+        }
+        char *field = (char *)o + d->off;
+        if (d->kind == K_FLAG) {
+            if (inline_value) {
+                if (!failed)
+                    snprintf(err, errlen, "'%s' takes no value", a);
+                failed = true;
+                continue;
+            }
+            *(bool *)field = true;
+            continue;
+        }
+        const char *value = inline_value;
+        if (!value) {
+            if (i + 1 >= argc) {
+                if (!failed)
+                    snprintf(err, errlen, "'%s' needs a value (see -h)", a);
+                failed = true;
+                continue;
+            }
+            value = argv[++i];
+        }
+        if (d->kind == K_STR) {
+            *(const char **)field = value;
+        } else if (list_add((str_list *)field, value) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (failed)
+        return -1;
+    if (!o->help && !o->command) {
+        snprintf(err, errlen,
+                 "no command given (submit, cancel, results, dead, requeue, topics; "
+                 "see -h)");
+        return -1;
+    }
+    if (!o->help && o->sc == SC_TOPICS &&
+        (!o->action || (strcmp(o->action, "create") && strcmp(o->action, "describe")))) {
+        snprintf(err, errlen, "topics needs create or describe%s%s%s", o->action ? ", not '" : "",
+                 o->action ? o->action : "", o->action ? "'" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- configuration ----------------------------------------------------------- */
+
+/* Appends a librdkafka property to cfg (whose arrays mc_config_free frees). */
+static int cfg_add_prop(mc_config *cfg, const char *key, size_t keylen, const char *value,
+                        size_t valuelen)
+{
+    mc_kafka_prop *p = realloc(cfg->kafka, (cfg->n_kafka + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    cfg->kafka = p;
+    char *k = strndup(key, keylen), *v = strndup(value, valuelen);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    p[cfg->n_kafka++] = (mc_kafka_prop){k, v};
+    return 0;
+}
+
+static int cfg_set_str(char **dst, const char *v, size_t len)
+{
+    char *s = strndup(v, len);
+    if (!s)
+        return -1;
+    free(*dst);
+    *dst = s;
+    return 0;
+}
+
+/* Applies one key=value of the config file or of -X. where names it in
+ * messages. */
+static int apply_setting(mc_config *cfg, const char *kv, size_t len, bool from_file,
+                         const char *where, char *err, size_t errlen)
+{
+    const char *eq = memchr(kv, '=', len);
+    if (!eq || eq == kv) {
+        snprintf(err, errlen, "%s: '%.*s' is not key=value", where, (int)(len > 100 ? 100 : len),
+                 kv);
+        return -1;
+    }
+    const char *key = kv, *value = eq + 1;
+    size_t klen = (size_t)(eq - kv), vlen = len - klen - 1;
+    if (from_file) {
+        mc_trim(&key, &klen);
+        mc_trim(&value, &vlen);
+    }
+    int rc;
+    if (from_file && klen == 17 && strncmp(key, "bootstrap.servers", klen) == 0)
+        rc = cfg_set_str(&cfg->bootstrap_servers, value, vlen);
+    else if (from_file && klen == 21 && strncmp(key, "mooncake.topic.prefix", klen) == 0)
+        rc = cfg_set_str(&cfg->topic_prefix, value, vlen);
+    else
+        rc = cfg_add_prop(cfg, key, klen, value, vlen);
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+static int load_config_file(mc_config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "-F %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        const char *p = line;
+        size_t len = (size_t)n;
+        mc_trim(&p, &len);
+        if (len == 0 || p[0] == '#')
+            continue;
+        char where[4200];
+        snprintf(where, sizeof where, "-F %s line %d", path, lineno);
+        rc = apply_setting(cfg, p, len, true, where, err, errlen);
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* mooncake's configuration (environment and defaults, as every role reads
+ * it), then the -F file, then -b, -p and -X. */
+static int load_config(ctl *c, char **envp, char *err, size_t errlen)
+{
+    char *args[] = {"mooncakectl", NULL};
+    int rc = mc_config_load(&c->cfg, 1, args, envp, err, errlen);
+    if (rc != 0) {
+        if (rc > 0)
+            snprintf(err, errlen, "cannot read the configuration");
+        return -1;
+    }
+    if (c->o.config_file && load_config_file(&c->cfg, c->o.config_file, err, errlen) != 0)
+        return -1;
+    if (c->o.brokers && cfg_set_str(&c->cfg.bootstrap_servers, c->o.brokers, strlen(c->o.brokers)))
+        return -1;
+    if (c->o.prefix && cfg_set_str(&c->cfg.topic_prefix, c->o.prefix, strlen(c->o.prefix)))
+        return -1;
+    for (size_t i = 0; i < c->o.xprops.n; i++)
+        if (apply_setting(&c->cfg, c->o.xprops.v[i], strlen(c->o.xprops.v[i]), false, "-X", err,
+                          errlen) != 0)
+            return -1;
+    if (!c->cfg.bootstrap_servers[0]) {
+        snprintf(err, errlen, "bootstrap servers are empty (-b)");
+        return -1;
+    }
+    /* A property librdkafka refuses is a usage error: find out now. */
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(&c->cfg, c, err, errlen);
+    if (!conf)
+        return -1;
+    rd_kafka_conf_destroy(conf);
+    return 0;
+}
+
+/* ---- small parsers ------------------------------------------------------------ */
+
+int64_t ctl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1500ms, 30s, 5m, 2h, 1d -> milliseconds. */
+static bool parse_duration(const char *s, int64_t *out)
+{
+    const char *p = s;
+    int64_t v = 0;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p)) {
+        if (v > INT64_MAX / 10 - 9)
+            return false;
+        v = v * 10 + (*p++ - '0');
+    }
+    int64_t mult;
+    if (strcmp(p, "ms") == 0)
+        mult = 1;
+    else if (strcmp(p, "s") == 0)
+        mult = 1000;
+    else if (strcmp(p, "m") == 0)
+        mult = 60000;
+    else if (strcmp(p, "h") == 0)
+        mult = 3600000;
+    else if (strcmp(p, "d") == 0)
+        mult = 86400000;
+    else
+        return false;
+    if (v > INT64_MAX / mult)
+        return false;
+    *out = v * mult;
+    return true;
+}
+
+/* Reads exactly n digits. */
+static bool digits(const char **s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)(*s)[i]))
+            return false;
+        v = v * 10 + ((*s)[i] - '0');
+    }
+    *s += n;
+    *out = v;
+    return true;
+}
+
+/* RFC 3339: 2030-01-02T03:04:05[.123][Z|+01:00] -> epoch ms. */
+static bool parse_rfc3339(const char *s, int64_t *out)
+{
+    int Y, M, D, h, m, sec;
+    if (!digits(&s, 4, &Y) || *s++ != '-' || !digits(&s, 2, &M) || *s++ != '-' ||
+        !digits(&s, 2, &D))
+        return false;
+    if (*s != 'T' && *s != 't' && *s != ' ')
+        return false;
+    s++;
+    if (!digits(&s, 2, &h) || *s++ != ':' || !digits(&s, 2, &m) || *s++ != ':' ||
+        !digits(&s, 2, &sec))
+        return false;
+    int64_t frac = 0;
+    if (*s == '.') {
+        s++;
+        int n = 0;
+        for (; isdigit((unsigned char)*s); s++, n++)
+            if (n < 3)
+                frac = frac * 10 + (*s - '0');
+        if (n == 0)
+            return false;
+        for (; n < 3; n++)
+            frac *= 10;
+    }
+    int offset_min = 0;
+    if (*s == 'Z' || *s == 'z') {
+        s++;
+    } else if (*s == '+' || *s == '-') {
+        int sign = *s++ == '-' ? -1 : 1, oh, om;
+        if (!digits(&s, 2, &oh) || *s++ != ':' || !digits(&s, 2, &om) || oh > 23 || om > 59)
+            return false;
+        offset_min = sign * (oh * 60 + om);
+    } else {
+        return false;
+    }
+    if (*s || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return false;
+    struct tm tm = {.tm_year = Y - 1900,
+                    .tm_mon = M - 1,
+                    .tm_mday = D,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec};
+    time_t t = timegm(&tm);
+    *out = (int64_t)t * 1000 + frac - (int64_t)offset_min * 60000;
+    return true;
+}
+
+/* A point in time: epoch ms or RFC 3339. */
+static bool parse_time(const char *s, int64_t *out)
+{
+    return mc_parse_int64(s, 0, INT64_MAX, out) || parse_rfc3339(s, out);
+}
+
+/* --since: 10m (ago), epoch ms or RFC 3339. */
+bool ctl_parse_since(const char *s, int64_t *out)
+{
+    int64_t d;
+    if (parse_time(s, out))
+        return true;
+    if (!parse_duration(s, &d))
+        return false;
+    *out = ctl_now_ms() - d;
+    return true;
+}
+
+void ctl_fmt_time(int64_t ms, char out[32])
+{
+    if (ms <= 0) {
+        snprintf(out, 32, "-");
+        return;
+    }
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char base[24];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+/* Reads a whole file (or stdin for "-") into a malloc'd, NUL-terminated
+ * buffer the caller frees. */
+static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    bool bad = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (!buf || bad) {
+        snprintf(err, errlen, "%s: cannot read", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* ---- signals and progress --------------------------------------------------- */
+
+/* True once SIGINT or SIGTERM arrived (they are blocked, so they wait as
+ * pending signals until this asks). */
+bool ctl_stop_requested(ctl *c)
+{
+    if (c->stopping)
+        return true;
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(&c->stop_signals, NULL, &zero) > 0)
+        c->stopping = true;
+    return c->stopping;
+}
+
+/* Calls the progress printer at most once a second, after the first. */
+void ctl_progress_tick(progress *pg)
+{
+    if (!pg || !pg->print)
+        return;
+    int64_t now = ctl_now_ms();
+    if (now - pg->started_ms < 1000 || now - pg->last_ms < 1000)
+        return;
+    pg->last_ms = now;
+    pg->print(pg->arg, false);
+}
+
+/* ---- JSON output ----------------------------------------------------------------- */
+
+static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+json_t *ctl_base64(const uint8_t *p, size_t n)
+{
+    char *out = malloc((n + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        out[o++] = b64_digits[v >> 18 & 63];
+        out[o++] = b64_digits[v >> 12 & 63];
+        out[o++] = i + 1 < n ? b64_digits[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? b64_digits[v & 63] : '=';
+    }
+    out[o] = '\0';
+    json_t *j = json_string(out);
+    free(out);
+    return j;
+}
+
+/* Sets name to the bytes as a string when they are UTF-8, else sets
+ * name_base64; a NULL pointer sets null. */
+void ctl_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n)
+{
+    if (!p) {
+        json_object_set_new(obj, name, json_null());
+        return;
+    }
+    json_t *s = json_stringn(p, n);
+    if (s) {
+        json_object_set_new(obj, name, s);
+        return;
+    }
+    char b64name[64];
+    snprintf(b64name, sizeof b64name, "%s_base64", name);
+    json_object_set_new(obj, b64name, ctl_base64(p, n));
+}
+
+static json_t *kv_object(const mc_kv *kv, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+    return o;
+}
+
+json_t *ctl_task_to_json(const mc_task *t)
+{
+    const mc_callback *cb = &t->callback;
+    json_t *jcb =
+        json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
+                  kv_object(cb->headers, cb->n_headers), "timeout_ms", (json_int_t)cb->timeout_ms);
+    ctl_json_set_bytes(jcb, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
+    json_t *retry =
+        t->has_retry
+            ? json_pack("{s:I, s:I, s:f, s:I}", "max_attempts", (json_int_t)t->retry.max_attempts,
+                        "initial_backoff_ms", (json_int_t)t->retry.initial_backoff_ms, "multiplier",
+                        t->retry.multiplier, "max_backoff_ms", (json_int_t)t->retry.max_backoff_ms)
+            : json_null();
+    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
+                     t->task_id, "due_at", (json_int_t)t->due_at, "callback", jcb, "retry", retry,
+                     "attempt", (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
+                     "metadata", kv_object(t->metadata, t->n_metadata));
+}
+
+/* Prints obj as one line and releases it. */
+void ctl_print_json(json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+    }
+    free(s);
+    json_decref(obj);
+}
+
+/* A record key for a table cell: control characters shown as '?'. */
+void ctl_printable(const void *p, size_t n, char *out, size_t outlen)
+{
+    const unsigned char *s = p;
+    size_t o = 0;
+    if (!p) {
+        snprintf(out, outlen, "-");
+        return;
+    }
+    for (size_t i = 0; i < n && o + 1 < outlen; i++)
+        out[o++] = s[i] >= 0x20 && s[i] != 0x7f ? (char)s[i] : '?';
+    out[o] = '\0';
+}
+
+/* ---- Kafka clients --------------------------------------------------------------- */
+
+/* mooncake's configuration (bootstrap servers, passthrough properties, log
+ * routing) with our client.id unless the user gave one. Caller owns it. */
+static rd_kafka_conf_t *base_conf(ctl *c, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(&c->cfg, c, err, errlen);
+    if (conf && mc_kafka_conf_default(&c->cfg, conf, "client.id", "mooncakectl", err, errlen)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+/* A read_committed consumer that is only ever assign()ed, never subscribed:
+ * it joins no group and commits nothing by itself. group is the group whose
+ * committed offsets it may read and whose metadata a transaction may commit
+ * to; readers pass NULL and get a group id nothing commits to. Caller
+ * destroys it. */
+rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = base_conf(c, err, errlen);
+    if (!conf)
+        return NULL;
+    char reader[300];
+    snprintf(reader, sizeof reader, "%smooncakectl-reader", c->cfg.topic_prefix);
+    if (mc_kafka_conf_set(conf, "group.id", group ? group : reader, err, errlen) ||
+        mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!rk) {
+        snprintf(err, errlen, "creating the Kafka consumer: %s", errstr);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+/* Where one produced record ended up; filled by on_delivery. */
+typedef struct delivery {
+    bool done;
+    rd_kafka_resp_err_t err;
+    int32_t partition;
+    int64_t offset;
+} delivery;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    delivery *d = m->_private;
+    if (!d)
+        return;
+    d->err = m->err;
+    d->partition = m->partition;
+    d->offset = m->offset;
+    d->done = true;
+}
+
+/* An idempotent producer (acks=all), transactional when txn_id is given.
+ * Caller destroys it. */
+rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = base_conf(c, err, errlen);
+    if (!conf)
+        return NULL;
+    if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
+        mc_kafka_conf_default(&c->cfg, conf, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_default(&c->cfg, conf, "message.timeout.ms", "30000", err, errlen) ||
+        (txn_id &&
+         (mc_kafka_conf_set(conf, "transactional.id", txn_id, err, errlen) ||
+          mc_kafka_conf_default(&c->cfg, conf, "transaction.timeout.ms", "60000", err, errlen) ||
+          mc_kafka_conf_default(&c->cfg, conf, "retry.backoff.ms", "20", err, errlen)))) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!rk)
+        snprintf(err, errlen, "creating the Kafka producer: %s", errstr);
+    return rk;
+}
+
+/* Metadata of every topic; caller destroys it. NULL with err on failure. */
+const rd_kafka_metadata_t *ctl_fetch_metadata(ctl *c, rd_kafka_t *rk, char *err, size_t errlen)
+{
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, TIMEOUT_MS);
+    if (e) {
+        snprintf(err, errlen,
+                 "no metadata from %s within %d s: %s (check -b and that the brokers are up)",
+                 c->cfg.bootstrap_servers, TIMEOUT_MS / 1000, rd_kafka_err2str(e));
+        return NULL;
+    }
+    return md;
+}
+
+/* Partition count of topic in md; -1 when it does not exist. */
+int ctl_md_partitions(const rd_kafka_metadata_t *md, const char *topic)
+{
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0)
+            return md->topics[i].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                           md->topics[i].partition_cnt == 0
+                       ? -1
+                       : md->topics[i].partition_cnt;
+    return -1;
+}
+
+/* Partition count of an existing topic; 0 with a line in err when the topic
+ * is missing or metadata cannot be had. */
+int ctl_topic_partitions(ctl *c, rd_kafka_t *rk, const char *topic, char *err, size_t errlen)
+{
+    const rd_kafka_metadata_t *md = ctl_fetch_metadata(c, rk, err, errlen);
+    if (!md)
+        return 0;
+    int n = ctl_md_partitions(md, topic);
+    rd_kafka_metadata_destroy(md);
+    if (n < 0) {
+        snprintf(err, errlen,
+                 "topic %s does not exist (wrong -p prefix? `mooncakectl topics create` makes "
+                 "the topic set)",
+                 topic);
+        return 0;
+    }
+    return n;
+}
+
+/* A note on stderr, unless -q. */
+void ctl_report(ctl *c, const char *fmt, ...)
+{
+    if (c->o.quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mooncakectl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* One line on stderr saying what went wrong; returns code. */
+int ctl_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mooncakectl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+/* ---- submit and cancel -------------------------------------------------------- */
+
+/* Produces one Command to <prefix>tasks, partitioned by librdkafka's
+ * default partitioner as the gateway does, and waits for the broker's
+ * acknowledgement; *d says where it went. Returns 0 or an exit status. */
+static int send_command(ctl *c, const char *key, const mc_buf *value, delivery *d)
+{
+    char err[1024], topic[300];
+    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    rd_kafka_t *rk = ctl_new_producer(c, NULL, err, sizeof err);
+    if (!rk)
+        return ctl_fail(EXIT_KAFKA, "%s", err);
+    int rc = 0;
+    if (ctl_topic_partitions(c, rk, topic, err, sizeof err) == 0) {
+        rc = ctl_fail(EXIT_KAFKA, "%s", err);
+        goto out;
+    }
+    rd_kafka_resp_err_t e;
+    for (;;) {
+        e = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, strlen(key)),
+            RD_KAFKA_V_VALUE(value->data, value->len), RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        rd_kafka_poll(rk, 100);
+    }
+    if (e) {
+        rc = ctl_fail(EXIT_KAFKA, "producing to %s: %s", topic, rd_kafka_err2str(e));
+        goto out;
+    }
+    while (!d->done) {
+        rd_kafka_poll(rk, 100);
+        if (!d->done && ctl_stop_requested(c)) {
+            rc = ctl_fail(
+                EXIT_INTERRUPTED,
+                "interrupted before the broker acknowledged %s: it may or may not be in %s "
+                "(sending it again is harmless)",
+                key, topic);
+            goto out;
+        }
+    }
+    if (d->err)
+        rc = ctl_fail(EXIT_KAFKA, "%s was not written to %s: %s", key, topic,
+                      rd_kafka_err2str(d->err));
+out:
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* What the router (and the gateway) would say about an id: the same limits
+ * as the gateway's JSON. */
+static bool id_ok(const char *flag, const char *v, char *why, size_t whylen)
+{
+    size_t n = strlen(v);
+    if (n > MC_JSON_MAX_ID_LEN) {
+        snprintf(why, whylen, "%s is %zu bytes, more than %d", flag, n, MC_JSON_MAX_ID_LEN);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
+            snprintf(why, whylen, "%s contains a control character", flag);
+            return false;
+        }
+    return true;
+}
+
+static const mc_task_field_names flag_names = {
+    .app_id = "--app",
+    .task_id = "--id",
+    .due_at = "due time (--at/--in)",
+    .url = "--url",
+    .method = "--method",
+    .timeout_ms = "--timeout-ms",
+    .attempt = "attempt",
+    .max_attempts = "--max-attempts",
+    .initial_backoff_ms = "--initial-backoff-ms",
+    .multiplier = "--multiplier",
+    .max_backoff_ms = "--max-backoff-ms",
+};
+
+static bool parse_int_flag(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out,
+                           char *why, size_t whylen)
+{
+    if (mc_parse_int64(v, min, max, out))
+        return true;
+    snprintf(why, whylen, "%s '%s' is not an integer in [%" PRId64 ", %" PRId64 "]", flag, v, min,
+             max);
+    return false;
+}
+
+/* "Name: value" -> a checked header in the arena. */
+static bool parse_header(const char *h, mc_arena *a, mc_kv *out, char *why, size_t whylen)
+{
+    const char *colon = strchr(h, ':');
+    if (!colon) {
+        snprintf(why, whylen, "-H '%.100s' is not 'Name: value'", h);
+        return false;
+    }
+    const char *name = h, *value = colon + 1;
+    size_t nlen = (size_t)(colon - h), vlen = strlen(value);
+    mc_trim(&name, &nlen);
+    mc_trim(&value, &vlen);
+    char *n = mc_arena_alloc(a, nlen + 1), *v = mc_arena_alloc(a, vlen + 1);
+    if (!n || !v) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    memcpy(n, name, nlen);
+    n[nlen] = '\0';
+    memcpy(v, value, vlen);
+    v[vlen] = '\0';
+    if (!mc_header_name_ok(n)) {
+        snprintf(why, whylen, "-H: '%.100s' is not a valid header name", n);
+        return false;
+    }
+    if (mc_header_reserved(n)) {
+        snprintf(why, whylen, "-H: '%.100s' is set by mooncake and cannot be given", n);
+        return false;
+    }
+    if (!mc_header_value_ok(v)) {
+        snprintf(why, whylen, "-H %.100s: the value contains a control character", n);
+        return false;
+    }
+    *out = (mc_kv){n, v};
+    return true;
+}
+
+/* The task the submit flags describe, checked with the router's rules.
+ * Strings live in a (or argv). Returns false with a line in why. */
+static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char *why,
+                            size_t whylen)
+{
+    const ctl_opts *o = &c->o;
+    int64_t now = ctl_now_ms(), v;
+    memset(t, 0, sizeof *t);
+    if (!o->app) {
+        snprintf(why, whylen, "--app is required (or -f FILE)");
+        return false;
+    }
+    if (!o->url) {
+        snprintf(why, whylen, "--url is required");
+        return false;
+    }
+    if (!o->at == !o->in) {
+        snprintf(why, whylen, "give the due time with --at TIME or --in DURATION (one of them)");
+        return false;
+    }
+    if (!id_ok("--app", o->app, why, whylen) || (o->id && !id_ok("--id", o->id, why, whylen)))
+        return false;
+    t->app_id = o->app;
+    if (o->id) {
+        t->task_id = o->id;
+    } else {
+        char *id = mc_arena_alloc(a, MC_UUID_STR_LEN + 1);
+        if (!id) {
+            snprintf(why, whylen, "out of memory");
+            return false;
+        }
+        mc_uuid7_next(ids, now, id);
+        t->task_id = id;
+    }
+    if (o->at && !parse_time(o->at, &t->due_at)) {
+        snprintf(why, whylen, "--at '%s' is not epoch ms or RFC 3339 (2030-01-02T03:04:05Z)",
+                 o->at);
+        return false;
+    }
+    if (o->in) {
+        if (!parse_duration(o->in, &v)) {
+            snprintf(why, whylen, "--in '%s' is not a duration such as 1500ms, 30s, 5m, 2h, 1d",
+                     o->in);
+            return false;
+        }
+        t->due_at = v > INT64_MAX - now ? INT64_MAX : now + v; /* too far: mc_task_ok says so */
+    }
+    mc_callback *cb = &t->callback;
+    cb->url = o->url;
+    char *method = mc_arena_strdup(a, o->method ? o->method : "POST");
+    if (!method) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    for (char *p = method; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    cb->method = method;
+    if (o->headers.n > MC_JSON_MAX_HEADERS) {
+        snprintf(why, whylen, "%zu headers, more than %d", o->headers.n, MC_JSON_MAX_HEADERS);
+        return false;
+    }
+    mc_kv *hs = o->headers.n ? mc_arena_alloc(a, o->headers.n * sizeof *hs) : NULL;
+    size_t bytes = 0;
+    for (size_t i = 0; i < o->headers.n; i++) {
+        if (!hs || !parse_header(o->headers.v[i], a, &hs[i], why, whylen))
+            return false;
+        bytes += strlen(hs[i].key) + strlen(hs[i].value);
+    }
+    if (bytes > MC_JSON_MAX_MAP_BYTES) {
+        snprintf(why, whylen, "the headers are more than %d bytes in all", MC_JSON_MAX_MAP_BYTES);
+        return false;
+    }
+    cb->headers = hs;
+    cb->n_headers = o->headers.n;
+    if (o->body && o->body_file) {
+        snprintf(why, whylen, "give --body or --body-file, not both");
+        return false;
+    }
+    if (o->body) {
+        cb->body = (const uint8_t *)o->body;
+        cb->body_len = strlen(o->body);
+    } else if (o->body_file) {
+        size_t len;
+        char err[600];
+        char *data = slurp(o->body_file, &len, err, sizeof err);
+        if (!data) {
+            snprintf(why, whylen, "--body-file %s", err);
+            return false;
+        }
+        uint8_t *copy = mc_arena_alloc(a, len ? len : 1);
+        if (copy)
+            memcpy(copy, data, len);
+        free(data);
+        if (!copy) {
+            snprintf(why, whylen, "out of memory");
+            return false;
+        }
+        cb->body = copy;
+        cb->body_len = len;
+    }
+    if (o->timeout_ms) {
+        if (!parse_int_flag("--timeout-ms", o->timeout_ms, 0, MC_MAX_TIMEOUT_MS, &v, why, whylen))
+            return false;
+        cb->timeout_ms = (int32_t)v;
+    }
+    if (o->max_attempts || o->initial_backoff_ms || o->multiplier || o->max_backoff_ms) {
+        t->has_retry = true;
+        t->retry = (mc_retry_policy){c->cfg.retry_max_attempts, c->cfg.retry_initial_backoff_ms,
+                                     c->cfg.retry_multiplier, c->cfg.retry_max_backoff_ms};
+        if (o->max_attempts) {
+            if (!parse_int_flag("--max-attempts", o->max_attempts, 1, MC_MAX_ATTEMPTS, &v, why,
+                                whylen))
+                return false;
+            t->retry.max_attempts = (int32_t)v;
+        }
+        if (o->initial_backoff_ms &&
+            !parse_int_flag("--initial-backoff-ms", o->initial_backoff_ms, 0, INT64_MAX,
+                            &t->retry.initial_backoff_ms, why, whylen))
+            return false;
+        if (o->max_backoff_ms && !parse_int_flag("--max-backoff-ms", o->max_backoff_ms, 0,
+                                                 INT64_MAX, &t->retry.max_backoff_ms, why, whylen))
+            return false;
+        if (o->multiplier) {
+            char *end;
+            errno = 0;
+            t->retry.multiplier = strtod(o->multiplier, &end);
+            if (errno || end == o->multiplier || *end) {
+                snprintf(why, whylen, "--multiplier '%s' is not a number", o->multiplier);
+                return false;
+            }
+        }
+    }
+    mc_kv *md = o->metadata.n ? mc_arena_alloc(a, o->metadata.n * sizeof *md) : NULL;
+    bytes = 0;
+    for (size_t i = 0; i < o->metadata.n; i++) {
+        const char *kv = o->metadata.v[i], *eq = strchr(kv, '=');
+        if (!md || !eq || eq == kv) {
+            snprintf(why, whylen, "--metadata '%.100s' is not key=value", kv);
+            return false;
+        }
+        char *k = mc_arena_alloc(a, (size_t)(eq - kv) + 1);
+        if (!k) {
+            snprintf(why, whylen, "out of memory");
+            return false;
+        }
+        memcpy(k, kv, (size_t)(eq - kv));
+        k[eq - kv] = '\0';
+        md[i] = (mc_kv){k, eq + 1};
+        bytes += strlen(kv);
+    }
+    if (bytes > MC_JSON_MAX_MAP_BYTES) {
+        snprintf(why, whylen, "--metadata is more than %d bytes in all", MC_JSON_MAX_MAP_BYTES);
+        return false;
+    }
+    t->metadata = md;
+    t->n_metadata = o->metadata.n;
+    t->attempt = 1;
+    t->created_at = now;
+    return mc_task_ok(t, now, c->cfg.max_due_ms, &flag_names, why, whylen);
+}
+
+static void make_uuid(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
+{
+    mc_uuid7_next(arg, ctl_now_ms(), out);
+}
+
+/* Prints what was sent: the key, or a JSON object with -J. */
+static void print_sent(ctl *c, const char *kind, const char *key, const char *app, const char *id,
+                       int64_t due_at, const delivery *d)
+{
+    char topic[300];
+    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    if (c->o.json) {
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "command", kind, "key", key,
+                              "app_id", app, "task_id", id, "topic", topic, "partition",
+                              (int)d->partition, "offset", (json_int_t)d->offset);
+        if (j && due_at)
+            json_object_set_new(j, "due_at", json_integer(due_at));
+        ctl_print_json(j);
+    } else {
+        puts(key);
+    }
+    char when[32] = "";
+    if (due_at)
+        ctl_fmt_time(due_at, when);
+    ctl_report(c, "%s %s%s%s: %s partition %d offset %" PRId64, kind, key, due_at ? " due " : "",
+               when, topic, (int)d->partition, d->offset);
+}
+
+static int cmd_submit(ctl *c)
+{
+    const ctl_opts *o = &c->o;
+    bool task_flags = o->app || o->id || o->at || o->in || o->url || o->method || o->headers.n ||
+                      o->body || o->body_file || o->timeout_ms || o->max_attempts ||
+                      o->initial_backoff_ms || o->multiplier || o->max_backoff_ms || o->metadata.n;
+    if (o->file && task_flags)
+        return ctl_fail(EXIT_USAGE, "give -f FILE or the task flags, not both");
+    mc_arena *arena = mc_arena_new();
+    mc_uuid7 ids;
+    if (!arena || mc_uuid7_init(&ids) != 0) {
+        mc_arena_free(arena);
+        return ctl_fail(EXIT_KAFKA, "out of memory");
+    }
+    mc_task t;
+    char why[1024];
+    int rc = 0;
+    if (o->file) {
+        size_t len;
+        char *body = slurp(o->file, &len, why, sizeof why);
+        if (!body) {
+            rc = ctl_fail(EXIT_USAGE, "-f %s", why);
+            goto out;
+        }
+        mc_task_json_options jo = {
+            .now_ms = ctl_now_ms(),
+            .max_due_ms = c->cfg.max_due_ms,
+            .retry_defaults = {c->cfg.retry_max_attempts, c->cfg.retry_initial_backoff_ms,
+                               c->cfg.retry_multiplier, c->cfg.retry_max_backoff_ms},
+            .make_id = make_uuid,
+            .make_id_arg = &ids,
+        };
+        int bad = mc_task_from_json(body, len, &jo, arena, &t, why, sizeof why);
+        free(body);
+        if (bad) {
+            rc = ctl_fail(EXIT_USAGE, "%s: %s (nothing sent)",
+                          strcmp(o->file, "-") ? o->file : "stdin", why);
+            goto out;
+        }
+    } else if (!task_from_flags(c, arena, &ids, &t, why, sizeof why)) {
+        rc = ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
+        goto out;
+    }
+    char key[1024];
+    if (mc_task_key(t.app_id, t.task_id, key, sizeof key) >= sizeof key) {
+        rc = ctl_fail(EXIT_USAGE, "app/id is longer than %zu bytes (nothing sent)", sizeof key - 1);
+        goto out;
+    }
+    mc_command cmd = {.kind = MC_CMD_SUBMIT, .submit = t};
+    mc_buf buf = {0};
+    if (mc_encode_command(&cmd, &buf) != 0) {
+        rc = ctl_fail(EXIT_KAFKA, "out of memory");
+    } else {
+        delivery d = {0};
+        rc = send_command(c, key, &buf, &d);
+        if (rc == 0)
+            print_sent(c, "submit", key, t.app_id, t.task_id, t.due_at, &d);
+    }
+    mc_buf_free(&buf);
+out:
+    mc_uuid7_destroy(&ids);
+    mc_arena_free(arena);
+    return rc;
+}
+
+static int cmd_cancel(ctl *c)
+{
+    const ctl_opts *o = &c->o;
+    char why[512];
+    if (!o->app || !o->id)
+        return ctl_fail(EXIT_USAGE, "cancel needs --app APP and --id ID");
+    if (!id_ok("--app", o->app, why, sizeof why) || !id_ok("--id", o->id, why, sizeof why) ||
+        !mc_task_ids_ok(o->app, o->id, &flag_names, why, sizeof why))
+        return ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
+    char key[1024];
+    if (mc_task_key(o->app, o->id, key, sizeof key) >= sizeof key)
+        return ctl_fail(EXIT_USAGE, "app/id is longer than %zu bytes", sizeof key - 1);
+    mc_command cmd = {.kind = MC_CMD_CANCEL,
+                      .cancel = {.app_id = o->app, .task_id = o->id, .requested_at = ctl_now_ms()}};
+    mc_buf buf = {0};
+    int rc;
+    if (mc_encode_command(&cmd, &buf) != 0) {
+        rc = ctl_fail(EXIT_KAFKA, "out of memory");
+    } else {
+        delivery d = {0};
+        rc = send_command(c, key, &buf, &d);
+        if (rc == 0)
+            print_sent(c, "cancel", key, o->app, o->id, 0, &d);
+    }
+    mc_buf_free(&buf);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+/* Parses the command line, reads the configuration (environment, -F file,
+ * flags) and runs the command. Returns 0, 1 (Kafka) or 2 (usage). */
+int main(int argc, char **argv, char **envp)
+{
+    ctl c;
+    memset(&c, 0, sizeof c);
+    char err[1024];
+    int rc = parse_args(argc, argv, &c.o, err, sizeof err);
+    if (c.o.help) {
+        fputs(usage_text(c.o.sc), stdout);
+        opts_free(&c.o);
+        return 0;
+    }
+    if (rc != 0) {
+        ctl_fail(EXIT_USAGE, "%s", err);
+        opts_free(&c.o);
+        return EXIT_USAGE;
+    }
+    /* Blocked here, before librdkafka starts its threads (which inherit the
+     * mask), and collected by ctl_stop_requested(). */
+    sigemptyset(&c.stop_signals);
+    sigaddset(&c.stop_signals, SIGINT);
+    sigaddset(&c.stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &c.stop_signals, NULL);
+    if (load_config(&c, envp, err, sizeof err) != 0) {
+        rc = ctl_fail(EXIT_USAGE, "%s", err);
+        goto out;
+    }
+    c.lg = (mc_logger){.level = c.o.quiet                       ? MC_LOG_ERROR
+                                : c.cfg.log_level > MC_LOG_WARN ? c.cfg.log_level
+                                                                : MC_LOG_WARN,
+                       .json = c.cfg.log_json,
+                       .role = "mooncakectl"};
+    switch (c.o.sc) {
+    case SC_SUBMIT:
+        rc = cmd_submit(&c);
+        break;
+    case SC_CANCEL:
+        rc = cmd_cancel(&c);
+        break;
+    case SC_RESULTS:
+        rc = ctl_cmd_read(&c, false);
+        break;
+    case SC_DEAD:
+        rc = ctl_cmd_read(&c, true);
+        break;
+    case SC_REQUEUE:
+        rc = ctl_cmd_requeue(&c);
+        break;
+    case SC_TOPICS:
+        rc = strcmp(c.o.action, "create") == 0 ? ctl_cmd_topics_create(&c)
+                                               : ctl_cmd_topics_describe(&c);
+        break;
+    default:
+        rc = EXIT_USAGE;
+    }
+out:
+    mc_config_free(&c.cfg);
+    opts_free(&c.o);
+    return rc;
+}

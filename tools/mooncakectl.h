@@ -1,0 +1,170 @@
+/* What the files of mooncakectl share (tools/mooncakectl.c: options,
+ * configuration, submit, cancel and main; mooncakectl_read.c: reading a
+ * topic, results and dead; mooncakectl_requeue.c; mooncakectl_topics.c):
+ * the run's state, the Kafka clients, reading partitions to their end, and
+ * the commands. Nothing here is global: everything hangs off one ctl. */
+#ifndef MOONCAKECTL_H
+#define MOONCAKECTL_H
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "config.h"
+#include "log.h"
+
+#define EXIT_KAFKA 1
+#define EXIT_USAGE 2
+#define EXIT_INTERRUPTED 130 /* SIGINT/SIGTERM before the end (not when following) */
+#define TIMEOUT_MS 30000     /* for every blocking Kafka call */
+
+/* A repeatable option's values, pointing into argv. The array is owned. */
+typedef struct str_list {
+    const char **v;
+    size_t n;
+} str_list;
+
+/* What the command line said. Strings point into argv (not owned). */
+typedef struct ctl_opts {
+    const char *command, *action; /* "topics" takes an action: create | describe */
+    unsigned sc;                  /* SC_* of command */
+    bool help, quiet, json;
+    const char *brokers, *prefix, *config_file;
+    str_list xprops;
+    /* submit / cancel */
+    const char *file, *app, *id, *at, *in, *url, *method, *body, *body_file, *timeout_ms;
+    const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
+    str_list headers, metadata;
+    /* results / dead / requeue */
+    const char *key, *since, *reason;
+    bool follow, all, dry_run;
+    const char *batch; /* requeue: letters per transaction */
+    /* topics create */
+    const char *partitions, *replication_factor;
+} ctl_opts;
+
+/* Everything one run owns. */
+typedef struct ctl {
+    mc_logger lg;  /* first: librdkafka's log callback reads its opaque as a logger */
+    mc_config cfg; /* owned: mc_config_free() */
+    ctl_opts o;
+    sigset_t stop_signals;
+    bool stopping; /* SIGINT or SIGTERM seen */
+} ctl;
+
+/* Prints progress at most once a second (ctl_progress_tick). */
+typedef struct progress {
+    int64_t started_ms, last_ms;
+    void (*print)(void *arg, bool final);
+    void *arg;
+} progress;
+
+/* Where reading one partition is. */
+typedef struct part_scan {
+    int32_t partition;
+    int64_t next; /* the next offset to read */
+    int64_t end;  /* the high watermark at start: a one-shot read stops there */
+    bool done;
+} part_scan;
+
+/* Called for every record read; returns 0 to go on, anything else stops
+ * the scan, which returns it. */
+typedef int (*record_fn)(void *arg, const rd_kafka_message_t *m);
+
+/* A topic's cleanup.policy and retention.ms, as the broker describes them. */
+typedef struct topic_cfg {
+    char cleanup[64];
+    char retention[32];
+} topic_cfg;
+
+/* ---- mooncakectl.c ---- */
+
+/* The wall clock, epoch milliseconds. */
+int64_t ctl_now_ms(void);
+/* ms as RFC 3339 UTC with milliseconds ("-" for 0 or less). */
+void ctl_fmt_time(int64_t ms, char out[32]);
+/* --since: a duration ago (10m), epoch ms or RFC 3339. False if none. */
+bool ctl_parse_since(const char *s, int64_t *out);
+/* True once SIGINT or SIGTERM arrived (they are blocked, so they wait as
+ * pending signals until this asks). */
+bool ctl_stop_requested(ctl *c);
+/* Calls pg's printer at most once a second, after the first; pg may be NULL. */
+void ctl_progress_tick(progress *pg);
+/* A note on stderr, unless -q. */
+void ctl_report(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line on stderr saying what went wrong; returns code. */
+int ctl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A JSON string of the base64 of n bytes (caller owns the reference). */
+json_t *ctl_base64(const uint8_t *p, size_t n);
+/* Sets obj[name] to the bytes as a string when they are UTF-8, else
+ * obj[name_base64]; a NULL pointer sets null. */
+void ctl_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
+/* A task as JSON, field names as in the schema (caller owns it). */
+json_t *ctl_task_to_json(const mc_task *t);
+/* Prints obj as one line on stdout and releases it. */
+void ctl_print_json(json_t *obj);
+/* Bytes for a table cell: control characters shown as '?'; "-" for NULL. */
+void ctl_printable(const void *p, size_t n, char *out, size_t outlen);
+
+/* A read_committed consumer that is only ever assign()ed: it joins no group
+ * and commits nothing itself. group: whose committed offsets it may read
+ * and a transaction may commit to (NULL: a group nothing commits to).
+ * Caller destroys it; NULL with a line in err. */
+rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen);
+/* An idempotent producer (acks=all), transactional when txn_id is given,
+ * reporting deliveries to the struct delivery passed as message opaque.
+ * Caller destroys it; NULL with a line in err. */
+rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errlen);
+/* Metadata of every topic; caller destroys it. NULL with a line in err. */
+const rd_kafka_metadata_t *ctl_fetch_metadata(ctl *c, rd_kafka_t *rk, char *err, size_t errlen);
+/* Partition count of topic in md; -1 when it does not exist. */
+int ctl_md_partitions(const rd_kafka_metadata_t *md, const char *topic);
+/* Partition count of an existing topic; 0 with a line in err when it is
+ * missing or there is no metadata. */
+int ctl_topic_partitions(ctl *c, rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
+
+/* ---- mooncakectl_read.c ---- */
+
+/* Fills parts[0..n) for every partition of topic: from the low watermark
+ * (or the first record at or after since_ms, when since_ms >= 0) to the
+ * high watermark now. Returns 0, or -1 with a line in err. */
+int ctl_plan_scan(rd_kafka_t *rk, const char *topic, int n, int64_t since_ms, part_scan *parts,
+                  char *err, size_t errlen);
+/* Reads the partitions of topic in parts[0..n) from their next offsets with
+ * rk (assigned, then unassigned), calling fn for each record, until each is
+ * done - at the end seen at start, or at the last stable offset - or
+ * forever when follow. SIGINT/SIGTERM stop it between records. Returns 0,
+ * fn's non-zero answer, or EXIT_KAFKA. */
+int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t n, bool follow,
+             record_fn fn, void *arg, progress *pg);
+/* Does record m belong to the task key want: its record key, or app/id. */
+bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *app,
+                     const char *id);
+/* results (dead = false) and dead. Returns the exit status. */
+int ctl_cmd_read(ctl *c, bool dead);
+
+/* ---- mooncakectl_requeue.c ---- */
+
+/* requeue. Returns the exit status. */
+int ctl_cmd_requeue(ctl *c);
+
+/* ---- mooncakectl_topics.c ---- */
+
+/* cleanup.policy and retention.ms of each topic (DescribeConfigs); fields
+ * of topics the broker does not describe stay empty. Returns 0, or -1 with
+ * a line in err. */
+int ctl_describe_configs(rd_kafka_t *rk, const char *const *topics, size_t n, topic_cfg *out,
+                         char *err, size_t errlen);
+/* Creates requeue's ledger <prefix>mooncakectl-requeued when missing;
+ * *created says whether it did. Returns 0, or -1 with a line in err. */
+int ctl_ensure_ledger(ctl *c, rd_kafka_t *rk, bool *created, char *err, size_t errlen);
+/* topics create / topics describe. Return the exit status. */
+int ctl_cmd_topics_create(ctl *c);
+int ctl_cmd_topics_describe(ctl *c);
+
+#endif

@@ -1,0 +1,388 @@
+/* mooncakectl: reading a topic to the end seen at start (or following it),
+ * and the results and dead commands on top: a table or JSON lines, by key,
+ * time and reason. See mooncakectl.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mooncakectl.h"
+
+/* ---- reading a topic ------------------------------------------------------------- */
+
+/* Start and end of every partition of topic: from the low watermark (or
+ * the first record at or after since_ms, when since_ms >= 0) to the high
+ * watermark now. Returns 0, or -1 with a line in err. */
+int ctl_plan_scan(rd_kafka_t *rk, const char *topic, int n, int64_t since_ms, part_scan *parts,
+                  char *err, size_t errlen)
+{
+    for (int p = 0; p < n; p++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, TIMEOUT_MS);
+        if (e) {
+            snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
+            return -1;
+        }
+        parts[p] = (part_scan){p, lo, hi, lo >= hi};
+    }
+    if (since_ms < 0)
+        return 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    for (int p = 0; p < n; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = since_ms;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk, l, TIMEOUT_MS);
+    int rc = 0;
+    for (int i = 0; !e && i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &l->elems[i];
+        if (tp->err) {
+            e = tp->err;
+            break;
+        }
+        part_scan *ps = &parts[tp->partition];
+        /* -1: no record at or after that time */
+        if (tp->offset < 0 || tp->offset >= ps->end)
+            ps->next = ps->end;
+        else if (tp->offset > ps->next)
+            ps->next = tp->offset;
+        ps->done = ps->next >= ps->end;
+    }
+    if (e) {
+        snprintf(err, errlen, "offsets for --since in %s: %s", topic, rd_kafka_err2str(e));
+        rc = -1;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/* Reads the partitions of topic in parts[0..n) from their next offsets,
+ * calling fn for each record, until every one is done (at its end or at the
+ * last stable offset: a transaction still open at the end is not waited
+ * for) - or forever when follow. SIGINT/SIGTERM stop it between records.
+ * Returns 0, fn's non-zero answer, or EXIT_KAFKA. */
+int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t n, bool follow,
+             record_fn fn, void *arg, progress *pg)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    size_t active = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!follow && parts[i].done)
+            continue;
+        rd_kafka_topic_partition_list_add(l, topic, parts[i].partition)->offset = parts[i].next;
+        active++;
+    }
+    rd_kafka_resp_err_t e = active ? rd_kafka_assign(rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e)
+        return ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, rd_kafka_err2str(e));
+    int rc = 0;
+    while (rc == 0 && (follow || active > 0) && !ctl_stop_requested(c)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        ctl_progress_tick(pg);
+        if (!m)
+            continue;
+        part_scan *ps = NULL;
+        if (m->rkt && strcmp(rd_kafka_topic_name(m->rkt), topic) == 0)
+            for (size_t i = 0; i < n && !ps; i++)
+                if (parts[i].partition == m->partition)
+                    ps = &parts[i];
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            /* The position may be past what was read: commit markers and
+             * aborted records take offsets but are not delivered. */
+            if (ps && m->offset > ps->next)
+                ps->next = m->offset;
+            if (ps && !follow && !ps->done) {
+                ps->done = true;
+                active--;
+            }
+        } else if (m->err) {
+            char fatal[512];
+            if (rd_kafka_fatal_error(rk, fatal, sizeof fatal))
+                rc = ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, fatal);
+            else if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                     m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                     m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+                     m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                rc = ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, rd_kafka_message_errstr(m));
+            else
+                mc_log(&c->lg, MC_LOG_WARN, "consumer error", "topic", topic, "error",
+                       rd_kafka_message_errstr(m), (const char *)NULL);
+        } else if (ps && (follow || !ps->done)) {
+            if (!follow && m->offset >= ps->end) {
+                ps->done = true; /* past the end seen at start */
+                active--;
+            } else {
+                ps->next = m->offset + 1;
+                rc = fn(arg, m);
+                if (!follow && ps->next >= ps->end) {
+                    ps->done = true;
+                    active--;
+                }
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_assign(rk, NULL);
+    return rc;
+}
+
+/* The partition librdkafka's default partitioner (consistent_random: CRC32
+ * of the key, modulo the partition count) gives key: where the gateway,
+ * `mooncakectl submit` and every librdkafka client put it, and, since every
+ * processor writes to its input's partition number, where its results and
+ * dead letters are. */
+static int32_t key_partition(rd_kafka_t *rk, const char *topic, const char *key, int n)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    int32_t p = rkt ? rd_kafka_msg_partitioner_consistent(rkt, key, strlen(key), n, NULL, NULL) : 0;
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+    return p;
+}
+
+/* ---- results and dead ----------------------------------------------------------- */
+
+static const char *outcome_name(mc_outcome o)
+{
+    switch (o) {
+    case MC_OUTCOME_SUCCEEDED:
+        return "SUCCEEDED";
+    case MC_OUTCOME_FAILED_WILL_RETRY:
+        return "FAILED_WILL_RETRY";
+    case MC_OUTCOME_FAILED_PERMANENTLY:
+        return "FAILED_PERMANENTLY";
+    case MC_OUTCOME_EXHAUSTED:
+        return "EXHAUSTED";
+    case MC_OUTCOME_CANCELLED:
+        return "CANCELLED";
+    }
+    return "?";
+}
+
+typedef struct reader {
+    ctl *c;
+    bool dead; /* dead letters, else results */
+    const char *key, *reason;
+    mc_arena *arena;
+    uint64_t read, shown;
+    int64_t total; /* records between start and end, for progress */
+} reader;
+
+/* Does the record belong to key? Its record key, or the app/id it names. */
+bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *app, const char *id)
+{
+    size_t n = strlen(want);
+    if (m->key && m->key_len == n && memcmp(m->key, want, n) == 0)
+        return true;
+    if (!app || !id)
+        return false;
+    char key[1024];
+    size_t kn = mc_task_key(app, id, key, sizeof key);
+    return kn < sizeof key && strcmp(key, want) == 0;
+}
+
+/* The common fields of a JSON line about record m. */
+static json_t *record_json(const rd_kafka_message_t *m)
+{
+    json_t *j = json_pack("{s:s, s:i, s:I, s:I}", "topic", rd_kafka_topic_name(m->rkt), "partition",
+                          (int)m->partition, "offset", (json_int_t)m->offset, "timestamp",
+                          (json_int_t)rd_kafka_message_timestamp(m, NULL));
+    if (j)
+        ctl_json_set_bytes(j, "key", m->key, m->key_len);
+    return j;
+}
+
+static int show_result(reader *r, const rd_kafka_message_t *m)
+{
+    mc_result res;
+    char detail[256] = "";
+    mc_codec_err e =
+        m->payload ? mc_decode_result(m->payload, m->len, r->arena, &res, detail, sizeof detail)
+                   : MC_CODEC_EMPTY;
+    if (r->key && !ctl_key_matches(r->key, m, e ? NULL : res.app_id, e ? NULL : res.task_id))
+        return 0;
+    r->shown++;
+    char why[400];
+    if (e)
+        snprintf(why, sizeof why, "not a Result: %s%s%s", mc_codec_strerror(e),
+                 detail[0] ? ": " : "", detail);
+    if (r->c->o.json) {
+        json_t *j = record_json(m);
+        if (e) {
+            json_object_set_new(j, "undecodable", json_string(why));
+        } else {
+            json_object_set_new(j, "app_id", json_string(res.app_id));
+            json_object_set_new(j, "task_id", json_string(res.task_id));
+            json_object_set_new(j, "attempt", json_integer(res.attempt));
+            json_object_set_new(j, "outcome", json_string(outcome_name(res.outcome)));
+            json_object_set_new(j, "http_status", json_integer(res.http_status));
+            json_object_set_new(j, "due_at", json_integer(res.due_at));
+            json_object_set_new(j, "started_at", json_integer(res.started_at));
+            json_object_set_new(j, "finished_at", json_integer(res.finished_at));
+            json_object_set_new(j, "error", json_string(res.error));
+        }
+        ctl_print_json(j);
+        return 0;
+    }
+    char when[32], key[200], error[600], status[8];
+    ctl_fmt_time(e ? rd_kafka_message_timestamp(m, NULL) : res.finished_at, when);
+    ctl_printable(m->key, m->key_len, key, sizeof key);
+    if (e) {
+        printf("%-24s %-40s %7s %-18s %4s %s\n", when, key, "-", "?", "-", why);
+        return 0;
+    }
+    ctl_printable(res.error, strlen(res.error), error, sizeof error);
+    snprintf(status, sizeof status, "%d", (int)res.http_status);
+    printf("%-24s %-40s %7d %-18s %4s %s\n", when, key, (int)res.attempt, outcome_name(res.outcome),
+           res.http_status ? status : "-", error);
+    return 0;
+}
+
+static int show_dead(reader *r, const rd_kafka_message_t *m)
+{
+    mc_dead_letter d;
+    char detail[256] = "";
+    mc_codec_err e =
+        m->payload ? mc_decode_dead_letter(m->payload, m->len, r->arena, &d, detail, sizeof detail)
+                   : MC_CODEC_EMPTY;
+    bool task = !e && d.has_task;
+    if (r->key &&
+        !ctl_key_matches(r->key, m, task ? d.task.app_id : NULL, task ? d.task.task_id : NULL))
+        return 0;
+    char why[400];
+    if (e)
+        snprintf(why, sizeof why, "not a DeadLetter: %s%s%s", mc_codec_strerror(e),
+                 detail[0] ? ": " : "", detail);
+    if (r->reason && !strcasestr(e ? why : d.reason, r->reason))
+        return 0;
+    r->shown++;
+    if (r->c->o.json) {
+        json_t *j = record_json(m);
+        if (e) {
+            json_object_set_new(j, "undecodable", json_string(why));
+        } else {
+            json_object_set_new(j, "reason", json_string(d.reason));
+            json_object_set_new(j, "source_topic", json_string(d.source_topic));
+            json_object_set_new(j, "source_partition", json_integer(d.source_partition));
+            json_object_set_new(j, "source_offset", json_integer(d.source_offset));
+            json_object_set_new(j, "failed_at", json_integer(d.failed_at));
+            json_object_set_new(j, "task", task ? ctl_task_to_json(&d.task) : json_null());
+            if (d.has_raw)
+                json_object_set_new(j, "raw_base64", ctl_base64(d.raw, d.raw_len));
+        }
+        ctl_print_json(j);
+        return 0;
+    }
+    char when[32], key[200], reason[600], source[320], attempt[16];
+    ctl_fmt_time(e ? rd_kafka_message_timestamp(m, NULL) : d.failed_at, when);
+    if (m->key)
+        ctl_printable(m->key, m->key_len, key, sizeof key);
+    else if (task)
+        snprintf(key, sizeof key, "%s/%s", d.task.app_id, d.task.task_id);
+    else
+        snprintf(key, sizeof key, "-");
+    if (e) {
+        printf("%-24s %-40s %7s %-28s %s\n", when, key, "-", "-", why);
+        return 0;
+    }
+    ctl_printable(d.reason, strlen(d.reason), reason, sizeof reason);
+    snprintf(source, sizeof source, "%s %d@%" PRId64, d.source_topic, (int)d.source_partition,
+             d.source_offset);
+    snprintf(attempt, sizeof attempt, "%d", task ? (int)d.task.attempt : 0);
+    printf("%-24s %-40s %7s %-28s %s%s\n", when, key, task ? attempt : "-", source, reason,
+           task ? "" : " [no task]");
+    return 0;
+}
+
+static int show_record(void *arg, const rd_kafka_message_t *m)
+{
+    reader *r = arg;
+    r->read++;
+    mc_arena_reset(r->arena);
+    return r->dead ? show_dead(r, m) : show_result(r, m);
+}
+
+static void reader_progress(void *arg, bool final)
+{
+    (void) final;
+    reader *r = arg;
+    fprintf(stderr, "mooncakectl: read %" PRIu64 " of %" PRId64 " records, %" PRIu64 " shown\n",
+            r->read, r->total, r->shown);
+}
+
+int ctl_cmd_read(ctl *c, bool dead)
+{
+    const ctl_opts *o = &c->o;
+    int64_t since = -1;
+    if (o->since && !ctl_parse_since(o->since, &since))
+        return ctl_fail(EXIT_USAGE,
+                        "--since '%s' is not a duration (10m, 2h, 1d), epoch ms or RFC 3339",
+                        o->since);
+    char err[1024], topic[300];
+    mc_topic_name(&c->cfg, dead ? "dead" : "results", topic, sizeof topic);
+    rd_kafka_t *rk = ctl_new_consumer(c, NULL, err, sizeof err);
+    if (!rk)
+        return ctl_fail(EXIT_KAFKA, "%s", err);
+    reader r = {.c = c, .dead = dead, .key = o->key, .reason = o->reason, .arena = mc_arena_new()};
+    part_scan *parts = NULL;
+    int rc = 0;
+    int n = ctl_topic_partitions(c, rk, topic, err, sizeof err);
+    if (n <= 0 || !r.arena) {
+        rc = ctl_fail(EXIT_KAFKA, "%s", r.arena ? err : "out of memory");
+        goto out;
+    }
+    parts = calloc((size_t)n, sizeof *parts);
+    if (!parts || ctl_plan_scan(rk, topic, n, since, parts, err, sizeof err) != 0) {
+        rc = ctl_fail(EXIT_KAFKA, "%s", parts ? err : "out of memory");
+        goto out;
+    }
+    for (int p = 0; p < n; p++)
+        r.total += parts[p].end - parts[p].next;
+    progress pg = {.started_ms = ctl_now_ms(), .print = reader_progress, .arg = &r};
+    progress *ppg = !o->quiet && !o->follow && isatty(STDERR_FILENO) ? &pg : NULL;
+    if (o->follow)
+        setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!o->json) {
+        if (dead)
+            printf("%-24s %-40s %7s %-28s %s\n", "TIME", "KEY", "ATTEMPT", "SOURCE", "REASON");
+        else
+            printf("%-24s %-40s %7s %-18s %4s %s\n", "TIME", "KEY", "ATTEMPT", "OUTCOME", "HTTP",
+                   "ERROR");
+    }
+    if (!o->key) {
+        rc = ctl_scan(c, rk, topic, parts, (size_t)n, o->follow, show_record, &r, ppg);
+    } else {
+        /* The key's partition first; the others only when it is not there
+         * (a client with another partitioner, e.g. Java's murmur2). */
+        int32_t kp = key_partition(rk, topic, o->key, n);
+        rc = ctl_scan(c, rk, topic, &parts[kp], 1, false, show_record, &r, ppg);
+        bool everywhere = false;
+        if (rc == 0 && r.shown == 0 && n > 1 && !c->stopping) {
+            ctl_report(c,
+                       "nothing for %s in %s [%d] (its partition by CRC32); reading the other "
+                       "partitions",
+                       o->key, topic, (int)kp);
+            everywhere = true;
+            rc = ctl_scan(c, rk, topic, parts, (size_t)n, false, show_record, &r, ppg);
+        }
+        if (rc == 0 && o->follow && !c->stopping)
+            rc = everywhere ? ctl_scan(c, rk, topic, parts, (size_t)n, true, show_record, &r, NULL)
+                            : ctl_scan(c, rk, topic, &parts[kp], 1, true, show_record, &r, NULL);
+    }
+    fflush(stdout);
+    if (rc == 0) {
+        char of[64] = "";
+        if (o->key || o->reason)
+            snprintf(of, sizeof of, " (of %" PRIu64 " read)", r.read);
+        ctl_report(c, "%" PRIu64 " %s%s%s", r.shown, dead ? "dead letters" : "results", of,
+                   c->stopping && !o->follow ? " (interrupted before the end)" : "");
+        if (c->stopping && !o->follow)
+            rc = EXIT_INTERRUPTED;
+    }
+out:
+    free(parts);
+    mc_arena_free(r.arena);
+    rd_kafka_destroy(rk);
+    return rc;
+}
