@@ -35,6 +35,8 @@ INNER = "inner-token-0123456789"
 TOKENS = {"MOONCAKE_APP_TOKENS": f"shop={SHOP},billing={BILLING}",
           "MOONCAKE_INNER_TOKENS": INNER}
 MAX_DUE_MS = 86_400_000
+CTL = os.environ.get("MOONCAKECTL_BIN") or os.path.join(
+    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "tools", "mooncakectl")
 
 with open(os.path.join(SOURCE_DIR, "gateway", "openapi.yaml")) as f:
     DOC = yaml.safe_load(f)
@@ -523,12 +525,18 @@ def test_sigterm_answers_what_it_took():
 # ---- mooncake all, end to end ---------------------------------------------------------------
 
 def test_all_in_one_process_calls_what_the_gateway_took():
+    """mooncake all: a task submitted through the gateway is called on time, a cancelled
+    one is not, a failing one is retried; a task submitted with mooncakectl is called; a
+    task whose endpoint answers 404 is dead-lettered, requeued with mooncakectl once the
+    endpoint is fixed, and called."""
     env = Env()
-    fail_first = {}
+    fixed = threading.Event()
 
     def respond(call):
         if call["path"].startswith("/flaky") and call["nth"] == 1:
             return 500, {}, b"not yet"
+        if call["path"] == "/broken" and not fixed.is_set():
+            return 404, {}, b"no such order"
         return 200, {}, b"ok"
 
     server = CallbackServer(respond)
@@ -570,6 +578,32 @@ def test_all_in_one_process_calls_what_the_gateway_took():
         assert server.calls_to("/cancelled") == [], "a cancelled task was called"
         fl = server.calls_to("/flaky")
         assert [x["headers"]["idempotency-key"].rsplit(":", 1)[1] for x in fl] == ["1", "2"], fl
+
+        # the operator's side: mooncakectl submits straight to Kafka, and requeues a dead letter
+        def ctl(*args):
+            r = subprocess.run([CTL, "-b", BOOTSTRAP, "-p", env.prefix, *args],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, (args, r.stdout, r.stderr)
+            return r.stdout
+        ctl("submit", "--app", "shop", "--id", "from-ctl", "--in", "500ms",
+            "--url", server.url("/from-ctl"), "--body", "via kafka")
+        ctl("submit", "--app", "shop", "--id", "broken", "--in", "200ms",
+            "--url", server.url("/broken"))
+        deadline = time.time() + 30
+        dead = []
+        while time.time() < deadline and not (server.calls_to("/from-ctl") and dead):
+            dead = [json.loads(x) for x in ctl("-J", "-q", "dead", "-k", "shop/broken")
+                    .splitlines() if x.strip()]
+            time.sleep(0.3)
+        assert [c["body"] for c in server.calls_to("/from-ctl")] == [b"via kafka"]
+        assert dead, "the 404 task was not dead-lettered"
+        fixed.set()
+        ctl("requeue", "-k", "shop/broken")
+        deadline = time.time() + 30
+        while time.time() < deadline and len(server.calls_to("/broken")) < 2:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert len(server.calls_to("/broken")) == 2, "the requeued task was not called once"
     finally:
         server.close()
         env.stop_all()
