@@ -64,66 +64,7 @@
 #define RECONNECT_NS 50000000LL /* wait before reconnecting after a failure */
 #define TICK_MS 20              /* longest epoll wait: timers and phases are checked this often */
 
-/* ---- log-linear latency histogram (µs) ----------------------------------- */
-#define SUB_BITS 6
-#define SUB (1 << SUB_BITS)
-#define MAX_EXP 40 /* values >= 2^41 µs are clamped */
-#define N_BUCKETS (2 * SUB + (MAX_EXP - SUB_BITS) * SUB)
-
-typedef struct histogram {
-    uint64_t counts[N_BUCKETS];
-    uint64_t n, max_us;
-    double sum_us;
-} histogram;
-
-static size_t bucket_of(uint64_t us)
-{
-    if (us < 2 * SUB)
-        return (size_t)us;
-    int e = 63 - __builtin_clzll(us);
-    if (e > MAX_EXP)
-        return N_BUCKETS - 1;
-    return 2 * SUB + (size_t)(e - SUB_BITS - 1) * SUB + (size_t)((us >> (e - SUB_BITS)) - SUB);
-}
-
-/* The middle of bucket i, in µs. */
-static double bucket_mid(size_t i)
-{
-    if (i < 2 * SUB)
-        return (double)i;
-    size_t k = i - 2 * SUB;
-    int shift = (int)(k / SUB) + 1;
-    uint64_t low = (uint64_t)(k % SUB + SUB) << shift;
-    return (double)low + ((double)(1ULL << shift) - 1) / 2;
-}
-
-static void hist_add(histogram *h, uint64_t us)
-{
-    h->counts[bucket_of(us)]++;
-    h->n++;
-    h->sum_us += (double)us;
-    if (us > h->max_us)
-        h->max_us = us;
-}
-
-/* The value (ms) at quantile q: the bucket holding the ceil(q * n)-th value. */
-static double hist_quantile_ms(const histogram *h, double q)
-{
-    if (h->n == 0)
-        return 0;
-    uint64_t rank = (uint64_t)(q * (double)h->n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < N_BUCKETS; i++) {
-        seen += h->counts[i];
-        if (seen >= rank) {
-            double v = bucket_mid(i);
-            return (v > (double)h->max_us ? (double)h->max_us : v) / 1000.0;
-        }
-    }
-    return (double)h->max_us / 1000.0;
-}
+#include "bench_histogram.h"
 
 /* ---- connections -------------------------------------------------------- */
 typedef enum conn_state {
