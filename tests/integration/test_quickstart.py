@@ -10,12 +10,35 @@ import tempfile
 import harness
 
 
+def free_pair():
+    """A free port whose next port is free too: tools/kafka-local listens on both
+    (client, controller)."""
+    import socket
+    while True:
+        a = socket.socket()
+        a.bind(("127.0.0.1", 0))
+        port = a.getsockname()[1]
+        b = socket.socket()
+        try:
+            b.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+        finally:
+            a.close()
+            b.close()
+
+
 def test_quickstart_runs_to_the_end():
     state = tempfile.mkdtemp(prefix="mooncake-qs-")
+    kafka = free_pair()
+    http, endpoint = harness.free_port(), harness.free_port()
+    while {http, endpoint} & {kafka, kafka + 1} or http == endpoint:
+        http, endpoint = harness.free_port(), harness.free_port()
     env = dict(os.environ, TMPDIR=state, MOONCAKE_QUICKSTART_BIN=harness.MOONCAKE_BIN,
-               MOONCAKE_QUICKSTART_KAFKA_PORT=str(harness.free_port()),
-               MOONCAKE_QUICKSTART_HTTP_PORT=str(harness.free_port()),
-               MOONCAKE_QUICKSTART_ENDPOINT_PORT=str(harness.free_port()))
+               MOONCAKE_QUICKSTART_KAFKA_PORT=str(kafka),
+               MOONCAKE_QUICKSTART_HTTP_PORT=str(http),
+               MOONCAKE_QUICKSTART_ENDPOINT_PORT=str(endpoint))
     script = os.path.join(harness.SOURCE_DIR, "tools", "quickstart")
     try:
         run = subprocess.run([script], env=env, cwd=harness.SOURCE_DIR, capture_output=True,
