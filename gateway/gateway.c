@@ -970,6 +970,9 @@ int mc_gateway_run(mc_gateway *g)
 
 void mc_gateway_stop(mc_gateway *g)
 {
+    /* Refuse new requests at once, not after the broker probe in progress
+     * (up to 2 s) returns to the run loop. */
+    atomic_store(&g->stopping, true);
     pthread_mutex_lock(&g->wait_lock);
     atomic_store(&g->stop, true);
     pthread_cond_broadcast(&g->wait_cond);
