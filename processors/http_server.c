@@ -255,9 +255,13 @@ mc_http_server *mc_http_start(const mc_http_options *opts, char *err, size_t err
     s->api_done = opts->api_done;
     s->api_cls = opts->api_cls;
 
-    /* MHD_USE_AUTO picks epoll, then poll, then select, whichever the
-     * platform has. */
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    /* poll(2), not epoll: libmicrohttpd 0.9.75's epoll loop, when
+     * epoll_wait fills its 128-event buffer, waits again (up to the
+     * connection timeout) before handling those events; with ~128
+     * connections all waiting for answers nothing else arrives and every
+     * client stalls for up to a minute. poll also saves the two epoll_ctl
+     * calls per suspended request. */
+    unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* The API answers some requests only after Kafka has acknowledged them:

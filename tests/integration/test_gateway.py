@@ -848,6 +848,48 @@ def test_per_ip_connection_limit():
         env.stop_all()
 
 
+def test_many_connections_waiting_on_one_thread_are_all_answered():
+    """About 128 keep-alive connections on one HTTP thread, each with a submit waiting
+    for Kafka's acknowledgement at the same moment, 30 rounds: every one is answered at
+    once. (With
+    libmicrohttpd 0.9.75's epoll loop, a thread whose epoll_wait returned a full buffer
+    of 128 events waited again for up to a minute before handling them: every client
+    stalled.)"""
+    env = Env()
+    try:
+        port = start_gateway(env, "--gateway-threads", "1").http_port
+        body = json.dumps(task()).encode()
+        request = (f"POST /submit HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SHOP}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                   f"\r\n").encode() + body
+        # 127 to 129 connections: the poll loop's buffer, give or take its wake-up fd
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(129)]
+        try:
+            for rnd in range(30):
+                active = socks[:127 + rnd % 3]
+                t0 = time.time()
+                for sk in active:
+                    sk.sendall(request)
+                for i, sk in enumerate(active):
+                    got = b""
+                    while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
+                        try:
+                            chunk = sk.recv(4096)
+                        except socket.timeout:
+                            raise AssertionError(
+                                f"round {rnd}: connection {i} unanswered after "
+                                f"{time.time() - t0:.1f} s") from None
+                        assert chunk, f"round {rnd}: connection {i} closed"
+                        got += chunk
+                    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+        finally:
+            for sk in socks:
+                sk.close()
+        assert len(commands(env)) == sum(127 + r % 3 for r in range(30))
+    finally:
+        env.stop_all()
+
+
 def test_past_the_connection_limit_new_connections_wait():
     env = Env()
     try:
@@ -1122,6 +1164,7 @@ if __name__ == "__main__":
          test_start_up_refuses_a_gateway_without_usable_tokens,
          test_no_auth_serves_every_app_without_a_token,
          test_per_ip_connection_limit,
+         test_many_connections_waiting_on_one_thread_are_all_answered,
          test_past_the_connection_limit_new_connections_wait,
          test_a_gateway_task_is_called_once_on_time_and_a_cancelled_one_never,
          test_mooncake_all_calls_what_its_gateway_took,
