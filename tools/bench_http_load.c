@@ -149,6 +149,18 @@ static void die(const char *what, const char *why)
     exit(1);
 }
 
+/* Raises the soft limit on open files to what n connections need (up to
+ * the hard limit), so -c 2000 works under the usual soft limit of 1024. */
+static void raise_fd_limit(long n)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)n + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static void set_events(load *l, conn *c, bool out)
 {
     struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c};
@@ -701,6 +713,7 @@ int main(int argc, char **argv)
     free(body_file);
     free(headers);
 
+    raise_fd_limit(l->n_conns);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (l->epfd < 0)
         die("epoll_create1", strerror(errno));
