@@ -349,7 +349,11 @@ def test_malformed_requests_get_400_naming_the_field_and_write_nothing():
             (task(delayMs=-1), "delayMs -1 is outside"),
             (task(delayMs=MAX_DUE_MS + 1), "delayMs"),
             (task(expireTime=now_ms() + 5000), "not both"),
-            ({"appId": "shop", "callback": cb}, "expireTime"),
+            ({"appId": "shop", "expireTime": "soon", "callback": cb},
+             "expireTime must be an integer"),
+            ({"appId": "shop", "expireTime": now_ms() + 5000.5, "callback": cb},
+             "expireTime must be an integer"),
+            ({"appId": "shop", "callback": cb}, "expireTime (epoch ms) or delayMs is required"),
             ({"appId": "shop", "expireTime": 1_700_000_000, "callback": cb},
              "expireTime 1700000000 is before 2000-01-01"),
             ({"appId": "shop", "expireTime": now_ms() + 2 * MAX_DUE_MS, "callback": cb},
@@ -444,6 +448,46 @@ def test_tokens_act_only_on_their_own_app():
         keys = sorted(k for k, _, _ in commands(env))
         assert len(keys) == 3 and {"billing/" + ok[0].json["data"]["uuid"],
                                    "shop/" + ok[1].json["data"]["uuid"]} < set(keys), keys
+    finally:
+        env.stop_all()
+
+
+def test_token_files_with_comments_and_rotated_tokens():
+    """Tokens from @files named by the environment twins: '#' lines and blank lines are
+    skipped, an app with two tokens (a rotation) is served with either, several inner
+    tokens each work, and a commented-out token is not a token."""
+    app_file, inner_file = os.path.join(TMP, "rotating-app"), os.path.join(TMP, "inner")
+    old, new = "old-shop-token-0123456789", "new-shop-token-0123456789"
+    with open(app_file, "w") as f:
+        f.write(f"# shop is rotating its token\nshop={old}\n\n  shop={new}  \n"
+                f"#billing=commented-billing-0123456789\nbilling={BILLING}\n")
+    with open(inner_file, "w") as f:
+        f.write("# service tokens\ninner-a-0123456789abcdef\n#inner-off-0123456789abcdef\n"
+                "inner-b-0123456789abcdef\n")
+    env = Env()
+    try:
+        port = env.start("gateway", MOONCAKE_APP_TOKENS="@" + app_file,
+                         MOONCAKE_INNER_TOKENS="@" + inner_file).http_port
+        ok = [req(port, "POST", "/submit", task(uuid="by-old"), token=old),
+              req(port, "POST", "/submit", task(uuid="by-new"), token=new),
+              req(port, "POST", "/submit", task(appId="billing", uuid="b"), token=BILLING),
+              req(port, "POST", "/inner/submit", task(uuid="in-a"),
+                  token="inner-a-0123456789abcdef"),
+              req(port, "POST", "/inner/submit", task(appId="billing", uuid="in-b"),
+                  token="inner-b-0123456789abcdef")]
+        assert [a.status for a in ok] == [200] * 5, ok
+        for tok in (old, new):  # either shop token acts on shop only
+            check_error(req(port, "POST", "/submit", task(appId="billing"), token=tok), 403,
+                        "'billing'")
+        for tok, route in (("commented-billing-0123456789", "/submit"),
+                           ("#billing=commented-billing-0123456789", "/submit"),
+                           ("inner-off-0123456789abcdef", "/inner/submit"),
+                           ("#inner-off-0123456789abcdef", "/inner/submit"),
+                           (SHOP, "/submit")):  # not in these files
+            check_error(req(port, "POST", route, task(appId="billing"), token=tok), 401,
+                        "the bearer token is not valid")
+        assert sorted(k for k, _, _ in commands(env)) == [
+            "billing/b", "billing/in-b", "shop/by-new", "shop/by-old", "shop/in-a"]
     finally:
         env.stop_all()
 
@@ -1151,6 +1195,7 @@ if __name__ == "__main__":
          test_uuid_is_a_time_ordered_uuidv7,
          test_malformed_requests_get_400_naming_the_field_and_write_nothing,
          test_tokens_act_only_on_their_own_app,
+         test_token_files_with_comments_and_rotated_tokens,
          test_routes_methods_and_content_types,
          test_bodies_over_the_limit_get_413,
          test_oversized_headers_get_431_and_write_nothing,
