@@ -64,7 +64,7 @@
 #define RECONNECT_NS 50000000LL /* wait before reconnecting after a failure */
 #define TICK_MS 20              /* longest epoll wait: timers and phases are checked this often */
 
-#include "bench_histogram.h"
+#include "bench_common.h"
 
 /* ---- connections -------------------------------------------------------- */
 typedef enum conn_state {
@@ -127,21 +127,6 @@ typedef struct load {
     uint64_t w_completed, w_status[N_STATUS], w_other_status;
     histogram hist;
 } load;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-}
 
 static void die(const char *what, const char *why)
 {

@@ -50,7 +50,7 @@
 #define TICK_MS 20
 #define N_ERRS 16 /* distinct delivery errors counted by name */
 
-#include "bench_histogram.h"
+#include "bench_common.h"
 
 /* ---- the run --------------------------------------------------------------- */
 typedef enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN } phase;
@@ -79,26 +79,11 @@ typedef struct run {
     histogram hist;
 } run;
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int64_t wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
 }
 
 static void die(const char *what, const char *why)

@@ -1,12 +1,31 @@
-/* The latency histogram of the benchmark tools (bench_http_load,
- * bench_raw_produce): log-linear buckets in microseconds, exact below 128 µs
- * and within 1% above, up to 2^41 µs. Header-only, static functions, so the
- * standalone load generator needs no library. */
-#ifndef MOONCAKE_BENCH_HISTOGRAM_H
-#define MOONCAKE_BENCH_HISTOGRAM_H
+/* What the gateway benchmark's tools (bench_http_load, bench_raw_produce)
+ * share: the clocks they measure with and the latency histogram, log-linear
+ * buckets in microseconds, exact below 128 µs and within 1% above, up to
+ * 2^41 µs. Header-only, static functions, so the standalone load generator
+ * needs no library. */
+#ifndef MOONCAKE_BENCH_COMMON_H
+#define MOONCAKE_BENCH_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* CPU time (user + system) this process has used, in seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
 
 #define SUB_BITS 6
 #define SUB (1 << SUB_BITS)
