@@ -447,6 +447,26 @@ void mc_config_usage(FILE *out)
             "-X key=value", "any librdkafka property, e.g. -X security.protocol=SASL_SSL", "");
 }
 
+bool mc_config_unknown_env(char **envp, char *name, size_t namelen)
+{
+    static const char prefix[] = "MOONCAKE_", kafka[] = "MOONCAKE_KAFKA_";
+    for (char **e = envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t klen = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (strncmp(*e, prefix, sizeof prefix - 1) != 0 ||
+            strncmp(*e, kafka, sizeof kafka - 1) == 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < N_OPTIONS && !known; i++)
+            known = strlen(options[i].env) == klen && strncmp(options[i].env, *e, klen) == 0;
+        if (!known) {
+            snprintf(name, namelen, "%.*s", (int)klen, *e);
+            return true;
+        }
+    }
+    return false;
+}
+
 const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, size_t buflen)
 {
     snprintf(buf, buflen, "%s%s", cfg->topic_prefix, suffix);

@@ -74,6 +74,10 @@ void mc_config_free(mc_config *cfg);
 
 /* Prints every flag with its environment name and default. */
 void mc_config_usage(FILE *out);
+/* Finds an environment variable that looks like ours (MOONCAKE_*) but names
+ * no option (MOONCAKE_KAFKA_* passthrough excepted): copies its name into
+ * name and returns true. The usual cause is a typo or a removed setting. */
+bool mc_config_unknown_env(char **envp, char *name, size_t namelen);
 
 /* Full topic name for a suffix ("tasks" -> "mooncake.tasks") into buf. */
 const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, size_t buflen);

@@ -62,12 +62,17 @@ static void usage(FILE *out)
     fprintf(out,
             "mooncake %s: delayed HTTP tasks on Apache Kafka, exactly once.\n\n"
             "Usage: mooncake <role> [flags]\n"
+            "       mooncake <role> --check-config [flags]\n"
             "       mooncake <role> --help\n"
             "       mooncake --version\n\nRoles:\n",
             MOONCAKE_VERSION);
     for (size_t i = 0; i < N_ROLES; i++)
         fprintf(out, "  %-10s %s\n", roles[i].name, roles[i].summary);
     fprintf(out, "  %-10s %s\n\n", "all", ALL_SUMMARY);
+    fprintf(out, "--check-config: read the flags and environment exactly as a start would, run\n"
+                 "every start-up check that needs no broker (tokens, secrets, TLS files, -X\n"
+                 "properties, unknown MOONCAKE_* variables), print 'config ok' and exit 0, or\n"
+                 "exit 2 with the error.\n\n");
     mc_config_usage(out);
 }
 
@@ -96,6 +101,32 @@ static int check_role_config(const mc_processor *p, const mc_config *cfg, char *
             return -1;
         }
     }
+    return 0;
+}
+
+/* --check-config: what a start would refuse later than the flag parser, short
+ * of reaching the broker. An unknown MOONCAKE_* variable is an error here
+ * (though a start ignores it) because it is almost always a typo or a
+ * setting the binary no longer has: a deployment that sets it is wrong. */
+static int check_config_only(const char *name, const mc_config *cfg, bool has_gateway)
+{
+    char err[1024], unknown[256];
+    if (mc_config_unknown_env(environ, unknown, sizeof unknown)) {
+        fprintf(stderr, "mooncake %s: unknown environment variable %s (see --help)\n", name,
+                unknown);
+        return 2;
+    }
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, NULL, err, sizeof err);
+    if (!conf) {
+        fprintf(stderr, "mooncake %s: %s\n", name, err);
+        return 2;
+    }
+    rd_kafka_conf_destroy(conf);
+    if (has_gateway && cfg->http_port < 0) {
+        fprintf(stderr, "mooncake %s: the gateway needs --http-port / MOONCAKE_HTTP_PORT\n", name);
+        return 2;
+    }
+    printf("mooncake %s: config ok\n", name);
     return 0;
 }
 
@@ -200,6 +231,17 @@ int main(int argc, char **argv)
     }
     const char *name = all ? "all" : chosen[0]->name;
 
+    /* --check-config may sit anywhere after the role; the parser never sees it. */
+    bool check_only = false;
+    int kept = 2;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--check-config") == 0)
+            check_only = true;
+        else
+            argv[kept++] = argv[i];
+    }
+    argc = kept;
+
     mc_config cfg;
     char err[1024] = "";
     int rc = mc_config_load(&cfg, argc - 1, argv + 1, environ, err, sizeof err);
@@ -222,6 +264,14 @@ int main(int argc, char **argv)
             mc_config_free(&cfg);
             return 2;
         }
+    }
+    if (check_only) {
+        bool has_gateway = false;
+        for (size_t i = 0; i < n_chosen; i++)
+            has_gateway |= chosen[i]->processor == NULL;
+        rc = check_config_only(name, &cfg, has_gateway);
+        mc_config_free(&cfg);
+        return rc;
     }
     mc_logger lg = {.level = cfg.log_level, .json = cfg.log_json, .role = name};
 
