@@ -682,8 +682,10 @@ static rd_kafka_t *producer_new(mc_gateway *g, char *err, size_t errlen)
     snprintf(timeout, sizeof timeout, "%d", cfg->gateway_produce_timeout_ms);
     /* Idempotence: librdkafka's retries never duplicate or reorder a task.
      * linger.ms 5 batches concurrent submits without showing in latency;
-     * Nagle would add up to 40 ms to a lone request. */
+     * Nagle would add up to 40 ms to a lone request. murmur2 puts each key
+     * on the partition the router expects (mc_key_partition). */
     if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "partitioner", "murmur2_random", err, errlen) ||
         mc_kafka_conf_set(conf, "message.timeout.ms", timeout, err, errlen) ||
         mc_kafka_conf_default(cfg, conf, "linger.ms", "5", err, errlen) ||
         mc_kafka_conf_default(cfg, conf, "socket.nagle.disable", "true", err, errlen)) {

@@ -67,6 +67,38 @@ fail:
     return NULL;
 }
 
+int32_t mc_key_partition(const void *key, size_t keylen, int32_t n)
+{
+    /* librdkafka's murmur2 partitioner does not look at its topic handle;
+     * it is the same function as partitioner=murmur2_random for a keyed
+     * record, so this can never disagree with our producers. */
+    return rd_kafka_msg_partitioner_murmur2(NULL, key, keylen, n, NULL, NULL);
+}
+
+int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
+                             size_t errlen)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt) {
+        snprintf(err, errlen, "topic handle for %s: %s", topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (e) {
+        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
+        return -1;
+    }
+    int n = md->topic_cnt == 1 && !md->topics[0].err ? md->topics[0].partition_cnt : -1;
+    if (n < 0)
+        snprintf(err, errlen, "metadata of %s: %s", topic,
+                 md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "topic missing");
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
 /* Partition count of topic from metadata; -1 if the topic does not exist. */
 static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
 {

@@ -34,6 +34,18 @@ int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
 int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
                           const char *value, char *err, size_t errlen);
 
+/* The partition of a record key among n partitions, as every mooncake
+ * producer and the Java client's default partitioner choose it: murmur2 of
+ * the key, sign bit cleared, modulo n. A key must always land on one
+ * partition of `tasks`, whoever wrote it, so that a Cancel meets its Submit
+ * and versions (offsets) of one key are comparable. */
+int32_t mc_key_partition(const void *key, size_t keylen, int32_t n);
+
+/* The partition count of topic from a metadata request on rk (any handle),
+ * or -1 with a reason in err. */
+int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
+                             size_t errlen);
+
 /* Creates the missing topics (partitions, cleanup policy, retention) and
  * checks that every one has the same partition count, since mooncake keeps a
  * task in the same partition number on every topic. Returns 0, or -1 with a

@@ -13,6 +13,12 @@
  * tasks through the store topic directly would let a hand-off tombstone
  * written by the store land after a newer version written by us, and
  * compaction would then delete the task. See README "Design".
+ * A key's home is the `tasks` partition murmur2(key) picks (the Java
+ * client's default, and every mooncake producer's). A command found on
+ * another partition was written with another partitioner (librdkafka's
+ * default CRC32, say): it is copied, unchanged, to its home partition of
+ * `tasks` and routed from there, so a Cancel always meets its Submit and
+ * all versions of a key are offsets in one partition.
  * It keeps no state: the runner commits outputs and input offsets in one
  * transaction, so each command is routed exactly once. */
 #include "router.h"
@@ -23,16 +29,19 @@
 #include <string.h>
 
 #include "codec.h"
+#include "kafka.h"
 #include "task_rules.h"
 #include "wheel_topic.h"
 
 typedef struct router {
     mc_arena *arena;
     mc_buf out;
-    mc_output *wheel;
+    mc_output *wheel, *tasks;
     mc_codec_options codec;
     int64_t horizon_ms, max_due_ms;
-    mc_counter *to_wheel, *to_store, *cancels, *dead_letters;
+    int32_t tasks_partitions; /* from metadata at each assignment */
+    int64_t rehome_warned_at; /* one warning a minute is enough */
+    mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
 } router;
 
 static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
@@ -45,7 +54,8 @@ static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
         return NULL;
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
-    if (!r->wheel) {
+    r->tasks = mc_ctx_output(ctx, "tasks");
+    if (!r->wheel || !r->tasks) {
         snprintf(err, errlen, "cannot create output topic handles");
         mc_arena_free(r->arena);
         free(r);
@@ -64,7 +74,50 @@ static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
                                     "Commands routed, by destination", "destination=\"cancel\"");
     r->dead_letters = mc_metrics_counter(m, "mooncake_router_routed_total",
                                          "Commands routed, by destination", "destination=\"dead\"");
+    r->rehomed = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                    "Commands routed, by destination", "destination=\"rehomed\"");
     return r;
+}
+
+/* The partition count decides every key's home; it can grow while we run
+ * (a rebalance follows), so it is read again at each assignment. */
+static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    router *r = self;
+    if (parts->cnt == 0)
+        return 0;
+    char err[512];
+    int n = mc_topic_partition_count(mc_ctx_consumer(ctx), parts->elems[0].topic, 10000, err,
+                                     sizeof err);
+    if (n <= 0) {
+        mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR, "cannot read the partition count", "error", err,
+               (const char *)NULL);
+        return -1;
+    }
+    r->tasks_partitions = n;
+    return 0;
+}
+
+/* A command on the wrong partition of `tasks` goes home: copied as it is,
+ * in this transaction, to the partition its key belongs to. */
+static int rehome(router *r, const rd_kafka_message_t *m, int32_t home, mc_ctx *ctx)
+{
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (now - r->rehome_warned_at >= 60000) {
+        r->rehome_warned_at = now;
+        char key[256], from[16], to[16];
+        snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 200 ? m->key_len : 200),
+                 (const char *)m->key);
+        snprintf(from, sizeof from, "%" PRId32, m->partition);
+        snprintf(to, sizeof to, "%" PRId32, home);
+        mc_log(mc_ctx_logger(ctx), MC_LOG_WARN,
+               "command on the wrong partition of tasks, moved to its home (the producer "
+               "should use partitioner=murmur2_random, the Java client's default; at most one "
+               "such line a minute)",
+               "key", key, "partition", from, "home", to, (const char *)NULL);
+    }
+    mc_counter_add(r->rehomed, 1);
+    return mc_ctx_forward(ctx, r->tasks, home, m->key, m->key_len, m->payload, m->len);
 }
 
 static void router_destroy(void *self)
@@ -141,6 +194,9 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         if (!mc_task_ids_ok(c->app_id, c->task_id, &mc_task_avro_names, why, sizeof why) ||
             !key_matches(m, c->app_id, c->task_id, why, sizeof why))
             return route_dead(r, m, why, NULL, ctx);
+        int32_t home = mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+        if (home != m->partition)
+            return rehome(r, m, home, ctx);
         mc_buf_reset(&r->out);
         if (mc_encode_wheel_entry(&w, &r->out) != 0)
             return -1;
@@ -156,6 +212,9 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     if (!mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
         !key_matches(m, t->app_id, t->task_id, why, sizeof why))
         return route_dead(r, m, why, t, ctx);
+    int32_t home = mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+    if (home != m->partition)
+        return rehome(r, m, home, ctx);
     mc_buf_reset(&r->out);
     if (mc_encode_wheel_entry(&w, &r->out) != 0)
         return -1;
@@ -179,5 +238,6 @@ const mc_processor mc_router_processor = {
     .input_topics = router_inputs,
     .create = router_create,
     .process = router_process,
+    .on_assign = router_assign,
     .destroy = router_destroy,
 };

@@ -155,8 +155,9 @@ static const char usage_submit[] =
     "                          [--timeout-ms N] [--max-attempts N --initial-backoff-ms N\n"
     "                          --multiplier X --max-backoff-ms N] [--metadata k=v]...\n"
     "\n"
-    "Sends a Submit command to <prefix>tasks (key app/id, librdkafka's default\n"
-    "partitioner, idempotent producer) and waits for the broker's acknowledgement;\n"
+    "Sends a Submit command to <prefix>tasks (key app/id, murmur2 partitioner\n"
+    "like the gateway and the Java client, idempotent producer) and waits for the broker's "
+    "acknowledgement;\n"
     "prints the key (-J: a JSON object with partition and offset).\n"
     "\n"
     "  -f, --file FILE       the task as the gateway's POST /submit JSON body\n"
@@ -193,8 +194,8 @@ static const char usage_results[] =
     "time (finished), key, attempt, outcome, HTTP status, error. -J: one JSON\n"
     "object per line.\n"
     "\n"
-    "  -k, --key APP/ID      only this task; reads the key's partition (librdkafka's\n"
-    "                        CRC32 partitioner) and, when nothing is there, the others\n"
+    "  -k, --key APP/ID      only this task; reads the key's home partition (murmur2,\n"
+    "                        as the router places it) and, when nothing is there, the others\n"
     "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
     "  -f, --follow          keep reading new records until interrupted\n";
 
@@ -206,8 +207,8 @@ static const char usage_dead[] =
     "(failed), key, attempt, source (topic partition@offset), reason. -J: one JSON\n"
     "object per line with the task (or the raw bytes, base64).\n"
     "\n"
-    "  -k, --key APP/ID      only this task; reads the key's partition (librdkafka's\n"
-    "                        CRC32 partitioner) and, when nothing is there, the others\n"
+    "  -k, --key APP/ID      only this task; reads the key's home partition (murmur2,\n"
+    "                        as the router places it) and, when nothing is there, the others\n"
     "  --reason TEXT         only letters whose reason contains TEXT (any case)\n"
     "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
     "  -f, --follow          keep reading new records until interrupted\n";
@@ -897,7 +898,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     d->done = true;
 }
 
-/* An idempotent producer (acks=all), transactional when txn_id is given.
+/* An idempotent producer (acks=all), transactional when txn_id is given,
+ * placing keys with murmur2 like every mooncake producer (mc_key_partition).
  * Caller destroys it. */
 rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errlen)
 {
@@ -905,6 +907,7 @@ rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errle
     if (!conf)
         return NULL;
     if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "partitioner", "murmur2_random", err, errlen) ||
         mc_kafka_conf_default(&c->cfg, conf, "linger.ms", "5", err, errlen) ||
         mc_kafka_conf_default(&c->cfg, conf, "message.timeout.ms", "30000", err, errlen) ||
         (txn_id &&
@@ -994,8 +997,8 @@ int ctl_fail(int code, const char *fmt, ...)
 
 /* ---- submit and cancel -------------------------------------------------------- */
 
-/* Produces one Command to <prefix>tasks, partitioned by librdkafka's
- * default partitioner as the gateway does, and waits for the broker's
+/* Produces one Command to <prefix>tasks, partitioned by murmur2 as the
+ * gateway does, and waits for the broker's
  * acknowledgement; *d says where it went. Returns 0 or an exit status. */
 static int send_command(ctl *c, const char *key, const mc_buf *value, delivery *d)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kafka.h"
 #include "mooncakectl.h"
 
 /* ---- reading a topic ------------------------------------------------------------- */
@@ -125,20 +126,6 @@ int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t
     }
     rd_kafka_assign(rk, NULL);
     return rc;
-}
-
-/* The partition librdkafka's default partitioner (consistent_random: CRC32
- * of the key, modulo the partition count) gives key: where the gateway,
- * `mooncakectl submit` and every librdkafka client put it, and, since every
- * processor writes to its input's partition number, where its results and
- * dead letters are. */
-static int32_t key_partition(rd_kafka_t *rk, const char *topic, const char *key, int n)
-{
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    int32_t p = rkt ? rd_kafka_msg_partitioner_consistent(rkt, key, strlen(key), n, NULL, NULL) : 0;
-    if (rkt)
-        rd_kafka_topic_destroy(rkt);
-    return p;
 }
 
 /* ---- results and dead ----------------------------------------------------------- */
@@ -353,14 +340,16 @@ int ctl_cmd_read(ctl *c, bool dead)
     if (!o->key) {
         rc = ctl_scan(c, rk, topic, parts, (size_t)n, o->follow, show_record, &r, ppg);
     } else {
-        /* The key's partition first; the others only when it is not there
-         * (a client with another partitioner, e.g. Java's murmur2). */
-        int32_t kp = key_partition(rk, topic, o->key, n);
+        /* The key's home partition first (mc_key_partition: the router
+         * moves every command there before routing it, so its results are
+         * there); the others only when nothing is: a record refused before
+         * it went home, written with another partitioner. */
+        int32_t kp = mc_key_partition(o->key, strlen(o->key), n);
         rc = ctl_scan(c, rk, topic, &parts[kp], 1, false, show_record, &r, ppg);
         bool everywhere = false;
         if (rc == 0 && r.shown == 0 && n > 1 && !c->stopping) {
             ctl_report(c,
-                       "nothing for %s in %s [%d] (its partition by CRC32); reading the other "
+                       "nothing for %s in %s [%d] (its home partition); reading the other "
                        "partitions",
                        o->key, topic, (int)kp);
             everywhere = true;

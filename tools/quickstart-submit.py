@@ -220,7 +220,8 @@ def send(path, body):
 
 run = uuid.uuid4().hex[:4]
 # log_level 3: errors only; a broker that just started logs transient retries as warnings
-p = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "log_level": 3})
+p = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "log_level": 3,
+              "partitioner": "murmur2_random"})  # the router's, and the Java client's, default
 c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "quickstart-" + run,
               "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 3})
 meta = c.list_topics(timeout=10)

@@ -87,6 +87,38 @@ def cancel_value(app, tid):
         "app_id": app, "task_id": tid, "requested_at": now_ms()})})
 
 
+def murmur2(data):
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), written
+    out here so the tests check mooncake against the Java algorithm, not
+    against librdkafka's copy of it."""
+    m, h = 0x5BD1E995, 0x9747B28C ^ len(data)
+    n4 = len(data) // 4
+    for i in range(n4):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    rest = data[4 * n4:]
+    if len(rest) == 3:
+        h ^= rest[2] << 16
+    if len(rest) >= 2:
+        h ^= rest[1] << 8
+    if rest:
+        h = ((h ^ rest[0]) * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    return h ^ (h >> 15)
+
+
+def home_partition(key, partitions):
+    """The partition of `tasks` a key belongs to: what the Java client's
+    default partitioner picks, and where mooncake's router routes it from."""
+    if isinstance(key, str):
+        key = key.encode()
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -105,6 +137,7 @@ class Env:
         self.partitions = partitions
         self.procs = []
         self.producer = Producer({"bootstrap.servers": BOOTSTRAP, "linger.ms": 5,
+                                  "partitioner": "murmur2_random",  # as the router expects
                                   "enable.idempotence": True})
         if create_topics:
             self.create_topics(topic_config or {})

@@ -40,7 +40,7 @@ import jsonschema
 import yaml
 
 from harness import (BOOTSTRAP, MOONCAKE_BIN, SOURCE_DIR, CallbackServer, Env, decode, free_port,
-                     ms, now_ms, run)
+                     home_partition, ms, now_ms, run)
 from test_executor import start_pipeline, wait_until
 from test_store_wheel import read_settled
 
@@ -176,6 +176,28 @@ def task(**over):
          "callback": {"url": "https://shop.example.com/hook", "body": "hi"}}
     t.update(over)
     return t
+
+
+def test_submit_lands_on_the_keys_murmur2_partition():
+    """The gateway places each task where a Java client would (murmur2), the
+    partition the router routes it from: a Cancel sent by any client meets it
+    without a detour."""
+    env = Env(partitions=6)
+    try:
+        port = start_gateway(env).http_port
+        ids = [f"p{i}" for i in range(24)]
+        for i in ids:
+            a = req(port, "POST", "/submit", {"appId": "shop", "uuid": i, "delayMs": 60_000,
+                                               "callback": {"url": "http://h.example"}})
+            assert a.status == 200, a
+        recs = read_settled(env, "tasks", timeout=20)
+        where = {m.key().decode(): m.partition() for m in recs}
+        assert sorted(where) == sorted("shop/" + i for i in ids), where
+        wrong = {k: p for k, p in where.items() if p != home_partition(k, 6)}
+        assert not wrong, f"not on their murmur2 partition: {wrong}"
+        assert len(set(where.values())) > 1
+    finally:
+        env.stop_all()
 
 
 def commands(env):
@@ -1191,6 +1213,7 @@ def test_every_answer_matches_the_document():
 
 if __name__ == "__main__":
     run([test_submit_writes_the_task_it_was_sent,
+         test_submit_lands_on_the_keys_murmur2_partition,
          test_inner_submit_and_cancel,
          test_uuid_is_a_time_ordered_uuidv7,
          test_malformed_requests_get_400_naming_the_field_and_write_nothing,

@@ -8,7 +8,10 @@ import threading
 import time
 
 
-from harness import Env, MOONCAKE_BIN, cancel_value, decode, ms, now_ms, run, submit_value, task
+from confluent_kafka import Producer
+
+from harness import (BOOTSTRAP, Env, MOONCAKE_BIN, cancel_value, decode, home_partition, ms,
+                     now_ms, run, submit_value, task)
 
 HORIZON_MS = 60000
 
@@ -313,6 +316,64 @@ def test_confluent_framing_with_a_configured_schema_id():
         env.stop_all()
 
 
+def test_commands_written_with_another_partitioner_go_home():
+    """A client on librdkafka's default partitioner (CRC32) puts many keys on
+    other partitions than murmur2 (the Java client's, the gateway's) does.
+    The router moves each such command to its key's home partition of
+    `tasks` before routing it, so a Cancel written by one client meets the
+    Submit written by the other, and every version of a key is an offset
+    in the same partition."""
+    env = Env(partitions=6)
+    crc = Producer({"bootstrap.servers": BOOTSTRAP, "partitioner": "consistent",
+                    "enable.idempotence": True})
+    try:
+        router = env.start("router")
+        now = now_ms()
+        keys = [f"shop/k{i}" for i in range(40)]
+        placed = {}
+
+        def delivered(err, msg):
+            assert err is None, err
+            placed[msg.key().decode()] = msg.partition()
+
+        for k in keys:
+            crc.produce(env.topic("tasks"), key=k, value=submit_value(task("shop", k[5:],
+                        now + 5000)), on_delivery=delivered)
+        assert crc.flush(30) == 0
+        away = [k for k in keys if placed[k] != home_partition(k, 6)]
+        assert len(away) >= 20, f"only {len(away)} of 40 keys differ between CRC32 and murmur2"
+        # Cancels for half of the keys, from a murmur2 client (the harness's).
+        cancelled = keys[::2]
+        for k in cancelled:
+            env.produce("tasks", k, cancel_value("shop", k[5:]))
+        env.flush()
+
+        wheel = env.read_all("wheel", expect=len(keys) + len(cancelled))
+        tasks = env.read_all("tasks", expect=len(keys) + len(cancelled) + len(away))
+        assert len(wheel) == len(keys) + len(cancelled), len(wheel)
+        home_offsets = {}
+        for m in tasks:
+            k = m.key().decode()
+            if m.partition() == home_partition(k, 6):
+                home_offsets.setdefault(k, set()).add(m.offset())
+        for m in wheel:
+            k = m.key().decode()
+            assert m.partition() == home_partition(k, 6), (k, m.partition())
+            version = decode("WheelEntry", m.value())["version"]
+            assert version in home_offsets[k], (k, version, home_offsets[k])
+        # The moved copies are the commands as written, byte for byte.
+        moved = [m for m in tasks if placed[m.key().decode()] != m.partition()
+                 and m.value()[:2] == b"\xc3\x01"
+                 and decode("Command", m.value())["payload"][0] == "mooncake.Submit"]
+        assert sorted(m.key().decode() for m in moved) == sorted(away)
+        rehomed = [l for l in env.metrics(router).splitlines()
+                   if l.startswith('mooncake_router_routed_total{destination="rehomed"}')]
+        assert rehomed and float(rehomed[0].split()[-1]) == len(away), rehomed
+        assert "wrong partition of tasks" in env.log(router, tail=0)
+    finally:
+        env.stop_all()
+
+
 def test_bad_configuration_exits_2_with_a_reason():
     cases = [
         (["--horizon-ms", "soon"], "--horizon-ms"),
@@ -360,4 +421,5 @@ if __name__ == "__main__":
                 test_fenced_instance_exits_and_the_new_one_finishes,
         test_second_instance_splits_partitions_and_revoke_commits,
         test_confluent_framing_with_a_configured_schema_id,
+        test_commands_written_with_another_partitioner_go_home,
     ])
