@@ -172,12 +172,30 @@ char *mc_schema_canonical_form(const char *schema_json, char *err, size_t errlen
 /* CRC-64-AVRO (the Rabin fingerprint from the Avro spec) of len bytes. */
 uint64_t mc_crc64_avro(const void *data, size_t len);
 
+/* ---- other versions of a schema (codec_resolve.c) ---------------------------
+ * A writer schema is another version of one of our schemas (an older
+ * Command without a field added since, or a newer one with a field this
+ * build lacks). Records written with it are read through Avro schema
+ * resolution: transcoded into our version's binary, reader-only fields
+ * filled from their defaults, writer-only fields skipped. */
+typedef struct mc_writer_schema mc_writer_schema;
+
 /* ---- framing -------------------------------------------------------------- */
+typedef struct mc_codec_writer {
+    const mc_writer_schema *schema; /* another version of Command */
+    int32_t confluent_id;           /* its schema-registry id, or -1 */
+} mc_codec_writer;
+
 typedef struct mc_codec_options {
     /* Confluent schema-registry ids that denote our Command schema; a record
      * framed 00 + id is accepted only when id is one of these. */
     const int32_t *confluent_command_ids;
     size_t n_confluent_command_ids;
+    /* Other versions of Command clients write with: a single-object record
+     * whose fingerprint is one of theirs, or a Confluent record with their
+     * id, is read through schema resolution. */
+    const mc_codec_writer *command_writers;
+    size_t n_command_writers;
 } mc_codec_options;
 
 /* Error codes returned by decoders; mc_codec_strerror() names them. */
@@ -196,6 +214,22 @@ typedef enum mc_codec_err {
     MC_CODEC_NOMEM,
 } mc_codec_err;
 const char *mc_codec_strerror(mc_codec_err e);
+
+/* Parses the writer schema JSON and checks, once, that every record written
+ * with it can be read as schema `reader`. Caller owns the result (free with
+ * mc_writer_schema_free). NULL with a sentence in err naming the field that
+ * cannot be resolved (e.g. a reader field without a default). */
+mc_writer_schema *mc_writer_schema_new(const char *json_text, mc_schema_id reader, char *err,
+                                       size_t errlen);
+/* CRC-64-AVRO fingerprint of the writer schema's Parsing Canonical Form:
+ * what its single-object records carry. */
+uint64_t mc_writer_schema_fingerprint(const mc_writer_schema *ws);
+void mc_writer_schema_free(mc_writer_schema *ws);
+/* Appends to out the reader's Avro binary for the writer-schema body of len
+ * bytes (no framing). Hostile input is bounded like every decode: on error
+ * out is unchanged and detail says why. */
+mc_codec_err mc_writer_schema_transcode(const mc_writer_schema *ws, const void *body, size_t len,
+                                        mc_buf *out, char *detail, size_t detail_len);
 
 /* Decodes a tasks-topic value (single-object or accepted Confluent framing).
  * Strings and arrays in *out point into arena (valid until mc_arena_reset).

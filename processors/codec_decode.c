@@ -432,6 +432,34 @@ static mc_codec_err rd_payload(rd *r, mc_command *c)
 
 /* ---- framing -------------------------------------------------------------------- */
 
+/* A record written with another version of the schema: its body is
+ * transcoded into ours (schema resolution) in the arena, and decoding goes
+ * on from there as if it had been written with ours. */
+static mc_codec_err resolve_body(rd *r, const mc_writer_schema *ws, const uint8_t *d, size_t len,
+                                 size_t header)
+{
+    mc_buf out = {0};
+    char why[200];
+    mc_codec_err e =
+        mc_writer_schema_transcode(ws, d + header, len - header, &out, why, sizeof why);
+    if (e != MC_CODEC_OK) {
+        mc_buf_free(&out);
+        return FAIL(r, NULL, e, "written with writer schema %016" PRIx64 ": %s",
+                    mc_writer_schema_fingerprint(ws), why);
+    }
+    uint8_t *copy = mc_arena_alloc_unaligned(r->arena, out.len ? out.len : 1);
+    if (!copy) {
+        mc_buf_free(&out);
+        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory");
+    }
+    if (out.len)
+        memcpy(copy, out.data, out.len);
+    r->p = copy;
+    r->end = copy + out.len;
+    mc_buf_free(&out);
+    return MC_CODEC_OK;
+}
+
 static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, char *detail,
                           size_t detail_len, mc_schema_id id, const mc_codec_options *confluent)
 {
@@ -459,10 +487,17 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
         for (int i = 9; i >= 2; i--)
             fp = (fp << 8) | d[i];
         uint64_t want = mc_schema_fingerprint(id);
-        if (fp != want)
+        if (fp != want) {
+            for (size_t i = 0;
+                 id == MC_SCHEMA_COMMAND && confluent && i < confluent->n_command_writers; i++)
+                if (mc_writer_schema_fingerprint(confluent->command_writers[i].schema) == fp)
+                    return resolve_body(r, confluent->command_writers[i].schema, d, len,
+                                        MC_SO_HEADER_LEN);
             return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
-                        "fingerprint %016" PRIx64 " is not %s (%016" PRIx64 ")", fp,
-                        mc_schema_name(id), want);
+                        "fingerprint %016" PRIx64 " is not %s (%016" PRIx64
+                        ") nor a configured writer schema",
+                        fp, mc_schema_name(id), want);
+        }
         r->p += MC_SO_HEADER_LEN;
         return MC_CODEC_OK;
     }
@@ -475,6 +510,10 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
         bool known = false;
         for (size_t i = 0; confluent && i < confluent->n_confluent_command_ids; i++)
             known |= confluent->confluent_command_ids[i] == sid;
+        for (size_t i = 0; !known && confluent && i < confluent->n_command_writers; i++)
+            if (confluent->command_writers[i].confluent_id == sid)
+                return resolve_body(r, confluent->command_writers[i].schema, d, len,
+                                    MC_CONFLUENT_HEADER_LEN);
         if (!known)
             return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
                         "Confluent schema id %" PRId32 " is not a configured Command id", sid);

@@ -126,6 +126,10 @@ static const opt options[] = {
      "stable replica id, part of the transactional.id (use the pod name)"},
     {"confluent-schema-ids", 0, "MOONCAKE_CONFLUENT_SCHEMA_IDS", OPT_SPECIAL, 0, 0, 0, "",
      "schema-registry ids that mean our Command schema (comma-separated)"},
+    {"command-writer-schemas", 0, "MOONCAKE_COMMAND_WRITER_SCHEMAS", OPT_LIST,
+     OFF(command_writer_schemas), 0, 0, "",
+     "router: other versions of Command clients write with, read by schema resolution: .avsc "
+     "files, comma-separated; ID=FILE also maps Confluent schema id ID to it"},
     {"log-level", 0, "MOONCAKE_LOG_LEVEL", OPT_SPECIAL, 0, 0, 0, "info", "debug|info|warn|error"},
     {"log-format", 0, "MOONCAKE_LOG_FORMAT", OPT_SPECIAL, 0, 0, 0, "logfmt", "logfmt|json"},
 };
@@ -535,6 +539,15 @@ static char *read_secret_file(const char *path, const char *what, size_t *len, c
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+char *mc_config_read_file(const char *path, const char *what, size_t *len, char *err, size_t errlen)
+{
+    size_t n = 0;
+    char *text = read_secret_file(path, what, &n, err, errlen);
+    if (text && len)
+        *len = n;
+    return text;
 }
 
 /* Calls each() on every non-blank piece of text[0..len) split at sep,

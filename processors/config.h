@@ -56,7 +56,8 @@ typedef struct mc_config {
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;
-    char *instance_id; /* stable per replica: part of the transactional.id */
+    char *instance_id;            /* stable per replica: part of the transactional.id */
+    char *command_writer_schemas; /* .avsc paths (ID=path for Confluent); "" for none */
     int32_t *confluent_ids;
     size_t n_confluent_ids;
     mc_log_level log_level;
@@ -74,6 +75,10 @@ void mc_config_free(mc_config *cfg);
 
 /* Prints every flag with its environment name and default. */
 void mc_config_usage(FILE *out);
+/* Reads a whole file into a NUL-terminated buffer (length in *len when len
+ * is not NULL). Caller frees it. NULL with "<what>: cannot open ..." in err. */
+char *mc_config_read_file(const char *path, const char *what, size_t *len, char *err,
+                          size_t errlen);
 /* Finds an environment variable that looks like ours (MOONCAKE_*) but names
  * no option (MOONCAKE_KAFKA_* passthrough excepted): copies its name into
  * name and returns true. The usual cause is a typo or a removed setting. */

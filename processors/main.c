@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "config.h"
 #include "executor.h"
 #include "gateway.h"
@@ -82,6 +83,13 @@ static int check_role_config(const mc_processor *p, const mc_config *cfg, char *
 {
     if (!p)
         return mc_gateway_check_config(cfg, err, errlen);
+    if (p == &mc_router_processor) {
+        mc_codec_writer *w;
+        size_t n;
+        if (mc_command_writers_load(cfg->command_writer_schemas, &w, &n, err, errlen) != 0)
+            return -1;
+        mc_command_writers_free(w, n);
+    }
     if (p == &mc_executor_processor) {
         mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
         if (!g)

@@ -198,7 +198,7 @@ static int cmd_decode_command(int argc, char **argv)
     if (!data)
         return 1;
     mc_arena *arena = mc_arena_new();
-    mc_codec_options opts = {ids, n_ids};
+    mc_codec_options opts = {.confluent_command_ids = ids, .n_confluent_command_ids = n_ids};
     mc_command c;
     char detail[256];
     mc_codec_err e = arena ? mc_decode_command(&opts, data, len, arena, &c, detail, sizeof detail)

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const int32_t ids[] = {1, 42};
-    const mc_codec_options opts = {ids, 2};
+    const mc_codec_options opts = {.confluent_command_ids = ids, .n_confluent_command_ids = 2};
     mc_arena *arena = mc_arena_new();
     if (!arena)
         return 0;

@@ -243,7 +243,34 @@ task_json = {
     "cancel-empty-app": body(1, {"appId": "", "uuid": "x"}),
 }
 
+# Schema resolution: bodies written with the previous and the next version
+# of Command; the first byte picks the framing (see fuzz_command_resolve.c).
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import command_versions  # noqa: E402
+
+prev_schema = parse_schema(command_versions.previous())
+next_schema = parse_schema(command_versions.next_version())
+PREV_TASK = {k: v for k, v in TASK.items() if k not in ("retry", "attempt", "metadata")}
+NEXT_TASK = dict(TASK, priority=3, callback=dict(TASK["callback"], tags=["a", "b"]))
+prev_submit = avro(prev_schema, {"payload": ("mooncake.Submit", {"task": PREV_TASK})})
+next_submit = avro(next_schema, {"payload": ("mooncake.Submit", {"task": NEXT_TASK})})
+next_cancel = avro(next_schema, {"payload": ("mooncake.Cancel", dict(CANCEL, reason="paid"))})
+resolve = {
+    "valid-previous-submit": b"\x00" + prev_submit,
+    "valid-previous-cancel": b"\x00" + avro(prev_schema, {"payload": ("mooncake.Cancel",
+                                                                      CANCEL)}),
+    "valid-previous-confluent": b"\x02" + prev_submit,
+    "valid-next-submit": b"\x01" + next_submit,
+    "valid-next-cancel": b"\x01" + next_cancel,
+    "previous-truncated": b"\x00" + prev_submit[:30],
+    "next-bad-union": b"\x01" + zz(5) + next_submit[1:],
+    "next-trailing": b"\x01" + next_cancel + b"\x00",
+    "next-huge-tags": b"\x01" + next_submit[:60] + zz(1 << 40),
+    "empty-body": b"\x00",
+}
+
 write("command_decode", cmd)
+write("command_resolve", resolve)
 write("wheel_entry_decode", whl)
 write("attempt_decode", att)
 write("retry_after", retry_after)

@@ -374,6 +374,99 @@ def test_commands_written_with_another_partitioner_go_home():
         env.stop_all()
 
 
+def test_commands_written_with_the_previous_and_next_schema_versions():
+    """Schema evolution. Clients that still write the previous Command
+    (before Task gained retry, attempt and metadata) and clients already on
+    a next one (new fields with defaults, the union listed the other way)
+    keep working once the router is told their schemas: records are read
+    through Avro schema resolution, missing fields take their defaults, and
+    unknown fields are dropped. The records here are written by fastavro,
+    not by our codec, and framed with fastavro's fingerprints."""
+    import io
+    import json
+    import tempfile
+
+    import fastavro
+    from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+    import command_versions
+
+    tmp = tempfile.mkdtemp(prefix="mooncake-versions-")
+    files, parsed, headers = {}, {}, {}
+    for name, schema in (("previous", command_versions.previous()),
+                         ("next", command_versions.next_version())):
+        files[name] = os.path.join(tmp, f"Command-{name}.avsc")
+        with open(files[name], "w") as f:
+            json.dump(schema, f)
+        parsed[name] = parse_schema(schema)
+        pcf = to_parsing_canonical_form(schema)
+        headers[name] = b"\xc3\x01" + bytes.fromhex(fingerprint(pcf, "CRC-64-AVRO"))
+
+    def body(name, payload):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed[name], {"payload": payload})
+        return buf.getvalue()
+
+    env = Env(partitions=1)
+    try:
+        env.start("router", "--command-writer-schemas",
+                  f"7={files['previous']},{files['next']}")
+        now = now_ms()
+        old = {k: v for k, v in task("shop", "old", now + 5000).items()
+               if k not in ("retry", "attempt", "metadata")}
+        old_cf = dict(old, task_id="old-cf")
+        new = dict(task("shop", "new", now + 5000, attempt=2, metadata={"k": "v"}),
+                   priority=9)
+        new["callback"] = dict(new["callback"], tags=["x"])
+        items = [
+            ("shop/old", headers["previous"] + body("previous", ("mooncake.Submit",
+                                                                 {"task": old}))),
+            ("shop/old-cf", b"\x00\x00\x00\x00\x07" + body("previous", ("mooncake.Submit",
+                                                                          {"task": old_cf}))),
+            ("shop/new", headers["next"] + body("next", ("mooncake.Submit", {"task": new}))),
+            ("shop/gone", headers["next"] + body("next", ("mooncake.Cancel", {
+                "app_id": "shop", "task_id": "gone", "requested_at": now, "reason": "paid"}))),
+            # a version nobody configured
+            ("shop/other", b"\xc3\x01" + b"\x42" * 8 + body("previous", ("mooncake.Submit",
+                                                                           {"task": old}))),
+        ]
+        produce_tracked(env, items)
+        wheel = {m.key().decode(): decode("WheelEntry", m.value())["payload"]
+                 for m in env.read_all("wheel", expect=4)}
+        assert sorted(wheel) == ["shop/gone", "shop/new", "shop/old", "shop/old-cf"], wheel
+        for key in ("shop/old", "shop/old-cf"):
+            kind, sub = wheel[key]
+            t = sub["task"]
+            assert kind == "mooncake.Submit" and t["task_id"] == key[5:], wheel[key]
+            assert (t["retry"], t["attempt"], t["metadata"]) == (None, 1, {}), t
+            assert t["callback"]["url"] == old["callback"]["url"] and \
+                ms(t["due_at"]) == now + 5000, t
+        t = wheel["shop/new"][1]["task"]
+        assert (t["attempt"], t["metadata"]) == (2, {"k": "v"}) and "priority" not in t, t
+        assert t["callback"]["body"] == new["callback"]["body"], t
+        assert wheel["shop/gone"] == ("mooncake.Cancel", {
+            "app_id": "shop", "task_id": "gone", "requested_at": wheel["shop/gone"][1][
+                "requested_at"]}), wheel["shop/gone"]
+        dead = env.read_all("dead", expect=1)
+        assert [m.key() for m in dead] == [b"shop/other"], dead
+        reason = decode("DeadLetter", dead[0].value())["reason"]
+        assert "4242424242424242" in reason and "writer schema" in reason, reason
+
+        # A writer schema that cannot be read as ours is refused at start.
+        bad = command_versions.previous()
+        task_fields = bad["fields"][0]["type"][0]["fields"][0]["type"]["fields"]
+        task_fields[:] = [f for f in task_fields if f["name"] != "callback"]
+        with open(os.path.join(tmp, "bad.avsc"), "w") as f:
+            json.dump(bad, f)
+        p = subprocess.run([MOONCAKE_BIN, "router", "--command-writer-schemas",
+                            os.path.join(tmp, "bad.avsc")], env=env.env(),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "callback" in p.stderr and "bad.avsc" in p.stderr, \
+            (p.returncode, p.stderr)
+    finally:
+        env.stop_all()
+
+
 def test_bad_configuration_exits_2_with_a_reason():
     cases = [
         (["--horizon-ms", "soon"], "--horizon-ms"),
@@ -422,4 +515,5 @@ if __name__ == "__main__":
         test_second_instance_splits_partitions_and_revoke_commits,
         test_confluent_framing_with_a_configured_schema_id,
         test_commands_written_with_another_partitioner_go_home,
+        test_commands_written_with_the_previous_and_next_schema_versions,
     ])

@@ -37,6 +37,10 @@ CHECK_CASES = [
     (["gateway", "--http-port", "-1"], {"MOONCAKE_APP_TOKENS": "shop=0123456789abcdef"}, 2,
      "--http-port"),
     (["executor"], {"MOONCAKE_APP_SECRETS": "shop=not base64!"}, 2, "app 'shop'"),
+    (["router", "--command-writer-schemas", "/nonexistent/Command-v0.avsc"], {}, 2,
+     "/nonexistent/Command-v0.avsc"),
+    (["router", "--command-writer-schemas", "x=/nonexistent/Command-v0.avsc"], {}, 2,
+     "not a Confluent schema id"),
 ]
 
 

@@ -684,7 +684,8 @@ static void test_errors(void)
     w_raw(&b, "\x00\x00\x00\x01\x2c", 5); /* id 300 */
     w_raw(&b, full.data + 10, full.len - 10);
     int32_t ids[] = {12, 300};
-    mc_codec_options opts = {ids, 2}, wrong = {ids, 1};
+    mc_codec_options opts = {.confluent_command_ids = ids, .n_confluent_command_ids = 2},
+                     wrong = {.confluent_command_ids = ids, .n_confluent_command_ids = 1};
     CHECK_ERR(mc_decode_command(&opts, b.data, b.len, a, &c, detail, sizeof detail), MC_CODEC_OK);
     CHECK(command_eq(&c, &sample));
     CHECK_ERR(mc_decode_command(&wrong, b.data, b.len, a, &c, detail, sizeof detail),
