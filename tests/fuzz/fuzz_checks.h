@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "codec.h"
 #include "codec_internal.h"
@@ -22,6 +23,25 @@ static void fuzz_check_decode(mc_arena *arena, size_t size, mc_codec_err e, cons
         fprintf(stderr, "error %s without detail\n", mc_codec_strerror(e));
         abort();
     }
+}
+
+/* A decoded command must re-encode (as our version) to bytes that decode to
+ * the same encoding: whatever the decoder accepts, the encoder can write. */
+static void fuzz_check_command_reencodes(mc_arena *arena, const mc_command *c)
+{
+    mc_buf b1 = {0}, b2 = {0};
+    mc_command c2;
+    char detail[256] = "";
+    if (mc_encode_command(c, &b1) != 0 ||
+        mc_decode_command(NULL, b1.data, b1.len, arena, &c2, detail, sizeof detail) !=
+            MC_CODEC_OK ||
+        mc_encode_command(&c2, &b2) != 0 || b1.len != b2.len ||
+        memcmp(b1.data, b2.data, b1.len) != 0) {
+        fprintf(stderr, "re-encoding is not stable: %s\n", detail);
+        abort();
+    }
+    mc_buf_free(&b1);
+    mc_buf_free(&b2);
 }
 
 #endif
