@@ -27,7 +27,7 @@ static void fuzz_check_decode(mc_arena *arena, size_t size, mc_codec_err e, cons
 
 /* A decoded command must re-encode (as our version) to bytes that decode to
  * the same encoding: whatever the decoder accepts, the encoder can write. */
-static void fuzz_check_command_reencodes(mc_arena *arena, const mc_command *c)
+static inline void fuzz_check_command_reencodes(mc_arena *arena, const mc_command *c)
 {
     mc_buf b1 = {0}, b2 = {0};
     mc_command c2;
