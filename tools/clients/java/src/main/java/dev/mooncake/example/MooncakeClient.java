@@ -1,0 +1,215 @@
+/*
+ * Submit and cancel mooncake tasks from Java by producing Avro Commands straight to Kafka:
+ * the client contract of README.md ("Submitting tasks straight to Kafka").
+ *
+ *   java -jar mooncake-client.jar submit -b kafka:9092 --app shop --url https://x/hook --delay-ms 60000
+ *   java -jar mooncake-client.jar cancel -b kafka:9092 --app shop --task-id 0193...
+ *
+ * What matters, in any language:
+ *   - key = "app_id/task_id";
+ *   - the Java client's default partitioner (murmur2 for keyed records): every command of
+ *     a key lands on the partition where mooncake's router versions it, so nothing is set;
+ *   - value = Avro single-object encoding of mooncake.Command, which is exactly what the
+ *     generated classes' toByteBuffer() writes (C3 01, fingerprint, body).
+ */
+package dev.mooncake.example;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import mooncake.Callback;
+import mooncake.Cancel;
+import mooncake.Command;
+import mooncake.Submit;
+import mooncake.Task;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public final class MooncakeClient implements AutoCloseable {
+    private final KafkaProducer<String, byte[]> producer;
+    private final String topic;
+
+    /** One idempotent producer for the tasks topic; extra holds any producer property. */
+    public MooncakeClient(String bootstrap, String topicPrefix, Map<String, String> extra) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true"); // a retried send is never a second command
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000"); // then an error, not a 2-minute wait
+        p.putAll(extra);
+        producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
+        topic = topicPrefix + "tasks";
+    }
+
+    /** A task as the schema wants it; retry and metadata are left to their defaults. */
+    public static Task task(String appId, String taskId, long dueAtMs, String url, String method,
+                            Map<String, String> headers, String body, int timeoutMs) {
+        Callback cb = Callback.newBuilder()
+                .setUrl(url)
+                .setMethod(method)
+                .setHeaders(new HashMap<>(headers))
+                .setBody(ByteBuffer.wrap(body.getBytes(StandardCharsets.UTF_8)))
+                .setTimeoutMs(timeoutMs)
+                .build();
+        return Task.newBuilder()
+                .setAppId(appId)
+                .setTaskId(taskId)
+                .setDueAt(Instant.ofEpochMilli(dueAtMs))
+                .setCallback(cb)
+                .setCreatedAt(Instant.now())
+                .build();
+    }
+
+    /** Sends a Submit and waits for the broker's acknowledgement. */
+    public RecordMetadata submit(Task t) throws Exception {
+        Command c = Command.newBuilder().setPayload(Submit.newBuilder().setTask(t).build()).build();
+        return send(t.getAppId() + "/" + t.getTaskId(), c);
+    }
+
+    /** Sends a Cancel and waits for the broker's acknowledgement. */
+    public RecordMetadata cancel(String appId, String taskId) throws Exception {
+        Cancel cancel = Cancel.newBuilder()
+                .setAppId(appId)
+                .setTaskId(taskId)
+                .setRequestedAt(Instant.now())
+                .build();
+        return send(appId + "/" + taskId, Command.newBuilder().setPayload(cancel).build());
+    }
+
+    private RecordMetadata send(String key, Command c) throws Exception {
+        ByteBuffer value = c.toByteBuffer(); // single-object encoding
+        byte[] bytes = new byte[value.remaining()];
+        value.get(bytes);
+        try {
+            return producer.send(new ProducerRecord<>(topic, key, bytes)).get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
+    }
+
+    @Override
+    public void close() {
+        producer.close();
+    }
+
+    private static final String USAGE =
+            "usage: mooncake-client (submit|cancel) -b BOOTSTRAP --app APP [--task-id ID]\n"
+            + "         [--topic-prefix P] [--url URL] [--method M] (--delay-ms N | --due-at-ms T)\n"
+            + "         [--body TEXT] [--header 'Name: value']... [--timeout-ms N] [-X key=value]...\n"
+            + "Submits or cancels a mooncake task by producing a Command to <prefix>tasks;\n"
+            + "cancel takes --task-id several times.\n";
+
+    private static int fail(String msg) {
+        System.err.println("mooncake-client: " + msg + " (see -h)");
+        return 2;
+    }
+
+    static int run(String[] args) {
+        if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help")) {
+            System.out.print(USAGE);
+            return args.length == 0 ? 2 : 0;
+        }
+        String cmd = args[0];
+        if (!cmd.equals("submit") && !cmd.equals("cancel"))
+            return fail("unknown command '" + cmd + "'");
+        String bootstrap = "localhost:9092", prefix = "mooncake.", app = null;
+        List<String> ids = new ArrayList<>();
+        String url = null, method = "POST", body = "";
+        Long delay = null, dueAt = null;
+        int timeoutMs = 30000;
+        Map<String, String> headers = new LinkedHashMap<>();
+        Map<String, String> extra = new HashMap<>();
+        List<String> rest = new ArrayList<>(List.of(args).subList(1, args.length));
+        try {
+            while (!rest.isEmpty()) {
+                String flag = rest.remove(0);
+                if (flag.equals("-h") || flag.equals("--help")) {
+                    System.out.print(USAGE);
+                    return 0;
+                }
+                if (rest.isEmpty())
+                    return fail(flag + " needs a value");
+                String v = rest.remove(0);
+                switch (flag) {
+                    case "-b", "--bootstrap-servers" -> bootstrap = v;
+                    case "--topic-prefix" -> prefix = v;
+                    case "--app" -> app = v;
+                    case "--task-id" -> ids.add(v);
+                    case "--url" -> url = v;
+                    case "--method" -> method = v.toUpperCase();
+                    case "--delay-ms" -> delay = Long.parseLong(v);
+                    case "--due-at-ms" -> dueAt = Long.parseLong(v);
+                    case "--body" -> body = v;
+                    case "--timeout-ms" -> timeoutMs = Integer.parseInt(v);
+                    case "--header" -> {
+                        int colon = v.indexOf(':');
+                        if (colon <= 0)
+                            return fail("--header '" + v + "': expected Name: value");
+                        headers.put(v.substring(0, colon).trim(), v.substring(colon + 1).trim());
+                    }
+                    case "-X" -> {
+                        int eq = v.indexOf('=');
+                        if (eq <= 0)
+                            return fail("-X '" + v + "': expected key=value");
+                        extra.put(v.substring(0, eq), v.substring(eq + 1));
+                    }
+                    default -> {
+                        return fail("unknown flag '" + flag + "'");
+                    }
+                }
+            }
+        } catch (NumberFormatException e) {
+            return fail("not a number: " + e.getMessage());
+        }
+        if (app == null || app.contains("/"))
+            return fail("--app is required and has no '/' (the key is app_id/task_id)");
+        if (cmd.equals("submit") && (url == null || (delay == null) == (dueAt == null)))
+            return fail("submit needs --url and one of --delay-ms, --due-at-ms");
+        if (cmd.equals("cancel") && ids.isEmpty())
+            return fail("cancel needs --task-id (repeat it to cancel several)");
+        if (cmd.equals("submit") && ids.size() > 1)
+            return fail("submit takes one --task-id");
+        if (ids.isEmpty())
+            ids.add(UUID.randomUUID().toString());
+
+        try (MooncakeClient client = new MooncakeClient(bootstrap, prefix, extra)) {
+            for (String id : ids) {
+                RecordMetadata md;
+                if (cmd.equals("submit")) {
+                    long due = dueAt != null ? dueAt : System.currentTimeMillis() + delay;
+                    md = client.submit(task(app, id, due, url, method, headers, body, timeoutMs));
+                } else {
+                    md = client.cancel(app, id);
+                }
+                System.out.printf("%s %s/%s partition=%d offset=%d%n", cmd, app, id,
+                        md.partition(), md.offset());
+            }
+            return 0;
+        } catch (Exception e) {
+            // The cause chain says what is wrong (a bad -X property, an unknown host).
+            StringBuilder why = new StringBuilder(e.toString());
+            for (Throwable t = e.getCause(); t != null; t = t.getCause())
+                why.append(": ").append(t);
+            System.err.println("mooncake-client: " + cmd + " failed: " + why);
+            return 1;
+        }
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+}
