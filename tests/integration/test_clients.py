@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 from harness import (BOOTSTRAP, SOURCE_DIR, CallbackServer, Env, decode, home_partition,
                      now_ms, run)
