@@ -1,0 +1,219 @@
+{{- /* Names, labels and the pieces every mooncake container shares (image, Kafka
+       settings, common MOONCAKE_* environment, volumes). */ -}}
+
+{{- define "mooncake.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "mooncake.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "mooncake.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "mooncake.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: mooncake
+{{- end -}}
+
+{{- /* Selector labels of one role: call with (dict "root" $ "role" "router"). */ -}}
+{{- define "mooncake.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "mooncake.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .role }}
+{{- end -}}
+
+{{- define "mooncake.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "mooncake.authSecret" -}}
+{{- default (printf "%s-auth" (include "mooncake.fullname" .)) .Values.auth.existingSecret -}}
+{{- end -}}
+
+{{- define "mooncake.saslSecret" -}}
+{{- default (printf "%s-kafka-sasl" (include "mooncake.fullname" .)) .Values.kafka.sasl.existingSecret -}}
+{{- end -}}
+
+{{- /* The file key of one auth item (appTokens, innerTokens, appSecrets) in the auth
+       Secret, or "" when that file is not used. */ -}}
+{{- define "mooncake.authKey" -}}
+{{- $v := .root.Values.auth -}}
+{{- if $v.existingSecret -}}
+{{- index $v.existingSecretKeys .item -}}
+{{- else if eq .item "appTokens" -}}{{- if $v.appTokens -}}app-tokens{{- end -}}
+{{- else if eq .item "innerTokens" -}}{{- if $v.innerTokens -}}inner-tokens{{- end -}}
+{{- else if eq .item "appSecrets" -}}{{- if $v.appSecrets -}}app-secrets{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "mooncake.securityProtocol" -}}
+{{- $k := .Values.kafka -}}
+{{- if and $k.sasl.enabled $k.tls.enabled -}}SASL_SSL
+{{- else if $k.sasl.enabled -}}SASL_PLAINTEXT
+{{- else if $k.tls.enabled -}}SSL
+{{- else -}}PLAINTEXT
+{{- end -}}
+{{- end -}}
+
+{{- /* Kafka connection environment, shared by the roles and the topics Job. */ -}}
+{{- define "mooncake.kafkaEnv" -}}
+{{- $k := .Values.kafka -}}
+- name: MOONCAKE_BOOTSTRAP_SERVERS
+  value: {{ $k.bootstrapServers | quote }}
+- name: MOONCAKE_TOPIC_PREFIX
+  value: {{ $k.topicPrefix | quote }}
+- name: MOONCAKE_KAFKA_SECURITY_PROTOCOL
+  value: {{ include "mooncake.securityProtocol" . }}
+{{- if $k.sasl.enabled }}
+- name: MOONCAKE_KAFKA_SASL_MECHANISMS
+  value: {{ $k.sasl.mechanism | quote }}
+- name: MOONCAKE_KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "mooncake.saslSecret" . }}
+      key: {{ $k.sasl.usernameKey }}
+- name: MOONCAKE_KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "mooncake.saslSecret" . }}
+      key: {{ $k.sasl.passwordKey }}
+{{- end }}
+{{- if and $k.tls.enabled $k.tls.caSecret }}
+- name: MOONCAKE_KAFKA_SSL_CA_LOCATION
+  value: /etc/mooncake/kafka-ca/{{ $k.tls.caKey }}
+{{- end }}
+{{- range $prop, $value := $k.config }}
+- name: MOONCAKE_KAFKA_{{ $prop | upper | replace "." "_" }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "mooncake.kafkaVolumeMounts" -}}
+{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/mooncake/kafka-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "mooncake.kafkaVolumes" -}}
+{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ .Values.kafka.tls.caSecret }}
+    items:
+      - key: {{ .Values.kafka.tls.caKey }}
+        path: {{ .Values.kafka.tls.caKey }}
+{{- end }}
+{{- end -}}
+
+{{- /* The environment every role runs with. */ -}}
+{{- define "mooncake.commonEnv" -}}
+{{- include "mooncake.kafkaEnv" . }}
+- name: MOONCAKE_INSTANCE_ID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: MOONCAKE_CREATE_TOPICS
+  value: "false"
+- name: MOONCAKE_PARTITIONS
+  value: {{ .Values.topics.partitions | quote }}
+- name: MOONCAKE_HTTP_PORT
+  value: {{ .Values.httpPort | quote }}
+- name: MOONCAKE_HORIZON_MS
+  value: {{ .Values.config.horizonMs | int64 | quote }}
+- name: MOONCAKE_WHEEL_LEAD_MS
+  value: {{ .Values.config.wheelLeadMs | int64 | quote }}
+- name: MOONCAKE_MAX_DUE_MS
+  value: {{ .Values.config.maxDueMs | int64 | quote }}
+- name: MOONCAKE_COMMIT_INTERVAL_MS
+  value: {{ .Values.config.commitIntervalMs | int64 | quote }}
+- name: MOONCAKE_TRANSACTION_TIMEOUT_MS
+  value: {{ .Values.config.transactionTimeoutMs | int64 | quote }}
+{{- if .Values.config.confluentSchemaIds }}
+- name: MOONCAKE_CONFLUENT_SCHEMA_IDS
+  value: {{ .Values.config.confluentSchemaIds | quote }}
+{{- end }}
+- name: MOONCAKE_LOG_LEVEL
+  value: {{ .Values.config.logLevel | quote }}
+- name: MOONCAKE_LOG_FORMAT
+  value: {{ .Values.config.logFormat | quote }}
+{{- with .Values.config.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- /* The settings one role adds: call with (dict "root" $ "role" "executor"). Secrets
+       are files in the mounted auth Secret, passed as @path, never as values. */ -}}
+{{- define "mooncake.roleEnv" -}}
+{{- $root := .root -}}
+{{- $v := index $root.Values .role -}}
+{{- if eq .role "router" }}
+{{- if $v.commandWriterSchemas }}
+{{- $files := list }}
+{{- range $v.commandWriterSchemas }}
+{{- $path := printf "/etc/mooncake/schemas/%s" .name }}
+{{- if hasKey . "confluentId" }}{{- $path = printf "%d=%s" (int .confluentId) $path }}{{- end }}
+{{- $files = append $files $path }}
+{{- end }}
+- name: MOONCAKE_COMMAND_WRITER_SCHEMAS
+  value: {{ join "," $files | quote }}
+{{- end }}
+{{- else if eq .role "executor" }}
+- name: MOONCAKE_EXECUTOR_CONCURRENCY
+  value: {{ $v.concurrency | quote }}
+- name: MOONCAKE_EXECUTOR_TIMEOUT_MS
+  value: {{ $v.timeoutMs | int64 | quote }}
+- name: MOONCAKE_DRAIN_TIMEOUT_MS
+  value: {{ $v.drainTimeoutMs | int64 | quote }}
+{{- $cidrs := concat $v.allowCidrs $root.Values.tests.allowCallbackCidrs }}
+{{- if $cidrs }}
+- name: MOONCAKE_EXECUTOR_ALLOW_CIDRS
+  value: {{ join "," $cidrs | quote }}
+{{- end }}
+{{- with include "mooncake.authKey" (dict "root" $root "item" "appSecrets") }}
+- name: MOONCAKE_APP_SECRETS
+  value: "@/etc/mooncake/auth/{{ . }}"
+{{- end }}
+{{- else if eq .role "retry" }}
+- name: MOONCAKE_RETRY_MAX_ATTEMPTS
+  value: {{ $v.maxAttempts | quote }}
+- name: MOONCAKE_RETRY_INITIAL_BACKOFF_MS
+  value: {{ $v.initialBackoffMs | int64 | quote }}
+- name: MOONCAKE_RETRY_MULTIPLIER
+  value: {{ $v.multiplier | toString | quote }}
+- name: MOONCAKE_RETRY_MAX_BACKOFF_MS
+  value: {{ $v.maxBackoffMs | int64 | quote }}
+{{- else if eq .role "gateway" }}
+- name: MOONCAKE_GATEWAY_THREADS
+  value: {{ $v.threads | quote }}
+- name: MOONCAKE_GATEWAY_MAX_BODY_BYTES
+  value: {{ $v.maxBodyBytes | int64 | quote }}
+- name: MOONCAKE_GATEWAY_MAX_CONNECTIONS_PER_IP
+  value: {{ $v.maxConnectionsPerIp | quote }}
+{{- if $v.noAuth }}
+- name: MOONCAKE_GATEWAY_NO_AUTH
+  value: "true"
+{{- end }}
+{{- with include "mooncake.authKey" (dict "root" $root "item" "appTokens") }}
+- name: MOONCAKE_APP_TOKENS
+  value: "@/etc/mooncake/auth/{{ . }}"
+{{- end }}
+{{- with include "mooncake.authKey" (dict "root" $root "item" "innerTokens") }}
+- name: MOONCAKE_INNER_TOKENS
+  value: "@/etc/mooncake/auth/{{ . }}"
+{{- end }}
+{{- end }}
+{{- end -}}
