@@ -52,6 +52,21 @@ for d in rendered.get("keda-external-secrets-values.yaml", []):
     if d["kind"] == "ScaledObject":
         c.check(d["spec"]["maxReplicaCount"] == 24,
                 "KEDA's ceiling is the partition count (24), not the asked-for 64")
+# Hooks run before the release's resources exist: whatever the topics Job reads must be
+# a hook created before it.
+docs = rendered["ingress-monitoring-values.yaml"]
+job = next(d for d in docs if d["kind"] == "Job")
+sasl = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-kafka-sasl"))
+
+
+def hook(d):
+    a = d["metadata"].get("annotations", {})
+    return a.get("helm.sh/hook", ""), int(a.get("helm.sh/hook-weight", "0"))
+
+
+c.check("pre-install" in hook(sasl)[0] and hook(sasl)[1] < hook(job)[1] and
+        "pre-install" in hook(job)[0],
+        "the SASL Secret the topics Job reads is a pre-install hook created before it")
 deploys = [d for d in rendered["default-values.yaml"] if d["kind"] == "Deployment"]
 c.check(sorted(d["spec"]["template"]["spec"]["containers"][0]["name"] for d in deploys) ==
         ["executor", "gateway", "retry", "router", "store", "wheel"], "one Deployment per role")
