@@ -729,10 +729,17 @@ def test_executor_kill_9_repeats_only_unfinished_calls():
             print(f"     {len(answered)} repeated calls had been answered before the kill "
                   f"(finished, not yet committed): by p50 {statistics.median(answered):.0f} "
                   f"max {max(answered):.0f} ms", flush=True)
-        bound = len(kills) * (concurrency + 400)
-        assert repeated <= bound, \
-            f"{repeated} calls repeated after {len(kills)} kills, more than the " \
-            f"{bound} that can have been unfinished (in flight, or finished but not committed)"
+        # Only unfinished calls may repeat: in flight at the kill, or answered so
+        # shortly before it that their Result was not committed yet (one commit
+        # interval plus the commit itself; 2 s is generous on a loaded machine).
+        # How many those are depends on the machine's speed, so the count is
+        # only compared with what a restart from the committed offset repeats.
+        assert not answered or max(answered) <= 2000, \
+            f"a call answered {max(answered):.0f} ms before a kill was repeated: its " \
+            f"Result should have been committed by then"
+        assert repeated < sum(naive), \
+            f"{repeated} calls repeated after {len(kills)} kills, not fewer than the " \
+            f"{sum(naive)} a restart from the committed offset alone would repeat"
         assert_alive(env, *(p for r, p in procs.items() if r != "executor"), ex)
     finally:
         env.stop_all()
