@@ -125,10 +125,29 @@ class Client:
 
 
 def kv(text, sep, what):
-    if sep not in text:
+    if sep not in text or text.startswith(sep):
         raise argparse.ArgumentTypeError(f"{what} '{text}': expected name{sep}value")
     k, v = text.split(sep, 1)
     return k.strip(), v.strip() if sep == ":" else v
+
+
+def why(e):
+    """The human part of an error: librdkafka's text without the KafkaError{...} wrapping."""
+    err = e.args[0] if e.args else e
+    return err.str() if hasattr(err, "str") else str(err)
+
+
+def retry_policy(text):
+    """--retry 5:1000:2:60000, the four fields of mooncake.RetryPolicy in order."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        return {"max_attempts": int(parts[0]), "initial_backoff_ms": int(parts[1]),
+                "multiplier": float(parts[2]), "max_backoff_ms": int(parts[3])}
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--retry '{text}': expected MAX_ATTEMPTS:INITIAL_BACKOFF_MS:MULTIPLIER:MAX_BACKOFF_MS")
 
 
 def main(argv=None):
@@ -147,6 +166,8 @@ def main(argv=None):
     ap.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
                     type=lambda s: kv(s, ":", "--header"))
     ap.add_argument("--timeout-ms", type=int, default=30000)
+    ap.add_argument("--retry", type=retry_policy, metavar="N:INITIAL_MS:MULTIPLIER:MAX_MS",
+                    help="submit: retry policy (default: mooncake's configured one)")
     ap.add_argument("--confluent-schema-id", type=int,
                     help="frame as Confluent (00 + id) instead of single-object encoding")
     ap.add_argument("--schema", default=DEFAULT_SCHEMA, help="path of Command.avsc")
@@ -163,21 +184,30 @@ def main(argv=None):
     elif not a.task_id:
         ap.error("cancel needs --task-id")
 
-    client = Client(a.bootstrap_servers, a.topic_prefix, dict(a.kafka), a.schema,
-                    a.confluent_schema_id)
+    try:
+        # A bad -X property or an unreadable schema fails here, before any send.
+        client = Client(a.bootstrap_servers, a.topic_prefix, dict(a.kafka), a.schema,
+                        a.confluent_schema_id)
+    except (KafkaException, OSError, ValueError) as e:
+        print(f"mooncake_client: {why(e)}", file=sys.stderr)
+        return 2
     try:
         if a.command == "submit":
             due = a.due_at_ms if a.due_at_ms is not None else now_ms() + a.delay_ms
             key, part, off = client.submit(task(a.app, a.url, due, a.task_id, a.method.upper(),
-                                                dict(a.header), a.body, a.timeout_ms))
+                                                dict(a.header), a.body, a.timeout_ms, a.retry))
         else:
             key, part, off = client.cancel(a.app, a.task_id)
-    except KafkaException as e:
-        print(f"mooncake_client: {a.command} failed: {e.args[0]}", file=sys.stderr)
+    except (KafkaException, BufferError, ValueError) as e:
+        # KafkaException: the delivery report's error (broker unreachable within
+        # message.timeout.ms, topic missing, not authorized); ValueError: a value
+        # the schema refuses (fastavro names the field).
+        print(f"mooncake_client: {a.command} failed: {why(e)}", file=sys.stderr)
         return 1
     finally:
         client.close()
-    print(f"{a.command} {key} partition={part} offset={off}")
+    when = f" due_at={due}" if a.command == "submit" else ""
+    print(f"{a.command} {key} partition={part} offset={off}{when}")
     return 0
 
 

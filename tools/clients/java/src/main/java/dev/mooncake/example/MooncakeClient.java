@@ -2,7 +2,8 @@
  * Submit and cancel mooncake tasks from Java by producing Avro Commands straight to Kafka:
  * the client contract of README.md ("Submitting tasks straight to Kafka").
  *
- *   java -jar mooncake-client.jar submit -b kafka:9092 --app shop --url https://x/hook --delay-ms 60000
+ *   java -jar mooncake-client.jar submit -b kafka:9092 --app shop --url https://x/hook \
+ *       --delay-ms 60000
  *   java -jar mooncake-client.jar cancel -b kafka:9092 --app shop --task-id 0193...
  *
  * What matters, in any language:
@@ -28,12 +29,14 @@ import java.util.concurrent.ExecutionException;
 import mooncake.Callback;
 import mooncake.Cancel;
 import mooncake.Command;
+import mooncake.RetryPolicy;
 import mooncake.Submit;
 import mooncake.Task;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -45,19 +48,23 @@ public final class MooncakeClient implements AutoCloseable {
     public MooncakeClient(String bootstrap, String topicPrefix, Map<String, String> extra) {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true"); // a retried send is never a second command
+        // idempotence: a retried send is never a second command
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000"); // then an error, not a 2-minute wait
+        // a dead broker or a missing topic: an error after 30 s, not a 1-2 minute wait
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
         p.putAll(extra);
         producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
         topic = topicPrefix + "tasks";
     }
 
-    /** A task as the schema wants it; retry and metadata are left to their defaults. */
+    /** A task as the schema wants it; retry null means mooncake's configured policy. */
     public static Task task(String appId, String taskId, long dueAtMs, String url, String method,
-                            Map<String, String> headers, String body, int timeoutMs) {
+                            Map<String, String> headers, String body, int timeoutMs,
+                            RetryPolicy retry) {
         Callback cb = Callback.newBuilder()
                 .setUrl(url)
                 .setMethod(method)
@@ -70,6 +77,7 @@ public final class MooncakeClient implements AutoCloseable {
                 .setTaskId(taskId)
                 .setDueAt(Instant.ofEpochMilli(dueAtMs))
                 .setCallback(cb)
+                .setRetry(retry)
                 .setCreatedAt(Instant.now())
                 .build();
     }
@@ -107,11 +115,13 @@ public final class MooncakeClient implements AutoCloseable {
     }
 
     private static final String USAGE =
-            "usage: mooncake-client (submit|cancel) -b BOOTSTRAP --app APP [--task-id ID]\n"
+            "usage: mooncake-client (submit|cancel) -b BOOTSTRAP --app APP [--task-id ID]...\n"
             + "         [--topic-prefix P] [--url URL] [--method M] (--delay-ms N | --due-at-ms T)\n"
-            + "         [--body TEXT] [--header 'Name: value']... [--timeout-ms N] [-X key=value]...\n"
-            + "Submits or cancels a mooncake task by producing a Command to <prefix>tasks;\n"
-            + "cancel takes --task-id several times.\n";
+            + "         [--body TEXT] [--header 'Name: value']... [--timeout-ms N]\n"
+            + "         [--retry MAX_ATTEMPTS:INITIAL_BACKOFF_MS:MULTIPLIER:MAX_BACKOFF_MS]\n"
+            + "         [-X key=value]...\n"
+            + "Submits or cancels a mooncake task by producing a Command to <prefix>tasks.\n"
+            + "--task-id may be repeated: one command per id, the same callback for each.\n";
 
     private static int fail(String msg) {
         System.err.println("mooncake-client: " + msg + " (see -h)");
@@ -131,6 +141,7 @@ public final class MooncakeClient implements AutoCloseable {
         String url = null, method = "POST", body = "";
         Long delay = null, dueAt = null;
         int timeoutMs = 30000;
+        RetryPolicy retry = null;
         Map<String, String> headers = new LinkedHashMap<>();
         Map<String, String> extra = new HashMap<>();
         List<String> rest = new ArrayList<>(List.of(args).subList(1, args.length));
@@ -155,6 +166,18 @@ public final class MooncakeClient implements AutoCloseable {
                     case "--due-at-ms" -> dueAt = Long.parseLong(v);
                     case "--body" -> body = v;
                     case "--timeout-ms" -> timeoutMs = Integer.parseInt(v);
+                    case "--retry" -> {
+                        String[] r = v.split(":");
+                        if (r.length != 4)
+                            return fail("--retry '" + v + "': expected "
+                                        + "MAX_ATTEMPTS:INITIAL_BACKOFF_MS:MULTIPLIER:MAX_BACKOFF_MS");
+                        retry = RetryPolicy.newBuilder()
+                                .setMaxAttempts(Integer.parseInt(r[0]))
+                                .setInitialBackoffMs(Long.parseLong(r[1]))
+                                .setMultiplier(Double.parseDouble(r[2]))
+                                .setMaxBackoffMs(Long.parseLong(r[3]))
+                                .build();
+                    }
                     case "--header" -> {
                         int colon = v.indexOf(':');
                         if (colon <= 0)
@@ -181,24 +204,27 @@ public final class MooncakeClient implements AutoCloseable {
             return fail("submit needs --url and one of --delay-ms, --due-at-ms");
         if (cmd.equals("cancel") && ids.isEmpty())
             return fail("cancel needs --task-id (repeat it to cancel several)");
-        if (cmd.equals("submit") && ids.size() > 1)
-            return fail("submit takes one --task-id");
         if (ids.isEmpty())
             ids.add(UUID.randomUUID().toString());
 
         try (MooncakeClient client = new MooncakeClient(bootstrap, prefix, extra)) {
             for (String id : ids) {
                 RecordMetadata md;
+                String when = "";
                 if (cmd.equals("submit")) {
                     long due = dueAt != null ? dueAt : System.currentTimeMillis() + delay;
-                    md = client.submit(task(app, id, due, url, method, headers, body, timeoutMs));
+                    md = client.submit(
+                            task(app, id, due, url, method, headers, body, timeoutMs, retry));
+                    when = " due_at=" + due;
                 } else {
                     md = client.cancel(app, id);
                 }
-                System.out.printf("%s %s/%s partition=%d offset=%d%n", cmd, app, id,
-                        md.partition(), md.offset());
+                System.out.printf("%s %s/%s partition=%d offset=%d%s%n", cmd, app, id,
+                        md.partition(), md.offset(), when);
             }
             return 0;
+        } catch (ConfigException e) {
+            return fail(e.getMessage()); // a bad -X value: the producer was never made
         } catch (Exception e) {
             // The cause chain says what is wrong (a bad -X property, an unknown host).
             StringBuilder why = new StringBuilder(e.toString());
