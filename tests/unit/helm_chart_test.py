@@ -56,7 +56,10 @@ for d in rendered.get("keda-external-secrets-values.yaml", []):
 # a hook created before it.
 docs = rendered["ingress-monitoring-values.yaml"]
 job = next(d for d in docs if d["kind"] == "Job")
-sasl = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-kafka-sasl"))
+secrets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
+read = {e["valueFrom"]["secretKeyRef"]["name"]
+        for e in job["spec"]["template"]["spec"]["containers"][0]["env"]
+        if "secretKeyRef" in e.get("valueFrom", {})}
 
 
 def hook(d):
@@ -64,9 +67,10 @@ def hook(d):
     return a.get("helm.sh/hook", ""), int(a.get("helm.sh/hook-weight", "0"))
 
 
-c.check("pre-install" in hook(sasl)[0] and hook(sasl)[1] < hook(job)[1] and
+c.check(read and all(n in secrets and "pre-install" in hook(secrets[n])[0] and
+                     hook(secrets[n])[1] < hook(job)[1] for n in read) and
         "pre-install" in hook(job)[0],
-        "the SASL Secret the topics Job reads is a pre-install hook created before it")
+        f"the Secrets the topics Job reads ({sorted(read)}) are hooks created before it")
 deploys = [d for d in rendered["default-values.yaml"] if d["kind"] == "Deployment"]
 c.check(sorted(d["spec"]["template"]["spec"]["containers"][0]["name"] for d in deploys) ==
         ["executor", "gateway", "retry", "router", "store", "wheel"], "one Deployment per role")

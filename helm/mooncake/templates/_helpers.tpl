@@ -58,6 +58,26 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
+{{- /* A value as an environment string: numbers from values files arrive as float64,
+       which toString would print as 2e+06; integral ones are printed as integers. */ -}}
+{{- define "mooncake.str" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The SASL Secret the topics hook Job reads: the release's own Secret does not
+       exist yet before install (hooks run first), so a hook copy of it does. */ -}}
+{{- define "mooncake.saslHookSecret" -}}
+{{- if .Values.kafka.sasl.existingSecret -}}
+{{- .Values.kafka.sasl.existingSecret -}}
+{{- else -}}
+{{- printf "%s-topics-kafka-sasl" (include "mooncake.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "mooncake.securityProtocol" -}}
 {{- $k := .Values.kafka -}}
 {{- if and $k.sasl.enabled $k.tls.enabled -}}SASL_SSL
@@ -67,27 +87,36 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
-{{- /* Kafka connection environment, shared by the roles and the topics Job. */ -}}
+{{- /* Kafka connection environment, shared by the roles, the topics Job and the
+       test Pod: call with the root context, or (dict "root" $ "saslSecret" name) to
+       read the SASL credentials from another Secret (the topics Job's hook copy). */ -}}
 {{- define "mooncake.kafkaEnv" -}}
-{{- $k := .Values.kafka -}}
+{{- $root := . -}}
+{{- $saslSecret := "" -}}
+{{- if hasKey . "root" -}}
+{{- $root = .root -}}
+{{- $saslSecret = .saslSecret -}}
+{{- end -}}
+{{- $saslSecret = default (include "mooncake.saslSecret" $root) $saslSecret -}}
+{{- $k := $root.Values.kafka -}}
 - name: MOONCAKE_BOOTSTRAP_SERVERS
   value: {{ $k.bootstrapServers | quote }}
 - name: MOONCAKE_TOPIC_PREFIX
   value: {{ $k.topicPrefix | quote }}
 - name: MOONCAKE_KAFKA_SECURITY_PROTOCOL
-  value: {{ include "mooncake.securityProtocol" . }}
+  value: {{ include "mooncake.securityProtocol" $root }}
 {{- if $k.sasl.enabled }}
 - name: MOONCAKE_KAFKA_SASL_MECHANISMS
   value: {{ $k.sasl.mechanism | quote }}
 - name: MOONCAKE_KAFKA_SASL_USERNAME
   valueFrom:
     secretKeyRef:
-      name: {{ include "mooncake.saslSecret" . }}
+      name: {{ $saslSecret }}
       key: {{ $k.sasl.usernameKey }}
 - name: MOONCAKE_KAFKA_SASL_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ include "mooncake.saslSecret" . }}
+      name: {{ $saslSecret }}
       key: {{ $k.sasl.passwordKey }}
 {{- end }}
 {{- if and $k.tls.enabled $k.tls.caSecret }}
@@ -96,7 +125,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 {{- range $prop, $value := $k.config }}
 - name: MOONCAKE_KAFKA_{{ $prop | upper | replace "." "_" }}
-  value: {{ $value | toString | quote }}
+  value: {{ include "mooncake.str" $value | quote }}
 {{- end }}
 {{- end -}}
 
@@ -129,9 +158,9 @@ app.kubernetes.io/component: {{ .role }}
 - name: MOONCAKE_CREATE_TOPICS
   value: "false"
 - name: MOONCAKE_PARTITIONS
-  value: {{ .Values.topics.partitions | quote }}
+  value: {{ .Values.topics.partitions | int64 | quote }}
 - name: MOONCAKE_HTTP_PORT
-  value: {{ .Values.httpPort | quote }}
+  value: {{ .Values.httpPort | int64 | quote }}
 - name: MOONCAKE_HORIZON_MS
   value: {{ .Values.config.horizonMs | int64 | quote }}
 - name: MOONCAKE_WHEEL_LEAD_MS
@@ -140,6 +169,8 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ .Values.config.maxDueMs | int64 | quote }}
 - name: MOONCAKE_COMMIT_INTERVAL_MS
   value: {{ .Values.config.commitIntervalMs | int64 | quote }}
+- name: MOONCAKE_COMMIT_MAX_RECORDS
+  value: {{ .Values.config.commitMaxRecords | int64 | quote }}
 - name: MOONCAKE_TRANSACTION_TIMEOUT_MS
   value: {{ .Values.config.transactionTimeoutMs | int64 | quote }}
 {{- if .Values.config.confluentSchemaIds }}
@@ -163,9 +194,9 @@ app.kubernetes.io/component: {{ .role }}
 {{- if eq .role "router" }}
 {{- if $v.commandWriterSchemas }}
 {{- $files := list }}
-{{- range $v.commandWriterSchemas }}
-{{- $path := printf "/etc/mooncake/schemas/%s" .name }}
-{{- if hasKey . "confluentId" }}{{- $path = printf "%d=%s" (int .confluentId) $path }}{{- end }}
+{{- range $name, $_ := $v.commandWriterSchemas }}
+{{- $path := printf "/etc/mooncake/schemas/%s" $name }}
+{{- with index $v.commandWriterSchemaIds $name }}{{- $path = printf "%d=%s" (int64 .) $path }}{{- end }}
 {{- $files = append $files $path }}
 {{- end }}
 - name: MOONCAKE_COMMAND_WRITER_SCHEMAS
@@ -173,7 +204,11 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 {{- else if eq .role "executor" }}
 - name: MOONCAKE_EXECUTOR_CONCURRENCY
-  value: {{ $v.concurrency | quote }}
+  value: {{ $v.concurrency | int64 | quote }}
+- name: MOONCAKE_EXECUTOR_HOST_CONNECTIONS
+  value: {{ $v.hostConnections | int64 | quote }}
+- name: MOONCAKE_EXECUTOR_MAX_UNFINISHED
+  value: {{ $v.maxUnfinished | int64 | quote }}
 - name: MOONCAKE_EXECUTOR_TIMEOUT_MS
   value: {{ $v.timeoutMs | int64 | quote }}
 - name: MOONCAKE_DRAIN_TIMEOUT_MS
@@ -189,20 +224,24 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 {{- else if eq .role "retry" }}
 - name: MOONCAKE_RETRY_MAX_ATTEMPTS
-  value: {{ $v.maxAttempts | quote }}
+  value: {{ $v.maxAttempts | int64 | quote }}
 - name: MOONCAKE_RETRY_INITIAL_BACKOFF_MS
   value: {{ $v.initialBackoffMs | int64 | quote }}
 - name: MOONCAKE_RETRY_MULTIPLIER
-  value: {{ $v.multiplier | toString | quote }}
+  value: {{ include "mooncake.str" $v.multiplier | quote }}
 - name: MOONCAKE_RETRY_MAX_BACKOFF_MS
   value: {{ $v.maxBackoffMs | int64 | quote }}
 {{- else if eq .role "gateway" }}
 - name: MOONCAKE_GATEWAY_THREADS
-  value: {{ $v.threads | quote }}
+  value: {{ $v.threads | int64 | quote }}
 - name: MOONCAKE_GATEWAY_MAX_BODY_BYTES
   value: {{ $v.maxBodyBytes | int64 | quote }}
 - name: MOONCAKE_GATEWAY_MAX_CONNECTIONS_PER_IP
-  value: {{ $v.maxConnectionsPerIp | quote }}
+  value: {{ $v.maxConnectionsPerIp | int64 | quote }}
+- name: MOONCAKE_GATEWAY_MAX_CONNECTIONS
+  value: {{ $v.maxConnections | int64 | quote }}
+- name: MOONCAKE_GATEWAY_PRODUCE_TIMEOUT_MS
+  value: {{ $v.produceTimeoutMs | int64 | quote }}
 {{- if $v.noAuth }}
 - name: MOONCAKE_GATEWAY_NO_AUTH
   value: "true"
