@@ -481,6 +481,11 @@ void mc_ctx_request_commit(mc_ctx *ctx)
     ctx->r->commit_requested = true;
 }
 
+void mc_ctx_alive(mc_ctx *ctx)
+{
+    atomic_store(&ctx->r->loop_heartbeat_ms, mono_ms());
+}
+
 int64_t mc_ctx_now_ms(const mc_ctx *ctx)
 {
     return ctx->r->now_wall_ms;

@@ -108,6 +108,11 @@ int mc_ctx_set_commit_offset(mc_ctx *ctx, const char *topic, int32_t partition, 
                              const char *metadata);
 /* Marks the processor (not) ready for /readyz, e.g. while restoring state. */
 void mc_ctx_set_ready(mc_ctx *ctx, bool ready);
+/* Tells /healthz the processor is making progress inside a long call (the
+ * store's restore runs in on_assign, for minutes on a big changelog): without
+ * it the loop would look stuck after 60 s and liveness would restart a pod
+ * that is only restoring. */
+void mc_ctx_alive(mc_ctx *ctx);
 /* Asks the runner to commit the open transaction soon (before the interval). */
 void mc_ctx_request_commit(mc_ctx *ctx);
 

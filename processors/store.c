@@ -339,6 +339,7 @@ static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ct
     while (left > 0) {
         /* Batches: one queue lock per 1024 records instead of one per record. */
         ssize_t got = rd_kafka_consume_batch_queue(q, 500, batch, 1024);
+        mc_ctx_alive(ctx); /* restoring, not stuck: /healthz must not fail */
         for (ssize_t b = 0; b < got; b++) {
             rd_kafka_message_t *m = batch[b];
             restore_target *t = NULL;

@@ -103,8 +103,10 @@ bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task
                      MC_MAX_ATTEMPTS);
             return false;
         }
-        if (p->initial_backoff_ms < 0 || p->max_backoff_ms < p->initial_backoff_ms) {
-            snprintf(why, whylen, "retry backoff: need 0 <= %s (%lld) <= %s (%lld)",
+        /* The retry processor refuses a policy with no backoff at all (and
+         * would silently use its defaults), so it is refused here, visibly. */
+        if (p->initial_backoff_ms < 1 || p->max_backoff_ms < p->initial_backoff_ms) {
+            snprintf(why, whylen, "retry backoff: need 1 <= %s (%lld) <= %s (%lld)",
                      n->initial_backoff_ms, (long long)p->initial_backoff_ms, n->max_backoff_ms,
                      (long long)p->max_backoff_ms);
             return false;

@@ -415,6 +415,8 @@ def test_malformed_requests_get_400_naming_the_field_and_write_nothing():
             (task(retry={"multiplier": 0.5}), "retry.multiplier"),
             (task(retry={"multiplier": "2"}), "retry.multiplier must be a number"),
             (task(retry={"initialBackoffMs": 10, "maxBackoffMs": 5}), "retry.initialBackoffMs"),
+            # no backoff at all: the retry processor would ignore the policy
+            (task(retry={"initialBackoffMs": 0}), "1 <= retry.initialBackoffMs (0)"),
             (task(metadata={"k": 1}), "metadata.k must be a string"),
             (task(metadata=["k"]), "metadata must be an object"),
         ]
