@@ -499,17 +499,12 @@ void mc_trim(const char **p, size_t *len)
         (*len)--;
 }
 
-/* Reads a whole file into a NUL-terminated buffer the caller wipes and frees.
+/* Reads a whole stream into a NUL-terminated buffer the caller wipes and frees.
  * Growing copies by hand, not realloc, so no copy of a secret is left behind
  * in freed memory. */
-static char *read_secret_file(const char *path, const char *what, size_t *len, char *err,
-                              size_t errlen)
+static char *read_stream(FILE *f, const char *path, const char *what, size_t *len, char *err,
+                         size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open '%s': %s", what, path, strerror(errno));
-        return NULL;
-    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -524,13 +519,11 @@ static char *read_secret_file(const char *path, const char *what, size_t *len, c
         buf = bigger;
         cap *= 2;
     }
-    bool failed = ferror(f);
-    fclose(f);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory reading '%s'", what, path);
         return NULL;
     }
-    if (failed) {
+    if (ferror(f)) {
         wipe(buf, n);
         free(buf);
         snprintf(err, errlen, "%s: cannot read '%s'", what, path);
@@ -541,10 +534,25 @@ static char *read_secret_file(const char *path, const char *what, size_t *len, c
     return buf;
 }
 
+static char *read_secret_file(const char *path, const char *what, size_t *len, char *err,
+                              size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open '%s': %s", what, path, strerror(errno));
+        return NULL;
+    }
+    char *buf = read_stream(f, path, what, len, err, errlen);
+    fclose(f);
+    return buf;
+}
+
 char *mc_config_read_file(const char *path, const char *what, size_t *len, char *err, size_t errlen)
 {
     size_t n = 0;
-    char *text = read_secret_file(path, what, &n, err, errlen);
+    char *text = strcmp(path, "-") == 0
+                     ? read_stream(stdin, "standard input", what, &n, err, errlen)
+                     : read_secret_file(path, what, &n, err, errlen);
     if (text && len)
         *len = n;
     return text;

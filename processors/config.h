@@ -75,8 +75,9 @@ void mc_config_free(mc_config *cfg);
 
 /* Prints every flag with its environment name and default. */
 void mc_config_usage(FILE *out);
-/* Reads a whole file into a NUL-terminated buffer (length in *len when len
- * is not NULL). Caller frees it. NULL with "<what>: cannot open ..." in err. */
+/* Reads a whole file ("-": standard input) into a NUL-terminated buffer
+ * (length in *len when len is not NULL; the NUL not counted). Caller frees
+ * it. NULL with "<what>: cannot open '<path>': <reason>" in err. */
 char *mc_config_read_file(const char *path, const char *what, size_t *len, char *err,
                           size_t errlen);
 /* Finds an environment variable that looks like ours (MOONCAKE_*) but names

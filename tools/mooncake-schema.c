@@ -3,6 +3,7 @@
  * file, and decodes or produces a tasks-topic Command, so the codec can be
  * checked against other Avro implementations (tests/unit/fingerprint_test.py). */
 #include "codec.h"
+#include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,41 +33,14 @@ static void usage(FILE *f)
           f);
 }
 
-/* Reads a whole file (or stdin for "-") into a malloc'd buffer with a
- * terminating NUL that is not counted in *len. */
+/* Reads a whole file (or stdin for "-"); NULL after a line on stderr. */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "mooncake-schema: %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || bad) {
-        fprintf(stderr, "mooncake-schema: %s: cannot read\n", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    char err[600];
+    char *text = mc_config_read_file(path, "mooncake-schema", len, err, sizeof err);
+    if (!text)
+        fprintf(stderr, "%s\n", err);
+    return text;
 }
 
 static int cmd_list(void)

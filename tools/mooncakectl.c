@@ -671,43 +671,6 @@ void ctl_fmt_time(int64_t ms, char out[32])
     snprintf(out, 32, "%s.%03dZ", base, (int)(ms % 1000));
 }
 
-/* Reads a whole file (or stdin for "-") into a malloc'd, NUL-terminated
- * buffer the caller frees. */
-static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || bad) {
-        snprintf(err, errlen, "%s: cannot read", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* ---- signals and progress --------------------------------------------------- */
 
 /* True once SIGINT or SIGTERM arrived (they are blocked, so they wait as
@@ -1207,9 +1170,9 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
     } else if (o->body_file) {
         size_t len;
         char err[600];
-        char *data = slurp(o->body_file, &len, err, sizeof err);
+        char *data = mc_config_read_file(o->body_file, "--body-file", &len, err, sizeof err);
         if (!data) {
-            snprintf(why, whylen, "--body-file %s", err);
+            snprintf(why, whylen, "%s", err);
             return false;
         }
         uint8_t *copy = mc_arena_alloc(a, len ? len : 1);
@@ -1331,9 +1294,9 @@ static int cmd_submit(ctl *c)
     int rc = 0;
     if (o->file) {
         size_t len;
-        char *body = slurp(o->file, &len, why, sizeof why);
+        char *body = mc_config_read_file(o->file, "-f", &len, why, sizeof why);
         if (!body) {
-            rc = ctl_fail(EXIT_USAGE, "-f %s", why);
+            rc = ctl_fail(EXIT_USAGE, "%s", why);
             goto out;
         }
         mc_task_json_options jo = {
