@@ -175,6 +175,15 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     return 0;
 }
 
+/* The key's home partition; before any assignment told the partition count
+ * (which cannot happen for a record that was consumed) the record's own. */
+static int32_t home_partition(const router *r, const rd_kafka_message_t *m)
+{
+    if (r->tasks_partitions <= 0)
+        return m->partition;
+    return mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+}
+
 /* A command on the wrong partition of `tasks` goes home: copied as it is,
  * in this transaction, to the partition its key belongs to. */
 static int rehome(router *r, const rd_kafka_message_t *m, int32_t home, mc_ctx *ctx)
@@ -272,7 +281,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         if (!mc_task_ids_ok(c->app_id, c->task_id, &mc_task_avro_names, why, sizeof why) ||
             !key_matches(m, c->app_id, c->task_id, why, sizeof why))
             return route_dead(r, m, why, NULL, ctx);
-        int32_t home = mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+        int32_t home = home_partition(r, m);
         if (home != m->partition)
             return rehome(r, m, home, ctx);
         mc_buf_reset(&r->out);
@@ -290,7 +299,7 @@ static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     if (!mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
         !key_matches(m, t->app_id, t->task_id, why, sizeof why))
         return route_dead(r, m, why, t, ctx);
-    int32_t home = mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+    int32_t home = home_partition(r, m);
     if (home != m->partition)
         return rehome(r, m, home, ctx);
     mc_buf_reset(&r->out);
