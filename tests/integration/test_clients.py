@@ -337,18 +337,20 @@ def test_python_client_cli():
     try:
         before = now_ms()
         p = subprocess.run([sys.executable, script, "submit", "-b", BOOTSTRAP, "--topic-prefix",
-                            env.prefix, "--app", "shop", "--task-id", "cli", "--url",
+                            env.prefix, "--app", "shop", "--task-id", "cli-2", "--url",
                             "http://example.com/x", "--delay-ms", "60000", "--method", "get",
                             "--header", "X-A: 1", "--header", "X-B:two", "--body", "hi",
                             "--timeout-ms", "2500", "--retry", "4:100:1.5:900"],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr
-        assert p.stdout.startswith("submit shop/cli partition=%d offset=" %
-                                   home_partition("shop/cli", 3)), p.stdout
+        # cli-2: a key that CRC32 (librdkafka's default) puts on another partition
+        assert zlib.crc32(b"shop/cli-2") % 3 != home_partition("shop/cli-2", 3)
+        assert p.stdout.startswith("submit shop/cli-2 partition=%d offset=" %
+                                   home_partition("shop/cli-2", 3)), p.stdout
         [m] = env.read_all("tasks", expect=1)
         kind, sub = decode("Command", m.value())["payload"]
         t = sub["task"]
-        assert m.key() == b"shop/cli" and kind == "mooncake.Submit", (m.key(), kind)
+        assert m.key() == b"shop/cli-2" and kind == "mooncake.Submit", (m.key(), kind)
         assert before + 60000 <= ms(t["due_at"]) <= now_ms() + 60000, t
         assert t["callback"] == {"url": "http://example.com/x", "method": "GET",
                                  "headers": {"X-A": "1", "X-B": "two"}, "body": b"hi",
@@ -356,7 +358,7 @@ def test_python_client_cli():
         assert t["retry"][1] == {"max_attempts": 4, "initial_backoff_ms": 100, "multiplier": 1.5,
                               "max_backoff_ms": 900}, t
         assert (t["app_id"], t["task_id"], t["attempt"], t["metadata"]) == \
-            ("shop", "cli", 1, {}), t
+            ("shop", "cli-2", 1, {}), t
         p = subprocess.run([sys.executable, script, "submit", "--app", "shop/x", "--url", "u",
                             "--delay-ms", "1"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and "--app" in p.stderr, (p.returncode, p.stderr)
@@ -370,7 +372,8 @@ def test_python_client_cli():
                             env.prefix + "missing.", "--app", "shop", "--task-id", "x",
                             "-X", "message.timeout.ms=1500"],
                            capture_output=True, text=True, timeout=60)
-        assert p.returncode == 1 and "cancel failed" in p.stderr.splitlines()[-1], \
+        assert p.returncode == 1 and "cancel failed" in p.stderr.splitlines()[-1] and \
+            "does not exist" in p.stderr.splitlines()[-1], \
             (p.returncode, p.stderr)
     finally:
         env.stop_all()

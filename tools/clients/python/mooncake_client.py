@@ -27,7 +27,7 @@ import time
 import uuid
 
 import fastavro
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -107,9 +107,23 @@ class Client:
         self.producer.produce(self.topic, key=key.encode(), value=value, on_delivery=delivered)
         while "err" not in result:
             self.producer.poll(0.1)
-        if result["err"] is not None:
-            raise KafkaException(result["err"])
+        err = result["err"]
+        if err is not None:
+            if err.code() == KafkaError._MSG_TIMED_OUT and self.topic_missing():
+                # librdkafka only says "Message timed out"; name the likelier cause.
+                err = KafkaError(err.code(), f"topic {self.topic} does not exist (a wrong "
+                                 "--topic-prefix, or mooncake's topics not created yet)")
+            raise KafkaException(err)
         return key, result["msg"].partition(), result["msg"].offset()
+
+    def topic_missing(self):
+        """True if the broker answers that the tasks topic does not exist."""
+        try:
+            t = self.producer.list_topics(self.topic, timeout=5).topics.get(self.topic)
+        except KafkaException:
+            return False  # no broker answer: the timeout itself is the news
+        return t is not None and t.error is not None and \
+            t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
     def submit(self, t):
         return self.send(f"{t['app_id']}/{t['task_id']}",
