@@ -58,6 +58,26 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
+{{- /* The auth Secret's files one role reads, as secret volume items (key -> fixed
+       path under /etc/mooncake/auth): the gateway gets only the tokens, the executor
+       only the signing secrets, so neither sees the other's. Empty: the role mounts
+       nothing (and no Secret has to exist, e.g. gateway.noAuth without tokens).
+       Call with (dict "root" $ "role" "gateway"). */ -}}
+{{- define "mooncake.authItems" -}}
+{{- $items := dict -}}
+{{- if eq .role "gateway" -}}
+{{- $items = dict "app-tokens" (include "mooncake.authKey" (dict "root" .root "item" "appTokens")) "inner-tokens" (include "mooncake.authKey" (dict "root" .root "item" "innerTokens")) -}}
+{{- else if eq .role "executor" -}}
+{{- $items = dict "app-secrets" (include "mooncake.authKey" (dict "root" .root "item" "appSecrets")) -}}
+{{- end -}}
+{{- range $path, $key := $items }}
+{{- if $key }}
+- key: {{ $key }}
+  path: {{ $path }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{- /* A value as an environment string: numbers from values files arrive as float64,
        which toString would print as 2e+06; integral ones are printed as integers. */ -}}
 {{- define "mooncake.str" -}}
@@ -103,11 +123,16 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ $k.bootstrapServers | quote }}
 - name: MOONCAKE_TOPIC_PREFIX
   value: {{ $k.topicPrefix | quote }}
+{{- /* kafka.config may set these two itself (e.g. OAUTHBEARER over SASL_SSL); it wins. */}}
+{{- if not (hasKey $k.config "security.protocol") }}
 - name: MOONCAKE_KAFKA_SECURITY_PROTOCOL
   value: {{ include "mooncake.securityProtocol" $root }}
+{{- end }}
 {{- if $k.sasl.enabled }}
+{{- if not (hasKey $k.config "sasl.mechanisms") }}
 - name: MOONCAKE_KAFKA_SASL_MECHANISMS
   value: {{ $k.sasl.mechanism | quote }}
+{{- end }}
 - name: MOONCAKE_KAFKA_SASL_USERNAME
   valueFrom:
     secretKeyRef:
@@ -187,7 +212,8 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 
 {{- /* The settings one role adds: call with (dict "root" $ "role" "executor"). Secrets
-       are files in the mounted auth Secret, passed as @path, never as values. */ -}}
+       are files in the mounted auth Secret (mooncake.authItems), passed as @path,
+       never as values. */ -}}
 {{- define "mooncake.roleEnv" -}}
 {{- $root := .root -}}
 {{- $v := index $root.Values .role -}}
@@ -218,9 +244,9 @@ app.kubernetes.io/component: {{ .role }}
 - name: MOONCAKE_EXECUTOR_ALLOW_CIDRS
   value: {{ join "," $cidrs | quote }}
 {{- end }}
-{{- with include "mooncake.authKey" (dict "root" $root "item" "appSecrets") }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "appSecrets") }}
 - name: MOONCAKE_APP_SECRETS
-  value: "@/etc/mooncake/auth/{{ . }}"
+  value: "@/etc/mooncake/auth/app-secrets"
 {{- end }}
 {{- else if eq .role "retry" }}
 - name: MOONCAKE_RETRY_MAX_ATTEMPTS
@@ -246,13 +272,13 @@ app.kubernetes.io/component: {{ .role }}
 - name: MOONCAKE_GATEWAY_NO_AUTH
   value: "true"
 {{- end }}
-{{- with include "mooncake.authKey" (dict "root" $root "item" "appTokens") }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "appTokens") }}
 - name: MOONCAKE_APP_TOKENS
-  value: "@/etc/mooncake/auth/{{ . }}"
+  value: "@/etc/mooncake/auth/app-tokens"
 {{- end }}
-{{- with include "mooncake.authKey" (dict "root" $root "item" "innerTokens") }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "innerTokens") }}
 - name: MOONCAKE_INNER_TOKENS
-  value: "@/etc/mooncake/auth/{{ . }}"
+  value: "@/etc/mooncake/auth/inner-tokens"
 {{- end }}
 {{- end }}
 {{- end -}}
