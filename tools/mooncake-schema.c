@@ -4,6 +4,7 @@
  * checked against other Avro implementations (tests/unit/fingerprint_test.py). */
 #include "codec.h"
 #include "config.h"
+#include "webhook.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -84,26 +85,13 @@ static int cmd_canonical(const char *path)
     return 0;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static json_t *base64(const uint8_t *p, size_t n)
 {
-    char *out = malloc((n + 2) / 3 * 4 + 1);
+    size_t cap = MC_BASE64_LEN(n) + 1;
+    char *out = malloc(cap);
     if (!out)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        out[o++] = b64[v >> 18 & 63];
-        out[o++] = b64[v >> 12 & 63];
-        out[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
+    mc_base64_encode(p, n, out, cap);
     json_t *j = json_string(out);
     free(out);
     return j;

@@ -47,6 +47,7 @@
 #include "task_rules.h"
 #include "mooncakectl.h"
 #include "uuid7.h"
+#include "webhook.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
@@ -699,26 +700,13 @@ void ctl_progress_tick(progress *pg)
 
 /* ---- JSON output ----------------------------------------------------------------- */
 
-static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 json_t *ctl_base64(const uint8_t *p, size_t n)
 {
-    char *out = malloc((n + 2) / 3 * 4 + 1);
+    size_t cap = MC_BASE64_LEN(n) + 1;
+    char *out = malloc(cap);
     if (!out)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        out[o++] = b64_digits[v >> 18 & 63];
-        out[o++] = b64_digits[v >> 12 & 63];
-        out[o++] = i + 1 < n ? b64_digits[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? b64_digits[v & 63] : '=';
-    }
-    out[o] = '\0';
+    mc_base64_encode(p, n, out, cap);
     json_t *j = json_string(out);
     free(out);
     return j;
