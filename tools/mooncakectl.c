@@ -949,8 +949,8 @@ int ctl_fail(int code, const char *fmt, ...)
 /* ---- submit and cancel -------------------------------------------------------- */
 
 /* Produces one Command to <prefix>tasks, partitioned by murmur2 as the
- * gateway does, and waits for the broker's
- * acknowledgement; *d says where it went. Returns 0 or an exit status. */
+ * gateway does, and waits for the broker's acknowledgement; *d says where it
+ * went. Returns 0 or an exit status. */
 static int send_command(ctl *c, const char *key, const mc_buf *value, delivery *d)
 {
     char err[1024], topic[300];
