@@ -900,9 +900,21 @@ def test_per_ip_connection_limit():
     env = Env()
     try:
         port = start_gateway(env, "--gateway-max-connections-per-ip", "2").http_port
-        held = [http.client.HTTPConnection("127.0.0.1", port, timeout=5) for _ in range(2)]
-        for c in held:  # two keep-alive connections, used and kept open
-            assert req(port, "GET", "/uuid", token=None, conn=c).status == 200
+
+        def served_connection():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            try:
+                if req(port, "GET", "/uuid", token=None, conn=c).status == 200:
+                    return c
+            except OSError:
+                pass
+            c.close()
+            return None
+
+        # Two keep-alive connections, used and kept open. The server counts a closed
+        # connection until its thread has read the close (the readiness probe's, just
+        # before): so a slot may take a moment to come free, as it does further down.
+        held = [wait_until("a free slot", served_connection, timeout=5) for _ in range(2)]
         # a third from the same address is closed without an answer
         assert http_raw(port, "/uuid", "GET", b"GET /uuid HTTP/1.1\r\nHost: x\r\n\r\n") is None
         for c in held:  # the two held ones still work
