@@ -56,6 +56,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "fdset.h"
 #include "retry_policy.h"
@@ -900,7 +901,7 @@ static void post(executor *ex, job *j, ctl *c)
         wake(ex->http_wake);
 }
 
-static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+static int executor_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     executor *ex = self;
     part *p = part_get(ex, m->partition);
@@ -928,9 +929,9 @@ static int executor_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx
     j->offset = m->offset;
     mc_wheel_entry we;
     char detail[256] = "";
-    mc_codec_err err =
-        m->payload ? mc_decode_wheel_entry(m->payload, m->len, j->arena, &we, detail, sizeof detail)
-                   : MC_CODEC_TRUNCATED;
+    mc_codec_err err = m->value ? mc_decode_wheel_entry(m->value, m->value_len, j->arena, &we,
+                                                        detail, sizeof detail)
+                                : MC_CODEC_TRUNCATED;
     if (err) {
         char reason[400];
         snprintf(reason, sizeof reason, "ready record is not a WheelEntry: %s%s%s",

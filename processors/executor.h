@@ -2,7 +2,7 @@
 #ifndef MOONCAKE_EXECUTOR_H
 #define MOONCAKE_EXECUTOR_H
 
-#include "runner.h"
+#include "processor.h"
 
 extern const mc_processor mc_executor_processor;
 

@@ -47,21 +47,20 @@ static uint64_t next_random(retry *r)
     return r->rng * UINT64_C(2685821657736338717);
 }
 
-static int forward(retry *r, mc_ctx *ctx, mc_output *out, const rd_kafka_message_t *m,
-                   const char *key)
+static int forward(retry *r, mc_ctx *ctx, mc_output *out, const mc_record *m, const char *key)
 {
     return mc_ctx_forward(ctx, out, m->partition, key, strlen(key), r->buf.data, r->buf.len);
 }
 
-static int retry_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     retry *r = self;
     mc_arena_reset(r->arena);
     mc_attempt a;
     char detail[256] = "";
     mc_codec_err err =
-        m->payload ? mc_decode_attempt(m->payload, m->len, r->arena, &a, detail, sizeof detail)
-                   : MC_CODEC_TRUNCATED;
+        m->value ? mc_decode_attempt(m->value, m->value_len, r->arena, &a, detail, sizeof detail)
+                 : MC_CODEC_TRUNCATED;
     if (err) {
         char reason[400];
         snprintf(reason, sizeof reason, "retry record is not an Attempt: %s%s%s",

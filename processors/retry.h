@@ -2,7 +2,7 @@
 #ifndef MOONCAKE_RETRY_H
 #define MOONCAKE_RETRY_H
 
-#include "runner.h"
+#include "processor.h"
 
 extern const mc_processor mc_retry_processor;
 

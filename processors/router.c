@@ -164,8 +164,7 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     if (parts->cnt == 0)
         return 0;
     char err[512];
-    int n = mc_topic_partition_count(mc_ctx_consumer(ctx), parts->elems[0].topic, 10000, err,
-                                     sizeof err);
+    int n = mc_ctx_partition_count(ctx, "tasks", err, sizeof err);
     if (n <= 0) {
         mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR, "cannot read the partition count", "error", err,
                (const char *)NULL);
@@ -177,7 +176,7 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
 
 /* The key's home partition; before any assignment told the partition count
  * (which cannot happen for a record that was consumed) the record's own. */
-static int32_t home_partition(const router *r, const rd_kafka_message_t *m)
+static int32_t home_partition(const router *r, const mc_record *m)
 {
     if (r->tasks_partitions <= 0)
         return m->partition;
@@ -186,7 +185,7 @@ static int32_t home_partition(const router *r, const rd_kafka_message_t *m)
 
 /* A command on the wrong partition of `tasks` goes home: copied as it is,
  * in this transaction, to the partition its key belongs to. */
-static int rehome(router *r, const rd_kafka_message_t *m, int32_t home, mc_ctx *ctx)
+static int rehome(router *r, const mc_record *m, int32_t home, mc_ctx *ctx)
 {
     int64_t now = mc_ctx_now_ms(ctx);
     if (now - r->rehome_warned_at >= 60000) {
@@ -203,7 +202,7 @@ static int rehome(router *r, const rd_kafka_message_t *m, int32_t home, mc_ctx *
                "key", key, "partition", from, "home", to, (const char *)NULL);
     }
     mc_counter_add(r->rehomed, 1);
-    return mc_ctx_forward(ctx, r->tasks, home, m->key, m->key_len, m->payload, m->len);
+    return mc_ctx_forward(ctx, r->tasks, home, m->key, m->key_len, m->value, m->value_len);
 }
 
 static void router_destroy(void *self)
@@ -217,8 +216,8 @@ static void router_destroy(void *self)
 
 /* The record key must be exactly app_id/task_id: the key picks the partition,
  * and a cancel must land where its submit did. */
-static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const char *task_id,
-                        char *why, size_t whylen)
+static bool key_matches(const mc_record *m, const char *app_id, const char *task_id, char *why,
+                        size_t whylen)
 {
     char key[1024];
     size_t n = mc_task_key(app_id, task_id, key, sizeof key);
@@ -237,7 +236,7 @@ static bool key_matches(const rd_kafka_message_t *m, const char *app_id, const c
 
 /* One debug line per routed command, with its key, version and where it
  * went; formatted only when debug logging is on. */
-static void log_routed(mc_ctx *ctx, const rd_kafka_message_t *m, const char *what)
+static void log_routed(mc_ctx *ctx, const mc_record *m, const char *what)
 {
     const mc_logger *lg = mc_ctx_logger(ctx);
     if (lg->level > MC_LOG_DEBUG)
@@ -251,24 +250,24 @@ static void log_routed(mc_ctx *ctx, const rd_kafka_message_t *m, const char *wha
 }
 
 /* Bad input goes to `dead` with the reason; the partition moves on. */
-static int route_dead(router *r, const rd_kafka_message_t *m, const char *reason,
-                      const mc_task *task, mc_ctx *ctx)
+static int route_dead(router *r, const mc_record *m, const char *reason, const mc_task *task,
+                      mc_ctx *ctx)
 {
     mc_counter_add(r->dead_letters, 1);
     return mc_ctx_dead_letter(ctx, m, reason, task);
 }
 
-static int router_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     router *r = self;
     char why[512];
     mc_command cmd;
     mc_arena_reset(r->arena);
-    if (!m->payload || m->len == 0)
+    if (!m->value || m->value_len == 0)
         return route_dead(r, m, "empty value: a command is an Avro Submit or Cancel", NULL, ctx);
     char detail[256] = "";
     mc_codec_err e =
-        mc_decode_command(&r->codec, m->payload, m->len, r->arena, &cmd, detail, sizeof detail);
+        mc_decode_command(&r->codec, m->value, m->value_len, r->arena, &cmd, detail, sizeof detail);
     if (e != MC_CODEC_OK) {
         snprintf(why, sizeof why, "undecodable command: %s%s%s", mc_codec_strerror(e),
                  detail[0] ? ": " : "", detail);

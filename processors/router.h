@@ -2,7 +2,7 @@
 #ifndef MOONCAKE_ROUTER_H
 #define MOONCAKE_ROUTER_H
 
-#include "runner.h"
+#include "processor.h"
 
 extern const mc_processor mc_router_processor;
 

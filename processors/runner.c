@@ -5,7 +5,18 @@
  * handed to the transaction with send_offsets_to_transaction(), so outputs and
  * progress become visible together or not at all. Every Kafka error passes
  * through txn_error(), the one place that decides between retrying, aborting
- * (and rewinding input and state to the last commit) and giving up. */
+ * (and rewinding input and state to the last commit) and giving up.
+ *
+ * The loop, in the manner of Redis's aeMain:
+ *
+ *     while (running(r)) {
+ *         begin_txn(r);              a transaction is always open
+ *         wait_for_events(r);        input, the processor's descriptors, a wake-up
+ *         take_input_batch(r);       up to POLL_BATCH records into process()
+ *         punctuate_if_due(r);       timers (the wheel fires, the store hands off)
+ *         commit_if_due(r);          on request, by size or by age
+ *     }
+ */
 #include "runner.h"
 
 #include <errno.h>
@@ -15,24 +26,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "codec.h"
+#include "clock.h"
+#include "ctx_impl.h"
 #include "fdset.h"
 #include "kafka.h"
+#include "restore.h"
 
 #define MAX_OUTPUTS 16
 #define MAX_INPUTS 8
-#define MAX_METADATA 256
-#define MAX_POISON 64
 /* Records (and milliseconds) taken per loop turn once the first record has
  * arrived, before punctuate and commit get their turn. */
 #define POLL_BATCH 2000
 #define POLL_BATCH_MS 5
-/* Raw values above this are not copied into a dead letter, so the dead
- * letter itself always fits in a Kafka message. */
-#define MAX_DEAD_RAW (512 * 1024)
+/* How long a flush isolating a suspect's output may take (see produce). */
+#define ISOLATE_FLUSH_MS 30000
 
 struct mc_output {
     rd_kafka_topic_t *rkt;
@@ -41,55 +50,61 @@ struct mc_output {
     uint64_t pending;        /* forwarded in the open transaction */
 };
 
-typedef struct commit_metadata {
-    char topic[256];
-    int32_t partition;
-    int64_t offset; /* < 0: commit the processed position */
-    char *metadata;
-} commit_metadata;
+/* One assigned input partition: where it has been processed up to, what
+ * was last committed for it, and what the processor wants committed. */
+typedef struct input_part {
+    bool assigned;
+    /* The offset after the last record processed (not the consumer's
+     * position, which is already past a record when poll returns it); -1
+     * when nothing was processed since the last seek. */
+    int64_t next;
+    bool dirty; /* advanced in the open transaction */
+    /* A record the processor gave back (MC_PROCESS_LATER): delivered again
+     * from here when the processor resumes the partition; -1 when none. */
+    int64_t resume_at;
+    /* The last committed offset and metadata (-1 / NULL when none): what a
+     * transaction re-commits when it must carry an offset for fencing. */
+    int64_t committed;
+    char *committed_md;
+    /* Set by the processor for the next commits (mc_ctx_set_commit_*). */
+    char *md;
+    int64_t md_offset; /* -1: commit the processed position */
+} input_part;
 
 typedef struct input_topic {
     char name[256];
     mc_counter *records_in;
     mc_gauge *lag;
     uint64_t pending;
+    input_part *parts; /* indexed by partition number */
+    int32_t n_parts;
 } input_topic;
 
-/* An input record consumed in the open transaction; outputs carry its index
- * so a delivery failure can be traced back to the record that caused it. */
-typedef struct txn_input {
+/* An input record that outputs in the open transaction answer: the record
+ * being processed, or the cause an output named. Each output carries its
+ * index (1-based) as its opaque, so a delivery failure is traced back to it. */
+typedef struct txn_ref {
     size_t topic; /* index into inputs */
     int32_t partition;
     int64_t offset;
-} txn_input;
+    /* Its outputs were flushed on their own, so a refusal is its own. */
+    bool isolated;
+} txn_ref;
 
 /* An input whose output Kafka refused for good (too large, invalid): after the
- * abort and rewind it goes to the dead topic instead of being processed again,
- * which would fail the same way forever and block its partition. */
+ * abort and rewind it goes to the processor's refused() hook (or the dead
+ * topic) instead of being processed again, which would fail the same way
+ * forever and block its partition. Kafka refuses whole batches, so a refusal
+ * of a batch of many inputs' outputs only makes each of them a suspect; a
+ * suspect's outputs are then produced on their own (isolated), and only a
+ * refusal of those confirms it. */
 typedef struct poisoned_input {
-    txn_input at;
+    txn_ref at;
     char reason[256];
-    /* Kafka refuses whole batches, so a refusal in a transaction of many
-     * inputs only makes each of them a suspect; a suspect is replayed alone
-     * in its own transaction, and only a refusal there confirms it. */
     bool confirmed;
 } poisoned_input;
 
-/* Where a partition's input has been processed up to: the offset committed
- * with the transaction. Tracked here rather than read from the consumer,
- * whose position is already past a record when poll returns it. */
-typedef struct input_position {
-    size_t topic;
-    int32_t partition;
-    int64_t next;
-    bool dirty; /* advanced in the open transaction */
-} input_position;
-
-struct mc_ctx {
-    mc_runner *r;
-};
-
-struct mc_runner {
+typedef struct mc_runner {
     mc_logger logger; /* first: librdkafka's log callback reads its opaque as a logger */
     const mc_processor *proc;
     const mc_config *cfg;
@@ -98,6 +113,7 @@ struct mc_runner {
     mc_ctx ctx;
     rd_kafka_t *consumer;
     rd_kafka_t *producer;
+    mc_restorer *restorer; /* made on the first mc_ctx_restore */
     char group_id[300];
     char transactional_id[600];
 
@@ -105,27 +121,24 @@ struct mc_runner {
     size_t n_outputs;
     input_topic inputs[MAX_INPUTS];
     size_t n_inputs;
-    commit_metadata md[MAX_METADATA];
-    size_t n_md;
-    txn_input *txn_inputs;
-    size_t n_txn_inputs, cap_txn_inputs;
-    size_t current_input; /* 1-based index into txn_inputs inside process(), else 0 */
-    poisoned_input poison[MAX_POISON];
-    size_t n_poison;
-    input_position *positions;
-    size_t n_positions, cap_positions;
+
+    txn_ref *refs;
+    size_t n_refs, cap_refs;
+    size_t current_ref; /* 1-based index of the record inside process(), else 0 */
+    bool in_process;
     bool poison_found; /* a forward in this process() call was refused for good */
-    mc_output *dead;
-    mc_buf dead_buf;
+    poisoned_input *poison;
+    size_t n_poison, cap_poison;
     mc_counter *poison_dead;
 
     bool txn_open;
     int64_t txn_started_ms;
     uint64_t txn_records; /* input records in the open transaction */
     bool txn_dirty;       /* something to commit: input consumed or output produced */
+    bool txn_produced;    /* an output was produced in the open transaction */
     bool commit_requested;
     bool in_revoke;    /* inside the revoke callback */
-    int64_t wakeup_ms; /* INT64_MAX: none */
+    int64_t wakeup_ms; /* wall clock; INT64_MAX: none */
     /* The clocks, read once per loop turn: a clock read costs as much as a
      * good part of routing a record, and one "now" per record is also what a
      * processor wants. */
@@ -144,6 +157,7 @@ struct mc_runner {
      * so the next wait must not block. */
     bool input_backlog;
     bool draining; /* stopping: input stays paused, whatever the processor asks */
+    int64_t drain_deadline;
 
     atomic_bool stop;
     atomic_bool fatal;
@@ -158,27 +172,125 @@ struct mc_runner {
     mc_counter *txn_aborted;
     mc_histogram *commit_latency;
     mc_gauge *assigned_partitions;
-};
+} mc_runner;
 
-int64_t mc_now_ms(void)
+#define RUNNER_OF(c) ((mc_runner *)(void *)((char *)(c)-offsetof(mc_runner, ctx)))
+
+/* Marks the runner for exit, with the reason in the log: no fatal path is
+ * silent. */
+static void set_fatal(mc_runner *r, const char *what, const char *detail)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (!atomic_exchange(&r->fatal, true))
+        mc_log(&r->logger, MC_LOG_ERROR, "fatal", "what", what, "detail", detail ? detail : "",
+               (const char *)NULL);
 }
 
-static int64_t mono_ms(void)
+/* ---- inputs --------------------------------------------------------------------- */
+
+static size_t input_index(const mc_runner *r, const char *topic)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    for (size_t i = 0; i < r->n_inputs; i++)
+        if (strcmp(r->inputs[i].name, topic) == 0)
+            return i;
+    return SIZE_MAX;
 }
 
-/* ---- ctx ----------------------------------------------------------------- */
-
-mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
+/* The table entry of an input partition, grown on demand; NULL on ENOMEM or
+ * a topic that is not an input. */
+static input_part *part_of(mc_runner *r, size_t topic, int32_t partition)
 {
-    mc_runner *r = ctx->r;
+    if (topic >= r->n_inputs || partition < 0)
+        return NULL;
+    input_topic *t = &r->inputs[topic];
+    if (partition >= t->n_parts) {
+        int32_t n = t->n_parts ? t->n_parts : 16;
+        while (n <= partition)
+            n *= 2;
+        input_part *v = realloc(t->parts, (size_t)n * sizeof *v);
+        if (!v)
+            return NULL;
+        for (int32_t i = t->n_parts; i < n; i++)
+            v[i] = (input_part){.next = -1, .resume_at = -1, .committed = -1, .md_offset = -1};
+        t->parts = v;
+        t->n_parts = n;
+    }
+    return &t->parts[partition];
+}
+
+static input_part *part_named(mc_runner *r, const char *topic, int32_t partition)
+{
+    return part_of(r, input_index(r, topic), partition);
+}
+
+static void set_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = src ? strdup(src) : NULL;
+}
+
+/* Forgets what the processor asked for and where processing was: after a
+ * seek to the committed offsets (an assignment, a rewind), or a revoke. */
+static void part_reset(input_part *p, bool assigned, int64_t committed, const char *committed_md)
+{
+    p->assigned = assigned;
+    p->next = -1;
+    p->dirty = false;
+    p->resume_at = -1;
+    p->committed = committed;
+    set_str(&p->committed_md, committed_md && *committed_md ? committed_md : NULL);
+    set_str(&p->md, NULL);
+    p->md_offset = -1;
+}
+
+static void part_free(input_part *p)
+{
+    free(p->committed_md);
+    free(p->md);
+}
+
+/* Applies an assignment (or the committed offsets re-read for a rewind):
+ * every listed partition starts from its committed offset, unpaused (a
+ * pause belongs to the processor's state, which starts afresh), or paused
+ * when we are draining. */
+static void take_assignment(mc_runner *r, const rd_kafka_topic_partition_list_t *parts)
+{
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        input_part *p = part_named(r, tp->topic, tp->partition);
+        if (!p)
+            continue;
+        char *md = NULL;
+        if (tp->metadata && tp->metadata_size) {
+            md = strndup(tp->metadata, tp->metadata_size);
+            if (!md)
+                continue;
+        }
+        part_reset(p, true, tp->offset >= 0 ? tp->offset : -1, md);
+        free(md);
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(parts);
+    rd_kafka_resp_err_t err = r->draining ? rd_kafka_pause_partitions(r->consumer, l)
+                                          : rd_kafka_resume_partitions(r->consumer, l);
+    if (err)
+        mc_log(&r->logger, MC_LOG_WARN, "cannot reset pauses after an assignment", "error",
+               rd_kafka_err2str(err), (const char *)NULL);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void drop_assignment(mc_runner *r, const rd_kafka_topic_partition_list_t *parts)
+{
+    for (int i = 0; i < parts->cnt; i++) {
+        input_part *p = part_named(r, parts->elems[i].topic, parts->elems[i].partition);
+        if (p)
+            part_reset(p, false, -1, NULL);
+    }
+}
+
+/* ---- outputs and refused records ---------------------------------------------- */
+
+static mc_output *ctx_output(mc_ctx *ctx, const char *topic_suffix)
+{
+    mc_runner *r = RUNNER_OF(ctx);
     char name[256];
     mc_topic_name(r->cfg, topic_suffix, name, sizeof name);
     for (size_t i = 0; i < r->n_outputs; i++)
@@ -209,13 +321,15 @@ static bool record_error(rd_kafka_resp_err_t err)
            err == RD_KAFKA_RESP_ERR_INVALID_RECORD;
 }
 
-/* Remembers that the input at 1-based index idx of this transaction must be
- * dead-lettered when it is consumed again. */
-static poisoned_input *find_poison(mc_runner *r, const txn_input *in)
+static bool same_input(const txn_ref *a, const txn_ref *b)
+{
+    return a->topic == b->topic && a->partition == b->partition && a->offset == b->offset;
+}
+
+static poisoned_input *find_poison(mc_runner *r, const txn_ref *in)
 {
     for (size_t i = 0; i < r->n_poison; i++)
-        if (r->poison[i].at.topic == in->topic && r->poison[i].at.partition == in->partition &&
-            r->poison[i].at.offset == in->offset)
+        if (same_input(&r->poison[i].at, in))
             return &r->poison[i];
     return NULL;
 }
@@ -225,22 +339,31 @@ static void remove_poison(mc_runner *r, poisoned_input *p)
     *p = r->poison[--r->n_poison];
 }
 
+/* Notes that the input at 1-based ref index idx had an output refused for
+ * good; certain when the refusal can only be its own. */
 static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_resp_err_t err,
                        bool certain)
 {
-    if (idx == 0 || idx > r->n_txn_inputs)
-        return; /* not caused by one input (punctuate): abort and retry is all we can do */
-    txn_input *in = &r->txn_inputs[idx - 1];
-    bool confirmed = certain || r->n_txn_inputs == 1;
+    if (idx == 0 || idx > r->n_refs)
+        return; /* not caused by one input: abort and retry is all we can do */
+    txn_ref *in = &r->refs[idx - 1];
+    bool confirmed = certain || in->isolated || r->n_refs == 1;
     poisoned_input *p = find_poison(r, in);
     if (p) {
         p->confirmed |= confirmed;
         return;
     }
-    if (r->n_poison == MAX_POISON)
-        return;
+    if (r->n_poison == r->cap_poison) {
+        size_t cap = r->cap_poison ? r->cap_poison * 2 : 16;
+        poisoned_input *v = realloc(r->poison, cap * sizeof *v);
+        if (!v)
+            return;
+        r->poison = v;
+        r->cap_poison = cap;
+    }
     p = &r->poison[r->n_poison++];
     p->at = *in;
+    p->at.isolated = false;
     p->confirmed = confirmed;
     /* Cut to fit: a topic name may take most of the reason. */
     int n = snprintf(p->reason, sizeof p->reason,
@@ -248,12 +371,13 @@ static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_res
     if (n > 0 && (size_t)n < sizeof p->reason)
         snprintf(p->reason + n, sizeof p->reason - (size_t)n, "%s", rd_kafka_err2str(err));
     mc_log(&r->logger, MC_LOG_WARN,
-           confirmed ? "output refused; the input will be dead-lettered"
-                     : "output refused; the input will be retried alone",
+           confirmed ? "output refused; the input will be handled as refused"
+                     : "output refused; the input's outputs will be retried on their own",
            "topic", topic, "error", rd_kafka_err2str(err), (const char *)NULL);
 }
 
-/* Delivery reports arrive while commit_transaction() flushes, on our thread. */
+/* Delivery reports arrive while the producer is flushed (commit, or an
+ * isolation flush), on our thread. */
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
@@ -262,57 +386,111 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         add_poison(r, (size_t)(uintptr_t)m->_private, rd_kafka_topic_name(m->rkt), m->err, false);
 }
 
-/* Produces one record, with at most one header; rd_kafka_produce() when
- * there is none, since it is the cheaper call. */
-static rd_kafka_resp_err_t produce_one(mc_runner *r, mc_output *out, int32_t partition,
-                                       const void *key, size_t keylen, const void *value,
-                                       size_t valuelen, const char *hname, const void *hvalue,
-                                       size_t hlen)
+/* Notes an input that outputs answer; returns its 1-based index, 0 on ENOMEM. */
+static size_t add_ref(mc_runner *r, const txn_ref *in)
 {
-    void *opaque = (void *)(uintptr_t)r->current_input;
-    if (!hname)
-        return rd_kafka_produce(out->rkt, partition, RD_KAFKA_MSG_F_COPY, (void *)value,
-                                value ? valuelen : 0, key, keylen, opaque)
+    if (r->n_refs == r->cap_refs) {
+        size_t cap = r->cap_refs ? r->cap_refs * 2 : 1024;
+        txn_ref *n = realloc(r->refs, cap * sizeof *n);
+        if (!n)
+            return 0;
+        r->refs = n;
+        r->cap_refs = cap;
+    }
+    r->refs[r->n_refs++] = *in;
+    return r->n_refs;
+}
+
+/* The ref index an output answers: the named cause, else the record being
+ * processed, else none (0). */
+static size_t ref_for(mc_runner *r, const mc_source *cause)
+{
+    if (!cause)
+        return r->in_process ? r->current_ref : 0;
+    txn_ref in = {input_index(r, cause->topic), cause->partition, cause->offset, false};
+    if (in.topic == SIZE_MAX)
+        return 0;
+    return add_ref(r, &in);
+}
+
+/* Produces one record, with its headers; rd_kafka_produce() when there are
+ * none, since it is the cheaper call. */
+static rd_kafka_resp_err_t produce_one(mc_runner *r, const mc_produce *p, size_t ref)
+{
+    void *opaque = (void *)(uintptr_t)ref;
+    if (!p->n_headers)
+        return rd_kafka_produce(p->out->rkt, p->partition, RD_KAFKA_MSG_F_COPY, (void *)p->value,
+                                p->value ? p->value_len : 0, p->key, p->key_len, opaque)
                    ? rd_kafka_last_error()
                    : RD_KAFKA_RESP_ERR_NO_ERROR;
-    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
-    rd_kafka_header_add(h, hname, -1, hvalue, (ssize_t)hlen);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(p->n_headers);
+    for (size_t i = 0; i < p->n_headers; i++)
+        rd_kafka_header_add(h, p->headers[i].name, -1, p->headers[i].value,
+                            (ssize_t)p->headers[i].len);
     rd_kafka_resp_err_t err = rd_kafka_producev(
-        r->producer, RD_KAFKA_V_RKT(out->rkt), RD_KAFKA_V_PARTITION(partition),
+        r->producer, RD_KAFKA_V_RKT(p->out->rkt), RD_KAFKA_V_PARTITION(p->partition),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE((void *)value, value ? valuelen : 0), RD_KAFKA_V_KEY(key, keylen),
-        RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+        RD_KAFKA_V_VALUE((void *)p->value, p->value ? p->value_len : 0),
+        RD_KAFKA_V_KEY(p->key, p->key_len), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_END);
     if (err)
         rd_kafka_headers_destroy(h); /* producev only takes them over on success */
     return err;
 }
 
-int mc_ctx_forward(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key, size_t keylen,
-                   const void *value, size_t valuelen)
+/* Whether the input behind ref is a suspect whose outputs must go out on
+ * their own, so that a refusal of them can only be theirs. */
+static bool must_isolate(mc_runner *r, size_t ref)
 {
-    return mc_ctx_forward_header(ctx, out, partition, key, keylen, value, valuelen, NULL, NULL, 0);
+    if (ref == 0 || r->n_poison == 0)
+        return false;
+    poisoned_input *p = find_poison(r, &r->refs[ref - 1]);
+    return p && !p->confirmed;
 }
 
-int mc_ctx_forward_header(mc_ctx *ctx, mc_output *out, int32_t partition, const void *key,
-                          size_t keylen, const void *value, size_t valuelen, const char *hname,
-                          const void *hvalue, size_t hlen)
+static int flush_for_isolation(mc_runner *r)
 {
-    mc_runner *r = ctx->r;
+    rd_kafka_resp_err_t err = rd_kafka_flush(r->producer, ISOLATE_FLUSH_MS);
+    if (err) {
+        mc_log(&r->logger, MC_LOG_ERROR, "flush before an isolated output failed", "error",
+               rd_kafka_err2str(err), (const char *)NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    size_t ref = ref_for(r, p->cause);
+    bool isolate = must_isolate(r, ref);
+    if (isolate) {
+        /* A suspect: everything before goes out in batches of its own, then
+         * this record alone (see poisoned_input). */
+        if (flush_for_isolation(r) != 0)
+            return -1;
+        r->refs[ref - 1].isolated = true;
+    }
     for (;;) {
-        rd_kafka_resp_err_t err =
-            produce_one(r, out, partition, key, keylen, value, valuelen, hname, hvalue, hlen);
+        rd_kafka_resp_err_t err = produce_one(r, p, ref);
         if (!err) {
-            out->pending++;
+            p->out->pending++;
             r->txn_dirty = true;
-            return 0;
+            r->txn_produced = true;
+            return isolate ? flush_for_isolation(r) : 0;
         }
         if (record_error(err)) {
-            add_poison(r, r->current_input, out->name, err, true);
-            r->poison_found = true;
-            return -1;
+            /* Refused before it was sent. Inside process() the record is
+             * poison (its other outputs may be in the transaction, so the
+             * runner aborts and rewinds); outside, the caller deals with it. */
+            if (r->in_process && !p->cause) {
+                add_poison(r, ref, p->out->name, err, true);
+                r->poison_found = true;
+            }
+            return MC_FORWARD_REFUSED;
         }
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", out->name, "error",
+            mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", p->out->name, "error",
                    rd_kafka_err2str(err), (const char *)NULL);
             return -1;
         }
@@ -321,51 +499,53 @@ int mc_ctx_forward_header(mc_ctx *ctx, mc_output *out, int32_t partition, const 
     }
 }
 
-int mc_ctx_dead_letter(mc_ctx *ctx, const rd_kafka_message_t *m, const char *reason,
-                       const mc_task *task)
+/* ---- the rest of the ctx ----------------------------------------------------------- */
+
+static void ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
 {
-    mc_runner *r = ctx->r;
-    if (!r->dead)
-        r->dead = mc_ctx_output(ctx, "dead");
-    if (!r->dead)
-        return -1;
-    bool keep_raw = m->payload != NULL && m->len <= MAX_DEAD_RAW;
-    char longer[640];
-    if (m->payload && !keep_raw) {
-        /* Neither the raw value nor a task that large would fit. */
-        snprintf(longer, sizeof longer, "%s (raw value of %zu bytes not kept)", reason, m->len);
-        reason = longer;
-        task = NULL;
-    }
-    mc_dead_letter d = {
-        .reason = reason,
-        .source_topic = rd_kafka_topic_name(m->rkt),
-        .source_partition = m->partition,
-        .source_offset = m->offset,
-        .raw = m->payload,
-        .raw_len = m->len,
-        .has_raw = keep_raw,
-        .has_task = task != NULL,
-        .failed_at = mc_now_ms(),
-    };
-    if (task)
-        d.task = *task;
-    mc_buf_reset(&r->dead_buf);
-    if (mc_encode_dead_letter(&d, &r->dead_buf) != 0)
-        return -1;
-    char key[64];
-    snprintf(key, sizeof key, "%.*s", m->key ? (int)(m->key_len < 63 ? m->key_len : 63) : 0,
-             m->key ? (const char *)m->key : "");
-    mc_log(&r->logger, MC_LOG_WARN, "dead letter", "key", key, "reason", reason,
-           (const char *)NULL);
-    return mc_ctx_forward(ctx, r->dead, m->partition, m->key, m->key_len, r->dead_buf.data,
-                          r->dead_buf.len);
+    mc_runner *r = RUNNER_OF(ctx);
+    if (at_ms < r->wakeup_ms)
+        r->wakeup_ms = at_ms;
 }
 
-void mc_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
+static int64_t ctx_now_ms(const mc_ctx *ctx)
 {
-    if (at_ms < ctx->r->wakeup_ms)
-        ctx->r->wakeup_ms = at_ms;
+    return RUNNER_OF(ctx)->now_wall_ms;
+}
+
+static int ctx_set_commit(mc_ctx *ctx, const char *topic, int32_t partition, bool set_offset,
+                          int64_t offset, const char *metadata)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    if (strlen(metadata) > 4096)
+        return -1;
+    input_part *p = part_named(r, topic, partition);
+    if (!p || !p->assigned)
+        return -1;
+    char *copy = strdup(metadata);
+    if (!copy)
+        return -1;
+    free(p->md);
+    p->md = copy;
+    if (set_offset)
+        p->md_offset = offset;
+    r->txn_dirty = true;
+    return 0;
+}
+
+static void ctx_request_commit(mc_ctx *ctx)
+{
+    RUNNER_OF(ctx)->commit_requested = true;
+}
+
+static void ctx_set_ready(mc_ctx *ctx, bool ready)
+{
+    atomic_store(&RUNNER_OF(ctx)->processor_ready, ready);
+}
+
+static void ctx_alive(mc_ctx *ctx)
+{
+    atomic_store(&RUNNER_OF(ctx)->loop_heartbeat_ms, mc_mono_ms());
 }
 
 /* The consumer's queue as a file descriptor: librdkafka writes a byte to the
@@ -392,129 +572,95 @@ static int watch_consumer_queue(mc_runner *r)
     return 0;
 }
 
-int mc_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg)
+static int ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg)
 {
-    mc_runner *r = ctx->r;
+    mc_runner *r = RUNNER_OF(ctx);
     if (events && watch_consumer_queue(r) != 0)
         return -1;
     return mc_fdset_set(&r->watches, fd, events, (void (*)(void))cb, arg);
 }
 
-int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
+static int ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
 {
-    if (!pause && ctx->r->draining)
+    mc_runner *r = RUNNER_OF(ctx);
+    if (!pause && r->draining)
         return 0;
+    input_part *ip = part_named(r, topic, partition);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, topic, partition);
-    rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(ctx->r->consumer, l)
-                                    : rd_kafka_resume_partitions(ctx->r->consumer, l);
+    rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(r->consumer, l)
+                                    : rd_kafka_resume_partitions(r->consumer, l);
     if (!err)
         err = l->elems[0].err;
-    /* Pausing dropped what was fetched for the partition, and librdkafka
-     * (2.0) fetches it again only when its broker thread next wakes up - up
-     * to a second later when every partition was paused. An asynchronous
-     * seek to where we are wakes it now. */
-    if (!err && !pause && rd_kafka_position(ctx->r->consumer, l) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        l->elems[0].offset >= 0) {
-        rd_kafka_error_t *error = rd_kafka_seek_partitions(ctx->r->consumer, l, 0);
-        if (error)
-            rd_kafka_error_destroy(error);
+    if (!err && !pause) {
+        /* Resume where the processor wants the next record: the one it gave
+         * back, or where we are. Pausing dropped what was fetched, and
+         * librdkafka (2.0) fetches again only when its broker thread next
+         * wakes up - up to a second later when every partition was paused;
+         * an asynchronous seek wakes it now. */
+        int64_t at = -1;
+        if (ip && ip->resume_at >= 0) {
+            at = ip->resume_at;
+            ip->resume_at = -1;
+        } else if (rd_kafka_position(r->consumer, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            at = l->elems[0].offset;
+        }
+        if (at >= 0) {
+            l->elems[0].offset = at;
+            rd_kafka_error_t *error = rd_kafka_seek_partitions(r->consumer, l, 0);
+            if (error)
+                rd_kafka_error_destroy(error);
+        }
     }
     rd_kafka_topic_partition_list_destroy(l);
     return err ? -1 : 0;
 }
 
-/* Records what the next commits carry for one partition: metadata, and an
- * offset to commit instead of the processed position when set_offset. */
-static int set_commit_entry(mc_runner *r, const char *topic, int32_t partition, bool set_offset,
-                            int64_t offset, const char *metadata)
+static void restore_tick(void *arg)
 {
-    if (strlen(metadata) > 4096)
-        return -1;
-    char *copy = strdup(metadata);
-    if (!copy)
-        return -1;
-    commit_metadata *m = NULL;
-    for (size_t i = 0; i < r->n_md && !m; i++)
-        if (r->md[i].partition == partition && strcmp(r->md[i].topic, topic) == 0)
-            m = &r->md[i];
-    if (!m) {
-        if (r->n_md == MAX_METADATA) {
-            free(copy);
+    ctx_alive(arg);
+}
+
+static int ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
+                       mc_restore_fn fn, void *arg, mc_restore_stats *stats)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    if (!r->restorer) {
+        char err[512];
+        r->restorer = mc_restorer_new(r->cfg, &r->logger, err, sizeof err);
+        if (!r->restorer) {
+            mc_log(&r->logger, MC_LOG_ERROR, "cannot make the restore consumer", "error", err,
+                   (const char *)NULL);
             return -1;
         }
-        m = &r->md[r->n_md++];
-        snprintf(m->topic, sizeof m->topic, "%s", topic);
-        m->partition = partition;
-        m->offset = -1;
-        m->metadata = NULL;
     }
-    free(m->metadata);
-    m->metadata = copy;
-    if (set_offset)
-        m->offset = offset;
-    r->txn_dirty = true;
-    return 0;
+    char topic[256];
+    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
+    return mc_restorer_run(r->restorer, topic, partitions, n, fn, arg, restore_tick, ctx, stats);
 }
 
-int mc_ctx_set_commit_metadata(mc_ctx *ctx, const char *topic, int32_t partition,
-                               const char *metadata)
+static int ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen)
 {
-    return set_commit_entry(ctx->r, topic, partition, false, -1, metadata);
+    mc_runner *r = RUNNER_OF(ctx);
+    char topic[256];
+    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
+    return mc_topic_partition_count(r->consumer, topic, 10000, err, errlen);
 }
 
-int mc_ctx_set_commit_offset(mc_ctx *ctx, const char *topic, int32_t partition, int64_t offset,
-                             const char *metadata)
-{
-    if (offset < 0)
-        return -1;
-    return set_commit_entry(ctx->r, topic, partition, true, offset, metadata);
-}
-
-void mc_ctx_set_ready(mc_ctx *ctx, bool ready)
-{
-    atomic_store(&ctx->r->processor_ready, ready);
-}
-
-void mc_ctx_request_commit(mc_ctx *ctx)
-{
-    ctx->r->commit_requested = true;
-}
-
-void mc_ctx_alive(mc_ctx *ctx)
-{
-    atomic_store(&ctx->r->loop_heartbeat_ms, mono_ms());
-}
-
-int64_t mc_ctx_now_ms(const mc_ctx *ctx)
-{
-    return ctx->r->now_wall_ms;
-}
-
-const mc_config *mc_ctx_config(const mc_ctx *ctx)
-{
-    return ctx->r->cfg;
-}
-
-const mc_logger *mc_ctx_logger(const mc_ctx *ctx)
-{
-    return &ctx->r->logger;
-}
-
-mc_metrics *mc_ctx_metrics(const mc_ctx *ctx)
-{
-    return ctx->r->metrics;
-}
-
-const char *mc_ctx_processor_name(const mc_ctx *ctx)
-{
-    return ctx->r->proc->name;
-}
-
-rd_kafka_t *mc_ctx_consumer(const mc_ctx *ctx)
-{
-    return ctx->r->consumer;
-}
+static const mc_ctx_ops runner_ctx_ops = {
+    .output = ctx_output,
+    .produce = ctx_produce,
+    .wakeup_at = ctx_wakeup_at,
+    .now_ms = ctx_now_ms,
+    .set_commit = ctx_set_commit,
+    .request_commit = ctx_request_commit,
+    .set_ready = ctx_set_ready,
+    .alive = ctx_alive,
+    .pause = ctx_pause,
+    .watch_fd = ctx_watch_fd,
+    .restore = ctx_restore,
+    .partition_count = ctx_partition_count,
+};
 
 /* ---- error classes ---------------------------------------------------------- */
 
@@ -542,35 +688,37 @@ static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *e
     }
     mc_log(&r->logger, v == TXN_RETRY ? MC_LOG_WARN : MC_LOG_ERROR, "transaction error", "op", what,
            "class", cls, "error", rd_kafka_error_string(error), (const char *)NULL);
-    rd_kafka_error_destroy(error);
     if (v == TXN_FATAL)
-        atomic_store(&r->fatal, true);
+        set_fatal(r, what, rd_kafka_error_string(error));
+    rd_kafka_error_destroy(error);
     return v;
 }
 
 /* ---- transactions ------------------------------------------------------------ */
 
-static void reset_txn_counters(mc_runner *r, bool committed)
+static void reset_txn(mc_runner *r, bool committed)
 {
     for (size_t i = 0; i < r->n_outputs; i++) {
         if (committed)
             mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
         r->outputs[i].pending = 0;
     }
-    for (size_t i = 0; i < r->n_inputs; i++) {
+    for (size_t t = 0; t < r->n_inputs; t++) {
+        input_topic *in = &r->inputs[t];
         if (committed)
-            mc_counter_add(r->inputs[i].records_in, r->inputs[i].pending);
-        r->inputs[i].pending = 0;
+            mc_counter_add(in->records_in, in->pending);
+        in->pending = 0;
+        for (int32_t i = 0; i < in->n_parts; i++) {
+            in->parts[i].dirty = false;
+            if (!committed)
+                in->parts[i].next = -1; /* the rewind starts again from what is committed */
+        }
     }
-    if (committed)
-        for (size_t i = 0; i < r->n_positions; i++)
-            r->positions[i].dirty = false;
-    else
-        r->n_positions = 0; /* the rewind starts again from what is committed */
     r->txn_open = false;
     r->txn_dirty = false;
+    r->txn_produced = false;
     r->txn_records = 0;
-    r->n_txn_inputs = 0;
+    r->n_refs = 0;
     r->commit_requested = false;
 }
 
@@ -580,9 +728,9 @@ static int begin_txn(mc_runner *r)
         return 0;
     rd_kafka_error_t *error = rd_kafka_begin_transaction(r->producer);
     if (error) {
-        txn_error(r, "begin_transaction", error);
         /* begin only fails on a programming or fatal state error */
-        atomic_store(&r->fatal, true);
+        txn_error(r, "begin_transaction", error);
+        set_fatal(r, "begin_transaction", "cannot begin a transaction");
         return -1;
     }
     r->txn_open = true;
@@ -590,83 +738,86 @@ static int begin_txn(mc_runner *r)
     return 0;
 }
 
-/* Puts the processor's metadata (and offset, when it holds the commit back)
- * on one partition of the offsets to commit. */
-static void attach_metadata(mc_runner *r, rd_kafka_topic_partition_t *o)
+/* What a commit carries for one partition: the processor's offset and
+ * metadata when it set them, else the processed position (or, untouched,
+ * what was committed last). -1 when there is nothing to commit. */
+static int64_t offset_to_commit(const input_part *p)
 {
-    for (size_t k = 0; k < r->n_md; k++) {
-        if (r->md[k].partition == o->partition && strcmp(r->md[k].topic, o->topic) == 0) {
-            free(o->metadata);
-            o->metadata = strdup(r->md[k].metadata);
-            o->metadata_size = o->metadata ? strlen(o->metadata) : 0;
-            if (r->md[k].offset >= 0)
-                o->offset = r->md[k].offset;
-        }
+    if (p->md_offset >= 0)
+        return p->md_offset;
+    if (p->next >= 0)
+        return p->next;
+    return p->committed;
+}
+
+static void add_offset(rd_kafka_topic_partition_list_t *l, const char *topic, int32_t partition,
+                       int64_t offset, const char *md)
+{
+    rd_kafka_topic_partition_t *o = rd_kafka_topic_partition_list_add(l, topic, partition);
+    o->offset = offset;
+    if (md) {
+        o->metadata = strdup(md);
+        o->metadata_size = o->metadata ? strlen(md) : 0;
     }
 }
 
-/* The offsets this transaction commits: every partition whose input advanced,
- * plus every partition the processor set metadata for. Caller destroys. */
+/* The offsets this transaction commits: every partition whose input advanced
+ * or whose commit the processor set. A transaction that would carry none
+ * (outputs of a timer alone: the store's hand-offs) re-commits one
+ * partition as it stands, because the offsets are what makes the group
+ * coordinator check that we still own our partitions: a process that was
+ * frozen past its session timeout must not commit what its successor now
+ * does. Caller destroys. */
 static rd_kafka_topic_partition_list_t *current_offsets(mc_runner *r)
 {
-    rd_kafka_topic_partition_list_t *offsets =
-        rd_kafka_topic_partition_list_new((int)(r->n_positions + r->n_md + 1));
-    for (size_t i = 0; i < r->n_positions; i++) {
-        input_position *p = &r->positions[i];
-        if (!p->dirty)
-            continue;
-        rd_kafka_topic_partition_t *o =
-            rd_kafka_topic_partition_list_add(offsets, r->inputs[p->topic].name, p->partition);
-        o->offset = p->next;
-        attach_metadata(r, o);
-    }
-    for (size_t k = 0; k < r->n_md; k++) {
-        if (rd_kafka_topic_partition_list_find(offsets, r->md[k].topic, r->md[k].partition))
-            continue;
-        /* Metadata without new input: commit it at the current position. */
-        int64_t next = RD_KAFKA_OFFSET_INVALID;
-        for (size_t i = 0; i < r->n_positions; i++)
-            if (r->positions[i].partition == r->md[k].partition &&
-                strcmp(r->inputs[r->positions[i].topic].name, r->md[k].topic) == 0)
-                next = r->positions[i].next;
-        if (next < 0) {
-            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(one, r->md[k].topic, r->md[k].partition);
-            if (!rd_kafka_position(r->consumer, one))
-                next = one->elems[0].offset;
-            rd_kafka_topic_partition_list_destroy(one);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+    const input_part *fence = NULL;
+    const char *fence_topic = NULL;
+    int32_t fence_partition = -1;
+    for (size_t t = 0; t < r->n_inputs; t++) {
+        input_topic *in = &r->inputs[t];
+        for (int32_t i = 0; i < in->n_parts; i++) {
+            const input_part *p = &in->parts[i];
+            if (!p->assigned)
+                continue;
+            int64_t off = offset_to_commit(p);
+            if (off < 0)
+                continue;
+            if (p->dirty || p->md)
+                add_offset(l, in->name, i, off, p->md ? p->md : p->committed_md);
+            else if (!fence) {
+                fence = p;
+                fence_topic = in->name;
+                fence_partition = i;
+            }
         }
-        if (next < 0)
-            continue;
-        rd_kafka_topic_partition_t *o =
-            rd_kafka_topic_partition_list_add(offsets, r->md[k].topic, r->md[k].partition);
-        o->offset = next;
-        attach_metadata(r, o);
     }
-    return offsets;
+    if (l->cnt == 0 && fence && r->txn_produced)
+        add_offset(l, fence_topic, fence_partition, fence->committed, fence->committed_md);
+    return l;
 }
 
-/* Records that an input is done with (processed or dead-lettered). */
-static int mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_t offset)
+/* After a commit: what was sent is the new baseline. */
+static void note_committed(mc_runner *r, const rd_kafka_topic_partition_list_t *l)
 {
-    for (size_t i = 0; i < r->n_positions; i++) {
-        input_position *p = &r->positions[i];
-        if (p->topic == topic && p->partition == partition) {
-            p->next = offset + 1;
-            p->dirty = true;
-            return 0;
-        }
+    for (int i = 0; i < l->cnt; i++) {
+        input_part *p = part_named(r, l->elems[i].topic, l->elems[i].partition);
+        if (!p)
+            continue;
+        p->committed = l->elems[i].offset;
+        set_str(&p->committed_md, l->elems[i].metadata_size ? l->elems[i].metadata : NULL);
     }
-    if (r->n_positions == r->cap_positions) {
-        size_t cap = r->cap_positions ? r->cap_positions * 2 : 64;
-        input_position *n = realloc(r->positions, cap * sizeof *n);
-        if (!n)
-            return -1;
-        r->positions = n;
-        r->cap_positions = cap;
+}
+
+/* Records that an input is done with (processed, given to refused(), or
+ * dead-lettered). */
+static void mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_t offset)
+{
+    input_part *p = part_of(r, topic, partition);
+    if (p) {
+        p->next = offset + 1;
+        p->dirty = true;
     }
-    r->positions[r->n_positions++] = (input_position){topic, partition, offset + 1, true};
-    return 0;
 }
 
 static void rewind_to_committed(mc_runner *r);
@@ -687,10 +838,28 @@ static int abort_txn(mc_runner *r, const char *why)
             return -1;
     }
     mc_counter_add(r->txn_aborted, 1);
-    reset_txn_counters(r, false);
+    reset_txn(r, false);
     if (!r->in_revoke)
         rewind_to_committed(r);
     return 0;
+}
+
+static int send_offsets(mc_runner *r, rd_kafka_topic_partition_list_t *offsets)
+{
+    for (;;) {
+        rd_kafka_consumer_group_metadata_t *cgmd = rd_kafka_consumer_group_metadata(r->consumer);
+        rd_kafka_error_t *error =
+            rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, 30000);
+        rd_kafka_consumer_group_metadata_destroy(cgmd);
+        if (!error)
+            return 0;
+        txn_verdict v = txn_error(r, "send_offsets_to_transaction", error);
+        if (v == TXN_RETRY)
+            continue;
+        if (v == TXN_ABORT)
+            return abort_txn(r, "send_offsets_to_transaction failed") == 0 ? 1 : -1;
+        return -1;
+    }
 }
 
 /* Commits the open transaction with the input positions. Returns 0 when
@@ -705,35 +874,22 @@ static int commit_txn(mc_runner *r)
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
         if (error && txn_error(r, "abort_transaction (empty)", error) == TXN_FATAL)
             return -1;
-        reset_txn_counters(r, false);
+        reset_txn(r, false);
         return 0;
     }
     if (r->proc->prepare_commit && r->proc->prepare_commit(r->self, &r->ctx) != 0) {
-        atomic_store(&r->fatal, true);
+        set_fatal(r, "prepare_commit", r->proc->name);
         return -1;
     }
-    int64_t t0 = mono_ms();
+    int64_t t0 = mc_mono_ms();
     rd_kafka_topic_partition_list_t *offsets = current_offsets(r);
-    if (offsets && offsets->cnt > 0) {
-        for (;;) {
-            rd_kafka_consumer_group_metadata_t *cgmd =
-                rd_kafka_consumer_group_metadata(r->consumer);
-            rd_kafka_error_t *error =
-                rd_kafka_send_offsets_to_transaction(r->producer, offsets, cgmd, 30000);
-            rd_kafka_consumer_group_metadata_destroy(cgmd);
-            if (!error)
-                break;
-            txn_verdict v = txn_error(r, "send_offsets_to_transaction", error);
-            if (v == TXN_RETRY)
-                continue;
+    if (offsets->cnt > 0) {
+        int rc = send_offsets(r, offsets);
+        if (rc != 0) {
             rd_kafka_topic_partition_list_destroy(offsets);
-            if (v == TXN_ABORT)
-                return abort_txn(r, "send_offsets_to_transaction failed") == 0 ? 1 : -1;
-            return -1;
+            return rc;
         }
     }
-    if (offsets)
-        rd_kafka_topic_partition_list_destroy(offsets);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_commit_transaction(r->producer, 30000);
         if (!error)
@@ -741,13 +897,16 @@ static int commit_txn(mc_runner *r)
         txn_verdict v = txn_error(r, "commit_transaction", error);
         if (v == TXN_RETRY)
             continue;
+        rd_kafka_topic_partition_list_destroy(offsets);
         if (v == TXN_ABORT)
             return abort_txn(r, "commit_transaction failed") == 0 ? 1 : -1;
         return -1;
     }
-    mc_histogram_observe(r->commit_latency, (double)(mono_ms() - t0) / 1000.0);
+    note_committed(r, offsets);
+    rd_kafka_topic_partition_list_destroy(offsets);
+    mc_histogram_observe(r->commit_latency, (double)(mc_mono_ms() - t0) / 1000.0);
     mc_counter_add(r->txn_committed, 1);
-    reset_txn_counters(r, true);
+    reset_txn(r, true);
     return 0;
 }
 
@@ -766,98 +925,102 @@ static void rewind_to_committed(mc_runner *r)
     }
     if (r->proc->on_revoke)
         r->proc->on_revoke(r->self, parts, &r->ctx);
-    /* The processor rebuilds its state, and with it what it commits. */
-    for (size_t i = 0; i < r->n_md; i++)
-        free(r->md[i].metadata);
-    r->n_md = 0;
     rd_kafka_resp_err_t err = rd_kafka_committed(r->consumer, parts, 30000);
     if (err) {
-        mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets to rewind", "error",
-               rd_kafka_err2str(err), (const char *)NULL);
-        atomic_store(&r->fatal, true);
+        set_fatal(r, "cannot read committed offsets to rewind", rd_kafka_err2str(err));
         rd_kafka_topic_partition_list_destroy(parts);
         return;
     }
+    take_assignment(r, parts);
     for (int i = 0; i < parts->cnt; i++)
         if (parts->elems[i].offset < 0)
             parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_error_t *error = rd_kafka_seek_partitions(r->consumer, parts, 30000);
     if (error) {
-        mc_log(&r->logger, MC_LOG_ERROR, "cannot seek to committed offsets", "error",
-               rd_kafka_error_string(error), (const char *)NULL);
+        set_fatal(r, "cannot seek to committed offsets", rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
-        atomic_store(&r->fatal, true);
     }
     if (!atomic_load(&r->fatal) && r->proc->on_assign &&
         r->proc->on_assign(r->self, parts, &r->ctx) != 0)
-        atomic_store(&r->fatal, true);
+        set_fatal(r, "on_assign after a rewind", r->proc->name);
     rd_kafka_topic_partition_list_destroy(parts);
 }
 
 /* ---- rebalances ------------------------------------------------------------- */
 
+static void read_clocks(mc_runner *r)
+{
+    r->now_mono_ms = mc_mono_ms();
+    r->now_wall_ms = mc_now_ms();
+    atomic_store(&r->loop_heartbeat_ms, r->now_mono_ms);
+}
+
+static void on_partitions_assigned(mc_runner *r, rd_kafka_t *rk,
+                                   rd_kafka_topic_partition_list_t *parts)
+{
+    /* Read the committed offsets (and metadata) ourselves so the processor
+     * sees exactly where consumption resumes. */
+    rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, parts, 30000);
+    if (cerr) {
+        set_fatal(r, "cannot read committed offsets", rd_kafka_err2str(cerr));
+        rd_kafka_assign(rk, NULL);
+        return;
+    }
+    rd_kafka_assign(rk, parts);
+    take_assignment(r, parts);
+    mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
+    if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
+        set_fatal(r, "on_assign", r->proc->name);
+    /* After on_assign: the gauge says "these partitions are served". */
+    mc_gauge_set(r->assigned_partitions, parts->cnt);
+    atomic_store(&r->assigned_once, true);
+}
+
+static void on_partitions_revoked(mc_runner *r, rd_kafka_t *rk,
+                                  rd_kafka_topic_partition_list_t *parts)
+{
+    /* Revoked: commit what we did so the next owner starts after it. Lost
+     * (we were kicked out of the group): our transaction may no longer
+     * commit its offsets, so abort; the new owner redoes it. */
+    if (rd_kafka_assignment_lost(rk)) {
+        mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
+        if (r->txn_open) {
+            rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+            if (error)
+                txn_error(r, "abort_transaction (lost)", error);
+            else
+                mc_counter_add(r->txn_aborted, 1);
+            reset_txn(r, false);
+        }
+    } else if (r->txn_open) {
+        r->in_revoke = true;
+        commit_txn(r);
+        r->in_revoke = false;
+    }
+    if (r->proc->on_revoke)
+        r->proc->on_revoke(r->self, parts, &r->ctx);
+    /* Whatever we knew of these partitions is stale once another instance
+     * may have moved them on: positions, suspects, metadata. */
+    drop_assignment(r, parts);
+    r->n_poison = 0;
+    mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
+    mc_gauge_set(r->assigned_partitions, 0);
+    rd_kafka_assign(rk, NULL);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     mc_runner *r = opaque;
-    switch (err) {
-    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS: {
-        /* Read the committed offsets (and metadata) ourselves so the
-         * processor sees exactly where consumption resumes. */
-        rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, parts, 30000);
-        if (cerr) {
-            mc_log(&r->logger, MC_LOG_ERROR, "cannot read committed offsets", "error",
-                   rd_kafka_err2str(cerr), (const char *)NULL);
-            atomic_store(&r->fatal, true);
-            rd_kafka_assign(rk, NULL);
-            break;
-        }
-        rd_kafka_assign(rk, parts);
-        mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
-        if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
-            atomic_store(&r->fatal, true);
-        /* After on_assign: the gauge says "these partitions are served". */
-        mc_gauge_set(r->assigned_partitions, parts->cnt);
-        atomic_store(&r->assigned_once, true);
-        break;
-    }
-    case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-        /* Revoked: commit what we did so the next owner starts after it.
-         * Lost (we were kicked out of the group): our transaction may no
-         * longer commit its offsets, so abort; the new owner redoes it. */
-        if (rd_kafka_assignment_lost(rk)) {
-            mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
-            if (r->txn_open) {
-                rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
-                if (error)
-                    txn_error(r, "abort_transaction (lost)", error);
-                else
-                    mc_counter_add(r->txn_aborted, 1);
-                reset_txn_counters(r, false);
-            }
-        } else if (r->txn_open) {
-            r->in_revoke = true;
-            commit_txn(r);
-            r->in_revoke = false;
-        }
-        if (r->proc->on_revoke)
-            r->proc->on_revoke(r->self, parts, &r->ctx);
-        /* Whatever we knew of these partitions is stale once another
-         * instance may have moved them on: positions, suspects, metadata. */
-        for (size_t i = 0; i < r->n_md; i++)
-            free(r->md[i].metadata);
-        r->n_md = 0;
-        r->n_positions = 0;
-        r->n_poison = 0;
-        mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
-        mc_gauge_set(r->assigned_partitions, 0);
-        rd_kafka_assign(rk, NULL);
-        break;
-    default:
+    read_clocks(r); /* the processor's callbacks see the time of the rebalance */
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        on_partitions_assigned(r, rk, parts);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        on_partitions_revoked(r, rk, parts);
+    } else {
         mc_log(&r->logger, MC_LOG_ERROR, "rebalance failed", "error", rd_kafka_err2str(err),
                (const char *)NULL);
         rd_kafka_assign(rk, NULL);
-        break;
     }
 }
 
@@ -889,8 +1052,8 @@ static bool health_check(void *arg, char *why, size_t whylen)
         return false;
     }
     long long hb = atomic_load(&r->loop_heartbeat_ms);
-    if (hb && mono_ms() - hb > 60000) {
-        snprintf(why, whylen, "processing loop stuck for %lld ms", mono_ms() - hb);
+    if (hb && mc_mono_ms() - hb > 60000) {
+        snprintf(why, whylen, "processing loop stuck for %lld ms", mc_mono_ms() - hb);
         return false;
     }
     return true;
@@ -928,74 +1091,53 @@ static void update_lag(mc_runner *r)
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-/* Sets a tuning default unless the user passed the property with -X or
- * MOONCAKE_KAFKA_*: theirs wins. */
-mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics *metrics,
-                         mc_http_server *http, char *err, size_t errlen)
+/* The consumer: read only committed data, never commit on its own (offsets
+ * go through the producer's transaction), range assignment so partition N of
+ * every input topic lands on the same instance. */
+static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
 {
-    mc_runner *r = calloc(1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    r->logger = (mc_logger){.level = cfg->log_level, .json = cfg->log_json, .role = p->name};
-    r->proc = p;
-    r->cfg = cfg;
-    r->metrics = metrics;
-    r->ctx.r = r;
-    r->wakeup_ms = INT64_MAX;
-    r->queue_pipe[0] = r->queue_pipe[1] = -1;
-    atomic_init(&r->stop, false);
-    atomic_init(&r->fatal, false);
-    atomic_init(&r->processor_ready, true);
-    atomic_init(&r->started, false);
-    atomic_init(&r->assigned_once, false);
-    atomic_init(&r->loop_heartbeat_ms, 0);
-    snprintf(r->group_id, sizeof r->group_id, "%s%s", cfg->topic_prefix, p->name);
-    snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,
-             cfg->instance_id);
-
-    char errstr[512], buf[32];
-    /* Consumer: read only committed data, never commit on its own (offsets go
-     * through the producer's transaction), range assignment so partition N of
-     * every input topic lands on the same instance. */
+    const mc_config *cfg = r->cfg;
     rd_kafka_conf_t *cc = mc_kafka_conf_new(cfg, r, err, errlen);
     if (!cc)
-        goto fail;
+        return NULL;
     /* A crashed instance's partitions wait this long for a new owner; the
      * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
     if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
-        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen)) {
-        rd_kafka_conf_destroy(cc);
+        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen))
         goto fail;
-    }
-    for (const char *const *kv = p->consumer_defaults; kv && kv[0] && kv[1]; kv += 2) {
-        if (mc_kafka_conf_default(cfg, cc, kv[0], kv[1], err, errlen)) {
-            rd_kafka_conf_destroy(cc);
+    for (const char *const *kv = r->proc->consumer_defaults; kv && kv[0] && kv[1]; kv += 2)
+        if (mc_kafka_conf_default(cfg, cc, kv[0], kv[1], err, errlen))
             goto fail;
-        }
-    }
     if (mc_kafka_conf_set(cc, "group.id", r->group_id, err, errlen) ||
         mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
-        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) {
-        rd_kafka_conf_destroy(cc);
+        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen))
         goto fail;
-    }
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
-    r->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, errstr, sizeof errstr);
-    if (!r->consumer) {
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, errstr, sizeof errstr);
+    if (!rk) {
         snprintf(err, errlen, "creating the consumer: %s", errstr);
-        goto fail;
+        return NULL;
     }
-    rd_kafka_poll_set_consumer(r->consumer);
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
+fail:
+    rd_kafka_conf_destroy(cc);
+    return NULL;
+}
 
+/* The transactional producer. Exactly-once needs the first settings as they
+ * are; the tuning after them yields to -X. */
+static rd_kafka_t *make_producer(mc_runner *r, char *err, size_t errlen)
+{
+    const mc_config *cfg = r->cfg;
     rd_kafka_conf_t *pc = mc_kafka_conf_new(cfg, r, err, errlen);
     if (!pc)
-        goto fail;
+        return NULL;
+    char buf[32];
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
-    /* Exactly-once needs these as they are; the tuning below yields to -X. */
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
         mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
@@ -1008,42 +1150,79 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         mc_kafka_conf_default(cfg, pc, "retry.backoff.ms", "5", err, errlen) ||
         mc_kafka_conf_default(cfg, pc, "queue.buffering.max.messages", "1000000", err, errlen)) {
         rd_kafka_conf_destroy(pc);
-        goto fail;
+        return NULL;
     }
     rd_kafka_conf_set_dr_msg_cb(pc, dr_msg_cb);
-    r->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
-    if (!r->producer) {
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
+    if (!rk)
         snprintf(err, errlen, "creating the transactional producer: %s", errstr);
-        goto fail;
-    }
+    return rk;
+}
 
+static void register_metrics(mc_runner *r)
+{
     char labels[400];
-    snprintf(labels, sizeof labels, "processor=\"%s\"", p->name);
-    r->txn_committed = mc_metrics_counter(metrics, "mooncake_transactions_committed_total",
+    snprintf(labels, sizeof labels, "processor=\"%s\"", r->proc->name);
+    r->txn_committed = mc_metrics_counter(r->metrics, "mooncake_transactions_committed_total",
                                           "Kafka transactions committed", labels);
-    r->txn_aborted = mc_metrics_counter(metrics, "mooncake_transactions_aborted_total",
+    r->txn_aborted = mc_metrics_counter(r->metrics, "mooncake_transactions_aborted_total",
                                         "Kafka transactions aborted", labels);
     static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                     0.1,   0.25,   0.5,   1,    2.5,   5};
     r->commit_latency =
-        mc_metrics_histogram(metrics, "mooncake_commit_latency_seconds",
+        mc_metrics_histogram(r->metrics, "mooncake_commit_latency_seconds",
                              "Time to send offsets and commit one transaction", labels, bounds, 12);
     r->poison_dead = mc_metrics_counter(
-        metrics, "mooncake_refused_outputs_dead_lettered_total",
-        "Inputs dead-lettered because Kafka refused their output for good", labels);
-    r->assigned_partitions = mc_metrics_gauge(metrics, "mooncake_assigned_partitions",
+        r->metrics, "mooncake_refused_outputs_dead_lettered_total",
+        "Inputs handled as refused because Kafka refused their output for good", labels);
+    r->assigned_partitions = mc_metrics_gauge(r->metrics, "mooncake_assigned_partitions",
                                               "Input partitions assigned to this instance", labels);
-    for (const char *const *t = p->input_topics; *t && r->n_inputs < MAX_INPUTS; t++) {
+    for (const char *const *t = r->proc->input_topics; *t && r->n_inputs < MAX_INPUTS; t++) {
         input_topic *in = &r->inputs[r->n_inputs++];
-        mc_topic_name(cfg, *t, in->name, sizeof in->name);
-        snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", p->name, in->name);
-        in->records_in = mc_metrics_counter(metrics, "mooncake_records_in_total",
+        mc_topic_name(r->cfg, *t, in->name, sizeof in->name);
+        snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, in->name);
+        in->records_in = mc_metrics_counter(r->metrics, "mooncake_records_in_total",
                                             "Records consumed, counted when committed", labels);
         in->lag =
-            mc_metrics_gauge(metrics, "mooncake_consumer_lag",
+            mc_metrics_gauge(r->metrics, "mooncake_consumer_lag",
                              "Records behind the high watermark on assigned partitions", labels);
     }
+}
 
+mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics *metrics,
+                         mc_http_server *http, char *err, size_t errlen)
+{
+    mc_runner *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->logger = (mc_logger){.level = cfg->log_level, .json = cfg->log_json, .role = p->name};
+    r->proc = p;
+    r->cfg = cfg;
+    r->metrics = metrics;
+    r->ctx = (mc_ctx){.ops = &runner_ctx_ops,
+                      .cfg = cfg,
+                      .logger = &r->logger,
+                      .metrics = metrics,
+                      .processor_name = p->name};
+    r->wakeup_ms = INT64_MAX;
+    r->queue_pipe[0] = r->queue_pipe[1] = -1;
+    atomic_init(&r->stop, false);
+    atomic_init(&r->fatal, false);
+    atomic_init(&r->processor_ready, true);
+    atomic_init(&r->started, false);
+    atomic_init(&r->assigned_once, false);
+    atomic_init(&r->loop_heartbeat_ms, 0);
+    snprintf(r->group_id, sizeof r->group_id, "%s%s", cfg->topic_prefix, p->name);
+    snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,
+             cfg->instance_id);
+    read_clocks(r);
+    if (!(r->consumer = make_consumer(r, err, errlen)) ||
+        !(r->producer = make_producer(r, err, errlen)))
+        goto fail;
+    register_metrics(r);
     r->self = p->create(&r->ctx, err, errlen);
     if (!r->self)
         goto fail;
@@ -1057,87 +1236,94 @@ fail:
     return NULL;
 }
 
-static size_t input_topic_index(const mc_runner *r, const rd_kafka_message_t *m)
+/* ---- one record ------------------------------------------------------------------ */
+
+/* A record of a partition whose processor gave a record back: it comes again
+ * from there once resumed, so anything at or after it is not taken now. */
+static bool given_back(const input_part *p, int64_t offset)
 {
-    const char *t = rd_kafka_topic_name(m->rkt);
-    for (size_t i = 0; i < r->n_inputs; i++)
-        if (strcmp(r->inputs[i].name, t) == 0)
-            return i;
-    return 0;
+    return p && p->resume_at >= 0 && offset >= p->resume_at;
 }
 
-/* Notes an input record in the open transaction (for the metrics and to
- * trace refused outputs back to it). Returns its 1-based index, 0 on ENOMEM. */
-static size_t track_input(mc_runner *r, const txn_input *in)
+/* Hands a confirmed poisoned input to the processor's refused() hook, or to
+ * the dead topic. */
+static int handle_refused(mc_runner *r, const mc_record *rec, const txn_ref *in, poisoned_input *p)
 {
-    r->inputs[in->topic].pending++;
-    r->txn_records++;
-    r->txn_dirty = true;
-    if (r->n_txn_inputs == r->cap_txn_inputs) {
-        size_t cap = r->cap_txn_inputs ? r->cap_txn_inputs * 2 : 1024;
-        txn_input *n = realloc(r->txn_inputs, cap * sizeof *n);
-        if (!n)
-            return 0;
-        r->txn_inputs = n;
-        r->cap_txn_inputs = cap;
+    char reason[sizeof p->reason];
+    memcpy(reason, p->reason, sizeof reason);
+    remove_poison(r, p);
+    r->current_ref = add_ref(r, in);
+    r->in_process = true;
+    int rc = r->proc->refused ? r->proc->refused(r->self, rec, reason, &r->ctx)
+                              : mc_ctx_dead_letter(&r->ctx, rec, reason, NULL);
+    r->in_process = false;
+    if (rc != 0) {
+        set_fatal(r, "handling a refused record", reason);
+        return -1;
     }
-    r->txn_inputs[r->n_txn_inputs++] = *in;
-    return r->n_txn_inputs;
+    mc_counter_add(r->poison_dead, 1);
+    mark_processed(r, in->topic, in->partition, in->offset);
+    return 0;
 }
 
 /* One consumed record, inside the open transaction. Returns -1 to leave the
  * loop (fatal), 0 otherwise. */
 static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
 {
-    txn_input in = {input_topic_index(r, m), m->partition, m->offset};
+    txn_ref in = {input_index(r, rd_kafka_topic_name(m->rkt)), m->partition, m->offset, false};
+    input_part *ip = part_of(r, in.topic, in.partition);
+    if (given_back(ip, m->offset))
+        return 0;
+    mc_record rec = {.topic = rd_kafka_topic_name(m->rkt),
+                     .partition = m->partition,
+                     .offset = m->offset,
+                     .key = m->key,
+                     .key_len = m->key_len,
+                     .value = m->payload,
+                     .value_len = m->len,
+                     .kafka_message = m};
+    rd_kafka_timestamp_type_t tstype;
+    rec.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+    r->inputs[in.topic].pending++;
+    r->txn_records++;
+    r->txn_dirty = true;
     poisoned_input *p = r->n_poison ? find_poison(r, &in) : NULL;
-    if (p && p->confirmed) {
-        track_input(r, &in);
-        char reason[sizeof p->reason];
-        memcpy(reason, p->reason, sizeof reason);
-        remove_poison(r, p);
-        if (mc_ctx_dead_letter(&r->ctx, m, reason, NULL) != 0)
-            atomic_store(&r->fatal, true); /* the dead topic refusing too: give up */
-        mc_counter_add(r->poison_dead, 1);
-        return mark_processed(r, in.topic, in.partition, in.offset);
-    }
-    bool alone = p != NULL;
-    if (alone) {
-        /* A suspect from a refused batch: commit what came before it, then
-         * give it a transaction of its own, so a refusal now is its own. */
-        int rc = commit_txn(r);
-        if (rc != 0)
-            return rc < 0 ? -1 : 0; /* aborted and rewound: m comes again, still a suspect */
-        if ((p = find_poison(r, &in)) != NULL)
-            remove_poison(r, p); /* a refusal in its own transaction re-adds it, confirmed */
-        if (begin_txn(r) != 0)
-            return -1;
-    }
-    r->current_input = track_input(r, &in);
+    if (p && p->confirmed)
+        return handle_refused(r, &rec, &in, p);
+    r->current_ref = add_ref(r, &in);
     r->poison_found = false;
-    int rc = r->proc->process(r->self, m, &r->ctx);
-    r->current_input = 0;
+    r->in_process = true;
+    int rc = r->proc->process(r->self, &rec, &r->ctx);
+    r->in_process = false;
+    r->current_ref = 0;
+    ip = part_of(r, in.topic, in.partition); /* the table may have grown meanwhile */
+    if (rc == MC_PROCESS_LATER && ip) {
+        /* Given back: not taken, not counted. */
+        ip->resume_at = m->offset;
+        r->inputs[in.topic].pending--;
+        r->txn_records--;
+        return 0;
+    }
     if (rc != 0 && r->poison_found) {
         /* Its other outputs may be in the transaction: abort, and the
-         * rewind brings it back to be dead-lettered. */
+         * rewind brings it back to be handled as refused. */
         return abort_txn(r, "an output was refused");
     }
     if (rc != 0) {
-        mc_log(&r->logger, MC_LOG_ERROR, "processor failed", (const char *)NULL);
-        atomic_store(&r->fatal, true);
+        set_fatal(r, "process", r->proc->name);
         return -1;
     }
-    if (mark_processed(r, in.topic, in.partition, in.offset) != 0)
-        return -1;
-    return alone && commit_txn(r) < 0 ? -1 : 0;
+    mark_processed(r, in.topic, in.partition, in.offset);
+    return 0;
 }
+
+/* ---- the loop ------------------------------------------------------------------- */
 
 static int poll_timeout(const mc_runner *r)
 {
-    int64_t now = r->now_mono_ms;
     int64_t timeout = 100;
     if (r->txn_open && r->txn_dirty) {
-        int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - now;
+        int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - r->now_mono_ms;
         if (left < timeout)
             timeout = left;
     }
@@ -1163,28 +1349,25 @@ static bool commit_due(const mc_runner *r)
     return (r->txn_open && r->commit_requested && r->txn_dirty) || commit_due_by_size_or_age(r);
 }
 
-static void read_clocks(mc_runner *r)
-{
-    r->now_mono_ms = mono_ms();
-    r->now_wall_ms = mc_now_ms();
-    atomic_store(&r->loop_heartbeat_ms, r->now_mono_ms);
-}
-
 /* Waits in poll(2) for input, the processor's descriptors or the timeout,
  * then runs the callbacks of the descriptors that are ready. A callback may
- * add or remove watches (curl does, inside socket_action), so each is looked
- * up again by descriptor before it runs. Returns 0, or -1 on a fatal error. */
-static int wait_for_events(mc_runner *r, int timeout)
+ * add or remove watches, so each is looked up again by descriptor before it
+ * runs. Without descriptors the wait happens in the consumer's poll instead.
+ * Returns the timeout left for that poll, or -1 on a fatal error. */
+static int wait_for_events(mc_runner *r)
 {
+    read_clocks(r);
+    int timeout = poll_timeout(r);
+    if (r->watches.n == 0)
+        return timeout;
     size_t n = r->watches.n + 1;
-    int rc = mc_fdset_poll(&r->watches, r->queue_pipe[0], timeout);
+    int rc = mc_fdset_poll(&r->watches, r->queue_pipe[0], r->input_backlog ? 0 : timeout);
     struct pollfd *pfds = r->watches.pfds;
     read_clocks(r);
     if (rc < 0) {
         if (errno == EINTR)
             return 0;
-        mc_log(&r->logger, MC_LOG_ERROR, "poll failed", "error", strerror(errno),
-               (const char *)NULL);
+        set_fatal(r, "poll", strerror(errno));
         return -1;
     }
     if (pfds[0].revents) {
@@ -1203,11 +1386,103 @@ static int wait_for_events(mc_runner *r, int timeout)
         if (begin_txn(r) != 0)
             return -1;
         if (cb(arg, pfds[i].fd, pfds[i].revents, &r->ctx) != 0) {
-            atomic_store(&r->fatal, true);
+            set_fatal(r, "descriptor callback", r->proc->name);
             return -1;
         }
     }
+    return 0; /* the wait covered it: take the input without blocking */
+}
+
+/* Takes what has arrived, up to a batch: the first poll waits up to timeout,
+ * the rest take only what is already there, so that a processor which asks
+ * for a commit after every punctuate (the wheel) still consumes at full
+ * speed. Returns -1 to leave the loop. */
+static int take_input_batch(mc_runner *r, int timeout)
+{
+    int64_t batch_start = -1;
+    r->input_backlog = true; /* unless the queue is seen empty below */
+    for (int n = 0; n < POLL_BATCH; n++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, n == 0 ? timeout : 0);
+        if (n == 0 || (n & 63) == 0)
+            read_clocks(r);
+        if (!m) {
+            r->input_backlog = false;
+            return 0;
+        }
+        if (batch_start < 0)
+            batch_start = r->now_mono_ms;
+        int rc = 0;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
+                       rd_kafka_message_errstr(m), (const char *)NULL);
+            char why[512];
+            if (rd_kafka_fatal_error(r->consumer, why, sizeof why))
+                set_fatal(r, "consumer", why);
+        } else if (begin_txn(r) != 0 || handle_record(r, m) != 0) {
+            /* begin again above: a rebalance callback inside this poll may
+             * have committed the transaction we had open. */
+            rc = -1;
+        }
+        rd_kafka_message_destroy(m);
+        if (rc != 0)
+            return -1;
+        /* Not on a commit request or a due wake-up: those are served right
+         * after the batch, which is short, and breaking for them would make
+         * a processor that fires continuously (the wheel) consume one record
+         * per commit. */
+        if (atomic_load(&r->fatal) || commit_due_by_size_or_age(r) ||
+            r->now_mono_ms - batch_start >= POLL_BATCH_MS)
+            return 0;
+    }
     return 0;
+}
+
+static int punctuate_if_due(mc_runner *r)
+{
+    if (!r->proc->punctuate || r->wakeup_ms == INT64_MAX || r->now_wall_ms < r->wakeup_ms ||
+        atomic_load(&r->fatal))
+        return 0;
+    r->wakeup_ms = INT64_MAX;
+    if (begin_txn(r) != 0)
+        return -1;
+    if (r->proc->punctuate(r->self, r->now_wall_ms, &r->ctx) != 0) {
+        set_fatal(r, "punctuate", r->proc->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int commit_if_due(mc_runner *r)
+{
+    return commit_due(r) && commit_txn(r) < 0 ? -1 : 0;
+}
+
+/* After a stop was asked for: whether the loop is done. A processor with
+ * calls in flight (the executor) first drains: input paused, nothing new
+ * started, what is running finishes, so a rolling restart repeats nothing. */
+static bool stop_now(mc_runner *r)
+{
+    if (!atomic_load(&r->stop))
+        return false;
+    if (!r->proc->drained)
+        return true;
+    if (!r->draining) {
+        r->draining = true;
+        r->drain_deadline = r->now_mono_ms + r->cfg->drain_timeout_ms;
+        rd_kafka_topic_partition_list_t *parts = NULL;
+        if (rd_kafka_assignment(r->consumer, &parts) == 0 && parts) {
+            rd_kafka_pause_partitions(r->consumer, parts);
+            rd_kafka_topic_partition_list_destroy(parts);
+        }
+        mc_log(&r->logger, MC_LOG_INFO, "draining before the stop", (const char *)NULL);
+    }
+    return r->proc->drained(r->self, &r->ctx) || r->now_mono_ms >= r->drain_deadline;
+}
+
+static bool running(mc_runner *r)
+{
+    return !atomic_load(&r->fatal) && !stop_now(r);
 }
 
 static int init_transactions(mc_runner *r)
@@ -1222,112 +1497,26 @@ static int init_transactions(mc_runner *r)
     return -1;
 }
 
-int mc_runner_run(mc_runner *r)
+static int subscribe(mc_runner *r)
 {
-    if (init_transactions(r) != 0)
-        return atomic_load(&r->fatal) ? 1 : 0;
-
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new((int)r->n_inputs);
     for (size_t i = 0; i < r->n_inputs; i++)
         rd_kafka_topic_partition_list_add(topics, r->inputs[i].name, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t err = rd_kafka_subscribe(r->consumer, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (err) {
-        mc_log(&r->logger, MC_LOG_ERROR, "subscribe failed", "error", rd_kafka_err2str(err),
-               (const char *)NULL);
-        return 1;
+        set_fatal(r, "subscribe", rd_kafka_err2str(err));
+        return -1;
     }
-    atomic_store(&r->started, true);
-    mc_log(&r->logger, MC_LOG_INFO, "running", "group", r->group_id, "transactional_id",
-           r->transactional_id, (const char *)NULL);
+    return 0;
+}
 
-    read_clocks(r);
-    int64_t drain_deadline = 0;
-    while (!atomic_load(&r->fatal)) {
-        if (atomic_load(&r->stop)) {
-            if (!r->proc->drained)
-                break;
-            if (!r->draining) {
-                /* Take no new input; let what is in flight finish, so a
-                 * rolling restart does not repeat it. */
-                r->draining = true;
-                drain_deadline = r->now_mono_ms + r->cfg->drain_timeout_ms;
-                rd_kafka_topic_partition_list_t *parts = NULL;
-                if (rd_kafka_assignment(r->consumer, &parts) == 0 && parts) {
-                    rd_kafka_pause_partitions(r->consumer, parts);
-                    rd_kafka_topic_partition_list_destroy(parts);
-                }
-                mc_log(&r->logger, MC_LOG_INFO, "draining before the stop", (const char *)NULL);
-            }
-            if (r->proc->drained(r->self, &r->ctx) || r->now_mono_ms >= drain_deadline)
-                break;
-        }
-        if (begin_txn(r) != 0)
-            break;
-        /* Wait for the first record, then take what has already arrived
-         * without waiting (up to a batch), so that a processor which asks
-         * for a commit after every punctuate (the wheel) still consumes at
-         * full speed in between. */
-        /* Fresh clocks: the commit at the end of the last turn may have
-         * taken milliseconds, which would otherwise make us sleep past a
-         * wake-up (the wheel's due time). */
-        read_clocks(r);
-        int timeout = poll_timeout(r);
-        if (r->watches.n > 0) {
-            /* Then take the input without blocking: the wait covered it. */
-            if (wait_for_events(r, r->input_backlog ? 0 : timeout) != 0)
-                break;
-            timeout = 0;
-        }
-        bool stop_loop = false;
-        int64_t batch_start = -1;
-        r->input_backlog = true; /* unless the queue is seen empty below */
-        for (int n = 0; n < POLL_BATCH && !stop_loop; n++) {
-            rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, n == 0 ? timeout : 0);
-            if (n == 0 || (n & 63) == 0)
-                read_clocks(r);
-            if (!m) {
-                r->input_backlog = false;
-                break;
-            }
-            if (batch_start < 0)
-                batch_start = r->now_mono_ms;
-            if (m->err) {
-                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                    mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error",
-                           rd_kafka_message_errstr(m), (const char *)NULL);
-                if (rd_kafka_fatal_error(r->consumer, NULL, 0))
-                    atomic_store(&r->fatal, true);
-            } else if (begin_txn(r) != 0 || handle_record(r, m) != 0) {
-                /* begin again above: a rebalance callback inside this poll
-                 * may have committed the transaction we had open. */
-                stop_loop = true;
-            }
-            rd_kafka_message_destroy(m);
-            /* Not on a commit request or a due wake-up: those are served
-             * right after the batch, which is short, and breaking for them
-             * would make a processor that fires continuously (the wheel)
-             * consume one record per commit. */
-            if (atomic_load(&r->fatal) || commit_due_by_size_or_age(r) ||
-                r->now_mono_ms - batch_start >= POLL_BATCH_MS)
-                break;
-        }
-        if (stop_loop)
-            break;
-        if (r->proc->punctuate && r->wakeup_ms != INT64_MAX && r->now_wall_ms >= r->wakeup_ms &&
-            !atomic_load(&r->fatal)) {
-            r->wakeup_ms = INT64_MAX;
-            if (begin_txn(r) == 0 && r->proc->punctuate(r->self, r->now_wall_ms, &r->ctx) != 0)
-                atomic_store(&r->fatal, true);
-        }
-        if (commit_due(r) && commit_txn(r) < 0)
-            break;
-        rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
-        update_lag(r);
-    }
-
-    /* Graceful stop: finish the open transaction, then leave the group (the
-     * revoke callback runs inside close and commits nothing new). */
+/* Graceful stop: finish the open transaction, then leave the group (the
+ * revoke callback runs inside close and commits nothing new). Even after a
+ * fatal error we leave the group, so our partitions move to another
+ * instance now rather than after the session timeout. */
+static int finish(mc_runner *r)
+{
     if (!atomic_load(&r->fatal) && r->txn_open)
         commit_txn(r);
     if (atomic_load(&r->fatal) && r->txn_open) {
@@ -1336,15 +1525,34 @@ int mc_runner_run(mc_runner *r)
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 5000);
         if (error)
             rd_kafka_error_destroy(error);
-        reset_txn_counters(r, false);
+        reset_txn(r, false);
     }
-    /* Leave the group even after a fatal error, so our partitions move to
-     * another instance now rather than after the session timeout. */
     rd_kafka_consumer_close(r->consumer);
     bool fatal = atomic_load(&r->fatal);
     mc_log(&r->logger, fatal ? MC_LOG_ERROR : MC_LOG_INFO,
            fatal ? "stopped on a fatal error" : "stopped", (const char *)NULL);
     return fatal ? 1 : 0;
+}
+
+int mc_runner_run(mc_runner *r)
+{
+    if (init_transactions(r) != 0)
+        return atomic_load(&r->fatal) ? 1 : 0;
+    if (subscribe(r) != 0)
+        return 1;
+    atomic_store(&r->started, true);
+    mc_log(&r->logger, MC_LOG_INFO, "running", "group", r->group_id, "transactional_id",
+           r->transactional_id, (const char *)NULL);
+    read_clocks(r);
+    while (running(r)) {
+        int timeout;
+        if (begin_txn(r) != 0 || (timeout = wait_for_events(r)) < 0 ||
+            take_input_batch(r, timeout) != 0 || punctuate_if_due(r) != 0 || commit_if_due(r) != 0)
+            break;
+        rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
+        update_lag(r);
+    }
+    return finish(r);
 }
 
 void mc_runner_stop(mc_runner *r)
@@ -1361,10 +1569,13 @@ void mc_runner_free(mc_runner *r)
     for (size_t i = 0; i < r->n_outputs; i++)
         if (r->outputs[i].rkt)
             rd_kafka_topic_destroy(r->outputs[i].rkt);
-    for (size_t i = 0; i < r->n_md; i++)
-        free(r->md[i].metadata);
-    free(r->txn_inputs);
-    free(r->positions);
+    for (size_t t = 0; t < r->n_inputs; t++) {
+        for (int32_t i = 0; i < r->inputs[t].n_parts; i++)
+            part_free(&r->inputs[t].parts[i]);
+        free(r->inputs[t].parts);
+    }
+    free(r->refs);
+    free(r->poison);
     mc_fdset_free(&r->watches);
     if (r->consumer_queue) {
         rd_kafka_queue_io_event_enable(r->consumer_queue, -1, NULL, 0);
@@ -1373,7 +1584,8 @@ void mc_runner_free(mc_runner *r)
     for (int i = 0; i < 2; i++)
         if (r->queue_pipe[i] >= 0)
             close(r->queue_pipe[i]);
-    mc_buf_free(&r->dead_buf);
+    mc_restorer_free(r->restorer);
+    mc_ctx_release(&r->ctx);
     if (r->consumer)
         rd_kafka_destroy(r->consumer);
     if (r->producer)

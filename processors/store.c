@@ -25,12 +25,10 @@
 #include "store.h"
 
 #include <inttypes.h>
-#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codec.h"
 #include "kafka.h"
@@ -62,11 +60,11 @@ typedef struct store_part {
     int64_t position; /* next `wheel` offset to apply; -1 before the first record */
     int64_t marked;   /* position in the last marker written */
     size_t bytes;     /* key and task bytes held */
+    struct store *owner;
 } store_part;
 
 typedef struct store {
-    mc_logger logger; /* first: the restore consumer's log callback reads it */
-    rd_kafka_t *restore;
+    const mc_logger *logger;
     mc_output *wheel, *changelog;
     char wheel_topic[256], changelog_topic[256];
     int64_t horizon_ms;
@@ -90,7 +88,7 @@ static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->logger = *mc_ctx_logger(ctx);
+    s->logger = mc_ctx_logger(ctx);
     s->horizon_ms = cfg->horizon_ms;
     mc_topic_name(cfg, "wheel", s->wheel_topic, sizeof s->wheel_topic);
     mc_topic_name(cfg, "store", s->changelog_topic, sizeof s->changelog_topic);
@@ -98,26 +96,6 @@ static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
     s->changelog = mc_ctx_output(ctx, "store");
     if (!s->wheel || !s->changelog) {
         snprintf(err, errlen, "cannot create output topic handles");
-        store_destroy(s);
-        return NULL;
-    }
-    /* The restore consumer reads the changelog by assignment, outside any
-     * group, and only what committed transactions wrote. */
-    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, s, err, errlen);
-    if (!conf || mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
-        mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "16384", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "group.id", "mooncake-store-restore-unused", err, errlen)) {
-        if (conf)
-            rd_kafka_conf_destroy(conf);
-        store_destroy(s);
-        return NULL;
-    }
-    char errstr[512];
-    s->restore = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!s->restore) {
-        snprintf(err, errlen, "creating the restore consumer: %s", errstr);
         store_destroy(s);
         return NULL;
     }
@@ -181,6 +159,7 @@ static store_part *add_part(store *s, int32_t partition, int64_t now_ms)
     if (!p)
         return NULL;
     p->partition = partition;
+    p->owner = s;
     p->position = p->marked = -1;
     p->tasks = mc_keymap_new(ENTRY_KEY_OFFSET);
     p->handoffs = mc_wheel_new(now_ms);
@@ -245,11 +224,11 @@ static int hold(store *s, store_part *p, store_entry *old, const void *key, size
 
 /* Applies one changelog record. The changelog is ours alone, so its order is
  * the truth: a later record for a key replaces or (tombstone) deletes. */
-static void restore_record(store *s, store_part *p, const rd_kafka_message_t *m)
+static void restore_record(store *s, store_part *p, const mc_record *m)
 {
     if (!m->key)
         return;
-    if (!m->payload) {
+    if (!m->value) {
         store_entry *e = find_entry(p, m->key, m->key_len);
         if (e)
             remove_entry(p, e);
@@ -261,145 +240,57 @@ static void restore_record(store *s, store_part *p, const rd_kafka_message_t *m)
     int64_t version, due_at = 0;
     size_t body = 0;
     mc_codec_err err =
-        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->payload, m->len, &version, &body);
+        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->value, m->value_len, &version, &body);
     if (err == MC_CODEC_OK)
-        err = mc_peek_task_due((const uint8_t *)m->payload + body, m->len - body, &due_at);
+        err = mc_peek_task_due((const uint8_t *)m->value + body, m->value_len - body, &due_at);
     if (err != MC_CODEC_OK) {
         /* Only we write the changelog, so this is a bug or tampering: say so
          * loudly, but keep the rest of the partition. */
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, m->offset);
-        mc_log(&s->logger, MC_LOG_ERROR, "unreadable changelog record skipped", "topic",
+        mc_log(s->logger, MC_LOG_ERROR, "unreadable changelog record skipped", "topic",
                s->changelog_topic, "offset", off, "error", mc_codec_strerror(err),
                (const char *)NULL);
         return;
     }
-    const uint8_t *task = (const uint8_t *)m->payload + body;
+    const uint8_t *task = (const uint8_t *)m->value + body;
     if (hold(s, p, find_entry(p, m->key, m->key_len), m->key, m->key_len, version, due_at, task,
-             m->len - body) != 0)
-        mc_log(&s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
+             m->value_len - body) != 0)
+        mc_log(s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
 }
 
-typedef struct restore_target {
-    int32_t partition;
-    int64_t end; /* high watermark when the restore began */
-    bool done;
-} restore_target;
+static void restore_one(void *arg, const mc_record *m)
+{
+    store_part **parts = arg;
+    for (; *parts; parts++)
+        if ((*parts)->partition == m->partition)
+            restore_record((*parts)->owner, *parts, m);
+}
 
-/* Replays the changelog partitions of `parts` from the beginning to the
- * high watermark they had when we started. Returns 0, or -1 when the broker
- * could not even tell us where the end is. */
+/* Replays the changelog partitions of the NULL-terminated `parts` from the
+ * beginning. Returns 0, or -1 when the broker could not say where they end. */
 static int restore_partitions(store *s, store_part **parts, size_t n, mc_ctx *ctx)
 {
     if (n == 0)
         return 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    restore_target *tg = calloc(n, sizeof *tg);
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
-    if (!tg || !list) {
-        free(tg);
-        if (list)
-            rd_kafka_topic_partition_list_destroy(list);
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (!ids)
         return -1;
-    }
-    size_t left = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t lo, hi;
-        rd_kafka_resp_err_t err;
-        /* A topic created a moment ago may not have a leader yet. */
-        for (int attempt = 0;; attempt++) {
-            err = rd_kafka_query_watermark_offsets(s->restore, s->changelog_topic,
-                                                   parts[i]->partition, &lo, &hi, 10000);
-            if (!err || attempt == 300)
-                break;
-            struct timespec pause = {0, 200 * 1000000};
-            nanosleep(&pause, NULL);
-        }
-        if (err) {
-            mc_log(&s->logger, MC_LOG_ERROR, "cannot read the changelog's end", "topic",
-                   s->changelog_topic, "error", rd_kafka_err2str(err), (const char *)NULL);
-            free(tg);
-            rd_kafka_topic_partition_list_destroy(list);
-            return -1;
-        }
-        tg[i] = (restore_target){parts[i]->partition, hi, hi <= lo};
-        if (!tg[i].done) {
-            left++;
-            rd_kafka_topic_partition_list_add(list, s->changelog_topic, parts[i]->partition)
-                ->offset = RD_KAFKA_OFFSET_BEGINNING;
-        }
-    }
-    uint64_t records = 0;
-    if (left > 0)
-        rd_kafka_assign(s->restore, list);
-    int64_t last_log = 0;
-    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(s->restore);
-    rd_kafka_message_t *batch[1024];
-    while (left > 0) {
-        /* Batches: one queue lock per 1024 records instead of one per record. */
-        ssize_t got = rd_kafka_consume_batch_queue(q, 500, batch, 1024);
-        mc_ctx_alive(ctx); /* restoring, not stuck: /healthz must not fail */
-        for (ssize_t b = 0; b < got; b++) {
-            rd_kafka_message_t *m = batch[b];
-            restore_target *t = NULL;
-            for (size_t i = 0; i < n; i++)
-                if (tg[i].partition == m->partition)
-                    t = &tg[i];
-            if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                mc_log(&s->logger, MC_LOG_WARN, "restore consumer error", "error",
-                       rd_kafka_message_errstr(m), (const char *)NULL);
-            } else if (t && !t->done) {
-                /* The end is reached when a record at or past end-1 arrives, or
-                 * at end-of-partition once we are past end (a transaction
-                 * marker can be the last offset, and it is never delivered). */
-                if (!m->err) {
-                    restore_record(s, parts[t - tg], m);
-                    records++;
-                }
-                int64_t next = m->err ? m->offset : m->offset + 1;
-                if (next >= t->end) {
-                    t->done = true;
-                    left--;
-                }
-            }
-            rd_kafka_message_destroy(m);
-        }
-        int64_t now = mc_now_ms();
-        if (now - last_log >= 5000 && left > 0) {
-            if (last_log) {
-                char rec[24];
-                snprintf(rec, sizeof rec, "%" PRIu64, records);
-                mc_log(&s->logger, MC_LOG_INFO, "restoring", "topic", s->changelog_topic, "records",
-                       rec, (const char *)NULL);
-            }
-            last_log = now;
-        }
-    }
-    rd_kafka_queue_destroy(q);
-    rd_kafka_assign(s->restore, NULL);
-    /* The restore consumer's read-ahead was freed by threads whose malloc
-     * arenas glibc keeps; give the memory back, or RSS stays tens of MB
-     * above what the tasks need. */
-    malloc_trim(0);
-    free(tg);
-    rd_kafka_topic_partition_list_destroy(list);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = parts[i]->partition;
+    mc_restore_stats st;
+    int rc = mc_ctx_restore(ctx, "store", ids, n, restore_one, parts, &st);
+    free(ids);
+    if (rc != 0)
+        return -1;
     size_t held = 0;
     for (size_t i = 0; i < n; i++)
         held += mc_keymap_count(parts[i]->tasks);
-    char rec[24], sec[24], rate[24], tasks[24], np[24];
-    snprintf(rec, sizeof rec, "%" PRIu64, records);
-    snprintf(sec, sizeof sec, "%.3f", secs);
-    snprintf(rate, sizeof rate, "%.0f", secs > 0 ? (double)records / secs : 0.0);
+    char tasks[24];
     snprintf(tasks, sizeof tasks, "%zu", held);
-    snprintf(np, sizeof np, "%zu", n);
-    mc_log(&s->logger, MC_LOG_INFO, "restored", "partitions", np, "records", rec, "tasks", tasks,
-           "seconds", sec, "records_per_second", rate, (const char *)NULL);
-    mc_counter_add(s->restored, records);
-    mc_gauge_set(s->restore_seconds, secs);
-    (void)ctx;
+    mc_log(s->logger, MC_LOG_INFO, "restored state", "tasks", tasks, (const char *)NULL);
+    mc_counter_add(s->restored, st.records);
+    mc_gauge_set(s->restore_seconds, st.seconds);
     return 0;
 }
 
@@ -411,7 +302,7 @@ static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
     if (!fresh)
         return -1;
     size_t n = 0;
-    int64_t now = mc_now_ms();
+    int64_t now = mc_ctx_now_ms(ctx);
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (strcmp(tp->topic, s->wheel_topic) != 0 || find_part(s, tp->partition))
@@ -429,7 +320,7 @@ static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
     int rc = restore_partitions(s, fresh, n, ctx);
     free(fresh);
     update_gauges(s);
-    mc_ctx_wakeup_at(ctx, mc_now_ms());
+    mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx));
     mc_ctx_set_ready(ctx, rc == 0);
     return rc;
 }
@@ -454,18 +345,18 @@ static void store_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
 
 /* ---- processing ------------------------------------------------------------------ */
 
-static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     store *s = self;
     store_part *p = find_part(s, m->partition);
     if (!p)
         return 0; /* not ours (any more): the runner will not commit it for us */
     p->position = m->offset + 1;
-    if (!m->payload || !m->key)
+    if (!m->value || !m->key)
         return 0; /* our own position markers */
     int64_t version;
     size_t body;
-    if (mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, m->payload, m->len, &version, &body) !=
+    if (mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, m->value, m->value_len, &version, &body) !=
         MC_CODEC_OK) {
         mc_counter_add(s->ignored, 1);
         return 0;
@@ -487,7 +378,7 @@ static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     char detail[200];
     mc_arena_reset(s->arena);
     mc_codec_err err =
-        mc_decode_wheel_entry(m->payload, m->len, s->arena, &w, detail, sizeof detail);
+        mc_decode_wheel_entry(m->value, m->value_len, s->arena, &w, detail, sizeof detail);
     if (err != MC_CODEC_OK || w.command.kind != MC_CMD_SUBMIT) {
         char why[300];
         snprintf(why, sizeof why, "store: unreadable far task: %s%s%s",
@@ -495,8 +386,8 @@ static int store_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
         return mc_ctx_dead_letter(ctx, m, why, NULL);
     }
     /* body is just after the union branch: the Submit's task. */
-    const uint8_t *task = (const uint8_t *)m->payload + body;
-    size_t task_len = m->len - body;
+    const uint8_t *task = (const uint8_t *)m->value + body;
+    size_t task_len = m->value_len - body;
     if (hold(s, p, e, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
         return -1;
     mc_counter_add(s->kept, 1);
@@ -588,10 +479,6 @@ static void store_destroy(void *self)
     for (size_t i = 0; i < s->n_parts; i++)
         part_free(s->parts[i]);
     free(s->parts);
-    if (s->restore) {
-        rd_kafka_consumer_close(s->restore);
-        rd_kafka_destroy(s->restore);
-    }
     mc_arena_free(s->arena);
     mc_buf_free(&s->buf);
     free(s);

@@ -2,7 +2,7 @@
 #ifndef MOONCAKE_STORE_H
 #define MOONCAKE_STORE_H
 
-#include "runner.h"
+#include "processor.h"
 
 extern const mc_processor mc_store_processor;
 

@@ -397,7 +397,7 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
             return -1;
         p->partition = tp->partition;
         p->keys = mc_keymap_new(KEY_OFFSET);
-        p->w = mc_wheel_new(mc_now_ms());
+        p->w = mc_wheel_new(mc_ctx_now_ms(ctx));
         if (!p->keys || !p->w) {
             part_free(p);
             return -1;
@@ -426,7 +426,7 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
                "replay_from", from, "replay_to", to, (const char *)NULL);
     }
     mc_ctx_set_ready(ctx, ready);
-    mc_ctx_wakeup_at(ctx, mc_now_ms());
+    mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx));
     return 0;
 }
 
@@ -519,7 +519,7 @@ static int recall(wheel *w, wheel_part *p, wheel_key *k, const mc_wheel_entry *e
     return 0;
 }
 
-static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
+static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     wheel *w = self;
     wheel_part *p = find_part(w, m->partition);
@@ -541,7 +541,7 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     char detail[200] = "";
     mc_arena_reset(w->arena);
     mc_codec_err err =
-        m->key ? mc_decode_wheel_entry(m->payload, m->len, w->arena, &e, detail, sizeof detail)
+        m->key ? mc_decode_wheel_entry(m->value, m->value_len, w->arena, &e, detail, sizeof detail)
                : MC_CODEC_EMPTY;
     if (err != MC_CODEC_OK) {
         if (replay)
@@ -579,11 +579,11 @@ static int wheel_process(void *self, const rd_kafka_message_t *m, mc_ctx *ctx)
     } else {
         if (k->payload)
             unlink_pending(p, k); /* rescheduled */
-        k->payload = malloc(m->len);
+        k->payload = malloc(m->value_len);
         if (!k->payload)
             return -1;
-        memcpy(k->payload, m->payload, m->len);
-        k->payload_len = (uint32_t)m->len;
+        memcpy(k->payload, m->value, m->value_len);
+        k->payload_len = (uint32_t)m->value_len;
         k->version = e.version;
         k->offset = m->offset;
         k->due = e.command.submit.due_at;

@@ -2,7 +2,7 @@
 #ifndef MOONCAKE_WHEEL_H
 #define MOONCAKE_WHEEL_H
 
-#include "runner.h"
+#include "processor.h"
 
 extern const mc_processor mc_wheel_processor;
 

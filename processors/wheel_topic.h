@@ -13,20 +13,21 @@
 #ifndef MOONCAKE_WHEEL_TOPIC_H
 #define MOONCAKE_WHEEL_TOPIC_H
 
-#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "record.h"
 
 #define MC_ROUTE_HEADER "mooncake-route"
 #define MC_ROUTE_STORE "store"
 #define MC_STORE_POSITION_HEADER "mooncake-store-position"
 
 /* Whether the router addressed this record to the store (a far task). */
-bool mc_wheel_record_is_far(const rd_kafka_message_t *m);
+bool mc_wheel_record_is_far(const mc_record *r);
 /* Whether this is the store's position marker; *position gets P. */
-bool mc_wheel_record_store_position(const rd_kafka_message_t *m, int64_t *position);
+bool mc_wheel_record_store_position(const mc_record *r, int64_t *position);
 /* Whether this is a hand-off from the store carrying its position; *position
  * gets P. */
-bool mc_wheel_record_handoff_position(const rd_kafka_message_t *m, int64_t *position);
+bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position);
 
 #endif
