@@ -1,0 +1,1106 @@
+/* The broker-free test driver (see sim.h): an in-memory Kafka and processor
+ * instances run against it through the Processor API. */
+#include "sim.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx_impl.h"
+
+/* ---- the cluster ------------------------------------------------------------------ */
+
+typedef enum entry_state { OPEN, COMMITTED, ABORTED } entry_state;
+
+typedef struct entry {
+    bool control; /* a commit or abort marker: takes an offset, never delivered */
+    entry_state state;
+    uint64_t txn; /* 0: written outside a transaction */
+    void *key;
+    size_t key_len;
+    void *value;
+    size_t value_len;
+    mc_header *headers;
+    size_t n_headers;
+} entry;
+
+typedef struct plog {
+    entry *e; /* e[i] has offset i */
+    size_t n, cap;
+} plog;
+
+typedef struct topic {
+    char *name;
+    int32_t n;
+    plog *parts;
+} topic;
+
+/* Where a transaction wrote: the partitions that get its marker. */
+typedef struct touched {
+    topic *t;
+    int32_t partition;
+} touched;
+
+typedef struct txn {
+    uint64_t id;
+    char *transactional_id;
+    touched *parts;
+    size_t n_parts, cap_parts;
+    bool open;
+} txn;
+
+typedef struct group_offset {
+    char *group, *topic;
+    int32_t partition;
+    int64_t offset;
+    char *metadata;
+} group_offset;
+
+typedef struct group {
+    char *name;
+    uint64_t generation;
+} group;
+
+struct sim_kafka {
+    int32_t default_partitions;
+    int64_t now;
+    topic **topics;
+    size_t n_topics;
+    txn **txns;
+    size_t n_txns;
+    uint64_t next_txn;
+    group_offset *offsets;
+    size_t n_offsets;
+    group *groups;
+    size_t n_groups;
+};
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "sim: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "sim: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    void *c = xmalloc(n);
+    memcpy(c, p, n);
+    return c;
+}
+
+static char *xstrdup(const char *s)
+{
+    return dup_bytes(s, strlen(s) + 1);
+}
+
+sim_kafka *sim_kafka_new(int32_t partitions, int64_t now_ms)
+{
+    sim_kafka *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    k->default_partitions = partitions;
+    k->now = now_ms;
+    k->next_txn = 1;
+    return k;
+}
+
+static void free_entry(entry *e)
+{
+    free(e->key);
+    free(e->value);
+    for (size_t i = 0; i < e->n_headers; i++) {
+        free((void *)e->headers[i].name);
+        free((void *)e->headers[i].value);
+    }
+    free(e->headers);
+}
+
+void sim_kafka_free(sim_kafka *k)
+{
+    if (!k)
+        return;
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = k->topics[i];
+        for (int32_t p = 0; p < t->n; p++) {
+            for (size_t j = 0; j < t->parts[p].n; j++)
+                free_entry(&t->parts[p].e[j]);
+            free(t->parts[p].e);
+        }
+        free(t->parts);
+        free(t->name);
+        free(t);
+    }
+    free(k->topics);
+    for (size_t i = 0; i < k->n_txns; i++) {
+        free(k->txns[i]->transactional_id);
+        free(k->txns[i]->parts);
+        free(k->txns[i]);
+    }
+    free(k->txns);
+    for (size_t i = 0; i < k->n_offsets; i++) {
+        free(k->offsets[i].group);
+        free(k->offsets[i].topic);
+        free(k->offsets[i].metadata);
+    }
+    free(k->offsets);
+    for (size_t i = 0; i < k->n_groups; i++)
+        free(k->groups[i].name);
+    free(k->groups);
+    free(k);
+}
+
+int64_t sim_now(const sim_kafka *k)
+{
+    return k->now;
+}
+
+void sim_set_now(sim_kafka *k, int64_t now_ms)
+{
+    k->now = now_ms;
+}
+
+void sim_advance(sim_kafka *k, int64_t ms)
+{
+    k->now += ms;
+}
+
+static topic *topic_get(sim_kafka *k, const char *name)
+{
+    for (size_t i = 0; i < k->n_topics; i++)
+        if (strcmp(k->topics[i]->name, name) == 0)
+            return k->topics[i];
+    topic *t = calloc(1, sizeof *t);
+    if (!t)
+        abort();
+    t->name = xstrdup(name);
+    t->n = k->default_partitions;
+    t->parts = calloc((size_t)t->n, sizeof *t->parts);
+    k->topics = xrealloc(k->topics, (k->n_topics + 1) * sizeof *k->topics);
+    k->topics[k->n_topics++] = t;
+    return t;
+}
+
+void sim_set_partitions(sim_kafka *k, const char *name, int32_t n)
+{
+    topic *t = topic_get(k, name);
+    if (n <= t->n)
+        return;
+    t->parts = xrealloc(t->parts, (size_t)n * sizeof *t->parts);
+    memset(t->parts + t->n, 0, (size_t)(n - t->n) * sizeof *t->parts);
+    t->n = n;
+}
+
+int32_t sim_partitions(sim_kafka *k, const char *name)
+{
+    return topic_get(k, name)->n;
+}
+
+static plog *plog_of(sim_kafka *k, const char *name, int32_t partition)
+{
+    topic *t = topic_get(k, name);
+    if (partition < 0 || partition >= t->n) {
+        fprintf(stderr, "sim: %s has no partition %d\n", name, partition);
+        return NULL;
+    }
+    return &t->parts[partition];
+}
+
+static int64_t plog_append(plog *l, entry e)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->e = xrealloc(l->e, l->cap * sizeof *l->e);
+    }
+    l->e[l->n] = e;
+    return (int64_t)l->n++;
+}
+
+static entry make_entry(const void *key, size_t key_len, const void *value, size_t value_len,
+                        const mc_header *headers, size_t n_headers)
+{
+    entry e = {.key = dup_bytes(key, key_len),
+               .key_len = key ? key_len : 0,
+               .value = dup_bytes(value, value_len),
+               .value_len = value ? value_len : 0};
+    if (n_headers) {
+        e.headers = xmalloc(n_headers * sizeof *e.headers);
+        for (size_t i = 0; i < n_headers; i++)
+            e.headers[i] =
+                (mc_header){xstrdup(headers[i].name), dup_bytes(headers[i].value, headers[i].len),
+                            headers[i].value ? headers[i].len : 0};
+        e.n_headers = n_headers;
+    }
+    return e;
+}
+
+int64_t sim_append(sim_kafka *k, const char *name, int32_t partition, const void *key,
+                   size_t key_len, const void *value, size_t value_len, const mc_header *headers,
+                   size_t n_headers)
+{
+    plog *l = plog_of(k, name, partition);
+    if (!l)
+        return -1;
+    entry e = make_entry(key, key_len, value, value_len, headers, n_headers);
+    e.state = COMMITTED;
+    return plog_append(l, e);
+}
+
+/* ---- transactions ------------------------------------------------------------------- */
+
+static txn *txn_find(sim_kafka *k, uint64_t id)
+{
+    for (size_t i = 0; i < k->n_txns; i++)
+        if (k->txns[i]->id == id)
+            return k->txns[i];
+    return NULL;
+}
+
+static uint64_t txn_begin(sim_kafka *k, const char *transactional_id)
+{
+    txn *t = calloc(1, sizeof *t);
+    if (!t)
+        abort();
+    t->id = k->next_txn++;
+    t->transactional_id = xstrdup(transactional_id);
+    t->open = true;
+    k->txns = xrealloc(k->txns, (k->n_txns + 1) * sizeof *k->txns);
+    k->txns[k->n_txns++] = t;
+    return t->id;
+}
+
+static int64_t txn_produce(sim_kafka *k, uint64_t id, const char *name, int32_t partition, entry e)
+{
+    txn *x = txn_find(k, id);
+    topic *t = topic_get(k, name);
+    plog *l = plog_of(k, name, partition);
+    if (!x || !l)
+        return -1;
+    bool seen = false;
+    for (size_t i = 0; i < x->n_parts && !seen; i++)
+        seen = x->parts[i].t == t && x->parts[i].partition == partition;
+    if (!seen) {
+        if (x->n_parts == x->cap_parts) {
+            x->cap_parts = x->cap_parts ? x->cap_parts * 2 : 8;
+            x->parts = xrealloc(x->parts, x->cap_parts * sizeof *x->parts);
+        }
+        x->parts[x->n_parts++] = (touched){t, partition};
+    }
+    e.state = OPEN;
+    e.txn = id;
+    return plog_append(l, e);
+}
+
+/* Commits or aborts: every record of the transaction changes state at once,
+ * and each partition it wrote gets a marker. */
+static void txn_end(sim_kafka *k, uint64_t id, bool commit)
+{
+    txn *x = txn_find(k, id);
+    if (!x || !x->open)
+        return;
+    x->open = false;
+    for (size_t i = 0; i < x->n_parts; i++) {
+        plog *l = &x->parts[i].t->parts[x->parts[i].partition];
+        for (size_t j = 0; j < l->n; j++)
+            if (l->e[j].txn == id && !l->e[j].control)
+                l->e[j].state = commit ? COMMITTED : ABORTED;
+        plog_append(l, (entry){.control = true, .state = COMMITTED, .txn = id});
+    }
+}
+
+void sim_expire_transactions(sim_kafka *k)
+{
+    for (size_t i = 0; i < k->n_txns; i++)
+        if (k->txns[i]->open)
+            txn_end(k, k->txns[i]->id, false);
+}
+
+/* A new producer with this transactional id fences the old one: its open
+ * transaction is aborted. */
+static void fence_transactional_id(sim_kafka *k, const char *transactional_id)
+{
+    for (size_t i = 0; i < k->n_txns; i++)
+        if (k->txns[i]->open && strcmp(k->txns[i]->transactional_id, transactional_id) == 0)
+            txn_end(k, k->txns[i]->id, false);
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+static size_t read_log(sim_kafka *k, const char *name, int32_t partition, bool committed_only,
+                       sim_rec **out)
+{
+    plog *l = plog_of(k, name, partition);
+    *out = NULL;
+    if (!l)
+        return 0;
+    sim_rec *v = xmalloc((l->n ? l->n : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        entry *e = &l->e[i];
+        if (committed_only && e->state == OPEN)
+            break; /* the last stable offset */
+        if (e->control || e->state == ABORTED)
+            continue;
+        v[n++] = (sim_rec){(int64_t)i,   e->key,     e->key_len,  e->value,
+                           e->value_len, e->headers, e->n_headers};
+    }
+    *out = v;
+    return n;
+}
+
+size_t sim_read(sim_kafka *k, const char *name, int32_t partition, sim_rec **out)
+{
+    return read_log(k, name, partition, true, out);
+}
+
+size_t sim_read_uncommitted(sim_kafka *k, const char *name, int32_t partition, sim_rec **out)
+{
+    return read_log(k, name, partition, false, out);
+}
+
+const mc_header *sim_rec_header(const sim_rec *r, const char *name)
+{
+    for (size_t i = r->n_headers; i-- > 0;)
+        if (strcmp(r->headers[i].name, name) == 0)
+            return &r->headers[i];
+    return NULL;
+}
+
+/* ---- groups ------------------------------------------------------------------------- */
+
+static group *group_get(sim_kafka *k, const char *name)
+{
+    for (size_t i = 0; i < k->n_groups; i++)
+        if (strcmp(k->groups[i].name, name) == 0)
+            return &k->groups[i];
+    k->groups = xrealloc(k->groups, (k->n_groups + 1) * sizeof *k->groups);
+    k->groups[k->n_groups] = (group){xstrdup(name), 1};
+    return &k->groups[k->n_groups++];
+}
+
+void sim_new_generation(sim_kafka *k, const char *name)
+{
+    group_get(k, name)->generation++;
+}
+
+static group_offset *offset_find(sim_kafka *k, const char *grp, const char *name, int32_t partition)
+{
+    for (size_t i = 0; i < k->n_offsets; i++) {
+        group_offset *o = &k->offsets[i];
+        if (o->partition == partition && strcmp(o->group, grp) == 0 && strcmp(o->topic, name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+int64_t sim_committed(sim_kafka *k, const char *grp, const char *name, int32_t partition,
+                      const char **metadata)
+{
+    group_offset *o = offset_find(k, grp, name, partition);
+    if (metadata)
+        *metadata = o && o->metadata ? o->metadata : "";
+    return o ? o->offset : -1;
+}
+
+static void offset_store(sim_kafka *k, const char *grp, const char *name, int32_t partition,
+                         int64_t offset, const char *metadata)
+{
+    group_offset *o = offset_find(k, grp, name, partition);
+    if (!o) {
+        k->offsets = xrealloc(k->offsets, (k->n_offsets + 1) * sizeof *k->offsets);
+        o = &k->offsets[k->n_offsets++];
+        *o = (group_offset){.group = xstrdup(grp), .topic = xstrdup(name), .partition = partition};
+    }
+    o->offset = offset;
+    free(o->metadata);
+    o->metadata = metadata ? xstrdup(metadata) : NULL;
+}
+
+/* ---- instances ------------------------------------------------------------------------ */
+
+#define SIM_MAX_INPUTS 4
+#define SIM_MAX_OUTPUTS 16
+#define SIM_MAX_FDS 16
+
+typedef struct sim_output {
+    char name[256];
+} sim_output;
+
+typedef struct in_part {
+    bool assigned, paused;
+    int64_t fetch;     /* next offset to deliver */
+    int64_t next;      /* after the last processed record; -1: none since the seek */
+    int64_t resume_at; /* a record given back (MC_PROCESS_LATER); -1: none */
+    int64_t committed; /* baseline, -1: none */
+    char *md;
+    int64_t md_offset;
+    bool dirty;
+} in_part;
+
+typedef struct sim_input {
+    char name[256];
+    in_part *parts;
+    int32_t n;
+} sim_input;
+
+typedef struct sim_fd {
+    int fd;
+    short events;
+    mc_fd_callback cb;
+    void *arg;
+} sim_fd;
+
+struct sim_inst {
+    mc_ctx ctx;
+    sim_kafka *k;
+    const mc_processor *p;
+    const mc_config *cfg;
+    mc_metrics *metrics;
+    mc_logger logger;
+    void *self;
+    char group[300], transactional_id[600];
+    uint64_t generation;
+    uint64_t txn; /* the open transaction, 0: none */
+    bool dirty;   /* something to commit */
+    bool in_process;
+    const mc_record *current;
+    bool refused_found;
+    sim_output outputs[SIM_MAX_OUTPUTS];
+    size_t n_outputs;
+    sim_input inputs[SIM_MAX_INPUTS];
+    size_t n_inputs;
+    sim_fd fds[SIM_MAX_FDS];
+    size_t n_fds;
+    int64_t wakeup;
+    bool ready;
+    bool commit_requested;
+    size_t rr; /* round-robin cursor over (input, partition) */
+};
+
+#define INST_OF(c) ((sim_inst *)(void *)((char *)(c)-offsetof(sim_inst, ctx)))
+
+static in_part *in_part_named(sim_inst *in, const char *name, int32_t partition)
+{
+    for (size_t i = 0; i < in->n_inputs; i++)
+        if (strcmp(in->inputs[i].name, name) == 0)
+            return partition >= 0 && partition < in->inputs[i].n ? &in->inputs[i].parts[partition]
+                                                                 : NULL;
+    return NULL;
+}
+
+static void ensure_txn(sim_inst *in)
+{
+    if (!in->txn)
+        in->txn = txn_begin(in->k, in->transactional_id);
+}
+
+static mc_output *sim_ctx_output(mc_ctx *ctx, const char *suffix)
+{
+    sim_inst *in = INST_OF(ctx);
+    char name[256];
+    mc_topic_name(in->cfg, suffix, name, sizeof name);
+    for (size_t i = 0; i < in->n_outputs; i++)
+        if (strcmp(in->outputs[i].name, name) == 0)
+            return (mc_output *)(void *)&in->outputs[i];
+    if (in->n_outputs == SIM_MAX_OUTPUTS)
+        return NULL;
+    snprintf(in->outputs[in->n_outputs].name, 256, "%s", name);
+    return (mc_output *)(void *)&in->outputs[in->n_outputs++];
+}
+
+static int sim_ctx_produce(mc_ctx *ctx, const mc_produce *p)
+{
+    sim_inst *in = INST_OF(ctx);
+    const sim_output *o = (const sim_output *)(const void *)p->out;
+    topic *t = topic_get(in->k, o->name);
+    if (p->partition < 0 || p->partition >= t->n) {
+        fprintf(stderr, "sim: produce to %s partition %d, which does not exist\n", o->name,
+                p->partition);
+        return -1;
+    }
+    ensure_txn(in);
+    entry e = make_entry(p->key, p->key_len, p->value, p->value_len, p->headers, p->n_headers);
+    if (txn_produce(in->k, in->txn, o->name, p->partition, e) < 0)
+        return -1;
+    in->dirty = true;
+    return 0;
+}
+
+static void sim_ctx_wakeup_at(mc_ctx *ctx, int64_t at_ms)
+{
+    sim_inst *in = INST_OF(ctx);
+    if (at_ms < in->wakeup)
+        in->wakeup = at_ms;
+}
+
+static int64_t sim_ctx_now_ms(const mc_ctx *ctx)
+{
+    return INST_OF(ctx)->k->now;
+}
+
+static int sim_ctx_set_commit(mc_ctx *ctx, const char *name, int32_t partition, bool set_offset,
+                              int64_t offset, const char *metadata)
+{
+    sim_inst *in = INST_OF(ctx);
+    if (strlen(metadata) > 4096) {
+        fprintf(stderr, "sim: commit metadata of %zu bytes (Kafka's limit is 4096)\n",
+                strlen(metadata));
+        return -1;
+    }
+    in_part *ip = in_part_named(in, name, partition);
+    if (!ip || !ip->assigned)
+        return -1;
+    free(ip->md);
+    ip->md = xstrdup(metadata);
+    if (set_offset)
+        ip->md_offset = offset;
+    in->dirty = true;
+    return 0;
+}
+
+static void sim_ctx_request_commit(mc_ctx *ctx)
+{
+    INST_OF(ctx)->commit_requested = true;
+}
+
+static void sim_ctx_set_ready(mc_ctx *ctx, bool ready)
+{
+    INST_OF(ctx)->ready = ready;
+}
+
+static void sim_ctx_alive(mc_ctx *ctx)
+{
+    (void)ctx;
+}
+
+static int sim_ctx_pause(mc_ctx *ctx, const char *name, int32_t partition, bool pause)
+{
+    sim_inst *in = INST_OF(ctx);
+    in_part *ip = in_part_named(in, name, partition);
+    if (!ip)
+        return -1;
+    ip->paused = pause;
+    if (!pause && ip->resume_at >= 0) {
+        ip->fetch = ip->resume_at;
+        ip->resume_at = -1;
+    }
+    return 0;
+}
+
+static int sim_ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg)
+{
+    sim_inst *in = INST_OF(ctx);
+    for (size_t i = 0; i < in->n_fds; i++) {
+        if (in->fds[i].fd == fd) {
+            if (!events)
+                in->fds[i] = in->fds[--in->n_fds];
+            else
+                in->fds[i] = (sim_fd){fd, events, cb, arg};
+            return 0;
+        }
+    }
+    if (!events)
+        return 0;
+    if (in->n_fds == SIM_MAX_FDS)
+        return -1;
+    in->fds[in->n_fds++] = (sim_fd){fd, events, cb, arg};
+    return 0;
+}
+
+static int sim_ctx_restore(mc_ctx *ctx, const char *suffix, const int32_t *partitions, size_t n,
+                           mc_restore_fn fn, void *arg, mc_restore_stats *stats)
+{
+    sim_inst *in = INST_OF(ctx);
+    char name[256];
+    mc_topic_name(in->cfg, suffix, name, sizeof name);
+    uint64_t records = 0;
+    for (size_t i = 0; i < n; i++) {
+        plog *l = plog_of(in->k, name, partitions[i]);
+        if (!l)
+            return -1;
+        for (size_t j = 0; j < l->n; j++) {
+            entry *e = &l->e[j];
+            if (e->state == OPEN) {
+                /* A real restore would wait here until the transaction ends. */
+                fprintf(stderr, "sim: restore of %s[%d] blocked by an open transaction at %zu\n",
+                        name, partitions[i], j);
+                return -1;
+            }
+            if (e->control || e->state == ABORTED)
+                continue;
+            mc_record r = {.topic = name,
+                           .partition = partitions[i],
+                           .offset = (int64_t)j,
+                           .key = e->key,
+                           .key_len = e->key_len,
+                           .value = e->value,
+                           .value_len = e->value_len,
+                           .headers = e->headers,
+                           .n_headers = e->n_headers};
+            fn(arg, &r);
+            records++;
+        }
+    }
+    if (stats)
+        *stats = (mc_restore_stats){records, 0};
+    return 0;
+}
+
+static int sim_ctx_partition_count(mc_ctx *ctx, const char *suffix, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    sim_inst *in = INST_OF(ctx);
+    char name[256];
+    mc_topic_name(in->cfg, suffix, name, sizeof name);
+    return sim_partitions(in->k, name);
+}
+
+static const mc_ctx_ops sim_ops = {
+    .output = sim_ctx_output,
+    .produce = sim_ctx_produce,
+    .wakeup_at = sim_ctx_wakeup_at,
+    .now_ms = sim_ctx_now_ms,
+    .set_commit = sim_ctx_set_commit,
+    .request_commit = sim_ctx_request_commit,
+    .set_ready = sim_ctx_set_ready,
+    .alive = sim_ctx_alive,
+    .pause = sim_ctx_pause,
+    .watch_fd = sim_ctx_watch_fd,
+    .restore = sim_ctx_restore,
+    .partition_count = sim_ctx_partition_count,
+};
+
+sim_inst *sim_inst_new(sim_kafka *k, const mc_processor *p, const mc_config *cfg,
+                       const char *instance_id)
+{
+    sim_inst *in = calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    in->k = k;
+    in->p = p;
+    in->cfg = cfg;
+    in->metrics = mc_metrics_new();
+    in->logger = (mc_logger){.level = MC_LOG_ERROR, .json = false, .role = p->name};
+    in->ctx = (mc_ctx){.ops = &sim_ops,
+                       .cfg = cfg,
+                       .logger = &in->logger,
+                       .metrics = in->metrics,
+                       .processor_name = p->name};
+    in->wakeup = INT64_MAX;
+    in->ready = true;
+    snprintf(in->group, sizeof in->group, "%s%s", cfg->topic_prefix, p->name);
+    snprintf(in->transactional_id, sizeof in->transactional_id, "%s%s-%s", cfg->topic_prefix,
+             p->name, instance_id);
+    fence_transactional_id(k, in->transactional_id);
+    for (const char *const *t = p->input_topics; *t && in->n_inputs < SIM_MAX_INPUTS; t++)
+        mc_topic_name(cfg, *t, in->inputs[in->n_inputs++].name, 256);
+    char err[512] = "";
+    in->self = p->create(&in->ctx, err, sizeof err);
+    if (!in->self) {
+        fprintf(stderr, "sim: %s refused to start: %s\n", p->name, err);
+        mc_metrics_free(in->metrics);
+        free(in);
+        return NULL;
+    }
+    return in;
+}
+
+static void inst_free(sim_inst *in)
+{
+    if (in->p->destroy)
+        in->p->destroy(in->self);
+    for (size_t i = 0; i < in->n_inputs; i++) {
+        for (int32_t j = 0; j < in->inputs[i].n; j++)
+            free(in->inputs[i].parts[j].md);
+        free(in->inputs[i].parts);
+    }
+    mc_ctx_release(&in->ctx);
+    mc_metrics_free(in->metrics);
+    free(in);
+}
+
+void sim_crash(sim_inst *in)
+{
+    inst_free(in);
+}
+
+void *sim_self(sim_inst *in)
+{
+    return in->self;
+}
+
+mc_metrics *sim_metrics(sim_inst *in)
+{
+    return in->metrics;
+}
+
+uint64_t sim_counter(sim_inst *in, const char *name, const char *labels)
+{
+    return mc_counter_value(mc_metrics_counter(in->metrics, name, "", labels));
+}
+
+double sim_gauge(sim_inst *in, const char *name, const char *labels)
+{
+    return mc_gauge_value(mc_metrics_gauge(in->metrics, name, "", labels));
+}
+
+bool sim_ready(const sim_inst *in)
+{
+    return in->ready;
+}
+
+bool sim_paused(sim_inst *in, const char *suffix, int32_t partition)
+{
+    char name[256];
+    mc_topic_name(in->cfg, suffix, name, sizeof name);
+    in_part *ip = in_part_named(in, name, partition);
+    return ip && ip->paused;
+}
+
+int64_t sim_wakeup(const sim_inst *in)
+{
+    return in->wakeup;
+}
+
+/* The partition list a processor's on_assign/on_revoke gets: every input
+ * topic's partitions, with committed offsets and metadata when asked. */
+static rd_kafka_topic_partition_list_t *part_list(sim_inst *in, const int32_t *partitions, size_t n,
+                                                  bool with_committed)
+{
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)(n * in->n_inputs + 1));
+    for (size_t t = 0; t < in->n_inputs; t++) {
+        for (size_t i = 0; i < n; i++) {
+            rd_kafka_topic_partition_t *tp =
+                rd_kafka_topic_partition_list_add(l, in->inputs[t].name, partitions[i]);
+            if (!with_committed)
+                continue;
+            const char *md;
+            tp->offset = sim_committed(in->k, in->group, in->inputs[t].name, partitions[i], &md);
+            if (tp->offset < 0)
+                tp->offset = RD_KAFKA_OFFSET_INVALID;
+            if (*md) {
+                tp->metadata = xstrdup(md);
+                tp->metadata_size = strlen(md);
+            }
+        }
+    }
+    return l;
+}
+
+/* Every assigned partition from its committed offset, unpaused, nothing
+ * asked of the commit: what an assignment and a rewind both start from. */
+static void seek_committed(sim_inst *in, const rd_kafka_topic_partition_list_t *l)
+{
+    for (int i = 0; i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &l->elems[i];
+        for (size_t t = 0; t < in->n_inputs; t++) {
+            sim_input *si = &in->inputs[t];
+            if (strcmp(si->name, tp->topic) != 0)
+                continue;
+            if (tp->partition >= si->n) {
+                int32_t n = tp->partition + 1;
+                si->parts = xrealloc(si->parts, (size_t)n * sizeof *si->parts);
+                memset(si->parts + si->n, 0, (size_t)(n - si->n) * sizeof *si->parts);
+                si->n = n;
+            }
+            in_part *ip = &si->parts[tp->partition];
+            free(ip->md);
+            *ip = (in_part){.assigned = true,
+                            .fetch = tp->offset >= 0 ? tp->offset : 0,
+                            .next = -1,
+                            .resume_at = -1,
+                            .committed = tp->offset >= 0 ? tp->offset : -1,
+                            .md_offset = -1};
+        }
+    }
+}
+
+int sim_assign(sim_inst *in, const int32_t *partitions, size_t n)
+{
+    in->generation = group_get(in->k, in->group)->generation;
+    rd_kafka_topic_partition_list_t *l = part_list(in, partitions, n, true);
+    seek_committed(in, l);
+    int rc = in->p->on_assign ? in->p->on_assign(in->self, l, &in->ctx) : 0;
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+int sim_assign_all(sim_inst *in)
+{
+    int32_t n = sim_partitions(in->k, in->inputs[0].name);
+    int32_t *v = xmalloc((size_t)n * sizeof *v);
+    for (int32_t i = 0; i < n; i++)
+        v[i] = i;
+    int rc = sim_assign(in, v, (size_t)n);
+    free(v);
+    return rc;
+}
+
+/* The partitions assigned (of the first input), for revoke and rewind. */
+static size_t assigned(sim_inst *in, int32_t **out)
+{
+    sim_input *si = &in->inputs[0];
+    int32_t *v = xmalloc(((size_t)si->n + 1) * sizeof *v);
+    size_t n = 0;
+    for (int32_t i = 0; i < si->n; i++)
+        if (si->parts[i].assigned)
+            v[n++] = i;
+    *out = v;
+    return n;
+}
+
+static void abort_txn(sim_inst *in)
+{
+    if (in->txn)
+        txn_end(in->k, in->txn, false);
+    in->txn = 0;
+    in->dirty = false;
+    in->commit_requested = false;
+}
+
+int sim_abort(sim_inst *in)
+{
+    abort_txn(in);
+    int32_t *v;
+    size_t n = assigned(in, &v);
+    rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);
+    if (in->p->on_revoke)
+        in->p->on_revoke(in->self, l, &in->ctx);
+    rd_kafka_topic_partition_list_destroy(l);
+    l = part_list(in, v, n, true);
+    seek_committed(in, l);
+    int rc = in->p->on_assign ? in->p->on_assign(in->self, l, &in->ctx) : 0;
+    rd_kafka_topic_partition_list_destroy(l);
+    free(v);
+    return rc;
+}
+
+static int64_t offset_to_commit(const in_part *ip)
+{
+    if (ip->md_offset >= 0)
+        return ip->md_offset;
+    if (ip->next >= 0)
+        return ip->next;
+    return ip->committed;
+}
+
+int sim_commit(sim_inst *in)
+{
+    if (!in->dirty) {
+        abort_txn(in); /* an empty transaction: nothing to make visible */
+        return 0;
+    }
+    if (in->p->prepare_commit && in->p->prepare_commit(in->self, &in->ctx) != 0) {
+        fprintf(stderr, "sim: %s prepare_commit failed\n", in->p->name);
+        return -1;
+    }
+    bool fenced = in->generation != group_get(in->k, in->group)->generation;
+    if (fenced) {
+        /* The coordinator refuses the offsets: abortable, and the runner
+         * rewinds. */
+        sim_abort(in);
+        return 1;
+    }
+    for (size_t t = 0; t < in->n_inputs; t++) {
+        sim_input *si = &in->inputs[t];
+        for (int32_t i = 0; i < si->n; i++) {
+            in_part *ip = &si->parts[i];
+            int64_t off = offset_to_commit(ip);
+            if (!ip->assigned || off < 0)
+                continue;
+            const char *old_md;
+            sim_committed(in->k, in->group, si->name, i, &old_md);
+            offset_store(in->k, in->group, si->name, i, off, ip->md ? ip->md : old_md);
+            ip->committed = off;
+            ip->dirty = false;
+        }
+    }
+    if (in->txn)
+        txn_end(in->k, in->txn, true);
+    in->txn = 0;
+    in->dirty = false;
+    in->commit_requested = false;
+    return 0;
+}
+
+int sim_revoke_all(sim_inst *in)
+{
+    int rc = sim_commit(in);
+    int32_t *v;
+    size_t n = assigned(in, &v);
+    rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);
+    if (in->p->on_revoke)
+        in->p->on_revoke(in->self, l, &in->ctx);
+    rd_kafka_topic_partition_list_destroy(l);
+    for (size_t t = 0; t < in->n_inputs; t++)
+        for (size_t i = 0; i < n; i++)
+            in->inputs[t].parts[v[i]].assigned = false;
+    free(v);
+    return rc;
+}
+
+int sim_stop(sim_inst *in)
+{
+    int rc = sim_revoke_all(in);
+    inst_free(in);
+    return rc;
+}
+
+/* The next deliverable record of a partition (read_committed), or NULL. */
+static entry *next_record(sim_inst *in, sim_input *si, int32_t partition, int64_t *offset)
+{
+    in_part *ip = &si->parts[partition];
+    if (!ip->assigned || ip->paused)
+        return NULL;
+    plog *l = plog_of(in->k, si->name, partition);
+    if (!l)
+        return NULL;
+    while (ip->fetch < (int64_t)l->n) {
+        entry *e = &l->e[ip->fetch];
+        if (e->state == OPEN)
+            return NULL; /* the last stable offset */
+        if (!e->control && e->state != ABORTED) {
+            *offset = ip->fetch;
+            return e;
+        }
+        ip->fetch++;
+    }
+    return NULL;
+}
+
+/* Gives one record to process(). Returns 1 when processed (or given back),
+ * 0 when there was none, -1 when process failed. */
+static int deliver(sim_inst *in, sim_input *si, int32_t partition)
+{
+    int64_t offset;
+    entry *e = next_record(in, si, partition, &offset);
+    if (!e)
+        return 0;
+    in_part *ip = &si->parts[partition];
+    mc_record r = {.topic = si->name,
+                   .partition = partition,
+                   .offset = offset,
+                   .timestamp_ms = in->k->now,
+                   .key = e->key,
+                   .key_len = e->key_len,
+                   .value = e->value,
+                   .value_len = e->value_len,
+                   .headers = e->headers,
+                   .n_headers = e->n_headers};
+    ensure_txn(in);
+    in->dirty = true;
+    in->in_process = true;
+    int rc = in->p->process(in->self, &r, &in->ctx);
+    in->in_process = false;
+    ip = &si->parts[partition];
+    if (rc == MC_PROCESS_LATER) {
+        if (!ip->paused) {
+            fprintf(stderr, "sim: %s gave back %s[%d]@%lld without pausing the partition\n",
+                    in->p->name, si->name, partition, (long long)offset);
+            return -1;
+        }
+        ip->resume_at = offset;
+        return 1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "sim: %s process failed at %s[%d]@%lld\n", in->p->name, si->name, partition,
+                (long long)offset);
+        return -1;
+    }
+    ip->fetch = offset + 1;
+    ip->next = offset + 1;
+    ip->dirty = true;
+    return 1;
+}
+
+long sim_poll(sim_inst *in, size_t max)
+{
+    long done = 0;
+    size_t slots = 0;
+    for (size_t t = 0; t < in->n_inputs; t++)
+        slots += (size_t)in->inputs[t].n;
+    size_t idle = 0;
+    while ((size_t)done < max && slots && idle < slots) {
+        size_t s = in->rr++ % slots, t = 0;
+        while (s >= (size_t)in->inputs[t].n)
+            s -= (size_t)in->inputs[t++].n;
+        int rc = deliver(in, &in->inputs[t], (int32_t)s);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            idle++;
+        } else {
+            idle = 0;
+            done++;
+        }
+    }
+    return done;
+}
+
+int sim_punctuate(sim_inst *in)
+{
+    if (!in->p->punctuate || in->wakeup == INT64_MAX || in->k->now < in->wakeup)
+        return 0;
+    in->wakeup = INT64_MAX;
+    ensure_txn(in);
+    if (in->p->punctuate(in->self, in->k->now, &in->ctx) != 0) {
+        fprintf(stderr, "sim: %s punctuate failed\n", in->p->name);
+        return -1;
+    }
+    return 1;
+}
+
+int sim_run_fds(sim_inst *in)
+{
+    for (size_t i = 0; i < in->n_fds; i++) {
+        struct pollfd pfd = {in->fds[i].fd, in->fds[i].events, 0};
+        if (poll(&pfd, 1, 0) <= 0 || !pfd.revents)
+            continue;
+        ensure_txn(in);
+        if (in->fds[i].cb(in->fds[i].arg, pfd.fd, pfd.revents, &in->ctx) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sim_turn(sim_inst *in, size_t batch, bool commit_each_turn)
+{
+    if (sim_run_fds(in) != 0 || sim_poll(in, batch) < 0 || sim_punctuate(in) < 0)
+        return -1;
+    if (commit_each_turn || in->commit_requested)
+        return sim_commit(in) < 0 ? -1 : 0;
+    return 0;
+}
+
+int sim_settle(sim_inst *in, int max_turns)
+{
+    for (int i = 0; i < max_turns; i++) {
+        if (sim_run_fds(in) != 0)
+            return -1;
+        long got = sim_poll(in, 2000);
+        int punctuated = sim_punctuate(in);
+        if (got < 0 || punctuated < 0 || sim_commit(in) < 0)
+            return -1;
+        if (got == 0 && punctuated == 0)
+            return 0;
+    }
+    return 0;
+}
