@@ -265,14 +265,16 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
  * either way without decoding and re-encoding. */
 
 /* Checks the single-object header of a WheelEntry or StoredTask and reads
- * its version; *body_off is where the payload starts: a StoredTask's task,
- * or what follows a WheelEntry's union branch (a Submit's task, a Cancel).
- * Does not validate the rest. */
+ * its version and (when kind is not NULL) whether it is a Submit or a Cancel
+ * (a StoredTask is a Submit); *body_off is where the payload starts: a
+ * StoredTask's task, or what follows a WheelEntry's union branch (a
+ * Submit's task, a Cancel). Does not validate the rest. */
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
-                               size_t *body_off);
-/* Reads due_at from the bytes of an encoded Task (skipping app_id and
- * task_id), for the store's restore, which needs nothing else. */
-mc_codec_err mc_peek_task_due(const void *task, size_t len, int64_t *due_at);
+                               mc_command_kind *kind, size_t *body_off);
+/* Reads due_at and attempt from the bytes of an encoded Task, skipping the
+ * rest without allocating: what the store orders and schedules by, in its
+ * restore and on every record. */
+mc_codec_err mc_peek_task(const void *task, size_t len, int64_t *due_at, int32_t *attempt);
 /* Appends a single-object record of schema id: header, version, then the
  * bytes a and b as they are (a WheelEntry Submit is a = "\0", the union
  * branch, and b = the task; a StoredTask is a = the task). 0, or -1 on ENOMEM. */

@@ -638,27 +638,71 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
 }
 
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
-                               size_t *body_off)
+                               mc_command_kind *kind, size_t *body_off)
 {
     rd r;
     if (id != MC_SCHEMA_WHEEL_ENTRY && id != MC_SCHEMA_STORED_TASK)
         return MC_CODEC_UNKNOWN_SCHEMA;
     TRY(begin(&r, data, len, NULL, NULL, 0, id, NULL));
     TRY(rd_long(&r, "version", version));
+    int64_t branch = 0;
     if (id == MC_SCHEMA_WHEEL_ENTRY) {
         /* The branch is a varint too, and a foreign writer may spend more
          * than one byte on it. */
-        int64_t branch;
         TRY(rd_branch(&r, "payload", 2, &branch));
     }
+    if (kind)
+        *kind = branch == 0 ? MC_CMD_SUBMIT : MC_CMD_CANCEL;
     *body_off = (size_t)(r.p - (const uint8_t *)data);
     return MC_CODEC_OK;
 }
 
-mc_codec_err mc_peek_task_due(const void *task, size_t len, int64_t *due_at)
+/* Skips a map<string> without allocating (see rd_string_map for blocks). */
+static mc_codec_err skip_string_map(rd *r, const char *field)
+{
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, field, 2, &count, &block_end));
+        if (count == 0)
+            return MC_CODEC_OK;
+        for (size_t i = 0; i < count; i++) {
+            TRY(skip_string(r, field));
+            TRY(skip_string(r, field));
+        }
+        if (block_end && r->p != block_end)
+            return FAIL(r, field, MC_CODEC_BAD_LENGTH, "block byte size disagrees");
+    }
+}
+
+static mc_codec_err skip_bytes(rd *r, const char *field, size_t n)
+{
+    if (left(r) < n)
+        return FAIL(r, field, MC_CODEC_TRUNCATED, "needs %zu bytes, %zu left", n, left(r));
+    r->p += n;
+    return MC_CODEC_OK;
+}
+
+mc_codec_err mc_peek_task(const void *task, size_t len, int64_t *due_at, int32_t *attempt)
 {
     rd r = {.p = task, .end = (const uint8_t *)task + len};
+    int64_t v;
+    int32_t i32;
     TRY(skip_string(&r, "app_id"));
     TRY(skip_string(&r, "task_id"));
-    return rd_long(&r, "due_at", due_at);
+    TRY(rd_long(&r, "due_at", due_at));
+    TRY(skip_string(&r, "url"));
+    TRY(skip_string(&r, "method"));
+    TRY(skip_string_map(&r, "headers"));
+    TRY(skip_string(&r, "body"));
+    TRY(rd_int(&r, "timeout_ms", &i32));
+    int64_t branch;
+    TRY(rd_branch(&r, "retry", 2, &branch));
+    if (branch == 1) {
+        TRY(rd_int(&r, "max_attempts", &i32));
+        TRY(rd_long(&r, "initial_backoff_ms", &v));
+        TRY(skip_bytes(&r, "multiplier", 8));
+        TRY(rd_long(&r, "max_backoff_ms", &v));
+    }
+    return rd_int(&r, "attempt", attempt);
 }

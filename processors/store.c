@@ -4,8 +4,10 @@
  *
  * Input is the `wheel` topic (see wheel_topic.h), where the router writes
  * every command in tasks order. The store keeps the records addressed to it
- * (route: store) and, for every other record, drops the older version it
- * holds of that key (a re-submit due soon, a cancel). Its state lives in
+ * (route: store) and, for every other record, drops the version it holds of
+ * that key if the record's is newer (a re-submit due soon, a cancel) or the
+ * same (a hand-off of it: ours, or one a frozen predecessor wrote when it
+ * woke up after its partitions had moved). Its state lives in
  * memory, one hash map and one timing wheel of hand-off times per partition,
  * and is logged to its changelog, the compacted `store` topic, in the same
  * transaction as the input offsets: the Kafka Streams state-store pattern.
@@ -48,8 +50,14 @@ typedef struct store_entry {
     mc_timer handoff; /* due_ms = due_at - horizon */
     int64_t version;
     uint32_t task_len;
-    char data[]; /* key (node.key_len bytes), then the task */
+    int32_t attempt; /* with version: the pair versions are ordered by */
+    char data[];     /* key (node.key_len bytes), then the task */
 } store_entry;
+
+static mc_version entry_version(const store_entry *e)
+{
+    return (mc_version){e->version, e->attempt};
+}
 
 #define ENTRY_KEY_OFFSET (offsetof(store_entry, data) - offsetof(store_entry, node))
 
@@ -70,7 +78,6 @@ typedef struct store {
     int64_t horizon_ms;
     store_part **parts;
     size_t n_parts;
-    mc_arena *arena;
     mc_buf buf;
     int64_t last_marker_ms;
     mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
@@ -83,8 +90,7 @@ static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
 {
     const mc_config *cfg = mc_ctx_config(ctx);
     store *s = calloc(1, sizeof *s);
-    if (!s || !(s->arena = mc_arena_new())) {
-        free(s);
+    if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -199,7 +205,7 @@ static void remove_entry(store_part *p, store_entry *e)
 /* Holds (a newer version of) a task; replaces old, what the caller found
  * held for its key (NULL: nothing), so the key is looked up once. */
 static int hold(store *s, store_part *p, store_entry *old, const void *key, size_t keylen,
-                int64_t version, int64_t due_at, const void *task, size_t task_len)
+                mc_version version, int64_t due_at, const void *task, size_t task_len)
 {
     uint32_t hash = old ? old->node.hash : mc_keymap_hash(key, keylen);
     if (old)
@@ -210,13 +216,17 @@ static int hold(store *s, store_part *p, store_entry *old, const void *key, size
     memset(e, 0, sizeof *e);
     e->node.hash = hash;
     e->node.key_len = (uint32_t)keylen;
-    e->version = version;
+    e->version = version.v;
+    e->attempt = version.attempt;
     e->task_len = (uint32_t)task_len;
     memcpy(e->data, key, keylen);
     memcpy(e->data + keylen, task, task_len);
     mc_keymap_insert(p->tasks, &e->node);
-    mc_wheel_add(p->handoffs, &e->handoff, due_at - s->horizon_ms);
     p->bytes += keylen + task_len;
+    if (mc_wheel_add(p->handoffs, &e->handoff, due_at - s->horizon_ms) != 0) {
+        remove_entry(p, e);
+        return -1;
+    }
     return 0;
 }
 
@@ -237,12 +247,14 @@ static void restore_record(store *s, store_part *p, const mc_record *m)
     /* Only what the store needs (version, due time) is read: we wrote these
      * records ourselves, from tasks validated on the way in, and a full
      * decode would be most of the restore's CPU. */
-    int64_t version, due_at = 0;
+    mc_version version = {0, 0};
+    int64_t due_at = 0;
     size_t body = 0;
     mc_codec_err err =
-        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->value, m->value_len, &version, &body);
+        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->value, m->value_len, &version.v, NULL, &body);
     if (err == MC_CODEC_OK)
-        err = mc_peek_task_due((const uint8_t *)m->value + body, m->value_len - body, &due_at);
+        err = mc_peek_task((const uint8_t *)m->value + body, m->value_len - body, &due_at,
+                           &version.attempt);
     if (err != MC_CODEC_OK) {
         /* Only we write the changelog, so this is a bug or tampering: say so
          * loudly, but keep the rest of the partition. */
@@ -353,48 +365,44 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
         return 0; /* not ours (any more): the runner will not commit it for us */
     p->position = m->offset + 1;
     if (!m->value || !m->key)
-        return 0; /* our own position markers */
-    int64_t version;
-    size_t body;
-    if (mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, m->value, m->value_len, &version, &body) !=
-        MC_CODEC_OK) {
-        mc_counter_add(s->ignored, 1);
-        return 0;
+        return 0; /* markers */
+    bool far = mc_wheel_record_is_far(m);
+    mc_wheel_peeked pk;
+    mc_codec_err err = mc_wheel_record_peek(m, &pk);
+    if (err != MC_CODEC_OK || (far && pk.kind != MC_CMD_SUBMIT)) {
+        if (!far) {
+            mc_counter_add(s->ignored, 1);
+            return 0; /* the wheel dead-letters it */
+        }
+        char why[300];
+        snprintf(why, sizeof why, "store: unreadable far task: %s",
+                 err ? mc_codec_strerror(err) : "not a Submit");
+        return mc_ctx_dead_letter(ctx, m, why, NULL);
     }
     store_entry *e = find_entry(p, m->key, m->key_len);
-    if (!mc_wheel_record_is_far(m)) {
-        /* A task due soon, a cancel, or one of our own hand-offs: whatever
-         * we hold that is older is obsolete. */
-        if (e && e->version < version) {
+    if (!far) {
+        /* A task due soon, a cancel, or a hand-off: whatever we hold that is
+         * older is obsolete, and so is the version a hand-off carries (ours,
+         * or a frozen predecessor's that woke up: it has been handed over). */
+        if (e && mc_version_cmp(entry_version(e), pk.version) <= 0) {
             remove_entry(p, e);
             mc_counter_add(s->dropped, 1);
             return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, NULL, 0);
         }
         return 0;
     }
-    if (e && e->version >= version)
-        return 0; /* never happens: versions only grow per key */
-    mc_wheel_entry w;
-    char detail[200];
-    mc_arena_reset(s->arena);
-    mc_codec_err err =
-        mc_decode_wheel_entry(m->value, m->value_len, s->arena, &w, detail, sizeof detail);
-    if (err != MC_CODEC_OK || w.command.kind != MC_CMD_SUBMIT) {
-        char why[300];
-        snprintf(why, sizeof why, "store: unreadable far task: %s%s%s",
-                 err ? mc_codec_strerror(err) : "not a Submit", detail[0] ? ": " : "", detail);
-        return mc_ctx_dead_letter(ctx, m, why, NULL);
-    }
-    /* body is just after the union branch: the Submit's task. */
-    const uint8_t *task = (const uint8_t *)m->value + body;
-    size_t task_len = m->value_len - body;
-    if (hold(s, p, e, m->key, m->key_len, version, w.command.submit.due_at, task, task_len) != 0)
+    if (e && mc_version_cmp(entry_version(e), pk.version) >= 0)
+        return 0; /* older than what we hold: a next attempt a client re-submit superseded */
+    /* The task's bytes follow the union branch. */
+    const uint8_t *task = (const uint8_t *)m->value + pk.task_offset;
+    size_t task_len = m->value_len - pk.task_offset;
+    if (hold(s, p, e, m->key, m->key_len, pk.version, pk.due_at, task, task_len) != 0)
         return -1;
     mc_counter_add(s->kept, 1);
-    mc_ctx_wakeup_at(ctx, w.command.submit.due_at - s->horizon_ms);
+    mc_ctx_wakeup_at(ctx, pk.due_at - s->horizon_ms);
     mc_buf_reset(&s->buf);
-    if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, task, task_len, NULL, 0, &s->buf) !=
-        0)
+    if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, pk.version.v, task, task_len, NULL, 0,
+                                &s->buf) != 0)
         return -1;
     return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, s->buf.data,
                           s->buf.len);
@@ -479,7 +487,6 @@ static void store_destroy(void *self)
     for (size_t i = 0; i < s->n_parts; i++)
         part_free(s->parts[i]);
     free(s->parts);
-    mc_arena_free(s->arena);
     mc_buf_free(&s->buf);
     free(s);
 }

@@ -39,6 +39,20 @@
  * bit must be cleared. That keeps mc_timer at 24 bytes and makes splicing a
  * whole list O(1) (no per-node slot field to rewrite).
  *
+ * Overdue timers. A timer due before cur (a task that arrives late, after
+ * the drain passed its instant; or one re-opened by a clock that went back)
+ * has no slot: every slot lies at or ahead of cur. Filing it at cur would
+ * pop it after what is queued there already, out of due order, and the
+ * wheel stage's checkpoint ("everything up to the fired frontier is done")
+ * depends on due order. So it goes to a binary heap ordered by (due,
+ * insertion sequence), whose entries hold the timer and whose timers hold
+ * their index in it. Everything in the heap is due before cur and
+ * everything in the slots at or after it, so the heap simply comes first.
+ *
+ * Time only moves forward inside the wheel (cur), but the caller's clock may
+ * not: advance pops only what is due by the caller's now, so a wall clock
+ * stepped back fires nothing early; it delays what the step re-opened.
+ *
  * Overflow. A tick that differs from cur above bit 6 * MC_WHEEL_LEVELS is
  * parked in one more list, treated like a slot of a level above the top. It
  * is re-filed (cascaded) when cur reaches the next 2^42-tick boundary, which
@@ -59,14 +73,24 @@
 _Static_assert(SPAN_BITS < 64, "the wheel must span less than the tick space");
 _Static_assert(sizeof(mc_timer) <= 32, "mc_timer must stay small");
 
+/* An overdue timer's place in the heap. */
+typedef struct heap_entry {
+    uint64_t tick;
+    uint64_t seq; /* insertion order, for ties */
+    mc_timer *t;
+} heap_entry;
+
 struct mc_timing_wheel {
     mc_timer_link slot[NSLOTS]; /* sentinels; index level * 64 + s, then overflow */
     uint64_t lo[NSLOTS];        /* tick range filed since the slot was last empty */
     uint64_t hi[NSLOTS];
     uint64_t occupied[MC_WHEEL_LEVELS]; /* bit s of word L: slot L*64+s is non-empty */
-    uint64_t cur;                       /* drain position: nothing before it is queued */
-    uint64_t now;                       /* wheel time: the largest now_ms seen */
-    size_t count;
+    uint64_t cur;                       /* drain position: no slot lies before it */
+    size_t count;                       /* in slots and in the heap */
+    heap_entry *heap;                   /* overdue timers, a min-heap on (tick, seq) */
+    size_t heap_n, heap_cap;
+    uint64_t seq;
+    char heap_tag; /* its address marks a timer that is in the heap */
 };
 
 #define SIGN_BIT (UINT64_C(1) << 63)
@@ -137,16 +161,16 @@ static void append_chain(mc_timing_wheel *w, size_t idx, mc_timer_link *first, m
 static void file_timer(mc_timing_wheel *w, mc_timer *t, uint64_t tick)
 {
     size_t idx = slot_for(w, tick);
-    append_chain(w, idx, &t->link, &t->link);
+    append_chain(w, idx, &t->u.link, &t->u.link);
     note_filed(w, idx, tick, tick);
 }
 
 static void unlink_timer(mc_timing_wheel *w, mc_timer *t)
 {
-    mc_timer_link *prev = t->link.prev, *next = t->link.next;
+    mc_timer_link *prev = t->u.link.prev, *next = t->u.link.next;
     prev->next = next;
     next->prev = prev;
-    t->link.next = t->link.prev = NULL;
+    t->u.link.next = t->u.link.prev = NULL;
     w->count--;
     if (prev == next) { /* only the sentinel is left: prev points into w->slot */
         size_t idx = (size_t)(prev - w->slot);
@@ -190,6 +214,92 @@ static void cascade(mc_timing_wheel *w, size_t idx)
     }
 }
 
+/* ---- the overdue heap ---------------------------------------------------------- */
+
+static bool in_heap(const mc_timing_wheel *w, const mc_timer *t)
+{
+    return t->u.heap.tag == &w->heap_tag;
+}
+
+static bool heap_less(const heap_entry *a, const heap_entry *b)
+{
+    return a->tick < b->tick || (a->tick == b->tick && a->seq < b->seq);
+}
+
+static void heap_place(mc_timing_wheel *w, size_t i, heap_entry e)
+{
+    w->heap[i] = e;
+    e.t->u.heap.index = i;
+}
+
+static void heap_up(mc_timing_wheel *w, size_t i)
+{
+    heap_entry e = w->heap[i];
+    while (i > 0 && heap_less(&e, &w->heap[(i - 1) / 2])) {
+        heap_place(w, i, w->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_place(w, i, e);
+}
+
+static void heap_down(mc_timing_wheel *w, size_t i)
+{
+    heap_entry e = w->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= w->heap_n)
+            break;
+        if (c + 1 < w->heap_n && heap_less(&w->heap[c + 1], &w->heap[c]))
+            c++;
+        if (!heap_less(&w->heap[c], &e))
+            break;
+        heap_place(w, i, w->heap[c]);
+        i = c;
+    }
+    heap_place(w, i, e);
+}
+
+static int heap_push(mc_timing_wheel *w, mc_timer *t, uint64_t tick)
+{
+    if (w->heap_n == w->heap_cap) {
+        size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
+        heap_entry *h = realloc(w->heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        w->heap = h;
+        w->heap_cap = cap;
+    }
+    t->u.heap.tag = &w->heap_tag;
+    w->heap[w->heap_n] = (heap_entry){tick, w->seq++, t};
+    heap_up(w, w->heap_n++);
+    return 0;
+}
+
+static void heap_remove(mc_timing_wheel *w, mc_timer *t)
+{
+    size_t i = t->u.heap.index;
+    t->u.heap.tag = NULL;
+    t->u.heap.index = 0;
+    w->count--;
+    heap_entry last = w->heap[--w->heap_n];
+    if (i == w->heap_n)
+        return;
+    heap_place(w, i, last);
+    heap_down(w, i);
+    heap_up(w, last.t->u.heap.index);
+}
+
+/* Removes t from wherever it is scheduled. */
+static void unschedule(mc_timing_wheel *w, mc_timer *t)
+{
+    if (in_heap(w, t))
+        heap_remove(w, t);
+    else if (t->u.link.next)
+        unlink_timer(w, t);
+}
+
+/* ---- the wheel ------------------------------------------------------------------ */
+
 mc_timing_wheel *mc_wheel_new(int64_t now_ms)
 {
     mc_timing_wheel *w = calloc(1, sizeof *w);
@@ -199,44 +309,62 @@ mc_timing_wheel *mc_wheel_new(int64_t now_ms)
         w->slot[i].next = w->slot[i].prev = &w->slot[i];
         reset_slot_range(w, i);
     }
-    w->cur = w->now = to_tick(now_ms);
+    w->cur = to_tick(now_ms);
     return w;
 }
 
 void mc_wheel_free(mc_timing_wheel *w)
 {
+    if (!w)
+        return;
+    free(w->heap);
     free(w);
 }
 
-void mc_wheel_add(mc_timing_wheel *w, mc_timer *t, int64_t due_ms)
+int mc_wheel_add(mc_timing_wheel *w, mc_timer *t, int64_t due_ms)
 {
-    if (t->link.next)
-        unlink_timer(w, t);
+    unschedule(w, t);
     t->due_ms = due_ms;
     uint64_t tick = to_tick(due_ms);
-    file_timer(w, t, tick < w->cur ? w->cur : tick);
+    if (tick < w->cur) {
+        if (heap_push(w, t, tick) != 0)
+            return -1;
+    } else {
+        file_timer(w, t, tick);
+    }
     w->count++;
+    return 0;
 }
 
 void mc_wheel_cancel(mc_timing_wheel *w, mc_timer *t)
 {
-    if (t->link.next)
-        unlink_timer(w, t);
+    unschedule(w, t);
 }
 
 bool mc_wheel_scheduled(const mc_timer *t)
 {
-    return t->link.next != NULL;
+    return t->u.link.next != NULL;
+}
+
+/* Pops overdue timers due by now, up to max - n of them. */
+static size_t pop_overdue(mc_timing_wheel *w, uint64_t now, mc_timer **out, size_t n, size_t max)
+{
+    while (n < max && w->heap_n > 0 && w->heap[0].tick <= now) {
+        mc_timer *t = w->heap[0].t;
+        heap_remove(w, t);
+        out[n++] = t;
+    }
+    return n;
 }
 
 size_t mc_wheel_advance(mc_timing_wheel *w, int64_t now_ms, mc_timer **out, size_t max)
 {
     uint64_t now = to_tick(now_ms);
-    if (now > w->now)
-        w->now = now;
-    now = w->now;
-
-    size_t n = 0;
+    size_t n = pop_overdue(w, now, out, 0, max);
+    /* Whatever is left in the heap, and everything in the slots, is due
+     * after it: nothing more unless the heap is empty. */
+    if (n == max || w->heap_n > 0 || now < w->cur)
+        return n;
     while (n < max) {
         /* Level-0 slot of cur: by construction it holds exactly the timers
          * due at cur, in insertion order. */
@@ -286,6 +414,8 @@ size_t mc_wheel_advance(mc_timing_wheel *w, int64_t now_ms, mc_timer **out, size
 
 int64_t mc_wheel_next_deadline(const mc_timing_wheel *w)
 {
+    if (w->heap_n > 0)
+        return to_ms(w->heap[0].tick);
     for (unsigned level = 0; level < MC_WHEEL_LEVELS; level++) {
         if (w->occupied[level]) {
             size_t idx = level * SLOTS + (size_t)__builtin_ctzll(w->occupied[level]);

@@ -6,35 +6,53 @@
  * "versions below this are void". A Submit is taken if its version is not
  * below the floor and newer than what is pending; a Cancel, or a far
  * Submit routed to the store, raises the floor and drops what is pending;
- * firing version v raises the floor to v + 1.
+ * firing version (v, a) raises the floor to (v, a + 1), so the next attempt
+ * of a failed call, (v, a + 1), is taken and anything older is not.
  *
- * Why floors must outlive the task: the store hands a task over a little
- * before it enters the horizon, and a newer version or a cancel written by
- * the router in that instant can reach `wheel` before the stale hand-off. The
- * store says how far it has applied `wheel` with its position markers; a
- * hand-off written after marker P can only be stale relative to records at
- * or after P, so floors are kept exactly for the records since the last
- * marker (a FIFO of offsets), and forgotten after that.
+ * Why floors must outlive the task. Two kinds of record can arrive after a
+ * newer version has been seen:
+ *  - a hand-off: the store hands a task over a little before it enters the
+ *    horizon, and a newer version or a cancel written by the router in that
+ *    instant can reach `wheel` first. The store says how far it has applied
+ *    `wheel` with its position markers; a hand-off written after marker P can
+ *    only be stale relative to records at or after P.
+ *  - a next attempt: a call fired at position Q fails, and the retry
+ *    processor writes its next attempt with the command's version; a cancel
+ *    or re-submit processed after Q must win over it. Every marker the wheel
+ *    sends down `ready` ("everything I fired was fired at a position below
+ *    O") comes back through the executor and the retry processor as a
+ *    resolved-position marker once every such call has finished and its next
+ *    attempt, if any, has been written before it.
+ * So floors are kept for the records since the lower of the two positions
+ * (a FIFO of offsets), and forgotten after that.
  *
- * A replay after a restart has to judge those hand-offs again, and may
- * start past the records that made one stale (their floors were forgotten
- * once a marker passed them). So each hand-off carries the store's position
- * P_h when it was written: it can only be stale against records from P_h
- * on. A pending hand-off holds the committed offset back to its P_h, so a
- * replay that starts after P_h meets only hand-offs that were not pending at
- * the checkpoint, and skips them.
+ * A replay after a restart has to judge hand-offs again, and may start past
+ * the records that made one stale (their floors were forgotten once a marker
+ * passed them). So each hand-off carries the store's position P_h when it
+ * was written: it can only be stale against records from P_h on. A pending
+ * hand-off holds the committed offset back to its P_h, so a replay that
+ * starts after P_h meets only hand-offs that were not pending at the
+ * checkpoint, and skips them.
  *
  * Exactly-once firing across crashes. Firing is in (due, offset) order per
- * partition - a task that arrives already behind the fired frontier fires at
- * once, which keeps the order - so the set of fired records is described by
- * two numbers, the frontier (due F, offset G): every record below the
- * processed position O with (due, offset) <= (F, G) is done. That goes into
- * the commit metadata, "v1 o=O f=F g=G", in the same transaction as the
- * fired records; the committed offset is held back to the lowest offset
- * whose record still matters (pending, or a floor still needed). On
- * assignment the wheel replays from there to O, re-creating pending tasks
- * and floors and skipping what is done, without firing anything until the
- * replay has reached O (a cancel later in the replay must still win). */
+ * partition - the timing wheel pops in exact due order, overdue tasks too,
+ * and a task that arrives already behind the fired frontier fires at once,
+ * which keeps the order - so the set of fired records is described by two
+ * numbers, the frontier (due F, offset G): every record below the processed
+ * position O with (due, offset) <= (F, G) is done. That goes into the commit
+ * metadata (checkpoint.h) in the same transaction as the fired records; the
+ * committed offset is held back to the lowest offset whose record still
+ * matters (pending, a floor still needed, or a task fired early that may
+ * still be recalled). On assignment the wheel replays from there to O,
+ * re-creating pending tasks, floors and what it fired early, skipping what
+ * is done, without firing anything until the replay has reached O (a cancel
+ * later in the replay must still win).
+ *
+ * Recalls. With a lead the wheel fires a task early and the executor holds
+ * it until its due time; a newer version or a cancel that arrives before
+ * then still wins: the wheel writes `ready` a Cancel with the new version,
+ * and the executor drops what it holds. A key fired early is kept (its
+ * recall entry) until its due time passes, whatever markers say. */
 #include "wheel.h"
 
 #include <inttypes.h>
@@ -43,34 +61,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "codec.h"
 #include "kafka.h"
 #include "keymap.h"
+#include "ring.h"
 #include "timing_wheel.h"
 #include "wheel_topic.h"
 
 /* Tasks fired per punctuate call: a million due in the same millisecond go
  * out in chunks, with input polled and transactions committed in between. */
 #define FIRE_BATCH 20000
-/* Floors kept without a store position marker (no store running, or one
- * far behind): past this many records the oldest are forgotten. */
+/* Floors kept without markers allowing them to go (no store or no executor
+ * running, or one far behind): past this many records the oldest are
+ * forgotten. */
 #define FLOOR_CAP 262144
+/* How often a partition's position goes down `ready` as a marker. */
+#define MARKER_INTERVAL_MS 1000
 
 typedef struct wheel_key {
     mc_keynode node;
     mc_timer timer;                /* scheduled while a version is pending */
     struct wheel_key *prev, *next; /* pending list, in offset order */
-    int64_t floor;                 /* versions below this are void */
-    int64_t version, offset, due;  /* the pending version, when pending */
-    int64_t fired_due;             /* due time of the version fired last; 0: none */
-    uint8_t *payload;              /* its WheelEntry bytes (what `ready` gets), or NULL */
+    mc_version floor;              /* versions below this are void */
+    mc_version version;            /* the pending version, when pending */
+    int64_t offset, due;           /* its record's offset and due time */
+    int64_t fired_due;             /* a version fired early and not due yet; 0: none */
+    int64_t fired_offset;          /* that version's record */
+    uint8_t *payload;              /* the pending WheelEntry bytes (what `ready` gets), or NULL */
     uint32_t payload_len;
-    uint32_t queued; /* floor-FIFO and hold entries naming this key */
+    uint32_t queued; /* floor, hold and recall entries naming this key */
     char key[];
 } wheel_key;
 
 #define KEY_OFFSET (offsetof(wheel_key, key) - offsetof(wheel_key, node))
 
+/* A record since the markers' positions: its key's floor is still needed. */
 typedef struct floor_ref {
     int64_t offset;
     wheel_key *k;
@@ -82,32 +108,39 @@ typedef struct hold_ref {
     wheel_key *k;
 } hold_ref;
 
+/* A task fired early: its key is kept until due, for a recall. Current
+ * while the key's fired_due and fired_offset still name it. */
+typedef struct recall_ref {
+    int64_t due, offset;
+    wheel_key *k;
+} recall_ref;
+
 typedef struct wheel_part {
     int32_t partition;
     mc_keymap *keys;
     mc_timing_wheel *w;
     wheel_key *pend_head, *pend_tail;
     size_t n_pending;
-    int64_t next;       /* next offset to process; -1 before the first record */
-    int64_t replay_end; /* O of the checkpoint read on assignment */
-    bool has_frontier;
-    int64_t fdue, foff; /* fired frontier */
-    int64_t store_pos;  /* from the store's markers */
-    floor_ref *fifo;
-    size_t fifo_head, fifo_len, fifo_cap;
-    /* Pending hand-offs in arrival order (their positions only grow): the
-     * committed offset is held back to the oldest one's position. */
-    hold_ref *holds;
-    size_t hold_head, hold_len, hold_cap;
+    int64_t next;        /* next offset to process; -1 before the first record */
+    int64_t replay_end;  /* O of the checkpoint read on assignment */
     int64_t replay_from; /* the committed offset read on assignment */
+    bool has_frontier;
+    int64_t fdue, foff;   /* fired frontier */
+    int64_t store_pos;    /* from the store's markers */
+    int64_t resolved_pos; /* from the resolved-position markers */
+    int64_t marked;       /* position in the last marker sent down `ready` */
+    int64_t marked_at;    /* when */
+    mc_ring floors;       /* floor_ref, in offset order */
+    mc_ring holds;        /* hold_ref, in arrival order (their positions only grow) */
+    mc_ring recalls;      /* recall_ref, in due order (the firing order) */
 } wheel_part;
 
 typedef struct wheel {
     char topic[256];
-    mc_output *ready;
+    mc_output *ready, *wheel_out;
     int64_t lead_ms;
-    wheel_part **parts;
-    size_t n_parts;
+    wheel_part **parts; /* indexed by partition number; NULL: not assigned */
+    int32_t n_parts;
     mc_arena *arena;
     mc_gauge *pending_gauge;
     mc_counter *fired, *stale, *voided, *replayed, *floors_capped, *recalled;
@@ -129,7 +162,8 @@ static void *wheel_create(mc_ctx *ctx, char *err, size_t errlen)
     mc_topic_name(cfg, "wheel", w->topic, sizeof w->topic);
     w->lead_ms = cfg->wheel_lead_ms;
     w->ready = mc_ctx_output(ctx, "ready");
-    if (!w->ready) {
+    w->wheel_out = mc_ctx_output(ctx, "wheel");
+    if (!w->ready || !w->wheel_out) {
         snprintf(err, errlen, "cannot create output topic handles");
         wheel_destroy(w);
         return NULL;
@@ -151,7 +185,7 @@ static void *wheel_create(mc_ctx *ctx, char *err, size_t errlen)
         NULL);
     w->floors_capped = mc_metrics_counter(
         m, "mooncake_wheel_floors_forgotten_total",
-        "Versions forgotten before a store position marker allowed it (no store running?)", NULL);
+        "Versions forgotten before markers allowed it (no store or executor running?)", NULL);
     static const double bounds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5};
     w->lateness =
         mc_metrics_histogram(m, "mooncake_wheel_lateness_seconds",
@@ -179,17 +213,15 @@ static void part_free(wheel_part *p)
         mc_keymap_free(p->keys);
     }
     mc_wheel_free(p->w);
-    free(p->fifo);
-    free(p->holds);
+    mc_ring_free(&p->floors);
+    mc_ring_free(&p->holds);
+    mc_ring_free(&p->recalls);
     free(p);
 }
 
 static wheel_part *find_part(wheel *w, int32_t partition)
 {
-    for (size_t i = 0; i < w->n_parts; i++)
-        if (w->parts[i]->partition == partition)
-            return w->parts[i];
-    return NULL;
+    return partition >= 0 && partition < w->n_parts ? w->parts[partition] : NULL;
 }
 
 static bool replaying(const wheel_part *p)
@@ -214,8 +246,8 @@ static void unlink_pending(wheel_part *p, wheel_key *k)
     p->n_pending--;
 }
 
-/* Forgets a key once nothing needs it: no pending version, and no record
- * since the store's last marker. */
+/* Forgets a key once nothing needs it: no pending version, and no floor,
+ * hold or recall entry naming it. */
 static void maybe_forget(wheel_part *p, wheel_key *k)
 {
     if (k->queued == 0 && !k->payload) {
@@ -224,55 +256,42 @@ static void maybe_forget(wheel_part *p, wheel_key *k)
     }
 }
 
-static void fifo_pop(wheel_part *p)
+/* Drops the front entry of one of the key queues. */
+static void unqueue_front(wheel_part *p, mc_ring *q, wheel_key *k)
 {
-    floor_ref *r = &p->fifo[p->fifo_head];
-    p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
-    p->fifo_len--;
-    r->k->queued--;
-    maybe_forget(p, r->k);
+    mc_ring_pop(q);
+    k->queued--;
+    maybe_forget(p, k);
 }
 
-static int fifo_push(wheel *w, wheel_part *p, wheel_key *k, int64_t offset)
+static int floor_push(wheel *w, wheel_part *p, wheel_key *k, int64_t offset)
 {
-    if (p->fifo_len == FLOOR_CAP) {
+    if (mc_ring_len(&p->floors) == FLOOR_CAP) {
         mc_counter_add(w->floors_capped, 1);
-        fifo_pop(p);
+        unqueue_front(p, &p->floors, ((floor_ref *)mc_ring_at(&p->floors, 0))->k);
     }
-    if (p->fifo_len == p->fifo_cap) {
-        size_t cap = p->fifo_cap ? p->fifo_cap * 2 : 1024;
-        floor_ref *f = malloc(cap * sizeof *f);
-        if (!f)
-            return -1;
-        for (size_t i = 0; i < p->fifo_len; i++)
-            f[i] = p->fifo[(p->fifo_head + i) % p->fifo_cap];
-        free(p->fifo);
-        p->fifo = f;
-        p->fifo_cap = cap;
-        p->fifo_head = 0;
-    }
-    p->fifo[(p->fifo_head + p->fifo_len) % p->fifo_cap] = (floor_ref){offset, k};
-    p->fifo_len++;
+    if (mc_ring_push(&p->floors, &(floor_ref){offset, k}) != 0)
+        return -1;
     k->queued++;
     return 0;
 }
 
+/* Floors of records below both markers' positions are needed no more. */
+static void release_floors(wheel_part *p)
+{
+    int64_t upto = p->store_pos < p->resolved_pos ? p->store_pos : p->resolved_pos;
+    while (mc_ring_len(&p->floors) > 0) {
+        floor_ref *f = mc_ring_at(&p->floors, 0);
+        if (f->offset >= upto)
+            break;
+        unqueue_front(p, &p->floors, f->k);
+    }
+}
+
 static int hold_push(wheel_part *p, wheel_key *k, int64_t pos, int64_t offset)
 {
-    if (p->hold_len == p->hold_cap) {
-        size_t cap = p->hold_cap ? p->hold_cap * 2 : 256;
-        hold_ref *h = malloc(cap * sizeof *h);
-        if (!h)
-            return -1;
-        for (size_t i = 0; i < p->hold_len; i++)
-            h[i] = p->holds[(p->hold_head + i) % p->hold_cap];
-        free(p->holds);
-        p->holds = h;
-        p->hold_cap = cap;
-        p->hold_head = 0;
-    }
-    p->holds[(p->hold_head + p->hold_len) % p->hold_cap] = (hold_ref){pos, offset, k};
-    p->hold_len++;
+    if (mc_ring_push(&p->holds, &(hold_ref){pos, offset, k}) != 0)
+        return -1;
     k->queued++;
     return 0;
 }
@@ -280,27 +299,54 @@ static int hold_push(wheel_part *p, wheel_key *k, int64_t pos, int64_t offset)
 /* The position of the oldest hand-off still pending, or INT64_MAX. */
 static int64_t oldest_hold(wheel_part *p)
 {
-    while (p->hold_len > 0) {
-        hold_ref *h = &p->holds[p->hold_head];
+    while (mc_ring_len(&p->holds) > 0) {
+        hold_ref *h = mc_ring_at(&p->holds, 0);
         if (h->k->payload && h->k->offset == h->offset)
             return h->pos;
-        wheel_key *k = h->k;
-        p->hold_head = (p->hold_head + 1) % p->hold_cap;
-        p->hold_len--;
-        k->queued--;
-        maybe_forget(p, k);
+        unqueue_front(p, &p->holds, h->k);
     }
     return INT64_MAX;
 }
 
-/* The store has applied everything below pos: floors of older records are
- * no longer needed. */
-static void advance_store_pos(wheel_part *p, int64_t pos)
+static bool recall_current(const recall_ref *r)
 {
-    if (pos > p->store_pos)
-        p->store_pos = pos;
-    while (p->fifo_len > 0 && p->fifo[p->fifo_head].offset < p->store_pos)
-        fifo_pop(p);
+    return r->k->fired_due == r->due && r->k->fired_offset == r->offset;
+}
+
+static int recall_push(wheel_part *p, wheel_key *k, int64_t due, int64_t offset)
+{
+    if (mc_ring_push(&p->recalls, &(recall_ref){due, offset, k}) != 0)
+        return -1;
+    k->queued++;
+    k->fired_due = due;
+    k->fired_offset = offset;
+    return 0;
+}
+
+/* Tasks fired early whose due time has come: nothing can recall them now. */
+static void expire_recalls(wheel_part *p, int64_t now)
+{
+    while (mc_ring_len(&p->recalls) > 0) {
+        recall_ref *r = mc_ring_at(&p->recalls, 0);
+        if (r->due > now && recall_current(r))
+            break;
+        if (recall_current(r))
+            r->k->fired_due = 0;
+        unqueue_front(p, &p->recalls, r->k);
+    }
+}
+
+/* The lowest record offset a recall may still need, or INT64_MAX. They are
+ * few (what fired within the lead), so a scan. */
+static int64_t oldest_recall(const wheel_part *p)
+{
+    int64_t lo = INT64_MAX;
+    for (size_t i = 0; i < mc_ring_len(&p->recalls); i++) {
+        const recall_ref *r = mc_ring_at(&p->recalls, i);
+        if (recall_current(r) && r->offset < lo)
+            lo = r->offset;
+    }
+    return lo;
 }
 
 static wheel_key *key_get(wheel_part *p, const void *key, size_t len)
@@ -314,7 +360,7 @@ static wheel_key *key_get(wheel_part *p, const void *key, size_t len)
         return NULL;
     k->node.hash = h;
     k->node.key_len = (uint32_t)len;
-    k->floor = INT64_MIN;
+    k->floor = (mc_version){INT64_MIN, 0};
     memcpy(k->key, key, len);
     mc_keymap_insert(p->keys, &k->node);
     return k;
@@ -323,61 +369,99 @@ static wheel_key *key_get(wheel_part *p, const void *key, size_t len)
 static void update_gauge(wheel *w)
 {
     size_t n = 0;
-    for (size_t i = 0; i < w->n_parts; i++)
-        n += w->parts[i]->n_pending;
+    for (int32_t i = 0; i < w->n_parts; i++)
+        if (w->parts[i])
+            n += w->parts[i]->n_pending;
     mc_gauge_set(w->pending_gauge, (double)n);
 }
 
-/* ---- checkpoint ------------------------------------------------------------------ */
+/* ---- checkpoint and markers ------------------------------------------------------ */
 
-/* Parses "v1 o=O f=F g=G" (f and g absent when nothing has fired). */
-static bool parse_checkpoint(const char *md, size_t len, int64_t *o, bool *has_f, int64_t *f,
-                             int64_t *g)
+/* The lowest offset whose record still matters after a restart. */
+static int64_t commit_offset(wheel_part *p)
 {
-    char buf[128];
-    if (!md || len == 0 || len >= sizeof buf)
-        return false;
-    memcpy(buf, md, len);
-    buf[len] = '\0';
-    long long lo, lf, lg;
-    if (sscanf(buf, "v1 o=%lld f=%lld g=%lld", &lo, &lf, &lg) == 3) {
-        *o = lo, *f = lf, *g = lg, *has_f = true;
-        return true;
+    int64_t c = p->next;
+    if (p->pend_head && p->pend_head->offset < c)
+        c = p->pend_head->offset;
+    if (mc_ring_len(&p->floors) > 0) {
+        int64_t f = ((floor_ref *)mc_ring_at(&p->floors, 0))->offset;
+        if (f < c)
+            c = f;
     }
-    if (sscanf(buf, "v1 o=%lld", &lo) == 1) {
-        *o = lo, *has_f = false;
-        return true;
-    }
-    return false;
+    int64_t h = oldest_hold(p);
+    if (h < c)
+        c = h;
+    int64_t r = oldest_recall(p);
+    return r < c ? r : c;
+}
+
+/* Sends `ready` a marker with the partition's position: every task fired
+ * before it was fired at a position below it (see the top of the file). */
+static int send_marker(wheel *w, wheel_part *p, mc_ctx *ctx)
+{
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, p->next);
+    if (mc_ctx_forward_header(ctx, w->ready, p->partition, NULL, 0, NULL, 0,
+                              MC_WHEEL_POSITION_HEADER, pos, (size_t)n) != 0)
+        return -1;
+    p->marked = p->next;
+    p->marked_at = mc_ctx_now_ms(ctx);
+    return 0;
 }
 
 static int wheel_prepare_commit(void *self, mc_ctx *ctx)
 {
     wheel *w = self;
-    for (size_t i = 0; i < w->n_parts; i++) {
+    int64_t now = mc_ctx_now_ms(ctx);
+    for (int32_t i = 0; i < w->n_parts; i++) {
         wheel_part *p = w->parts[i];
-        if (p->next < 0)
+        if (!p || p->next < 0)
             continue; /* nothing seen yet: the committed offset stands */
-        int64_t o = p->next > p->replay_end ? p->next : p->replay_end;
-        int64_t c = p->next;
-        if (p->pend_head && p->pend_head->offset < c)
-            c = p->pend_head->offset;
-        if (p->fifo_len > 0 && p->fifo[p->fifo_head].offset < c)
-            c = p->fifo[p->fifo_head].offset;
-        int64_t hold = oldest_hold(p);
-        if (hold < c)
-            c = hold;
+        mc_wheel_checkpoint cp = {.position = p->next > p->replay_end ? p->next : p->replay_end,
+                                  .has_frontier = p->has_frontier,
+                                  .frontier_due = p->fdue,
+                                  .frontier_offset = p->foff};
         char md[128];
-        if (p->has_frontier)
-            snprintf(md, sizeof md, "v1 o=%" PRId64 " f=%" PRId64 " g=%" PRId64, o, p->fdue,
-                     p->foff);
-        else
-            snprintf(md, sizeof md, "v1 o=%" PRId64, o);
-        if (mc_ctx_set_commit_offset(ctx, w->topic, p->partition, c, md) != 0)
+        mc_wheel_checkpoint_format(&cp, md, sizeof md);
+        if (mc_ctx_set_commit_offset(ctx, w->topic, p->partition, commit_offset(p), md) != 0)
+            return -1;
+        if (!replaying(p) && p->next > p->marked && now - p->marked_at >= MARKER_INTERVAL_MS &&
+            send_marker(w, p, ctx) != 0)
             return -1;
     }
     update_gauge(w);
     return 0;
+}
+
+static wheel_part *part_new(wheel *w, int32_t partition, int64_t now)
+{
+    if (partition >= w->n_parts) {
+        int32_t n = w->n_parts ? w->n_parts : 16;
+        while (n <= partition)
+            n *= 2;
+        wheel_part **v = realloc(w->parts, (size_t)n * sizeof *v);
+        if (!v)
+            return NULL;
+        memset(v + w->n_parts, 0, (size_t)(n - w->n_parts) * sizeof *v);
+        w->parts = v;
+        w->n_parts = n;
+    }
+    wheel_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->partition = partition;
+    p->keys = mc_keymap_new(KEY_OFFSET);
+    p->w = mc_wheel_new(now);
+    if (!p->keys || !p->w) {
+        part_free(p);
+        return NULL;
+    }
+    mc_ring_init(&p->floors, sizeof(floor_ref));
+    mc_ring_init(&p->holds, sizeof(hold_ref));
+    mc_ring_init(&p->recalls, sizeof(recall_ref));
+    p->store_pos = p->resolved_pos = p->marked = -1;
+    w->parts[partition] = p;
+    return p;
 }
 
 static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
@@ -388,33 +472,18 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         if (strcmp(tp->topic, w->topic) != 0 || find_part(w, tp->partition))
             continue;
-        wheel_part **v = realloc(w->parts, (w->n_parts + 1) * sizeof *v);
-        if (!v)
-            return -1;
-        w->parts = v;
-        wheel_part *p = calloc(1, sizeof *p);
+        wheel_part *p = part_new(w, tp->partition, mc_ctx_now_ms(ctx));
         if (!p)
             return -1;
-        p->partition = tp->partition;
-        p->keys = mc_keymap_new(KEY_OFFSET);
-        p->w = mc_wheel_new(mc_ctx_now_ms(ctx));
-        if (!p->keys || !p->w) {
-            part_free(p);
-            return -1;
-        }
-        w->parts[w->n_parts++] = p;
         p->next = tp->offset >= 0 ? tp->offset : -1;
         p->replay_from = p->next;
         p->replay_end = -1;
-        p->store_pos = -1;
-        int64_t o = -1, f = 0, g = 0;
-        bool has_f = false;
-        if (tp->offset >= 0 &&
-            parse_checkpoint(tp->metadata, tp->metadata_size, &o, &has_f, &f, &g)) {
-            p->replay_end = o;
-            p->has_frontier = has_f;
-            p->fdue = f;
-            p->foff = g;
+        mc_wheel_checkpoint cp;
+        if (tp->offset >= 0 && mc_wheel_checkpoint_parse(tp->metadata, tp->metadata_size, &cp)) {
+            p->replay_end = cp.position;
+            p->has_frontier = cp.has_frontier;
+            p->fdue = cp.frontier_due;
+            p->foff = cp.frontier_offset;
         }
         if (replaying(p))
             ready = false;
@@ -437,12 +506,10 @@ static void wheel_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
     for (int i = 0; i < parts->cnt; i++) {
         if (strcmp(parts->elems[i].topic, w->topic) != 0)
             continue;
-        for (size_t k = 0; k < w->n_parts; k++) {
-            if (w->parts[k]->partition == parts->elems[i].partition) {
-                part_free(w->parts[k]);
-                w->parts[k] = w->parts[--w->n_parts];
-                break;
-            }
+        wheel_part *p = find_part(w, parts->elems[i].partition);
+        if (p) {
+            w->parts[p->partition] = NULL;
+            part_free(p);
         }
     }
     update_gauge(w);
@@ -450,31 +517,62 @@ static void wheel_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
 
 /* ---- firing ---------------------------------------------------------------------- */
 
+/* The pending record of k, as the input record it was (for a dead letter). */
+static mc_record pending_record(const wheel *w, const wheel_part *p, const wheel_key *k)
+{
+    return (mc_record){.topic = w->topic,
+                       .partition = p->partition,
+                       .offset = k->offset,
+                       .key = k->key,
+                       .key_len = k->node.key_len,
+                       .value = k->payload,
+                       .value_len = k->payload_len};
+}
+
 static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *ctx)
 {
-    if (mc_ctx_forward(ctx, w->ready, p->partition, k->key, k->node.key_len, k->payload,
-                       k->payload_len) != 0)
+    mc_source cause = {w->topic, p->partition, k->offset};
+    mc_produce out = {.out = w->ready,
+                      .partition = p->partition,
+                      .key = k->key,
+                      .key_len = k->node.key_len,
+                      .value = k->payload,
+                      .value_len = k->payload_len,
+                      .cause = &cause};
+    int rc = mc_ctx_produce(ctx, &out);
+    if (rc == MC_FORWARD_REFUSED) {
+        /* Kafka will never take this task into `ready`: it is done, as a
+         * dead letter the operator can requeue. */
+        mc_record rec = pending_record(w, p, k);
+        if (mc_ctx_dead_letter(ctx, &rec, "wheel: Kafka refused the task's record for ready",
+                               NULL) != 0)
+            return -1;
+    } else if (rc != 0) {
         return -1;
+    } else {
+        mc_counter_add(w->fired, 1);
+    }
     if (!p->has_frontier || k->due > p->fdue || (k->due == p->fdue && k->offset > p->foff)) {
         p->has_frontier = true;
         p->fdue = k->due;
         p->foff = k->offset;
     }
-    if (k->version + 1 > k->floor)
-        k->floor = k->version + 1;
-    k->fired_due = k->due;
+    mc_version after = {k->version.v, k->version.attempt + 1};
+    if (mc_version_cmp(after, k->floor) > 0)
+        k->floor = after;
     int64_t late = now_ms - k->due;
     mc_histogram_observe(w->lateness, late > 0 ? (double)late / 1000.0 : 0.0);
+    if (k->due > now_ms && recall_push(p, k, k->due, k->offset) != 0)
+        return -1;
     const mc_logger *lg = mc_ctx_logger(ctx);
     if (lg->level <= MC_LOG_DEBUG) {
-        char key[1024], version[24], late_ms[24];
+        char key[1024], version[48], late_ms[24];
         snprintf(key, sizeof key, "%.*s", (int)k->node.key_len, k->key);
-        snprintf(version, sizeof version, "%" PRId64, k->version);
+        snprintf(version, sizeof version, "%" PRId64 "/%" PRId32, k->version.v, k->version.attempt);
         snprintf(late_ms, sizeof late_ms, "%" PRId64, late);
         mc_log(lg, MC_LOG_DEBUG, "fired", "key", key, "version", version, "late_ms", late_ms,
                (const char *)NULL);
     }
-    mc_counter_add(w->fired, 1);
     unlink_pending(p, k);
     maybe_forget(p, k);
     return 0;
@@ -487,36 +585,168 @@ static bool is_done(const wheel_part *p, int64_t due, int64_t offset)
 }
 
 /* Versions below v are void from here on. */
-static void raise_floor(wheel *w, wheel_part *p, wheel_key *k, int64_t v)
+static void raise_floor(wheel *w, wheel_part *p, wheel_key *k, mc_version v)
 {
-    if (k->payload && k->version < v) {
+    if (k->payload && mc_version_cmp(k->version, v) < 0) {
         unlink_pending(p, k);
         mc_counter_add(w->voided, 1);
     }
-    if (v > k->floor)
+    if (mc_version_cmp(v, k->floor) > 0)
         k->floor = v;
 }
 
-/* Sends `ready` a Cancel with e's version: the executor drops the versions
- * of k below it that it holds until their due time. */
-static int recall(wheel *w, wheel_part *p, wheel_key *k, const mc_wheel_entry *e, mc_ctx *ctx)
+/* Writes a Cancel of key k with version v (and its attempt, when not 0) to
+ * out: a recall to `ready`, or a void to `wheel`. */
+static int send_cancel(wheel *w, mc_output *out, wheel_part *p, wheel_key *k,
+                       const mc_wheel_entry *e, mc_version v, mc_ctx *ctx)
 {
     bool submit = e->command.kind == MC_CMD_SUBMIT;
     mc_wheel_entry c = {
-        .version = e->version,
+        .version = v.v,
         .command = {
             .kind = MC_CMD_CANCEL,
             .cancel = {.app_id = submit ? e->command.submit.app_id : e->command.cancel.app_id,
                        .task_id = submit ? e->command.submit.task_id : e->command.cancel.task_id,
                        .requested_at = mc_ctx_now_ms(ctx)}}};
     mc_buf_reset(&w->buf);
-    if (mc_encode_wheel_entry(&c, &w->buf) != 0 ||
-        mc_ctx_forward(ctx, w->ready, p->partition, k->key, k->node.key_len, w->buf.data,
-                       w->buf.len) != 0)
+    if (mc_encode_wheel_entry(&c, &w->buf) != 0)
         return -1;
-    k->fired_due = 0;
-    mc_counter_add(w->recalled, 1);
+    char attempt[16];
+    int n = snprintf(attempt, sizeof attempt, "%" PRId32, v.attempt);
+    mc_header h = {MC_ATTEMPT_HEADER, attempt, (size_t)n};
+    mc_produce pr = {.out = out,
+                     .partition = p->partition,
+                     .key = k->key,
+                     .key_len = k->node.key_len,
+                     .value = w->buf.data,
+                     .value_len = w->buf.len,
+                     .headers = v.attempt ? &h : NULL,
+                     .n_headers = v.attempt ? 1 : 0};
+    return mc_ctx_produce(ctx, &pr) == 0 ? 0 : -1;
+}
+
+/* A record's version: a Submit's attempt is its task's; a Cancel's is 0, or
+ * what its attempt header says (a void). */
+static mc_version record_version(const mc_record *m, const mc_wheel_entry *e)
+{
+    mc_version v = {e->version, 0};
+    int64_t a;
+    if (e->command.kind == MC_CMD_SUBMIT)
+        v.attempt = e->command.submit.attempt;
+    else if (mc_record_header_int(m, MC_ATTEMPT_HEADER, &a) && a <= INT32_MAX)
+        v.attempt = (int32_t)a;
+    return v;
+}
+
+/* Makes e (the record m) the key's pending version. */
+static int take_pending(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m,
+                        const mc_wheel_entry *e, mc_version v, bool replay, mc_ctx *ctx)
+{
+    if (k->payload)
+        unlink_pending(p, k); /* rescheduled */
+    k->payload = malloc(m->value_len);
+    if (!k->payload)
+        return -1;
+    memcpy(k->payload, m->value, m->value_len);
+    k->payload_len = (uint32_t)m->value_len;
+    k->version = v;
+    k->offset = m->offset;
+    k->due = e->command.submit.due_at;
+    int64_t handoff_pos;
+    if (mc_wheel_record_handoff_position(m, &handoff_pos) &&
+        hold_push(p, k, handoff_pos, m->offset) != 0)
+        return -1;
+    k->prev = p->pend_tail;
+    k->next = NULL;
+    if (p->pend_tail)
+        p->pend_tail->next = k;
+    else
+        p->pend_head = k;
+    p->pend_tail = k;
+    p->n_pending++;
+    if (!replay && p->has_frontier && k->due < p->fdue) {
+        /* Behind what has fired already: fire now, which keeps "everything
+         * up to the frontier is done" true. */
+        mc_ctx_request_commit(ctx);
+        return fire(w, p, k, mc_ctx_now_ms(ctx), ctx);
+    }
+    if (mc_wheel_add(p->w, &k->timer, k->due) != 0)
+        return -1;
+    mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - w->lead_ms);
     return 0;
+}
+
+/* Applies a decoded entry to its key: the rules at the top of the file. */
+static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m,
+                       const mc_wheel_entry *e, bool replay, mc_ctx *ctx)
+{
+    mc_version v = record_version(m, e);
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (k->fired_due && mc_version_cmp(v, k->floor) >= 0) {
+        /* Fired early and not called yet: a newer version or a cancel must
+         * still win, so the executor, which holds it, is told. (In a replay
+         * the recall went out when the record was first processed.) */
+        if (!replay && k->fired_due > now) {
+            if (send_cancel(w, w->ready, p, k, e, v, ctx) != 0)
+                return -1;
+            mc_counter_add(w->recalled, 1);
+        }
+        k->fired_due = 0;
+    }
+    int64_t handoff_pos;
+    bool handoff = mc_wheel_record_handoff_position(m, &handoff_pos);
+    if (e->command.kind == MC_CMD_CANCEL) {
+        raise_floor(w, p, k, v);
+    } else if (mc_wheel_record_is_far(m)) {
+        if (mc_version_cmp(v, k->floor) < 0) {
+            /* A next attempt a newer version superseded, on its way to the
+             * store, which cannot tell: void it there. */
+            mc_counter_add(w->stale, 1);
+            mc_version void_below = {v.v, v.attempt + 1};
+            if (!replay && send_cancel(w, w->wheel_out, p, k, e, void_below, ctx) != 0)
+                return -1;
+        } else {
+            raise_floor(w, p, k, v); /* the store has the newest version */
+        }
+    } else if (mc_version_cmp(v, k->floor) < 0 ||
+               (k->payload && mc_version_cmp(v, k->version) <= 0)) {
+        mc_counter_add(w->stale, 1);
+    } else if (is_done(p, e->command.submit.due_at, m->offset)) {
+        /* Fired before the restart; early, if it is not due yet. */
+        raise_floor(w, p, k, (mc_version){v.v, v.attempt + 1});
+        if (e->command.submit.due_at > now &&
+            recall_push(p, k, e->command.submit.due_at, m->offset) != 0)
+            return -1;
+    } else if (replay && handoff && handoff_pos < p->replay_from) {
+        /* A hand-off the store wrote before it had applied records this
+         * replay does not see (a newer version, a cancel): judged when it
+         * was first processed, and not pending at the checkpoint, since a
+         * pending hand-off holds the committed offset back to its
+         * position. So it was stale (or superseded): not again. */
+        raise_floor(w, p, k, (mc_version){v.v, v.attempt + 1});
+        mc_counter_add(w->stale, 1);
+    } else {
+        return take_pending(w, p, k, m, e, v, replay, ctx);
+    }
+    return 0;
+}
+
+/* Markers of the store's and of the resolved position. Returns true when m
+ * was one. */
+static bool take_marker(wheel_part *p, const mc_record *m)
+{
+    int64_t pos;
+    if (mc_wheel_record_store_position(m, &pos)) {
+        if (pos > p->store_pos)
+            p->store_pos = pos;
+    } else if (mc_wheel_record_resolved_position(m, &pos)) {
+        if (pos > p->resolved_pos)
+            p->resolved_pos = pos;
+    } else {
+        return false;
+    }
+    release_floors(p);
+    return true;
 }
 
 static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
@@ -529,117 +759,107 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
     if (replay)
         mc_counter_add(w->replayed, 1);
     p->next = m->offset + 1;
-    int64_t pos;
-    if (mc_wheel_record_store_position(m, &pos)) {
-        advance_store_pos(p, pos);
-        if (replay && !replaying(p))
-            mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx)); /* replay done (see below) */
-        return 0;
-    }
     int rc = 0;
-    mc_wheel_entry e;
-    char detail[200] = "";
-    mc_arena_reset(w->arena);
-    mc_codec_err err =
-        m->key ? mc_decode_wheel_entry(m->value, m->value_len, w->arena, &e, detail, sizeof detail)
-               : MC_CODEC_EMPTY;
-    if (err != MC_CODEC_OK) {
-        if (replay)
-            return 0; /* dead-lettered when it was first processed */
-        char why[300];
-        snprintf(why, sizeof why, "wheel: unreadable entry: %s%s%s",
-                 m->key ? mc_codec_strerror(err) : "no key", detail[0] ? ": " : "", detail);
-        return mc_ctx_dead_letter(ctx, m, why, NULL);
-    }
-    wheel_key *k = key_get(p, m->key, m->key_len);
-    if (!k || fifo_push(w, p, k, m->offset) != 0)
-        return -1;
-    int64_t handoff_pos = 0;
-    bool handoff = mc_wheel_record_handoff_position(m, &handoff_pos);
-    if (!replay && k->fired_due > mc_ctx_now_ms(ctx) && e.version >= k->floor) {
-        /* Fired early by the lead and not due yet: a newer version or a
-         * cancel must still win, so tell the executor, which holds it. */
-        if (recall(w, p, k, &e, ctx) != 0)
-            return -1;
-    }
-    if (e.command.kind == MC_CMD_CANCEL || mc_wheel_record_is_far(m)) {
-        raise_floor(w, p, k, e.version);
-    } else if (e.version < k->floor || (k->payload && e.version <= k->version)) {
-        mc_counter_add(w->stale, 1);
-    } else if (is_done(p, e.command.submit.due_at, m->offset)) {
-        raise_floor(w, p, k, e.version + 1); /* fired before the restart */
-    } else if (replay && handoff && handoff_pos < p->replay_from) {
-        /* A hand-off the store wrote before it had applied records this
-         * replay does not see (a newer version, a cancel): judged when it
-         * was first processed, and not pending at the checkpoint, since a
-         * pending hand-off holds the committed offset back to its
-         * position. So it was stale (or superseded): not again. */
-        raise_floor(w, p, k, e.version + 1);
-        mc_counter_add(w->stale, 1);
-    } else {
-        if (k->payload)
-            unlink_pending(p, k); /* rescheduled */
-        k->payload = malloc(m->value_len);
-        if (!k->payload)
-            return -1;
-        memcpy(k->payload, m->value, m->value_len);
-        k->payload_len = (uint32_t)m->value_len;
-        k->version = e.version;
-        k->offset = m->offset;
-        k->due = e.command.submit.due_at;
-        if (handoff && hold_push(p, k, handoff_pos, m->offset) != 0)
-            return -1;
-        k->prev = p->pend_tail;
-        k->next = NULL;
-        if (p->pend_tail)
-            p->pend_tail->next = k;
-        else
-            p->pend_head = k;
-        p->pend_tail = k;
-        p->n_pending++;
-        if (!replay && p->has_frontier && k->due < p->fdue) {
-            /* Behind what has fired already: fire now, which keeps
-             * "everything up to the frontier is done" true. */
-            rc = fire(w, p, k, mc_ctx_now_ms(ctx), ctx);
-            mc_ctx_request_commit(ctx);
-        } else {
-            mc_wheel_add(p->w, &k->timer, k->due);
-            mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - w->lead_ms);
+    if (!take_marker(p, m)) {
+        mc_wheel_entry e;
+        char detail[200] = "";
+        mc_arena_reset(w->arena);
+        mc_codec_err err = m->key ? mc_decode_wheel_entry(m->value, m->value_len, w->arena, &e,
+                                                          detail, sizeof detail)
+                                  : MC_CODEC_EMPTY;
+        if (err != MC_CODEC_OK) {
+            if (replay)
+                return 0; /* dead-lettered when it was first processed */
+            char why[300];
+            snprintf(why, sizeof why, "wheel: unreadable entry: %s%s%s",
+                     m->key ? mc_codec_strerror(err) : "no key", detail[0] ? ": " : "", detail);
+            return mc_ctx_dead_letter(ctx, m, why, NULL);
         }
+        wheel_key *k = key_get(p, m->key, m->key_len);
+        if (!k || floor_push(w, p, k, m->offset) != 0)
+            return -1;
+        rc = apply_entry(w, p, k, m, &e, replay, ctx);
+        maybe_forget(p, k);
     }
-    maybe_forget(p, k);
     if (replay && !replaying(p))
         mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx)); /* replay done: fire what is due */
     return rc;
 }
 
+/* A record whose fire Kafka refused for good (in an aborted transaction):
+ * it goes to the dead topic instead, and its version counts as fired. */
+static int wheel_refused(void *self, const mc_record *m, const char *reason, mc_ctx *ctx)
+{
+    wheel *w = self;
+    wheel_part *p = find_part(w, m->partition);
+    if (!p)
+        return 0;
+    p->next = m->offset + 1;
+    mc_wheel_entry e;
+    mc_arena_reset(w->arena);
+    bool decoded = m->key && mc_decode_wheel_entry(m->value, m->value_len, w->arena, &e, NULL, 0) ==
+                                 MC_CODEC_OK;
+    if (decoded) {
+        wheel_key *k = key_get(p, m->key, m->key_len);
+        if (!k || floor_push(w, p, k, m->offset) != 0)
+            return -1;
+        mc_version v = record_version(m, &e);
+        raise_floor(w, p, k, (mc_version){v.v, v.attempt + 1});
+        maybe_forget(p, k);
+    }
+    if (m->offset < p->replay_end && !replaying(p))
+        mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx)); /* replay done */
+    return mc_ctx_dead_letter(
+        ctx, m, reason, decoded && e.command.kind == MC_CMD_SUBMIT ? &e.command.submit : NULL);
+}
+
+/* Fires what is due (with the lead) on one partition, within the budget;
+ * returns how many, or -1. */
+static long fire_due(wheel *w, wheel_part *p, int64_t now_ms, size_t budget, mc_ctx *ctx)
+{
+    mc_timer *due[512];
+    size_t fired = 0;
+    while (fired < budget) {
+        size_t want = budget - fired < 512 ? budget - fired : 512;
+        size_t got = mc_wheel_advance(p->w, now_ms + w->lead_ms, due, want);
+        for (size_t k = 0; k < got; k++)
+            if (fire(w, p, MC_TIMER_OWNER(due[k], wheel_key, timer), now_ms, ctx) != 0)
+                return -1;
+        fired += got;
+        if (got < want)
+            break;
+    }
+    return (long)fired;
+}
+
 static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     wheel *w = self;
-    mc_timer *due[512];
     size_t budget = FIRE_BATCH, fired = 0;
     int64_t next = INT64_MAX;
     bool ready = true;
-    for (size_t i = 0; i < w->n_parts; i++) {
+    for (int32_t i = 0; i < w->n_parts; i++) {
         wheel_part *p = w->parts[i];
+        if (!p)
+            continue;
         if (replaying(p)) {
             ready = false;
             continue;
         }
-        while (budget > 0) {
-            size_t want = budget < 512 ? budget : 512;
-            size_t got = mc_wheel_advance(p->w, now_ms + w->lead_ms, due, want);
-            for (size_t k = 0; k < got; k++)
-                if (fire(w, p, MC_TIMER_OWNER(due[k], wheel_key, timer), now_ms, ctx) != 0)
-                    return -1;
-            budget -= got;
-            fired += got;
-            if (got < want)
-                break;
-        }
+        expire_recalls(p, now_ms);
+        long got = fire_due(w, p, now_ms, budget, ctx);
+        if (got < 0)
+            return -1;
+        budget -= (size_t)got;
+        fired += (size_t)got;
         int64_t d = mc_wheel_next_deadline(p->w);
         if (d != INT64_MAX && d - w->lead_ms < next)
             next = d - w->lead_ms;
+        if (mc_ring_len(&p->recalls) > 0) {
+            int64_t r = ((recall_ref *)mc_ring_at(&p->recalls, 0))->due;
+            if (r < next)
+                next = r;
+        }
     }
     mc_ctx_set_ready(ctx, ready);
     if (budget == 0)
@@ -654,7 +874,7 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 static void wheel_destroy(void *self)
 {
     wheel *w = self;
-    for (size_t i = 0; i < w->n_parts; i++)
+    for (int32_t i = 0; i < w->n_parts; i++)
         part_free(w->parts[i]);
     free(w->parts);
     mc_arena_free(w->arena);
@@ -669,6 +889,7 @@ const mc_processor mc_wheel_processor = {
     .input_topics = wheel_inputs,
     .create = wheel_create,
     .process = wheel_process,
+    .refused = wheel_refused,
     .punctuate = wheel_punctuate,
     .on_assign = wheel_on_assign,
     .on_revoke = wheel_on_revoke,

@@ -20,3 +20,26 @@ bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position)
 {
     return r->value && r->key && mc_record_header_int(r, MC_STORE_POSITION_HEADER, position);
 }
+
+bool mc_wheel_record_resolved_position(const mc_record *r, int64_t *position)
+{
+    return !r->value && mc_record_header_int(r, MC_RESOLVED_POSITION_HEADER, position);
+}
+
+mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out)
+{
+    size_t body;
+    mc_codec_err err = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, r->value, r->value_len,
+                                         &out->version.v, &out->kind, &body);
+    if (err != MC_CODEC_OK)
+        return err;
+    out->task_offset = body;
+    out->due_at = 0;
+    if (out->kind == MC_CMD_SUBMIT)
+        return mc_peek_task((const uint8_t *)r->value + body, r->value_len - body, &out->due_at,
+                            &out->version.attempt);
+    int64_t a = 0;
+    out->version.attempt =
+        mc_record_header_int(r, MC_ATTEMPT_HEADER, &a) && a <= INT32_MAX ? (int32_t)a : 0;
+    return MC_CODEC_OK;
+}

@@ -1,26 +1,76 @@
-/* The protocol of the `wheel` topic, shared by its writers (router, store)
- * and its readers (store, wheel). Every record is keyed by the task key and
- * lives in the task's partition number:
+/* The protocol of the `wheel` topic, shared by its writers (router, store,
+ * retry, and the wheel itself) and its readers (store, wheel), and of the
+ * markers that travel with `ready` and `retry`. Every record with a key is
+ * keyed by the task key and lives in the task's partition number:
  *   WheelEntry Submit v                  a task due within the horizon (router),
- *                                        or handed over by the store
+ *                                        handed over by the store, or the next
+ *                                        attempt of a failed call (retry)
  *   WheelEntry Submit v + route: store   a task due later: the store keeps it
  *   WheelEntry Cancel v                  cancel every version below v
- *   null key, null value + position: P   the store has applied every record
+ *   WheelEntry Cancel v + attempt: a     void every version below (v, a) (the
+ *                                        wheel, of a far retry it found stale)
+ *   null key, null value + store-position: P
+ *                                        the store has applied every record
  *                                        below offset P of this partition
- *   a hand-off also carries position: P  written when the store had applied
+ *   a hand-off also carries store-position: P
+ *                                        written when the store had applied
  *                                        every record below P
- * Versions are tasks-topic offsets, so "newer" is a number comparison. */
+ *   null key, null value + resolved-position: O
+ *                                        every call the wheel fired at its
+ *                                        position below O has finished, and
+ *                                        its next attempt, if any, is before
+ *                                        this marker (the retry processor
+ *                                        forwards the wheel's markers, which
+ *                                        went through ready and the executor)
+ *
+ * A version is the pair (v, attempt): v is the tasks-topic offset of the
+ * client's command, attempt the task's attempt (0 for a Cancel). A next
+ * attempt keeps its command's v, so whatever the client writes afterwards
+ * (a larger v) wins over it, and it wins over the attempt before it. */
 #ifndef MOONCAKE_WHEEL_TOPIC_H
 #define MOONCAKE_WHEEL_TOPIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "record.h"
 
 #define MC_ROUTE_HEADER "mooncake-route"
 #define MC_ROUTE_STORE "store"
 #define MC_STORE_POSITION_HEADER "mooncake-store-position"
+/* On a Cancel: the attempt of its version (absent: 0). */
+#define MC_ATTEMPT_HEADER "mooncake-attempt"
+/* The wheel's markers in ready (and, forwarded by the executor, in retry). */
+#define MC_WHEEL_POSITION_HEADER "mooncake-wheel-position"
+/* The same marker forwarded by the retry processor back to wheel. */
+#define MC_RESOLVED_POSITION_HEADER "mooncake-resolved-position"
+/* On an Attempt (retry): the version v of the task that failed. */
+#define MC_VERSION_HEADER "mooncake-version"
+
+typedef struct mc_version {
+    int64_t v;
+    int32_t attempt;
+} mc_version;
+
+/* <0, 0, >0 as a is older than, the same as, or newer than b. */
+static inline int mc_version_cmp(mc_version a, mc_version b)
+{
+    if (a.v != b.v)
+        return a.v < b.v ? -1 : 1;
+    return a.attempt < b.attempt ? -1 : a.attempt > b.attempt;
+}
+
+/* What the store and the wheel need of a WheelEntry record without decoding
+ * it: its version, kind, and for a Submit its due time and where the task's
+ * bytes start. */
+typedef struct mc_wheel_peeked {
+    mc_version version;
+    mc_command_kind kind;
+    int64_t due_at;     /* Submit */
+    size_t task_offset; /* Submit: the task's bytes are value[task_offset..] */
+} mc_wheel_peeked;
+mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out);
 
 /* Whether the router addressed this record to the store (a far task). */
 bool mc_wheel_record_is_far(const mc_record *r);
@@ -29,5 +79,7 @@ bool mc_wheel_record_store_position(const mc_record *r, int64_t *position);
 /* Whether this is a hand-off from the store carrying its position; *position
  * gets P. */
 bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position);
+/* Whether this is a resolved-position marker; *position gets O. */
+bool mc_wheel_record_resolved_position(const mc_record *r, int64_t *position);
 
 #endif

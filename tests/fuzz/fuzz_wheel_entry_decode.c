@@ -2,8 +2,8 @@
  * by replaying its topic, so a corrupt record there must fail cleanly too.
  * Same checks as fuzz_command_decode.c: no crash, errors explained, memory
  * proportional to input, re-encoding stable. The store and the wheel read a
- * record's version with mc_peek_versioned before (or instead of) decoding
- * it, and the store re-frames a Submit's task bytes without decoding them
+ * record's version (and a task's due time and attempt) with mc_peek_* before
+ * (or instead of) decoding it, and the store re-frames a Submit's task bytes without decoding them
  * again, so both shortcuts are checked against the full decoder here. */
 #include "codec.h"
 #include "codec_internal.h"
@@ -27,10 +27,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check_decode(arena, size, e, detail);
     int64_t version;
     size_t body;
-    mc_codec_err pe = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &body);
-    if (e == MC_CODEC_OK && (pe != MC_CODEC_OK || version != w.version || body >= size)) {
+    mc_command_kind kind;
+    mc_codec_err pe = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &kind, &body);
+    if (e == MC_CODEC_OK && (pe != MC_CODEC_OK || version != w.version || kind != w.command.kind ||
+                             body >= size)) {
         fprintf(stderr, "peek disagrees with the decoder (%d)\n", (int)pe);
         abort();
+    }
+    if (pe == MC_CODEC_OK && kind == MC_CMD_SUBMIT) {
+        /* The task peek never reads past the record, and agrees with the
+         * decoder whenever the decoder accepts it. */
+        int64_t due;
+        int32_t attempt;
+        mc_codec_err te = mc_peek_task(data + body, size - body, &due, &attempt);
+        if (e == MC_CODEC_OK && (te != MC_CODEC_OK || due != w.command.submit.due_at ||
+                                 attempt != w.command.submit.attempt)) {
+            fprintf(stderr, "task peek disagrees with the decoder (%d)\n", (int)te);
+            abort();
+        }
     }
     if (e == MC_CODEC_OK && w.command.kind == MC_CMD_SUBMIT) {
         /* StoredTask framed from the task bytes decodes to the same task. */

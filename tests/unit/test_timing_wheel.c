@@ -1,5 +1,6 @@
 /* The timing wheel: exact 1 ms due order with ties in insertion order,
- * cancel/re-add, past-due and far-future timers, every level boundary and
+ * cancel/re-add, overdue timers (exact order too) and a clock stepped back
+ * (nothing early), far-future timers, every level boundary and
  * the overflow list, chunked draining of a 1M-timer burst, next_deadline as a
  * safe poll timeout, big jumps vs 1 ms steps, and a randomized differential
  * run against a sorted-array model of the documented semantics. */
@@ -93,7 +94,7 @@ static size_t drain(mc_timing_wheel *w, int64_t now, size_t chunk, uint32_t *seq
     return at;
 }
 
-/* ---- reference model: a sorted array of (effective due, insertion seq) --- */
+/* ---- reference model: a sorted array of (due, insertion seq) ------------- */
 
 typedef struct ref_ent {
     int64_t eff;
@@ -105,7 +106,7 @@ typedef struct ref_model {
     ref_ent *a; /* sorted descending, so the next to pop is a[n-1] */
     size_t n;
     int64_t cur; /* the wheel's drain position, as documented */
-    int64_t now; /* the wheel's time */
+    int64_t now; /* the latest now given to advance */
     uint64_t seq;
     ref_ent *of; /* per id: its entry while scheduled */
     bool *sched;
@@ -164,7 +165,7 @@ static void ref_cancel(ref_model *r, uint32_t id)
 static void ref_add(ref_model *r, uint32_t id, int64_t due)
 {
     ref_cancel(r, id);
-    ref_ent e = {due < r->cur ? r->cur : due, ++r->seq, id};
+    ref_ent e = {due, ++r->seq, id};
     size_t p = ref_pos(r, e.eff, e.seq);
     memmove(&r->a[p + 1], &r->a[p], (r->n - p) * sizeof *r->a);
     r->a[p] = e;
@@ -173,21 +174,24 @@ static void ref_add(ref_model *r, uint32_t id, int64_t due)
     r->sched[id] = true;
 }
 
+/* Pops what is due by now (which may be earlier than before: nothing is
+ * popped early); the drain position only moves forward. */
 static size_t ref_advance(ref_model *r, int64_t now, uint32_t *ids, size_t max)
 {
-    if (now > r->now)
-        r->now = now;
+    r->now = now;
     size_t k = 0;
-    int64_t last = r->now;
-    while (k < max && r->n && r->a[r->n - 1].eff <= r->now) {
+    int64_t last = now;
+    while (k < max && r->n && r->a[r->n - 1].eff <= now) {
         ref_ent e = r->a[--r->n];
         r->sched[e.id] = false;
         ids[k++] = e.id;
         last = e.eff;
     }
     if (max == 0)
-        return 0; /* the clock moved, the drain position did not */
-    r->cur = k == max ? last : r->now;
+        return 0;
+    int64_t to = k == max ? last : now;
+    if (to > r->cur)
+        r->cur = to;
     return k;
 }
 
@@ -213,14 +217,18 @@ static void basics(void)
     CHECK(mc_wheel_advance(w, 5009, out, 8) == 0, "not due at 5009");
     CHECK(mc_wheel_advance(w, 5010, out, 8) == 1 && out[0] == &it[0].timer, "due at 5010");
     CHECK(mc_wheel_count(w) == 0 && !mc_wheel_scheduled(&it[0].timer), "popped");
-    CHECK(mc_wheel_advance(w, 4000, out, 8) == 0, "time does not go backwards");
+    CHECK(mc_wheel_advance(w, 4000, out, 8) == 0, "a clock stepped back pops nothing");
     mc_wheel_add(w, &it[1].timer, 5011);
-    CHECK(mc_wheel_advance(w, 4000, out, 8) == 0, "clock stays at 5010");
+    CHECK(mc_wheel_advance(w, 4000, out, 8) == 0, "nothing before its due time");
     CHECK(mc_wheel_advance(w, 5011, out, 0) == 0, "max 0 pops nothing");
-    CHECK(mc_wheel_advance(w, 0, out, 8) == 1, "but moved the clock to 5011");
+    CHECK(mc_wheel_advance(w, 5010, out, 8) == 0, "not due at 5010");
+    CHECK(mc_wheel_advance(w, 5011, out, 8) == 1, "due at 5011");
     mc_wheel_free(w);
 }
 
+/* Timers due before the drain position (arrived late) still pop in exact
+ * due order, before everything else: a stage that checkpoints "everything
+ * up to the last fired (due, offset) is done" depends on it. */
 static void past_due(void)
 {
     mc_timing_wheel *w = mc_wheel_new(1000);
@@ -231,32 +239,61 @@ static void past_due(void)
     mc_wheel_add(w, &it[0].timer, 500);
     mc_wheel_add(w, &it[1].timer, INT64_MIN);
     mc_wheel_add(w, &it[2].timer, 1000);
-    CHECK(mc_wheel_next_deadline(w) == 1000, "past due is due now: %lld",
+    CHECK(mc_wheel_next_deadline(w) == INT64_MIN, "an overdue deadline is exact: %lld",
           (long long)mc_wheel_next_deadline(w));
     CHECK(it[0].timer.due_ms == 500, "caller's due kept");
+    CHECK(mc_wheel_count(w) == 3, "overdue ones counted");
     size_t n = mc_wheel_advance(w, 1000, out, 8);
-    CHECK(n == 3 && id_of(out[0]) == 0 && id_of(out[1]) == 1 && id_of(out[2]) == 2,
-          "clamped to now, insertion order: n=%zu", n);
+    CHECK(n == 3 && id_of(out[0]) == 1 && id_of(out[1]) == 0 && id_of(out[2]) == 2,
+          "due order: n=%zu", n);
 
     /* After time has moved, a due before it fires at the next advance even
      * when that advance does not move time. */
     CHECK(mc_wheel_advance(w, 9000, out, 8) == 0, "idle");
     mc_wheel_add(w, &it[3].timer, 10);
-    CHECK(mc_wheel_next_deadline(w) == 9000, "deadline now");
+    CHECK(mc_wheel_next_deadline(w) == 10, "deadline: its due");
     CHECK(mc_wheel_advance(w, 9000, out, 8) == 1 && out[0] == &it[3].timer, "fires at once");
 
     /* Drain cut short at 9100 with time at 9200: a timer due at 9150 keeps its
-     * exact place (after 9100, before 9160); one due before 9100 joins 9100. */
+     * exact place (after 9100, before 9160), and so does one due at 9050,
+     * before the drain position (before the rest of 9100). */
     mc_wheel_add(w, &it[0].timer, 9100);
     mc_wheel_add(w, &it[1].timer, 9100);
     mc_wheel_add(w, &it[2].timer, 9160);
     CHECK(mc_wheel_advance(w, 9200, out, 1) == 1 && out[0] == &it[0].timer, "first of 9100");
     mc_wheel_add(w, &it[3].timer, 9150);
     mc_wheel_add(w, &it[4].timer, 9050);
+    mc_wheel_add(w, &it[5].timer, 9050);
+    CHECK(mc_wheel_advance(w, 9200, out, 1) == 1 && out[0] == &it[4].timer, "9050 first");
+    mc_wheel_cancel(w, &it[5].timer);
+    CHECK(!mc_wheel_scheduled(&it[5].timer) && mc_wheel_count(w) == 3, "an overdue one cancels");
     n = mc_wheel_advance(w, 9200, out, 8);
-    CHECK(n == 4 && id_of(out[0]) == 1 && id_of(out[1]) == 4 && id_of(out[2]) == 3 &&
-              id_of(out[3]) == 2,
+    CHECK(n == 3 && id_of(out[0]) == 1 && id_of(out[1]) == 3 && id_of(out[2]) == 2,
           "exact order after a cut-short drain: n=%zu", n);
+    mc_wheel_free(w);
+}
+
+/* A wall clock stepped back fires nothing early: what the step re-opened
+ * waits until the clock reaches it again, and keeps its order. */
+static void clock_steps_back(void)
+{
+    mc_timing_wheel *w = mc_wheel_new(10000);
+    mc_timer *out[8];
+    item it[4] = {{0}};
+    for (int i = 0; i < 4; i++)
+        it[i].id = (uint32_t)i;
+    CHECK(mc_wheel_advance(w, 20000, out, 8) == 0, "the drain position is at 20000");
+    mc_wheel_add(w, &it[0].timer, 15000); /* due before the drain position */
+    mc_wheel_add(w, &it[1].timer, 12000);
+    mc_wheel_add(w, &it[2].timer, 20001);
+    CHECK(mc_wheel_advance(w, 11000, out, 8) == 0, "stepped back to 11000: nothing is due");
+    CHECK(mc_wheel_advance(w, 12000, out, 8) == 1 && out[0] == &it[1].timer, "12000 at 12000");
+    CHECK(mc_wheel_advance(w, 14999, out, 8) == 0, "15000 not yet");
+    mc_wheel_add(w, &it[3].timer, 14000);
+    CHECK(mc_wheel_advance(w, 20000, out, 8) == 2 && out[0] == &it[3].timer &&
+              out[1] == &it[0].timer,
+          "14000 then 15000");
+    CHECK(mc_wheel_advance(w, 20001, out, 8) == 1 && out[0] == &it[2].timer, "then the wheel");
     mc_wheel_free(w);
 }
 
@@ -493,7 +530,7 @@ static void ordering(void)
     for (uint32_t i = 0; i < N; i++) {
         int64_t due = random_due(start);
         mc_wheel_add(w, &it[i].timer, due);
-        want[i] = (ref_ent){due < start ? start : due, i, i};
+        want[i] = (ref_ent){due, i, i};
     }
     qsort(want, N, sizeof *want, cmp_ref);
     size_t n = 0;
@@ -666,7 +703,7 @@ static void differential_from(int64_t start, uint64_t seed, int ops, int64_t spr
             if (step < 100)
                 now = r.now;
             else if (step < 150)
-                now = sat_add(r.now, -5); /* backwards: ignored */
+                now = sat_add(r.now, -5); /* backwards: nothing popped early */
             else if (step < 800)
                 now = sat_add(r.now, (int64_t)rnd_below(100));
             else if (step < 990)
@@ -703,10 +740,11 @@ static void differential_from(int64_t start, uint64_t seed, int ops, int64_t spr
             REQUIRE(dl == INT64_MAX, "op %d: empty but deadline %lld", op, (long long)dl);
         } else {
             int64_t first = r.a[r.n - 1].eff;
-            REQUIRE(dl <= first && dl >= r.cur, "op %d: deadline %lld, first due %lld, cur %lld",
-                    op, (long long)dl, (long long)first, (long long)r.cur);
+            REQUIRE(dl <= first && (dl >= r.cur || dl == first),
+                    "op %d: deadline %lld, first due %lld, cur %lld", op, (long long)dl,
+                    (long long)first, (long long)r.cur);
             uint64_t x = ((uint64_t)first ^ (uint64_t)r.cur);
-            if (x < 64) /* same 64 ms block as the drain position: level 0 */
+            if (first < r.cur || x < 64) /* overdue, or level 0: exact */
                 REQUIRE(dl == first, "op %d: level-0 deadline %lld, first %lld", op, (long long)dl,
                         (long long)first);
         }
@@ -729,6 +767,7 @@ int main(void)
 {
     basics();
     past_due();
+    clock_steps_back();
     cancel();
     cancel_during_burst();
     readd();
