@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void mc_wheel_checkpoint_format(const mc_wheel_checkpoint *c, char *buf, size_t len)
@@ -57,5 +58,150 @@ bool mc_wheel_checkpoint_parse(const char *md, size_t len, mc_wheel_checkpoint *
     if (p != end || r.position < 0)
         return false;
     *c = r;
+    return true;
+}
+
+/* ---- the executor ------------------------------------------------------------------ */
+
+static const char last_digit[] = "0123456789abcdefghijklmnopqrstuv";
+static const char more_digit[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZwxyz-_";
+
+size_t mc_checkpoint_delta_len(uint64_t delta)
+{
+    size_t n = 1;
+    while (delta >>= 5)
+        n++;
+    return n;
+}
+
+void mc_exec_checkpoint_begin(mc_exec_checkpoint_writer *wr, char *buf, size_t cap,
+                              int64_t committed, int64_t end)
+{
+    *wr = (mc_exec_checkpoint_writer){.buf = buf, .cap = cap, .committed = committed};
+    int n = snprintf(buf, cap, "x2 e=%" PRId64, end);
+    if (n < 0 || (size_t)n >= cap)
+        wr->overflow = true;
+    else
+        wr->len = (size_t)n;
+}
+
+void mc_exec_checkpoint_add(mc_exec_checkpoint_writer *wr, int64_t offset)
+{
+    if (wr->overflow)
+        return;
+    uint64_t delta = (uint64_t)(offset - (wr->any ? wr->last : wr->committed));
+    size_t need = mc_checkpoint_delta_len(delta) + (wr->any ? 0 : 3);
+    if (wr->len + need >= wr->cap) {
+        wr->overflow = true;
+        return;
+    }
+    if (!wr->any) {
+        memcpy(wr->buf + wr->len, " u=", 3);
+        wr->len += 3;
+    }
+    size_t digits = mc_checkpoint_delta_len(delta);
+    for (size_t i = digits; i-- > 0;) {
+        unsigned d = (unsigned)((delta >> (5 * i)) & 31);
+        wr->buf[wr->len++] = i ? more_digit[d] : last_digit[d];
+    }
+    wr->any = true;
+    wr->last = offset;
+}
+
+int mc_exec_checkpoint_end(mc_exec_checkpoint_writer *wr)
+{
+    if (wr->overflow || wr->len >= wr->cap)
+        return -1;
+    wr->buf[wr->len] = '\0';
+    return (int)wr->len;
+}
+
+/* Reads one x2 delta at *p; false on a malformed or overlong one. */
+static bool read_delta32(const char **p, const char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; *p < end && i < 13; i++) {
+        const char *m = memchr(more_digit, **p, 32), *l = memchr(last_digit, **p, 32);
+        if (!m && !l)
+            return false;
+        v = (v << 5) | (uint64_t)(m ? m - more_digit : l - last_digit);
+        (*p)++;
+        if (l) {
+            *out = v;
+            return v <= (uint64_t)INT64_MAX;
+        }
+    }
+    return false;
+}
+
+/* Reads one x1 delta (decimal) at *p, and the comma after it. */
+static bool read_delta10(const char **p, const char *end, uint64_t *out)
+{
+    const char *q = *p;
+    uint64_t acc = 0;
+    if (q == end || *q < '0' || *q > '9')
+        return false;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (acc > (uint64_t)INT64_MAX / 10)
+            return false;
+        acc = acc * 10 + (uint64_t)(*q - '0');
+    }
+    if (acc > (uint64_t)INT64_MAX)
+        return false;
+    if (q < end) {
+        if (*q != ',' || q + 1 == end)
+            return false;
+        q++;
+    }
+    *p = q;
+    *out = acc;
+    return true;
+}
+
+bool mc_exec_checkpoint_parse(const char *md, size_t len, int64_t committed, int64_t *end_out,
+                              int64_t **unfinished, size_t *n_out)
+{
+    *unfinished = NULL;
+    *n_out = 0;
+    if (!md || len < 3 || committed < 0)
+        return false;
+    bool x2 = memcmp(md, "x2 ", 3) == 0;
+    if (!x2 && memcmp(md, "x1 ", 3) != 0)
+        return false;
+    const char *p = md + 3, *end = md + len;
+    int64_t e;
+    if (!read_field(&p, end, "e", &e) || e < committed)
+        return false;
+    size_t cap = 0;
+    int64_t *v = NULL, at = committed;
+    if (p < end) {
+        if (end - p < 3 || memcmp(p, " u=", 3) != 0)
+            return false;
+        p += 3;
+        if (p == end)
+            return false;
+        cap = (size_t)(end - p); /* at most one entry per character */
+        v = malloc(cap * sizeof *v);
+        if (!v)
+            return false;
+    }
+    size_t n = 0;
+    while (p < end) {
+        uint64_t d;
+        if (!(x2 ? read_delta32(&p, end, &d) : read_delta10(&p, end, &d)) || (n > 0 && d == 0) ||
+            d > (uint64_t)(e - at)) {
+            free(v);
+            return false;
+        }
+        at += (int64_t)d;
+        if (at >= e) {
+            free(v);
+            return false;
+        }
+        v[n++] = at;
+    }
+    *end_out = e;
+    *unfinished = v;
+    *n_out = n;
     return true;
 }

@@ -42,8 +42,12 @@ typedef struct mc_processor {
      * ..., NULL); -X still wins. Optional. */
     const char *const *consumer_defaults;
     /* Makes the processor's state; may register outputs and metrics through
-     * ctx. Returns NULL with a reason in err to refuse to start. */
-    void *(*create)(mc_ctx *ctx, char *err, size_t errlen);
+     * ctx. arg is create_arg below. Returns NULL with a reason in err to
+     * refuse to start. */
+    void *(*create)(mc_ctx *ctx, const void *arg, char *err, size_t errlen);
+    /* What create gets as arg: how a test gives a processor another part
+     * (the executor a fake HTTP caller), as a supplier would. Optional. */
+    const void *create_arg;
     /* One input record, inside the open transaction. Returns 0, -1 for a
      * fatal error (bad input is never fatal: it goes to the dead topic), or
      * MC_PROCESS_LATER (see above). */

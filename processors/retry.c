@@ -3,18 +3,23 @@
  * Input is `retry` (Attempts from the executor). For each failed attempt it
  * picks the policy (the task's own, or the configured defaults) and, in one
  * transaction with its offsets:
- *   - again: the next attempt goes to `tasks` as a Submit with attempt + 1
+ *   - again: the next attempt goes to `wheel` as a Submit with attempt + 1
  *     and a due time after an exponential backoff with full jitter (or the
- *     server's Retry-After, when longer), so it flows through router, store
- *     and wheel like any task - and a cancel sent for the key before that
- *     due time wins as it would for any task;
+ *     server's Retry-After, when longer), with the version of the client's
+ *     command it came from (the Attempt's mooncake-version header): so
+ *     whatever the client wrote for the key after that command - a cancel,
+ *     a re-submit, at any time before the next attempt is called - is newer
+ *     and wins, in the wheel or, for a far one, in the store;
  *   - never (a permanent failure such as a 404, or the last attempt): a
  *     DeadLetter to `dead` with the reason;
  *   - either way, the Result of the failed attempt to `results`, whose
  *     outcome says which (FAILED_WILL_RETRY, FAILED_PERMANENTLY, EXHAUSTED).
- * The next attempt is written to the same partition number of `tasks`, so
- * its version (its tasks offset) orders it against the client's own
- * commands for the key. */
+ * Everything is written to the input's partition number, the key's partition
+ * everywhere. The wheel's position markers, which the executor sends on
+ * once every call fired before them has ended, go back to `wheel` from here,
+ * behind the next attempts of those calls (see wheel.c). An Attempt without
+ * the version header (written before versions were carried) takes the old
+ * path: a new command to `tasks`. */
 #include "retry.h"
 
 #include <inttypes.h>
@@ -26,9 +31,11 @@
 
 #include "codec.h"
 #include "retry_policy.h"
+#include "wheel_topic.h"
 
 typedef struct retry {
-    mc_output *tasks, *results;
+    mc_output *tasks, *results, *wheel;
+    int64_t horizon_ms;
     mc_backoff defaults;
     mc_arena *arena;
     mc_buf buf;
@@ -52,9 +59,44 @@ static int forward(retry *r, mc_ctx *ctx, mc_output *out, const mc_record *m, co
     return mc_ctx_forward(ctx, out, m->partition, key, strlen(key), r->buf.data, r->buf.len);
 }
 
+/* The next attempt: to `wheel` with its command's version, or (an Attempt
+ * from before versions were carried) to `tasks` as a new command. */
+static int schedule(retry *r, mc_ctx *ctx, const mc_record *m, const char *key, const mc_task *next)
+{
+    int64_t version;
+    mc_buf_reset(&r->buf);
+    if (!mc_record_header_int(m, MC_VERSION_HEADER, &version)) {
+        mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *next};
+        if (mc_encode_command(&c, &r->buf) != 0)
+            return -1;
+        return forward(r, ctx, r->tasks, m, key);
+    }
+    mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *next}};
+    if (mc_encode_wheel_entry(&e, &r->buf) != 0)
+        return -1;
+    if (next->due_at <= mc_ctx_now_ms(ctx) + r->horizon_ms)
+        return forward(r, ctx, r->wheel, m, key);
+    return mc_ctx_forward_header(ctx, r->wheel, m->partition, key, strlen(key), r->buf.data,
+                                 r->buf.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
+                                 sizeof MC_ROUTE_STORE - 1);
+}
+
+/* The wheel's position marker, sent on by the executor: back to the wheel,
+ * behind the next attempts written before it. */
+static int forward_marker(mc_ctx *ctx, retry *r, const mc_record *m, int64_t position)
+{
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, position);
+    return mc_ctx_forward_header(ctx, r->wheel, m->partition, NULL, 0, NULL, 0,
+                                 MC_RESOLVED_POSITION_HEADER, pos, (size_t)n);
+}
+
 static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     retry *r = self;
+    int64_t position;
+    if (!m->key && !m->value && mc_record_header_int(m, MC_WHEEL_POSITION_HEADER, &position))
+        return forward_marker(ctx, r, m, position);
     mc_arena_reset(r->arena);
     mc_attempt a;
     char detail[256] = "";
@@ -109,11 +151,10 @@ static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
         dead = false;
         int64_t delay = mc_backoff_delay_ms(&policy, failed, a.retry_after_ms, next_random(r));
         int64_t from = a.finished_at > now ? a.finished_at : now;
-        mc_command next = {.kind = MC_CMD_SUBMIT, .submit = *t};
-        next.submit.attempt = failed + 1;
-        next.submit.due_at = from + delay;
-        mc_buf_reset(&r->buf);
-        if (mc_encode_command(&next, &r->buf) != 0 || forward(r, ctx, r->tasks, m, key) != 0)
+        mc_task next = *t;
+        next.attempt = failed + 1;
+        next.due_at = from + delay;
+        if (schedule(r, ctx, m, key, &next) != 0)
             return -1;
         res.outcome = MC_OUTCOME_FAILED_WILL_RETRY;
         snprintf(error, sizeof error, "%s; attempt %d in %" PRId64 " ms%s", a.error, failed + 1,
@@ -145,8 +186,9 @@ static void retry_destroy(void *self)
     free(r);
 }
 
-static void *retry_create(mc_ctx *ctx, char *err, size_t errlen)
+static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
+    (void)arg;
     const mc_config *cfg = mc_ctx_config(ctx);
     retry *r = calloc(1, sizeof *r);
     if (!r || !(r->arena = mc_arena_new())) {
@@ -168,9 +210,11 @@ static void *retry_create(mc_ctx *ctx, char *err, size_t errlen)
              (uint64_t)(uintptr_t)r;
     if (!r->rng)
         r->rng = 1;
+    r->horizon_ms = cfg->horizon_ms;
     r->tasks = mc_ctx_output(ctx, "tasks");
     r->results = mc_ctx_output(ctx, "results");
-    if (!r->tasks || !r->results) {
+    r->wheel = mc_ctx_output(ctx, "wheel");
+    if (!r->tasks || !r->results || !r->wheel) {
         snprintf(err, errlen, "cannot create output topic handles");
         retry_destroy(r);
         return NULL;

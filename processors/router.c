@@ -113,8 +113,9 @@ fail:
     return -1;
 }
 
-static void *router_create(mc_ctx *ctx, char *err, size_t errlen)
+static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
+    (void)arg;
     const mc_config *cfg = mc_ctx_config(ctx);
     router *r = calloc(1, sizeof *r);
     if (!r || !(r->arena = mc_arena_new())) {

@@ -1223,7 +1223,7 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
         !(r->producer = make_producer(r, err, errlen)))
         goto fail;
     register_metrics(r);
-    r->self = p->create(&r->ctx, err, errlen);
+    r->self = p->create(&r->ctx, p->create_arg, err, errlen);
     if (!r->self)
         goto fail;
     if (http) {

@@ -86,8 +86,9 @@ typedef struct store {
 
 static void store_destroy(void *self);
 
-static void *store_create(mc_ctx *ctx, char *err, size_t errlen)
+static void *store_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
+    (void)arg;
     const mc_config *cfg = mc_ctx_config(ctx);
     store *s = calloc(1, sizeof *s);
     if (!s) {

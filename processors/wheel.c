@@ -150,8 +150,9 @@ typedef struct wheel {
 
 static void wheel_destroy(void *self);
 
-static void *wheel_create(mc_ctx *ctx, char *err, size_t errlen)
+static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
+    (void)arg;
     const mc_config *cfg = mc_ctx_config(ctx);
     wheel *w = calloc(1, sizeof *w);
     if (!w || !(w->arena = mc_arena_new())) {

@@ -34,6 +34,7 @@ typedef struct topic {
     char *name;
     int32_t n;
     plog *parts;
+    size_t max_bytes; /* 0: no limit */
 } topic;
 
 /* Where a transaction wrote: the partitions that get its marker. */
@@ -205,6 +206,11 @@ void sim_set_partitions(sim_kafka *k, const char *name, int32_t n)
     t->parts = xrealloc(t->parts, (size_t)n * sizeof *t->parts);
     memset(t->parts + t->n, 0, (size_t)(n - t->n) * sizeof *t->parts);
     t->n = n;
+}
+
+void sim_set_max_bytes(sim_kafka *k, const char *name, size_t n)
+{
+    topic_get(k, name)->max_bytes = n;
 }
 
 int32_t sim_partitions(sim_kafka *k, const char *name)
@@ -459,6 +465,14 @@ typedef struct sim_input {
     int32_t n;
 } sim_input;
 
+/* An input whose output was refused inside process(): it goes to refused()
+ * (or the dead topic) when delivered again. */
+typedef struct sim_poison {
+    char topic[256];
+    int32_t partition;
+    int64_t offset;
+} sim_poison;
+
 typedef struct sim_fd {
     int fd;
     short events;
@@ -481,6 +495,8 @@ struct sim_inst {
     bool in_process;
     const mc_record *current;
     bool refused_found;
+    sim_poison *poison;
+    size_t n_poison;
     sim_output outputs[SIM_MAX_OUTPUTS];
     size_t n_outputs;
     sim_input inputs[SIM_MAX_INPUTS];
@@ -533,6 +549,11 @@ static int sim_ctx_produce(mc_ctx *ctx, const mc_produce *p)
         fprintf(stderr, "sim: produce to %s partition %d, which does not exist\n", o->name,
                 p->partition);
         return -1;
+    }
+    if (t->max_bytes && p->key_len + p->value_len > t->max_bytes) {
+        if (in->in_process && !p->cause)
+            in->refused_found = true;
+        return MC_FORWARD_REFUSED;
     }
     ensure_txn(in);
     entry e = make_entry(p->key, p->key_len, p->value, p->value_len, p->headers, p->n_headers);
@@ -712,7 +733,7 @@ sim_inst *sim_inst_new(sim_kafka *k, const mc_processor *p, const mc_config *cfg
     for (const char *const *t = p->input_topics; *t && in->n_inputs < SIM_MAX_INPUTS; t++)
         mc_topic_name(cfg, *t, in->inputs[in->n_inputs++].name, 256);
     char err[512] = "";
-    in->self = p->create(&in->ctx, err, sizeof err);
+    in->self = p->create(&in->ctx, p->create_arg, err, sizeof err);
     if (!in->self) {
         fprintf(stderr, "sim: %s refused to start: %s\n", p->name, err);
         mc_metrics_free(in->metrics);
@@ -733,6 +754,7 @@ static void inst_free(sim_inst *in)
     }
     mc_ctx_release(&in->ctx);
     mc_metrics_free(in->metrics);
+    free(in->poison);
     free(in);
 }
 
@@ -1007,10 +1029,33 @@ static int deliver(sim_inst *in, sim_input *si, int32_t partition)
                    .n_headers = e->n_headers};
     ensure_txn(in);
     in->dirty = true;
+    for (size_t i = 0; i < in->n_poison; i++) {
+        sim_poison *ps = &in->poison[i];
+        if (ps->partition == partition && ps->offset == offset && !strcmp(ps->topic, si->name)) {
+            *ps = in->poison[--in->n_poison];
+            static const char reason[] = "Kafka refused this record's output: too large (sim)";
+            int rc = in->p->refused ? in->p->refused(in->self, &r, reason, &in->ctx)
+                                    : mc_ctx_dead_letter(&in->ctx, &r, reason, NULL);
+            if (rc != 0)
+                return -1;
+            ip->fetch = ip->next = offset + 1;
+            ip->dirty = true;
+            return 1;
+        }
+    }
+    in->refused_found = false;
     in->in_process = true;
     int rc = in->p->process(in->self, &r, &in->ctx);
     in->in_process = false;
     ip = &si->parts[partition];
+    if (rc != 0 && in->refused_found) {
+        in->poison = xrealloc(in->poison, (in->n_poison + 1) * sizeof *in->poison);
+        sim_poison *ps = &in->poison[in->n_poison++];
+        snprintf(ps->topic, sizeof ps->topic, "%s", si->name);
+        ps->partition = partition;
+        ps->offset = offset;
+        return sim_abort(in) == 0 ? 1 : -1;
+    }
     if (rc == MC_PROCESS_LATER) {
         if (!ip->paused) {
             fprintf(stderr, "sim: %s gave back %s[%d]@%lld without pausing the partition\n",

@@ -50,6 +50,13 @@ void sim_advance(sim_kafka *k, int64_t ms);
 void sim_set_partitions(sim_kafka *k, const char *topic, int32_t n);
 int32_t sim_partitions(sim_kafka *k, const char *topic);
 
+/* Makes the topic refuse records whose key and value take more than n
+ * bytes, as a producer refuses one over message.max.bytes: at once, with
+ * MC_FORWARD_REFUSED; refused inside process(), the record is handled as
+ * Kafka's refusals are by the runner (an abort, then refused() or the dead
+ * topic when it comes again). */
+void sim_set_max_bytes(sim_kafka *k, const char *topic, size_t n);
+
 /* Appends one committed record, as a client's idempotent producer would.
  * Returns its offset. */
 int64_t sim_append(sim_kafka *k, const char *topic, int32_t partition, const void *key,

@@ -130,6 +130,79 @@ static inline int64_t kit_tasks_cancel(sim_kafka *k, int32_t partition, const ch
     return off;
 }
 
+/* Appends to `ready` what the wheel fires: task t with this version. */
+static inline int64_t kit_ready_submit(sim_kafka *k, int32_t partition, int64_t version,
+                                       const mc_task *t)
+{
+    mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *t}};
+    mc_buf b = {0};
+    mc_encode_wheel_entry(&e, &b);
+    char key[256];
+    size_t kl = mc_task_key(t->app_id, t->task_id, key, sizeof key);
+    int64_t off = sim_append(k, kit_topic("ready"), partition, key, kl, b.data, b.len, NULL, 0);
+    mc_buf_free(&b);
+    return off;
+}
+
+/* Appends to `ready` the wheel's recall of a/id: versions below version. */
+static inline int64_t kit_ready_recall(sim_kafka *k, int32_t partition, int64_t version,
+                                       const char *id)
+{
+    mc_wheel_entry e = {.version = version,
+                        .command = {.kind = MC_CMD_CANCEL,
+                                    .cancel = {.app_id = "a", .task_id = id, .requested_at = 1}}};
+    mc_buf b = {0};
+    mc_encode_wheel_entry(&e, &b);
+    char key[256];
+    size_t kl = kit_key(id, key, sizeof key);
+    int64_t off = sim_append(k, kit_topic("ready"), partition, key, kl, b.data, b.len, NULL, 0);
+    mc_buf_free(&b);
+    return off;
+}
+
+/* The Results of a topic partition, decoded: (task id, attempt, outcome). */
+typedef struct kit_result {
+    char id[128];
+    int32_t attempt;
+    mc_outcome outcome;
+    char error[256];
+} kit_result;
+
+static inline size_t kit_results(sim_kafka *k, int32_t partition, kit_result **out)
+{
+    sim_rec *r;
+    size_t n = sim_read(k, kit_topic("results"), partition, &r);
+    kit_result *v = calloc(n ? n : 1, sizeof *v);
+    mc_arena *a = mc_arena_new();
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        mc_result res;
+        mc_arena_reset(a);
+        if (mc_decode_result(r[i].value, r[i].value_len, a, &res, NULL, 0) != MC_CODEC_OK)
+            continue;
+        snprintf(v[m].id, sizeof v[m].id, "%s", res.task_id);
+        v[m].attempt = res.attempt;
+        v[m].outcome = res.outcome;
+        snprintf(v[m].error, sizeof v[m].error, "%s", res.error);
+        m++;
+    }
+    mc_arena_free(a);
+    free(r);
+    *out = v;
+    return m;
+}
+
+/* How many records of a topic partition (read_committed) have a key. */
+static inline size_t kit_count_keyed(sim_kafka *k, const char *suffix, int32_t partition)
+{
+    sim_rec *r;
+    size_t n = sim_read(k, kit_topic(suffix), partition, &r), c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += r[i].key != NULL;
+    free(r);
+    return c;
+}
+
 /* One record of `ready` (or any WheelEntry topic), decoded. */
 typedef struct kit_entry {
     int64_t offset;

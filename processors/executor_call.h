@@ -1,0 +1,100 @@
+/* What the executor's two sides share: a job (one call to make, or a recall
+ * of calls not started yet) and the caller that makes calls. The Kafka side
+ * (executor.c, the runner's thread) reads `ready`, posts jobs and reports
+ * finished ones in its transactions; the caller (executor_http.c, its own
+ * thread with libcurl) holds each job until due and calls it. A job belongs
+ * to the Kafka side until posted, to the caller until it is given back
+ * through take_done, then to the Kafka side again. Tests give the executor
+ * another caller (tests/sim) to decide when and how calls end. */
+#ifndef MOONCAKE_EXECUTOR_CALL_H
+#define MOONCAKE_EXECUTOR_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "config.h"
+#include "metrics.h"
+#include "wheel_topic.h"
+
+#define MC_JOB_KEY_MAX 1024
+#define MC_JOB_RETRY_AFTER_MAX 64
+#define MC_JOB_ERROR_MAX 512
+
+typedef enum mc_job_kind {
+    MC_JOB_CALL,   /* call task's callback at its due time */
+    MC_JOB_RECALL, /* drop the held or queued calls of key below version */
+} mc_job_kind;
+
+typedef struct mc_job {
+    mc_job_kind kind;
+    /* Set by the Kafka side. */
+    int32_t partition;
+    int64_t offset; /* its `ready` record */
+    uint64_t seq;   /* its place in the partition's window */
+    uint64_t gen;   /* the partition's generation when read: stale after an abandon */
+    mc_version version;
+    char key[MC_JOB_KEY_MAX];
+    mc_task task; /* CALL: points into arena */
+    mc_arena *arena;
+    bool held_at_read; /* CALL: not due when read */
+    /* Set by the caller before giving the job back. */
+    bool recalled;         /* CALL: dropped by a recall before it started */
+    bool transport_failed; /* no HTTP answer: a connection error, a timeout, a refusal */
+    bool permanent;        /* with transport_failed: retrying cannot help */
+    long status;           /* the HTTP status, 0 without an answer */
+    char error[MC_JOB_ERROR_MAX];
+    int64_t started_at, finished_at; /* wall clock */
+    uint8_t *snippet;                /* the first bytes of the answer, malloc'd */
+    size_t snippet_len;
+    char retry_after[MC_JOB_RETRY_AFTER_MAX];
+    /* Private to whoever owns the job: list links and the caller's state. */
+    struct mc_job *next;
+    void *caller_state;
+} mc_job;
+
+/* Frees a job and what it holds (its arena, snippet); the caller's state
+ * must have been released. Either side. */
+void mc_job_free(mc_job *j);
+
+typedef struct mc_caller mc_caller;
+
+typedef struct mc_caller_ops {
+    /* Takes j: a CALL is held until its due time, then called (or queued
+     * while too many are running); a RECALL drops the held or queued CALLs
+     * of its partition and key with an older version - they come back
+     * recalled - and then comes back itself. Jobs are taken in the order
+     * posted. */
+    void (*post)(mc_caller *c, mc_job *j);
+    /* Drops (frees) every job of the partition it still has; returns once
+     * it has, so the Kafka side can forget the partition. */
+    void (*abandon)(mc_caller *c, int32_t partition);
+    /* The jobs given back since the last call (linked by next), in the
+     * order they ended. */
+    mc_job *(*take_done)(mc_caller *c);
+    /* A descriptor that is readable while jobs wait to be taken. */
+    int (*wake_fd)(mc_caller *c);
+    /* From now on starts nothing new (a stop is draining). */
+    void (*drain)(mc_caller *c);
+    /* Whether no call is running and no job waits to be taken. */
+    bool (*idle)(mc_caller *c);
+    /* Stops the caller and frees it with every job it still has. */
+    void (*destroy)(mc_caller *c);
+} mc_caller_ops;
+
+struct mc_caller {
+    const mc_caller_ops *ops;
+};
+
+/* Makes a caller for an executor with this configuration (its metrics
+ * registered in m). NULL with a reason in err. */
+typedef mc_caller *(*mc_caller_factory)(const mc_config *cfg, mc_metrics *m, const void *arg,
+                                        char *err, size_t errlen);
+
+/* The executor's own caller: libcurl's multi interface on a thread of its
+ * own (executor_http.c). */
+mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const void *arg, char *err,
+                              size_t errlen);
+
+#endif

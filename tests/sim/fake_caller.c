@@ -1,0 +1,212 @@
+/* The test's caller for the executor (see fake_caller.h). */
+#include "fake_caller.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct fake_caller {
+    mc_caller base;
+    fake_env *env;
+    mc_job *held; /* posted CALLs, in order (linked by next) */
+    mc_job *done_head, *done_tail;
+    int wake;
+    bool draining;
+};
+
+static void give_back(fake_caller *f, mc_job *j)
+{
+    j->next = NULL;
+    if (f->done_tail)
+        f->done_tail->next = j;
+    else
+        f->done_head = j;
+    f->done_tail = j;
+    uint64_t one = 1;
+    ssize_t n = write(f->wake, &one, sizeof one);
+    (void)n;
+}
+
+static void append_held(fake_caller *f, mc_job *j)
+{
+    j->next = NULL;
+    mc_job **l = &f->held;
+    while (*l)
+        l = &(*l)->next;
+    *l = j;
+}
+
+static void recall(fake_caller *f, mc_job *r)
+{
+    for (mc_job **l = &f->held; *l;) {
+        mc_job *j = *l;
+        if (j->partition == r->partition && mc_version_cmp(j->version, r->version) < 0 &&
+            strcmp(j->key, r->key) == 0) {
+            *l = j->next;
+            j->recalled = true;
+            give_back(f, j);
+        } else {
+            l = &j->next;
+        }
+    }
+    give_back(f, r);
+}
+
+static void fc_post(mc_caller *c, mc_job *j)
+{
+    fake_caller *f = (fake_caller *)c;
+    if (j->kind == MC_JOB_RECALL)
+        recall(f, j);
+    else
+        append_held(f, j);
+}
+
+static void fc_abandon(mc_caller *c, int32_t partition)
+{
+    fake_caller *f = (fake_caller *)c;
+    for (mc_job **l = &f->held; *l;) {
+        mc_job *j = *l;
+        if (j->partition == partition) {
+            *l = j->next;
+            mc_job_free(j);
+        } else {
+            l = &j->next;
+        }
+    }
+}
+
+static mc_job *fc_take_done(mc_caller *c)
+{
+    fake_caller *f = (fake_caller *)c;
+    uint64_t v;
+    ssize_t n = read(f->wake, &v, sizeof v);
+    (void)n;
+    mc_job *d = f->done_head;
+    f->done_head = f->done_tail = NULL;
+    return d;
+}
+
+static int fc_wake_fd(mc_caller *c)
+{
+    return ((fake_caller *)c)->wake;
+}
+
+static void fc_drain(mc_caller *c)
+{
+    ((fake_caller *)c)->draining = true;
+}
+
+static bool fc_idle(mc_caller *c)
+{
+    return !((fake_caller *)c)->done_head;
+}
+
+static void free_list(mc_job *j)
+{
+    for (mc_job *next; j; j = next) {
+        next = j->next;
+        mc_job_free(j);
+    }
+}
+
+static void fc_destroy(mc_caller *c)
+{
+    fake_caller *f = (fake_caller *)c;
+    free_list(f->held);
+    free_list(f->done_head);
+    close(f->wake);
+    if (f->env && f->env->current == f)
+        f->env->current = NULL;
+    free(f);
+}
+
+static const mc_caller_ops fake_ops = {
+    .post = fc_post,
+    .abandon = fc_abandon,
+    .take_done = fc_take_done,
+    .wake_fd = fc_wake_fd,
+    .drain = fc_drain,
+    .idle = fc_idle,
+    .destroy = fc_destroy,
+};
+
+static mc_caller *make(const mc_config *cfg, mc_metrics *m, const void *arg, char *err,
+                       size_t errlen)
+{
+    (void)cfg;
+    (void)m;
+    fake_caller *f = calloc(1, sizeof *f);
+    if (!f || (f->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        free(f);
+        snprintf(err, errlen, "fake caller: out of memory or eventfds");
+        return NULL;
+    }
+    f->base.ops = &fake_ops;
+    f->env = (fake_env *)(uintptr_t)arg;
+    f->env->current = f;
+    return &f->base;
+}
+
+mc_executor_caller fake_caller_for(fake_env *env)
+{
+    return (mc_executor_caller){make, env};
+}
+
+void fake_env_free(fake_env *env)
+{
+    free(env->calls);
+    env->calls = NULL;
+    env->n_calls = env->cap_calls = 0;
+}
+
+size_t fake_caller_pending(const fake_caller *f)
+{
+    size_t n = 0;
+    for (const mc_job *j = f->held; j; j = j->next)
+        n++;
+    return n;
+}
+
+static void log_call(fake_env *env, const mc_job *j)
+{
+    if (env->n_calls == env->cap_calls) {
+        env->cap_calls = env->cap_calls ? env->cap_calls * 2 : 1024;
+        env->calls = realloc(env->calls, env->cap_calls * sizeof *env->calls);
+        if (!env->calls)
+            abort();
+    }
+    fake_call *c = &env->calls[env->n_calls++];
+    snprintf(c->key, sizeof c->key, "%s", j->key);
+    c->attempt = j->task.attempt;
+    c->version = j->version;
+    c->partition = j->partition;
+    c->offset = j->offset;
+    c->at = j->started_at;
+    c->status = j->status;
+}
+
+size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(const mc_job *j, void *arg),
+                       void *arg)
+{
+    size_t n = 0;
+    for (mc_job **l = &f->held; *l;) {
+        mc_job *j = *l;
+        if (f->draining || j->task.due_at > now) {
+            l = &j->next;
+            continue;
+        }
+        *l = j->next;
+        j->started_at = j->finished_at = now;
+        j->status = respond ? respond(j, arg) : 200;
+        if (j->status == 0) {
+            j->transport_failed = true;
+            snprintf(j->error, sizeof j->error, "connection refused (fake)");
+        }
+        log_call(f->env, j);
+        give_back(f, j);
+        n++;
+    }
+    return n;
+}

@@ -1,0 +1,283 @@
+/* The executor driven record by record through tests/sim, with a fake
+ * caller in place of libcurl: what a restart calls again (exactly what was
+ * unfinished: held, queued, in flight, recalled), bursts larger than one
+ * checkpoint can list, recalls that land just before a commit, and Attempts
+ * Kafka refuses. What it asserts is what a user would see: the calls made
+ * and the Results, Attempts and dead letters committed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "executor.h"
+#include "fake_caller.h"
+#include "simkit.h"
+
+#define T0 INT64_C(1800000000000)
+
+/* The executor processor with the fake caller. */
+static mc_processor executor_with(fake_env *env, mc_executor_caller *c)
+{
+    *c = fake_caller_for(env);
+    mc_processor p = mc_executor_processor;
+    p.create_arg = c;
+    return p;
+}
+
+/* Calls made per task id "t<i>", into counts[0..n). */
+static void count_calls(const fake_env *env, size_t *counts, size_t n)
+{
+    memset(counts, 0, n * sizeof *counts);
+    for (size_t i = 0; i < env->n_calls; i++) {
+        size_t id = (size_t)atol(strchr(env->calls[i].key, '/') + 2);
+        if (id < n)
+            counts[id]++;
+    }
+}
+
+/* SUCCEEDED Results per task id "t<i>", into counts[0..n). */
+static void count_succeeded(sim_kafka *k, size_t *counts, size_t n)
+{
+    memset(counts, 0, n * sizeof *counts);
+    kit_result *r;
+    size_t m = kit_results(k, 0, &r);
+    for (size_t i = 0; i < m; i++) {
+        size_t id = (size_t)atol(r[i].id + 1);
+        if (id < n && r[i].outcome == MC_OUTCOME_SUCCEEDED)
+            counts[id]++;
+    }
+    free(r);
+}
+
+/* Thousands of calls due in the same second, all held, read, committed,
+ * then a crash before any was made: after the restart every one is called,
+ * once, with one SUCCEEDED Result. With more than one checkpoint can list,
+ * the rest wait (the partition paused) until calls end, and are read then. */
+static void held_burst_across_a_crash(size_t n)
+{
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "t%zu", i);
+        mc_task t = kit_task(id, T0 + 5000, "http://e/t");
+        kit_ready_submit(k, 0, (int64_t)i, &t);
+    }
+    fake_env env = {0};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0);
+    CHECK(sim_settle(ex, 20) == 0);
+    size_t held = fake_caller_pending(env.current);
+    CHECK(n < 3900 ? held == n : held > 3500 && held < n, "%zu of %zu held before the crash", held,
+          n);
+    CHECK(n < 3900 || sim_paused(ex, "ready", 0), "the partition waits for calls to end");
+    sim_crash(ex);
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0);
+    CHECK(sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 5000);
+    for (int round = 0; round < 50; round++) {
+        fake_caller_run(env.current, sim_now(k), NULL, NULL);
+        CHECK(sim_settle(ex, 20) == 0);
+    }
+    size_t *calls = calloc(n, sizeof *calls), *ok = calloc(n, sizeof *ok);
+    count_calls(&env, calls, n);
+    count_succeeded(k, ok, n);
+    size_t never = 0, twice = 0, no_result = 0, two_results = 0;
+    for (size_t i = 0; i < n; i++) {
+        never += calls[i] == 0;
+        twice += calls[i] > 1;
+        no_result += ok[i] == 0;
+        two_results += ok[i] > 1;
+    }
+    CHECK(never == 0 && no_result == 0 && twice == 0 && two_results == 0,
+          "%zu held: %zu never called, %zu called twice, %zu without a Result, %zu with two", n,
+          never, twice, no_result, two_results);
+    CHECK(n < 3900 || sim_counter(ex, "mooncake_executor_checkpoint_full_total", NULL) > 0);
+    free(calls);
+    free(ok);
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Calls end out of order; half of them committed, then a crash: the
+ * restart calls exactly the other half again, and no finished call gets a
+ * second Result. */
+static void a_restart_calls_again_exactly_what_was_unfinished(void)
+{
+    enum { N = 2000 };
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "t%d", i);
+        /* Odd ones due later: they are held when the even ones are called. */
+        mc_task t = kit_task(id, T0 + (i % 2 ? 60000 : 1000), "http://e/t");
+        kit_ready_submit(k, 0, i, &t);
+    }
+    fake_env env = {0};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 1000);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N / 2);
+    CHECK(sim_settle(ex, 20) == 0);
+    sim_crash(ex);
+    size_t before = env.n_calls;
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    /* Offset 0 finished first and is below the committed offset; the other
+     * finished ones are read again and skipped. */
+    CHECK(sim_counter(ex, "mooncake_executor_skipped_total", NULL) == N / 2 - 1,
+          "the finished half is skipped: %llu",
+          (unsigned long long)sim_counter(ex, "mooncake_executor_skipped_total", NULL));
+    sim_set_now(k, T0 + 60000);
+    fake_caller_run(env.current, sim_now(k), NULL, NULL);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(env.n_calls - before == N / 2, "%zu calls after the restart", env.n_calls - before);
+    size_t calls[N], ok[N];
+    count_calls(&env, calls, N);
+    count_succeeded(k, ok, N);
+    for (int i = 0; i < N; i++) {
+        CHECK(calls[i] == 1 && ok[i] == 1, "t%d: %zu calls, %zu Results", i, calls[i], ok[i]);
+        if (calls[i] != 1 || ok[i] != 1)
+            break;
+    }
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A recall read and committed before the caller acted on it, then a crash:
+ * the restarted executor must still not call the recalled task. */
+static void a_recall_committed_before_it_acted_survives_a_crash(void)
+{
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    mc_task t = kit_task("t0", T0 + 200, "http://e/t");
+    kit_ready_submit(k, 0, 10, &t);
+    kit_ready_recall(k, 0, 11, "t0");
+    fake_env env = {0};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0);
+    CHECK(sim_poll(ex, 10) == 2); /* the caller has recalled it; not reported yet */
+    CHECK(sim_commit(ex) == 0);
+    sim_crash(ex);
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 1000);
+    fake_caller_run(env.current, sim_now(k), NULL, NULL);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(env.n_calls == 0, "a recalled task was called after a restart");
+    kit_result *r;
+    size_t n = kit_results(k, 0, &r);
+    CHECK(n == 1 && r[0].outcome == MC_OUTCOME_CANCELLED, "%zu Results", n);
+    free(r);
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+static long fail_500(const mc_job *j, void *arg)
+{
+    (void)j;
+    (void)arg;
+    return 500;
+}
+
+/* An Attempt Kafka refuses (a task near the size limit, and the response
+ * snippet on top): the attempt fails for good with a Result saying why, the
+ * task goes to the dead topic, and nothing is called again. */
+static void a_refused_attempt_is_dead_lettered_not_lost(void)
+{
+    static const char *flags[] = {"--executor-snippet-bytes=4096", NULL};
+    mc_config *cfg = kit_config("executor", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_set_max_bytes(k, kit_topic("retry"), 3000);
+    mc_task t = kit_task("t0", T0, "http://e/t");
+    static uint8_t body[2990];
+    memset(body, 'x', sizeof body);
+    t.callback.body = body;
+    t.callback.body_len = sizeof body;
+    kit_ready_submit(k, 0, 10, &t);
+    fake_env env = {0};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    fake_caller_run(env.current, sim_now(k), fail_500, NULL);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(kit_count_keyed(k, "retry", 0) == 0, "no Attempt");
+    kit_result *r;
+    size_t n = kit_results(k, 0, &r);
+    CHECK(n == 1 && r[0].outcome == MC_OUTCOME_FAILED_PERMANENTLY && strstr(r[0].error, "refused"),
+          "%zu Results: %s", n, n ? r[0].error : "");
+    free(r);
+    CHECK(kit_count_keyed(k, "dead", 0) == 1, "the task is in the dead topic");
+    sim_crash(ex);
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_pending(env.current) == 0 && env.n_calls == 1, "called once, not again");
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A partition paused for too many unfinished calls, then an abort (the
+ * runner rewinds and the executor starts the partition afresh): it must not
+ * stay paused, and every task is called. */
+static void a_paused_partition_resumes_after_an_abort(void)
+{
+    static const char *flags[] = {"--executor-max-unfinished=4", NULL};
+    mc_config *cfg = kit_config("executor", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    for (int i = 0; i < 10; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "t%d", i);
+        mc_task t = kit_task(id, T0, "http://e/t");
+        kit_ready_submit(k, 0, i, &t);
+    }
+    fake_env env = {0};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    CHECK(sim_paused(ex, "ready", 0), "paused at 4 unfinished");
+    CHECK(sim_abort(ex) == 0);
+    CHECK(!sim_paused(ex, "ready", 0), "unpaused after the rewind");
+    for (int round = 0; round < 10; round++) {
+        CHECK(sim_settle(ex, 20) == 0);
+        fake_caller_run(env.current, sim_now(k), NULL, NULL);
+    }
+    CHECK(sim_settle(ex, 20) == 0);
+    size_t ok[10];
+    count_succeeded(k, ok, 10);
+    for (int i = 0; i < 10; i++)
+        CHECK(ok[i] == 1, "t%d: %zu Results", i, ok[i]);
+    CHECK(sim_gauge(ex, "mooncake_executor_paused_partitions", NULL) == 0);
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+int main(void)
+{
+    held_burst_across_a_crash(3000);
+    held_burst_across_a_crash(6000);
+    a_restart_calls_again_exactly_what_was_unfinished();
+    a_recall_committed_before_it_acted_survives_a_crash();
+    a_refused_attempt_is_dead_lettered_not_lost();
+    a_paused_partition_resumes_after_an_abort();
+    return check_exit("test_executor_sim");
+}
