@@ -78,10 +78,6 @@ typedef struct executor {
 } executor;
 
 static const char *const executor_inputs[] = {"ready", NULL};
-/* Resuming a paused partition waits for the fetch in flight, which the
- * broker holds up to fetch.wait.max.ms when there is nothing new (500 ms by
- * default): long enough for the calls to run dry in between. */
-static const char *const executor_consumer_defaults[] = {"fetch.wait.max.ms", "20", NULL};
 
 void mc_job_free(mc_job *j)
 {
@@ -631,7 +627,6 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
 const mc_processor mc_executor_processor = {
     .name = "executor",
     .input_topics = executor_inputs,
-    .consumer_defaults = executor_consumer_defaults,
     .create = executor_create,
     .process = executor_process,
     .refused = executor_refused,

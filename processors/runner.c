@@ -1103,7 +1103,12 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
     /* A crashed instance's partitions wait this long for a new owner; the
      * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
     if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
-        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen))
+        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen) ||
+        /* A record committed upstream reaches us within this when the broker
+         * has nothing else to send; librdkafka's default (500 ms) would put
+         * half a second into every hop - a cancel sent before the due time
+         * would reach the wheel after it. */
+        mc_kafka_conf_default(cfg, cc, "fetch.wait.max.ms", "20", err, errlen))
         goto fail;
     for (const char *const *kv = r->proc->consumer_defaults; kv && kv[0] && kv[1]; kv += 2)
         if (mc_kafka_conf_default(cfg, cc, kv[0], kv[1], err, errlen))
