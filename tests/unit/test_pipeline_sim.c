@@ -1,0 +1,240 @@
+/* The whole pipeline - router, store, wheel, executor (with a fake caller)
+ * and retry - driven through tests/sim on one clock: the client's last word
+ * wins over an automatic retry, whatever the timing (a cancel or re-submit
+ * while the call is in flight, after the store's markers have let the wheel
+ * forget other floors, with the next attempt near or far); and a zombie
+ * store that wakes up after its partitions moved commits nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "executor.h"
+#include "fake_caller.h"
+#include "retry.h"
+#include "router.h"
+#include "simkit.h"
+#include "store.h"
+#include "wheel.h"
+
+#define T0 INT64_C(1800000000000)
+#define HORIZON 5000
+
+typedef struct pipeline {
+    sim_kafka *k;
+    mc_config *cfg;
+    fake_env env;
+    mc_executor_caller caller;
+    mc_processor executor;
+    sim_inst *in[5]; /* router, store, wheel, executor, retry */
+} pipeline;
+
+static void pipeline_start(pipeline *pl, const char *const *flags)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->k = sim_kafka_new(1, T0);
+    pl->cfg = kit_config("all", flags);
+    pl->caller = fake_caller_for(&pl->env);
+    pl->executor = mc_executor_processor;
+    pl->executor.create_arg = &pl->caller;
+    const mc_processor *procs[5] = {&mc_router_processor, &mc_store_processor, &mc_wheel_processor,
+                                    &pl->executor, &mc_retry_processor};
+    for (int i = 0; i < 5; i++) {
+        pl->in[i] = sim_inst_new(pl->k, procs[i], pl->cfg, "i1");
+        CHECK(pl->in[i] && sim_assign_all(pl->in[i]) == 0);
+    }
+}
+
+static void pipeline_stop(pipeline *pl)
+{
+    for (int i = 0; i < 5; i++)
+        if (pl->in[i])
+            sim_crash(pl->in[i]);
+    fake_env_free(&pl->env);
+    sim_kafka_free(pl->k);
+    kit_config_free(pl->cfg);
+}
+
+/* Every role takes its turns until nothing moves, at the current time. */
+static void settle(pipeline *pl)
+{
+    for (int round = 0; round < 6; round++)
+        for (int i = 0; i < 5; i++)
+            CHECK(sim_settle(pl->in[i], 30) == 0);
+}
+
+/* Advances the clock to `until` in steps, settling at each; calls that are
+ * due are answered by respond (200 when NULL) only when answer is true. */
+static void run_until(pipeline *pl, int64_t until, int64_t step, bool answer,
+                      long (*respond)(const mc_job *, void *))
+{
+    while (sim_now(pl->k) < until) {
+        int64_t next = sim_now(pl->k) + step;
+        sim_set_now(pl->k, next < until ? next : until);
+        settle(pl);
+        if (answer && pl->env.current)
+            fake_caller_run(pl->env.current, sim_now(pl->k), respond, NULL);
+        settle(pl);
+    }
+}
+
+static long fail_500(const mc_job *j, void *arg)
+{
+    (void)j;
+    (void)arg;
+    return 500;
+}
+
+/* Calls of task id made at or after `since`, and of those the ones to url. */
+static size_t calls_of(const pipeline *pl, const char *id, int64_t since)
+{
+    size_t n = 0;
+    char key[64];
+    kit_key(id, key, sizeof key);
+    for (size_t i = 0; i < pl->env.n_calls; i++)
+        n += strcmp(pl->env.calls[i].key, key) == 0 && pl->env.calls[i].at >= since;
+    return n;
+}
+
+static mc_task with_retries(const char *id, int64_t due, const char *url, int64_t backoff_ms)
+{
+    mc_task t = kit_task(id, due, url);
+    t.has_retry = true;
+    t.retry = (mc_retry_policy){.max_attempts = 5,
+                                .initial_backoff_ms = backoff_ms,
+                                .multiplier = 1.0,
+                                .max_backoff_ms = backoff_ms};
+    return t;
+}
+
+/* A call in flight fails after the client cancelled the task, and long
+ * enough after for the store's markers (once a second) to have passed the
+ * cancel: the next attempt must still lose to the cancel. far: the next
+ * attempt is due beyond the horizon (it goes through the store). */
+static void a_cancel_during_a_failing_call_wins(bool far)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=0", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = with_retries("x", T0 + 100, "http://e/old", far ? 60000 : 200);
+    kit_tasks_submit(pl.k, 0, &t);
+    run_until(&pl, T0 + 100, 10, false, NULL);
+    CHECK(fake_caller_pending(pl.env.current) == 1, "the call is in flight");
+    kit_tasks_cancel(pl.k, 0, "x", sim_now(pl.k));
+    /* Three seconds of markers while the call is still running. */
+    run_until(&pl, T0 + 3100, 100, false, NULL);
+    CHECK(sim_counter(pl.in[2], "mooncake_wheel_floors_forgotten_total", NULL) == 0);
+    fake_caller_run(pl.env.current, sim_now(pl.k), fail_500, NULL);
+    int64_t failed_at = sim_now(pl.k);
+    run_until(&pl, T0 + 70000, 500, true, fail_500);
+    CHECK(calls_of(&pl, "x", failed_at + 1) == 0,
+          "%s: the next attempt was called %zu times after the client's cancel",
+          far ? "far" : "near", calls_of(&pl, "x", failed_at + 1));
+    pipeline_stop(&pl);
+}
+
+/* The same with a re-submit (a new callback, due later): the new version is
+ * called once; the old callback is not retried. */
+static void a_resubmit_during_a_failing_call_wins(void)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=0", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = with_retries("x", T0 + 100, "http://e/old", 200);
+    kit_tasks_submit(pl.k, 0, &t);
+    run_until(&pl, T0 + 100, 10, false, NULL);
+    mc_task t2 = with_retries("x", T0 + 4000, "http://e/new", 200);
+    kit_tasks_submit(pl.k, 0, &t2);
+    run_until(&pl, T0 + 3000, 100, false, NULL);
+    fake_caller_run(pl.env.current, sim_now(pl.k), fail_500, NULL);
+    run_until(&pl, T0 + 20000, 100, true, NULL);
+    size_t old_after = 0, new_calls = 0;
+    for (size_t i = 0; i < pl.env.n_calls; i++) {
+        const fake_call *c = &pl.env.calls[i];
+        if (c->at > T0 + 3000 && c->version.v == 0)
+            old_after++;
+        if (c->version.v == 1)
+            new_calls++;
+    }
+    CHECK(old_after == 0 && new_calls == 1, "old callback called %zu times after, new %zu",
+          old_after, new_calls);
+    pipeline_stop(&pl);
+}
+
+/* Answers 500 to the first two calls it sees, 200 after. */
+static long fail_twice(const mc_job *j, void *arg)
+{
+    (void)j;
+    int *seen = arg;
+    return (*seen)++ < 2 ? 500 : 200;
+}
+
+/* Without a client command, a failing call is retried (near and far) until
+ * it succeeds: the versions carried do not make a retry look stale. */
+static void retries_still_happen(bool far)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=0", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = with_retries("x", T0 + 100, "http://e/x", far ? 8000 : 300);
+    kit_tasks_submit(pl.k, 0, &t);
+    int seen = 0;
+    for (int64_t now = T0; now < T0 + 40000; now += 100) {
+        sim_set_now(pl.k, now);
+        settle(&pl);
+        if (pl.env.current)
+            fake_caller_run(pl.env.current, now, fail_twice, &seen);
+        settle(&pl);
+    }
+    kit_result *r;
+    size_t n = kit_results(pl.k, 0, &r);
+    int will_retry = 0, ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        will_retry += r[i].outcome == MC_OUTCOME_FAILED_WILL_RETRY;
+        ok += r[i].outcome == MC_OUTCOME_SUCCEEDED && r[i].attempt == 3;
+    }
+    CHECK(pl.env.n_calls == 3 && will_retry == 2 && ok == 1,
+          "%s: %zu calls, %d FAILED_WILL_RETRY, %d SUCCEEDED on attempt 3", far ? "far" : "near",
+          pl.env.n_calls, will_retry, ok);
+    free(r);
+    pipeline_stop(&pl);
+}
+
+/* A store frozen (SIGSTOP) past its session while holding a far task; its
+ * partitions go to another store, which hands the task over; then the
+ * frozen one wakes up and hands it over too: its commit is fenced, and the
+ * task fires once. */
+static void a_zombie_store_hands_nothing_off(void)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=0", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = kit_task("far", T0 + 8000, "http://e/far");
+    kit_tasks_submit(pl.k, 0, &t);
+    run_until(&pl, T0 + 1000, 100, true, NULL);
+    CHECK(sim_gauge(pl.in[1], "mooncake_store_tasks", NULL) == 1, "held by the store");
+    sim_inst *zombie = pl.in[1];
+    sim_new_generation(pl.k, KIT_PREFIX "store");
+    pl.in[1] = sim_inst_new(pl.k, &mc_store_processor, pl.cfg, "i2");
+    CHECK(sim_assign_all(pl.in[1]) == 0);
+    run_until(&pl, T0 + 3500, 100, true, NULL);
+    /* The new store handed it over at due - horizon; the zombie wakes. */
+    CHECK(sim_punctuate(zombie) >= 0);
+    CHECK(sim_commit(zombie) == 1, "the zombie's commit is fenced");
+    run_until(&pl, T0 + 12000, 100, true, NULL);
+    CHECK(kit_fired(pl.k, 1, "far", -1) == 1, "fired %zu times", kit_fired(pl.k, 1, "far", -1));
+    CHECK(calls_of(&pl, "far", 0) == 1, "called %zu times", calls_of(&pl, "far", 0));
+    sim_crash(zombie);
+    pipeline_stop(&pl);
+}
+
+int main(void)
+{
+    a_cancel_during_a_failing_call_wins(false);
+    a_cancel_during_a_failing_call_wins(true);
+    a_resubmit_during_a_failing_call_wins();
+    retries_still_happen(false);
+    retries_still_happen(true);
+    a_zombie_store_hands_nothing_off();
+    return check_exit("test_pipeline_sim");
+}
