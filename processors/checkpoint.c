@@ -9,11 +9,13 @@
 
 void mc_wheel_checkpoint_format(const mc_wheel_checkpoint *c, char *buf, size_t len)
 {
-    if (c->has_frontier)
-        snprintf(buf, len, "v1 o=%" PRId64 " f=%" PRId64 " g=%" PRId64, c->position,
-                 c->frontier_due, c->frontier_offset);
-    else
-        snprintf(buf, len, "v1 o=%" PRId64, c->position);
+    int n = snprintf(buf, len, "v1 o=%" PRId64, c->position);
+    if (c->has_frontier && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " f=%" PRId64 " g=%" PRId64, c->frontier_due,
+                      c->frontier_offset);
+    if (c->layout && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " l=%" PRId32 " x=%" PRId64 "%s", c->layout,
+                      c->layout_at, c->layout_done ? " d=1" : "");
 }
 
 /* Reads "<name>=<int64>" at *p, moving *p past it. */
@@ -40,6 +42,36 @@ static bool read_field(const char **p, const char *end, const char *name, int64_
     return true;
 }
 
+/* Reads " <name>=<int64>" at *p when it is there. */
+static bool read_optional(const char **p, const char *end, const char *name, int64_t *out,
+                          bool *found)
+{
+    size_t n = strlen(name);
+    *found = false;
+    if ((size_t)(end - *p) < n + 2 || (*p)[0] != ' ' || memcmp(*p + 1, name, n) != 0 ||
+        (*p)[n + 1] != '=')
+        return true;
+    (*p)++;
+    *found = true;
+    return read_field(p, end, name, out);
+}
+
+/* " l=L x=X" (both or neither), the growth of the partition count. */
+static bool read_layout(const char **p, const char *end, int32_t *layout, int64_t *at)
+{
+    int64_t l, x;
+    bool has_l, has_x;
+    if (!read_optional(p, end, "l", &l, &has_l))
+        return false;
+    if (!has_l)
+        return true;
+    if (!read_optional(p, end, "x", &x, &has_x) || !has_x || l < 1 || l > INT32_MAX || x < 0)
+        return false;
+    *layout = (int32_t)l;
+    *at = x;
+    return true;
+}
+
 bool mc_wheel_checkpoint_parse(const char *md, size_t len, mc_wheel_checkpoint *c)
 {
     const char *p = md, *end = md + len;
@@ -47,15 +79,38 @@ bool mc_wheel_checkpoint_parse(const char *md, size_t len, mc_wheel_checkpoint *
         return false;
     p += 3;
     mc_wheel_checkpoint r = {0};
-    if (!read_field(&p, end, "o", &r.position))
+    int64_t v;
+    bool has_f, has_g, has_d;
+    if (!read_field(&p, end, "o", &r.position) ||
+        !read_optional(&p, end, "f", &r.frontier_due, &has_f) ||
+        !read_optional(&p, end, "g", &r.frontier_offset, &has_g) || has_f != has_g ||
+        !read_layout(&p, end, &r.layout, &r.layout_at) ||
+        !read_optional(&p, end, "d", &v, &has_d) || (has_d && (v != 1 || !r.layout)))
         return false;
-    if (p < end) {
-        if (*p++ != ' ' || !read_field(&p, end, "f", &r.frontier_due) || p == end || *p++ != ' ' ||
-            !read_field(&p, end, "g", &r.frontier_offset))
-            return false;
-        r.has_frontier = true;
-    }
+    r.has_frontier = has_f;
+    r.layout_done = has_d;
     if (p != end || r.position < 0)
+        return false;
+    *c = r;
+    return true;
+}
+
+void mc_store_checkpoint_format(const mc_store_checkpoint *c, char *buf, size_t len)
+{
+    if (c->layout)
+        snprintf(buf, len, "s1 l=%" PRId32 " x=%" PRId64, c->layout, c->layout_at);
+    else
+        snprintf(buf, len, "s1");
+}
+
+bool mc_store_checkpoint_parse(const char *md, size_t len, mc_store_checkpoint *c)
+{
+    const char *p = md, *end = md + len;
+    if (!md || len < 2 || memcmp(p, "s1", 2) != 0)
+        return false;
+    p += 2;
+    mc_store_checkpoint r = {0};
+    if (!read_layout(&p, end, &r.layout, &r.layout_at) || p != end)
         return false;
     *c = r;
     return true;

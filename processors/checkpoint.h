@@ -14,21 +14,37 @@
 /* What we allow ourselves of Kafka's 4096 bytes. */
 #define MC_CHECKPOINT_MAX 4000
 
-/* ---- the wheel: "v1 o=O f=F g=G" --------------------------------------------------
+/* ---- the wheel: "v1 o=O f=F g=G l=L x=X d=1" ---------------------------------------
  * Every record below offset O (the position processed) whose (due, offset)
  * is at or before (F, G), the fired frontier, is done; without f and g,
- * nothing has fired. */
+ * nothing has fired. After a growth of the partition count (layout.h), L is
+ * the layout the partition moved keys out for at its marker, offset X, and
+ * d=1 says every call fired before the marker has finished (no more next
+ * attempts of moved keys will pass through). */
 typedef struct mc_wheel_checkpoint {
     int64_t position; /* O */
     bool has_frontier;
     int64_t frontier_due, frontier_offset; /* F, G */
+    int32_t layout;                        /* L; 0: none */
+    int64_t layout_at;                     /* X */
+    bool layout_done;
 } mc_wheel_checkpoint;
 
-/* Writes c into buf (at least 80 bytes). */
+/* Writes c into buf (at least 128 bytes). */
 void mc_wheel_checkpoint_format(const mc_wheel_checkpoint *c, char *buf, size_t len);
 /* Parses len bytes (not NUL-terminated); false when they are not a wheel
  * checkpoint. */
 bool mc_wheel_checkpoint_parse(const char *md, size_t len, mc_wheel_checkpoint *c);
+
+/* ---- the store: "s1 l=L x=X" -----------------------------------------------------
+ * The layout the partition moved keys out for at its marker X (the store
+ * commits the position it processed, so only a growth needs saying). */
+typedef struct mc_store_checkpoint {
+    int32_t layout;
+    int64_t layout_at;
+} mc_store_checkpoint;
+void mc_store_checkpoint_format(const mc_store_checkpoint *c, char *buf, size_t len);
+bool mc_store_checkpoint_parse(const char *md, size_t len, mc_store_checkpoint *c);
 
 /* ---- the executor: "x2 e=E u=<deltas>" ---------------------------------------------
  * Of the records from the committed offset C up to E, those at the listed

@@ -147,6 +147,12 @@ int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, siz
     return ctx->ops->partition_count(ctx, topic_suffix, err, errlen);
 }
 
+int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
+                          size_t errlen)
+{
+    return ctx->ops->end_offset(ctx, topic_suffix, partition, err, errlen);
+}
+
 const mc_config *mc_ctx_config(const mc_ctx *ctx)
 {
     return ctx->cfg;

@@ -24,6 +24,8 @@ typedef struct mc_ctx_ops {
     int (*restore)(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                    mc_restore_fn fn, void *arg, mc_restore_stats *stats);
     int (*partition_count)(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen);
+    int64_t (*end_offset)(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
+                          size_t errlen);
 } mc_ctx_ops;
 
 struct mc_ctx {

@@ -6,13 +6,14 @@
 #include <string.h>
 
 const mc_topic_spec mc_topic_specs[] = {
-    {"tasks", "delete", "604800000", "commands from clients, the gateway and retry"},
-    {"store", "compact", NULL, "far-future tasks: the task table"},
-    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version"},
-    {"ready", "delete", "604800000", "tasks due now, for the executor"},
-    {"retry", "delete", "604800000", "failed attempts"},
-    {"results", "delete", "259200000", "the result of every attempt"},
-    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks"},
+    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0},
+    {"store", "compact", NULL, "far-future tasks: the task table", 0},
+    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0},
+    {"ready", "delete", "604800000", "tasks due now, for the executor", 0},
+    {"retry", "delete", "604800000", "failed attempts", 0},
+    {"results", "delete", "259200000", "the result of every attempt", 0},
+    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0},
+    {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
 
@@ -120,8 +121,8 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
         mc_topic_name(cfg, s->suffix, name, sizeof name);
         if (topic_partitions(md, name) >= 0)
             continue;
-        nt[n] = rd_kafka_NewTopic_new(name, cfg->partitions, cfg->replication_factor, errstr,
-                                      sizeof errstr);
+        nt[n] = rd_kafka_NewTopic_new(name, s->partitions ? s->partitions : cfg->partitions,
+                                      cfg->replication_factor, errstr, sizeof errstr);
         if (!nt[n]) {
             snprintf(err, errlen, "topic %s: %s", name, errstr);
             goto out;
@@ -212,30 +213,42 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
         md = read_metadata(rk, cfg, err, errlen);
         if (!md)
             goto out;
-        int first = -2;
-        const char *first_name = NULL;
         char name[512];
         bool missing = false, mismatch = false;
-        for (size_t i = 0; i < mc_n_topic_specs; i++) {
-            mc_topic_name(cfg, mc_topic_specs[i].suffix, name, sizeof name);
+        int tasks = -1, shared = -1;
+        const char *shared_name = NULL;
+        for (size_t i = 0; i < mc_n_topic_specs && !mismatch; i++) {
+            const mc_topic_spec *spec = &mc_topic_specs[i];
+            mc_topic_name(cfg, spec->suffix, name, sizeof name);
             int p = topic_partitions(md, name);
             if (p < 0) {
                 missing = true;
                 snprintf(err, errlen,
                          "topic %s does not exist (create it, or run without --no-create-topics)",
                          name);
-                continue;
-            }
-            if (first == -2) {
-                first = p;
-                first_name = mc_topic_specs[i].suffix;
-            } else if (p != first && !mismatch) {
+            } else if (spec->partitions && p != spec->partitions) {
+                mismatch = true;
+                snprintf(err, errlen, "topic %s has %d partitions; it must have %d", name, p,
+                         spec->partitions);
+            } else if (strcmp(spec->suffix, "tasks") == 0) {
+                tasks = p;
+            } else if (!spec->partitions && shared < 0) {
+                shared = p;
+                shared_name = spec->suffix;
+            } else if (!spec->partitions && p != shared) {
                 mismatch = true;
                 snprintf(err, errlen,
                          "topic %s has %d partitions but %s%s has %d: every mooncake topic needs "
                          "the same partition count",
-                         name, p, cfg->topic_prefix, first_name, first);
+                         name, p, cfg->topic_prefix, shared_name, shared);
             }
+        }
+        if (!mismatch && tasks > 0 && shared > 0 && tasks > shared) {
+            mismatch = true;
+            snprintf(err, errlen,
+                     "topic %stasks has %d partitions but %s%s has %d: grow every topic with "
+                     "`mooncakectl partitions grow --to %d` (README, Growing the partition count)",
+                     cfg->topic_prefix, tasks, cfg->topic_prefix, shared_name, shared, tasks);
         }
         rd_kafka_metadata_destroy(md);
         md = NULL;

@@ -15,6 +15,7 @@ typedef struct mc_topic_spec {
     const char *cleanup_policy; /* "delete" or "compact" */
     const char *retention_ms;   /* NULL for compacted topics */
     const char *purpose;
+    int partitions; /* 0: the layout's count, like every task topic */
 } mc_topic_spec;
 extern const mc_topic_spec mc_topic_specs[];
 extern const size_t mc_n_topic_specs;
@@ -47,9 +48,11 @@ int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, 
                              size_t errlen);
 
 /* Creates the missing topics (partitions, cleanup policy, retention) and
- * checks that every one has the same partition count, since mooncake keeps a
- * task in the same partition number on every topic. Returns 0, or -1 with a
- * line in err saying what to fix. */
+ * checks their partition counts: mooncake keeps a task in the same
+ * partition number on every topic, so every topic after tasks has one
+ * count, and tasks has no more than that (it has fewer only while
+ * `mooncakectl partitions grow` runs). Returns 0, or -1 with a line in err
+ * saying what to fix. */
 int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen);
 
 #endif

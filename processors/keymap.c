@@ -137,3 +137,10 @@ void mc_keymap_drain(mc_keymap *m, void (*fn)(mc_keynode *n, void *arg), void *a
         }
     }
 }
+
+void mc_keymap_each(const mc_keymap *m, void (*fn)(mc_keynode *n, void *arg), void *arg)
+{
+    for (size_t i = 0; i <= m->mask; i++)
+        for (mc_keynode *e = m->buckets[i]; e; e = e->next)
+            fn(e, arg);
+}

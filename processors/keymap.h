@@ -37,6 +37,8 @@ void mc_keymap_remove(mc_keymap *m, mc_keynode *n);
 size_t mc_keymap_count(const mc_keymap *m);
 /* Bytes the map itself uses (the bucket array and its header). */
 size_t mc_keymap_bytes(const mc_keymap *m);
+/* Calls fn(node, arg) on every node; fn must not change the map. */
+void mc_keymap_each(const mc_keymap *m, void (*fn)(mc_keynode *n, void *arg), void *arg);
 /* Unlinks every node, calling fn(node, arg) on each after unlinking it (fn
  * may free it). */
 void mc_keymap_drain(mc_keymap *m, void (*fn)(mc_keynode *n, void *arg), void *arg);

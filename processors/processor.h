@@ -188,6 +188,11 @@ int mc_ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partiti
                    mc_restore_fn fn, void *arg, mc_restore_stats *stats);
 /* The partition count of topic (by suffix), or -1 with a reason in err. */
 int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen);
+/* Where a partition of topic (by suffix) ends now (its high watermark, one
+ * broker round trip), or -1 with a reason in err. Cheap enough to ask every
+ * few seconds whether a small topic changed before restoring it again. */
+int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
+                          size_t errlen);
 
 /* ---- what the processor runs with -------------------------------------------- */
 

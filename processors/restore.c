@@ -45,6 +45,9 @@ mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *er
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, rs, err, errlen);
     if (!conf || mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
+        /* The last fetch of each partition waits for data that will not
+         * come: without this, a small restore takes a second. */
+        mc_kafka_conf_default(cfg, conf, "fetch.wait.max.ms", "20", err, errlen) ||
         mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "16384", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen)) {
@@ -72,6 +75,18 @@ void mc_restorer_free(mc_restorer *rs)
     free(rs);
 }
 
+/* A partition this consumer has not heard of: the topic grew since its
+ * last metadata refresh. Asking for the topic's metadata updates its view. */
+static void learn_partitions(mc_restorer *rs, const char *topic)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rs->consumer, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    if (rkt && rd_kafka_metadata(rs->consumer, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        rd_kafka_metadata_destroy(md);
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+}
+
 /* Fills each target's end (high watermark now); a partition that is empty is
  * done already. Returns how many are left to read, or -1 on failure. */
 static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, size_t n)
@@ -85,6 +100,8 @@ static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, si
                                                    10000);
             if (!err || attempt == WATERMARK_TRIES)
                 break;
+            if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
+                learn_partitions(rs, topic);
             struct timespec pause = {0, WATERMARK_PAUSE_MS * 1000000L};
             nanosleep(&pause, NULL);
         }

@@ -19,8 +19,19 @@
  * default CRC32, say): it is copied, unchanged, to its home partition of
  * `tasks` and routed from there, so a Cancel always meets its Submit and
  * all versions of a key are offsets in one partition.
- * It keeps no state: the runner commits outputs and input offsets in one
- * transaction, so each command is routed exactly once. */
+ * It keeps no state but the layout: the runner commits outputs and input
+ * offsets in one transaction, so each command is routed exactly once.
+ *
+ * The layout (layout.h), read at each assignment and every two seconds,
+ * decides every key's home, not the partition count of `tasks`: a
+ * partition count that grew without `mooncakectl partitions grow` would
+ * split keys between old and new homes, so the router stops routing (and
+ * says why) until the layout matches. While a growth is under way it
+ * stops too, after writing a layout marker to each of its partitions of
+ * `wheel`: the point in each partition after which the wheel and the store
+ * move the keys whose home changes. After the growth, a command found on
+ * its home under the previous layout was written before the growth: it
+ * goes to its new home with its version shifted below every newer one. */
 #include "router.h"
 
 #include <inttypes.h>
@@ -30,8 +41,20 @@
 
 #include "codec.h"
 #include "kafka.h"
+#include "layout.h"
 #include "task_rules.h"
 #include "wheel_topic.h"
+
+/* How often the layout is read again. */
+#define LAYOUT_POLL_MS 2000
+
+/* A partition of tasks this instance owns, and whether it has written the
+ * layout marker of the growth under way to its partition of wheel. */
+typedef struct owned {
+    int32_t partition;
+    int32_t marked_for;
+    bool held; /* a record was given back while routing stopped */
+} owned;
 
 typedef struct router {
     mc_arena *arena;
@@ -41,8 +64,16 @@ typedef struct router {
     int64_t horizon_ms, max_due_ms;
     mc_codec_writer *writers; /* other versions of Command we read */
     size_t n_writers;
-    int32_t tasks_partitions; /* from metadata at each assignment */
+    int32_t tasks_partitions; /* from metadata, at each assignment and layout read */
+    mc_layout layout;         /* in force; partitions 0 before the first read */
+    bool stopped;             /* routing stopped: a growth, or a mismatch */
+    char tasks_topic[256];
+    owned *owned;
+    size_t n_owned;
+    int64_t layout_read_at, stop_warned_at;
+    int64_t layout_end;       /* where the layout topic ended when last read; -1: read it */
     int64_t rehome_warned_at; /* one warning a minute is enough */
+    mc_output *layout_out;
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
 } router;
 
@@ -125,7 +156,9 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
     r->tasks = mc_ctx_output(ctx, "tasks");
-    if (!r->wheel || !r->tasks) {
+    r->layout_out = mc_ctx_output(ctx, "layout");
+    mc_topic_name(cfg, "tasks", r->tasks_topic, sizeof r->tasks_topic);
+    if (!r->wheel || !r->tasks || !r->layout_out) {
         snprintf(err, errlen, "cannot create output topic handles");
         mc_arena_free(r->arena);
         free(r);
@@ -157,13 +190,66 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     return r;
 }
 
-/* The partition count decides every key's home; it can grow while we run
- * (a rebalance follows), so it is read again at each assignment. */
-static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+/* ---- the layout ------------------------------------------------------------------ */
+
+static void take_layout_record(void *arg, const mc_record *m)
 {
-    router *r = self;
-    if (parts->cnt == 0)
-        return 0;
+    mc_layout *l = arg;
+    if (m->key && m->key_len == sizeof MC_LAYOUT_KEY - 1 &&
+        memcmp(m->key, MC_LAYOUT_KEY, m->key_len) == 0)
+        mc_layout_parse(m->value, m->value_len, l); /* the last one wins */
+}
+
+/* Writes the layout's first record: the partition count of tasks now. */
+static int write_first_layout(router *r, mc_ctx *ctx)
+{
+    r->layout = (mc_layout){.partitions = r->tasks_partitions};
+    char value[96];
+    int n = mc_layout_format(&r->layout, value, sizeof value);
+    mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "recording the partition layout", "layout", value,
+           (const char *)NULL);
+    /* Committed before the next read: a restore waits for open
+     * transactions, and it would wait forever for its own. */
+    mc_ctx_request_commit(ctx);
+    return mc_ctx_forward(ctx, r->layout_out, 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, value,
+                          (size_t)n);
+}
+
+/* Writes the growth's layout marker to each owned partition of wheel that
+ * has not got it: the last record this router routes there before the
+ * growth. */
+static int mark_partitions(router *r, mc_ctx *ctx)
+{
+    char to[16];
+    int n = snprintf(to, sizeof to, "%" PRId32, r->layout.growing_to);
+    for (size_t i = 0; i < r->n_owned; i++) {
+        owned *o = &r->owned[i];
+        if (o->marked_for == r->layout.growing_to)
+            continue;
+        if (mc_ctx_forward_header(ctx, r->wheel, o->partition, NULL, 0, NULL, 0, MC_LAYOUT_HEADER,
+                                  to, (size_t)n) != 0)
+            return -1;
+        o->marked_for = r->layout.growing_to;
+    }
+    mc_ctx_request_commit(ctx);
+    return 0;
+}
+
+/* Lets the records given back while routing was stopped come again. */
+static void resume_owned(router *r, mc_ctx *ctx)
+{
+    for (size_t i = 0; i < r->n_owned; i++) {
+        if (r->owned[i].held) {
+            mc_ctx_pause(ctx, r->tasks_topic, r->owned[i].partition, false);
+            r->owned[i].held = false;
+        }
+    }
+}
+
+/* Reads the layout and the partition count of tasks, and decides whether
+ * to route. Returns 0, or -1 when neither can be read. */
+static int check_layout(router *r, mc_ctx *ctx)
+{
     char err[512];
     int n = mc_ctx_partition_count(ctx, "tasks", err, sizeof err);
     if (n <= 0) {
@@ -172,16 +258,107 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
         return -1;
     }
     r->tasks_partitions = n;
+    r->layout_read_at = mc_ctx_now_ms(ctx);
+    /* The layout changes once per growth: ask where the topic ends, and
+     * read it again only when that moved (a read is a restore). */
+    int64_t end = mc_ctx_end_offset(ctx, "layout", 0, err, sizeof err);
+    if (end < 0) {
+        mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR, "cannot read the layout", "error", err,
+               (const char *)NULL);
+        return -1;
+    }
+    if (end != r->layout_end) {
+        mc_layout l = {0};
+        int32_t zero = 0;
+        if (mc_ctx_restore(ctx, "layout", &zero, 1, take_layout_record, &l, NULL) != 0)
+            return -1;
+        r->layout_end = end;
+        if (!l.partitions) {
+            if (write_first_layout(r, ctx) != 0)
+                return -1;
+            r->layout_end = -1; /* what it wrote moves the end */
+        } else {
+            r->layout = l;
+        }
+    }
+    bool was_stopped = r->stopped;
+    r->stopped = r->layout.growing_to || r->layout.partitions != r->tasks_partitions;
+    if (r->stopped && (!was_stopped || r->layout_read_at - r->stop_warned_at >= 60000)) {
+        r->stop_warned_at = r->layout_read_at;
+        char value[96], count[16];
+        mc_layout_format(&r->layout, value, sizeof value);
+        snprintf(count, sizeof count, "%" PRId32, r->tasks_partitions);
+        mc_log(mc_ctx_logger(ctx), r->layout.growing_to ? MC_LOG_INFO : MC_LOG_ERROR,
+               r->layout.growing_to
+                   ? "routing stopped while the partition count grows"
+                   : "routing stopped: tasks does not have the layout's partition count; grow "
+                     "partitions only with `mooncakectl partitions grow` (README, Growing the "
+                     "partition count)",
+               "layout", value, "tasks_partitions", count, (const char *)NULL);
+    }
+    mc_ctx_set_ready(ctx, !r->stopped);
+    if (r->layout.growing_to && mark_partitions(r, ctx) != 0)
+        return -1;
+    if (!r->stopped && was_stopped) {
+        mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "routing again", (const char *)NULL);
+        resume_owned(r, ctx);
+    }
     return 0;
 }
 
-/* The key's home partition; before any assignment told the partition count
- * (which cannot happen for a record that was consumed) the record's own. */
+static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    router *r = self;
+    owned *v = realloc(r->owned, ((size_t)parts->cnt + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    r->owned = v;
+    r->n_owned = 0;
+    for (int i = 0; i < parts->cnt; i++)
+        r->owned[r->n_owned++] = (owned){parts->elems[i].partition, 0, false};
+    if (parts->cnt == 0)
+        return 0;
+    r->stopped = false;
+    r->layout_end = -1;
+    if (check_layout(r, ctx) != 0)
+        return -1;
+    mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx) + LAYOUT_POLL_MS);
+    return 0;
+}
+
+static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
+{
+    router *r = self;
+    if (r->n_owned && now_ms - r->layout_read_at >= LAYOUT_POLL_MS && check_layout(r, ctx) != 0)
+        return -1;
+    mc_ctx_wakeup_at(ctx, now_ms + LAYOUT_POLL_MS);
+    return 0;
+}
+
+/* Gives the record back while routing is stopped: it comes again, first,
+ * once the layout allows. */
+static int hold_back(router *r, const mc_record *m, mc_ctx *ctx)
+{
+    for (size_t i = 0; i < r->n_owned; i++)
+        if (r->owned[i].partition == m->partition)
+            r->owned[i].held = true;
+    if (mc_ctx_pause(ctx, r->tasks_topic, m->partition, true) != 0)
+        return -1;
+    return MC_PROCESS_LATER;
+}
+
+/* The key's home partition under the layout. */
 static int32_t home_partition(const router *r, const mc_record *m)
 {
-    if (r->tasks_partitions <= 0)
-        return m->partition;
-    return mc_key_partition(m->key, m->key_len, r->tasks_partitions);
+    return mc_key_partition(m->key, m->key_len, r->layout.partitions);
+}
+
+/* Whether m sits on its key's home under the layout before the last growth:
+ * written before it (or by a client that has not noticed it yet). */
+static bool written_before_growth(const router *r, const mc_record *m)
+{
+    return r->layout.previous &&
+           mc_key_partition(m->key, m->key_len, r->layout.previous) == m->partition;
 }
 
 /* A command on the wrong partition of `tasks` goes home: copied as it is,
@@ -209,6 +386,7 @@ static int rehome(router *r, const mc_record *m, int32_t home, mc_ctx *ctx)
 static void router_destroy(void *self)
 {
     router *r = self;
+    free(r->owned);
     mc_arena_free(r->arena);
     mc_command_writers_free(r->writers, r->n_writers);
     mc_buf_free(&r->out);
@@ -258,9 +436,26 @@ static int route_dead(router *r, const mc_record *m, const char *reason, const m
     return mc_ctx_dead_letter(ctx, m, reason, task);
 }
 
+/* Where a valid command goes: its wheel partition and version. Returns
+ * false when it must first go home through tasks (another partitioner). */
+static bool destination(router *r, const mc_record *m, int32_t *partition, int64_t *version)
+{
+    int32_t home = home_partition(r, m);
+    *partition = home;
+    *version = m->offset;
+    if (home == m->partition)
+        return true;
+    if (!written_before_growth(r, m))
+        return false;
+    *version = mc_layout_shift(m->offset);
+    return true;
+}
+
 static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     router *r = self;
+    if (r->stopped)
+        return hold_back(r, m, ctx);
     char why[512];
     mc_command cmd;
     mc_arena_reset(r->arena);
@@ -274,46 +469,39 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
                  detail[0] ? ": " : "", detail);
         return route_dead(r, m, why, NULL, ctx);
     }
-
-    mc_wheel_entry w = {.version = m->offset, .command = cmd};
-    if (cmd.kind == MC_CMD_CANCEL) {
-        const mc_cancel *c = &cmd.cancel;
-        if (!mc_task_ids_ok(c->app_id, c->task_id, &mc_task_avro_names, why, sizeof why) ||
-            !key_matches(m, c->app_id, c->task_id, why, sizeof why))
-            return route_dead(r, m, why, NULL, ctx);
-        int32_t home = home_partition(r, m);
-        if (home != m->partition)
-            return rehome(r, m, home, ctx);
-        mc_buf_reset(&r->out);
-        if (mc_encode_wheel_entry(&w, &r->out) != 0)
-            return -1;
-        mc_counter_add(r->cancels, 1);
-        log_routed(ctx, m, "cancel");
-        /* The store and the wheel both read it: each drops older versions. */
-        return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
-                              r->out.len);
-    }
-
-    const mc_task *t = &cmd.submit;
+    const char *app = cmd.kind == MC_CMD_CANCEL ? cmd.cancel.app_id : cmd.submit.app_id;
+    const char *tid = cmd.kind == MC_CMD_CANCEL ? cmd.cancel.task_id : cmd.submit.task_id;
     int64_t now = mc_ctx_now_ms(ctx);
-    if (!mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
-        !key_matches(m, t->app_id, t->task_id, why, sizeof why))
+    const mc_task *t = cmd.kind == MC_CMD_SUBMIT ? &cmd.submit : NULL;
+    if (t ? !mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why)
+          : !mc_task_ids_ok(app, tid, &mc_task_avro_names, why, sizeof why))
         return route_dead(r, m, why, t, ctx);
-    int32_t home = home_partition(r, m);
-    if (home != m->partition)
-        return rehome(r, m, home, ctx);
+    if (!key_matches(m, app, tid, why, sizeof why))
+        return route_dead(r, m, why, t, ctx);
+    int32_t partition;
+    int64_t version;
+    if (!destination(r, m, &partition, &version))
+        return rehome(r, m, partition, ctx);
+    mc_wheel_entry w = {.version = version, .command = cmd};
     mc_buf_reset(&r->out);
     if (mc_encode_wheel_entry(&w, &r->out) != 0)
         return -1;
+    if (!t) {
+        mc_counter_add(r->cancels, 1);
+        log_routed(ctx, m, "cancel");
+        /* The store and the wheel both read it: each drops older versions. */
+        return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
+                              r->out.len);
+    }
     if (t->due_at <= now + r->horizon_ms) {
         mc_counter_add(r->to_wheel, 1);
         log_routed(ctx, m, "near");
-        return mc_ctx_forward(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
+        return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
     mc_counter_add(r->to_store, 1);
     log_routed(ctx, m, "far");
-    return mc_ctx_forward_header(ctx, r->wheel, m->partition, m->key, m->key_len, r->out.data,
+    return mc_ctx_forward_header(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
                                  r->out.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
                                  sizeof MC_ROUTE_STORE - 1);
 }
@@ -325,6 +513,7 @@ const mc_processor mc_router_processor = {
     .input_topics = router_inputs,
     .create = router_create,
     .process = router_process,
+    .punctuate = router_punctuate,
     .on_assign = router_assign,
     .destroy = router_destroy,
 };

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -459,6 +460,23 @@ static int flush_for_isolation(mc_runner *r)
     return 0;
 }
 
+/* A partition the producer does not know yet: the topic grew (a growth
+ * under way writes to the new partitions before librdkafka's next
+ * metadata refresh). A metadata request updates the producer's view of the
+ * topic; from the second time on it waits a second first, so a partition
+ * that stays unknown stops the runner after UNKNOWN_PARTITION_TRIES. */
+#define UNKNOWN_PARTITION_TRIES 30
+static void learn_partitions(mc_runner *r, mc_output *out, int attempt)
+{
+    if (attempt > 0) {
+        struct timespec pause = {1, 0};
+        nanosleep(&pause, NULL);
+    }
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(r->producer, 0, out->rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        rd_kafka_metadata_destroy(md);
+}
+
 static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
 {
     mc_runner *r = RUNNER_OF(ctx);
@@ -471,6 +489,7 @@ static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
             return -1;
         r->refs[ref - 1].isolated = true;
     }
+    int unknown = 0;
     for (;;) {
         rd_kafka_resp_err_t err = produce_one(r, p, ref);
         if (!err) {
@@ -488,6 +507,10 @@ static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
                 r->poison_found = true;
             }
             return MC_FORWARD_REFUSED;
+        }
+        if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && unknown < UNKNOWN_PARTITION_TRIES) {
+            learn_partitions(r, p->out, unknown++);
+            continue;
         }
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", p->out->name, "error",
@@ -647,6 +670,22 @@ static int ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err,
     return mc_topic_partition_count(r->consumer, topic, 10000, err, errlen);
 }
 
+static int64_t ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
+                              size_t errlen)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    char topic[256];
+    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(r->consumer, topic, partition, &lo, &hi, 10000);
+    if (e) {
+        snprintf(err, errlen, "%s [%d]: %s", topic, (int)partition, rd_kafka_err2str(e));
+        return -1;
+    }
+    return hi;
+}
+
 static const mc_ctx_ops runner_ctx_ops = {
     .output = ctx_output,
     .produce = ctx_produce,
@@ -660,6 +699,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .watch_fd = ctx_watch_fd,
     .restore = ctx_restore,
     .partition_count = ctx_partition_count,
+    .end_offset = ctx_end_offset,
 };
 
 /* ---- error classes ---------------------------------------------------------- */
@@ -940,8 +980,9 @@ static void rewind_to_committed(mc_runner *r)
         set_fatal(r, "cannot seek to committed offsets", rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
     }
+    /* on_assign may write (the router its layout markers): in a transaction. */
     if (!atomic_load(&r->fatal) && r->proc->on_assign &&
-        r->proc->on_assign(r->self, parts, &r->ctx) != 0)
+        (begin_txn(r) != 0 || r->proc->on_assign(r->self, parts, &r->ctx) != 0))
         set_fatal(r, "on_assign after a rewind", r->proc->name);
     rd_kafka_topic_partition_list_destroy(parts);
 }
@@ -969,7 +1010,10 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_t *rk,
     rd_kafka_assign(rk, parts);
     take_assignment(r, parts);
     mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
-    if (r->proc->on_assign && r->proc->on_assign(r->self, parts, &r->ctx) != 0)
+    /* on_assign may write (the router its layout markers): in a transaction,
+     * which the revoke before this one may have committed. */
+    if (r->proc->on_assign &&
+        (begin_txn(r) != 0 || r->proc->on_assign(r->self, parts, &r->ctx) != 0))
         set_fatal(r, "on_assign", r->proc->name);
     /* After on_assign: the gauge says "these partitions are served". */
     mc_gauge_set(r->assigned_partitions, parts->cnt);
@@ -1108,7 +1152,11 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
          * has nothing else to send; librdkafka's default (500 ms) would put
          * half a second into every hop - a cancel sent before the due time
          * would reach the wheel after it. */
-        mc_kafka_conf_default(cfg, cc, "fetch.wait.max.ms", "20", err, errlen))
+        mc_kafka_conf_default(cfg, cc, "fetch.wait.max.ms", "20", err, errlen) ||
+        /* A group takes new partitions at the metadata refresh after
+         * they appear (mooncakectl partitions grow waits for it); five
+         * minutes, the default, would hold a growth that long. */
+        mc_kafka_conf_default(cfg, cc, "topic.metadata.refresh.interval.ms", "5000", err, errlen))
         goto fail;
     for (const char *const *kv = r->proc->consumer_defaults; kv && kv[0] && kv[1]; kv += 2)
         if (mc_kafka_conf_default(cfg, cc, kv[0], kv[1], err, errlen))

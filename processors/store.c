@@ -23,7 +23,15 @@
  *
  * Once a second the store also writes a position marker to each of its
  * `wheel` partitions: "every record below P is applied". The wheel needs it
- * to know how long to remember versions (see wheel.c). */
+ * to know how long to remember versions (see wheel.c).
+ *
+ * Growing the partition count (layout.h): at the layout marker, every task
+ * held for a key whose home moves goes to its new home's partition of
+ * `wheel` (still addressed to a store: the one there keeps it), with its
+ * version shifted below the new layout's, and its tombstone to the
+ * changelog, in one transaction. Later records of moved keys are the
+ * wheel's to send on; the store here ignores them. The commit metadata
+ * keeps the layout and the marker's offset (checkpoint.h). */
 #include "store.h"
 
 #include <inttypes.h>
@@ -32,9 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "codec.h"
 #include "kafka.h"
 #include "keymap.h"
+#include "layout.h"
 #include "timing_wheel.h"
 #include "wheel_topic.h"
 
@@ -69,6 +79,8 @@ typedef struct store_part {
     int64_t marked;   /* position in the last marker written */
     size_t bytes;     /* key and task bytes held */
     struct store *owner;
+    int32_t layout;    /* after a growth: its partition count; 0: none */
+    int64_t layout_at; /* the offset of its marker */
 } store_part;
 
 typedef struct store {
@@ -81,7 +93,7 @@ typedef struct store {
     mc_buf buf;
     int64_t last_marker_ms;
     mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
-    mc_counter *handed_off, *dropped, *kept, *restored, *ignored;
+    mc_counter *handed_off, *dropped, *kept, *restored, *ignored, *moved;
 } store;
 
 static void store_destroy(void *self);
@@ -122,6 +134,9 @@ static void *store_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
                                     "Held tasks dropped for a newer version or a cancel", NULL);
     s->restored = mc_metrics_counter(m, "mooncake_store_restored_records_total",
                                      "Changelog records replayed on assignment", NULL);
+    s->moved = mc_metrics_counter(
+        m, "mooncake_store_moved_total",
+        "Held tasks sent to their key's new home after the partition count grew", NULL);
     s->ignored = mc_metrics_counter(
         m, "mooncake_store_ignored_records_total",
         "wheel records the store could not read (the wheel dead-letters them)", NULL);
@@ -328,6 +343,11 @@ static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
         /* What the restored state reflects: every record below the
          * committed offset (none, without one). */
         p->position = tp->offset >= 0 ? tp->offset : 0;
+        mc_store_checkpoint cp;
+        if (tp->offset >= 0 && mc_store_checkpoint_parse(tp->metadata, tp->metadata_size, &cp)) {
+            p->layout = cp.layout;
+            p->layout_at = cp.layout_at;
+        }
         fresh[n++] = p;
     }
     int rc = restore_partitions(s, fresh, n, ctx);
@@ -358,6 +378,98 @@ static void store_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
 
 /* ---- processing ------------------------------------------------------------------ */
 
+/* ---- growing the partition count ------------------------------------------------ */
+
+static bool moved(const store_part *p, const void *key, size_t len)
+{
+    return p->layout && mc_key_partition(key, len, p->layout) != p->partition;
+}
+
+/* Sends the held entry e to its new home, still for a store to keep, with
+ * its version shifted below the new layout's, and tombstones it here. */
+static int send_home(store *s, store_part *p, store_entry *e, mc_ctx *ctx)
+{
+    static const uint8_t submit_branch = 0;
+    mc_buf_reset(&s->buf);
+    if (mc_encode_versioned_raw(MC_SCHEMA_WHEEL_ENTRY, mc_layout_shift(e->version), &submit_branch,
+                                1, e->data + e->node.key_len, e->task_len, &s->buf) != 0)
+        return -1;
+    int32_t home = mc_key_partition(e->data, e->node.key_len, p->layout);
+    if (mc_ctx_forward_header(ctx, s->wheel, home, e->data, e->node.key_len, s->buf.data,
+                              s->buf.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
+                              sizeof MC_ROUTE_STORE - 1) != 0 ||
+        mc_ctx_forward(ctx, s->changelog, p->partition, e->data, e->node.key_len, NULL, 0) != 0)
+        return -1;
+    mc_counter_add(s->moved, 1);
+    remove_entry(p, e);
+    return 0;
+}
+
+typedef struct move_list {
+    store_part *p;
+    store_entry **v;
+    size_t n, cap;
+    bool nomem;
+} move_list;
+
+static void collect_moved(mc_keynode *n, void *arg)
+{
+    move_list *l = arg;
+    store_entry *e = (store_entry *)n;
+    if (!moved(l->p, e->data, e->node.key_len))
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        store_entry **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->nomem = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = e;
+}
+
+/* The layout marker: every held task whose key's home moves goes there. */
+static int take_layout(store *s, store_part *p, int32_t to, int64_t offset, mc_ctx *ctx)
+{
+    if (to <= p->layout || to <= 0)
+        return 0; /* seen before (another router wrote it too) */
+    p->layout = to;
+    p->layout_at = offset;
+    move_list l = {.p = p};
+    mc_keymap_each(p->tasks, collect_moved, &l);
+    int rc = l.nomem ? -1 : 0;
+    for (size_t i = 0; i < l.n && rc == 0; i++)
+        rc = send_home(s, p, l.v[i], ctx);
+    free(l.v);
+    char part[16], layout[16], n[24];
+    snprintf(part, sizeof part, "%" PRId32, p->partition);
+    snprintf(layout, sizeof layout, "%" PRId32, to);
+    snprintf(n, sizeof n, "%zu", l.n);
+    mc_log(s->logger, MC_LOG_INFO, "partition count growing: held tasks moved", "partition", part,
+           "to_partitions", layout, "moved", n, (const char *)NULL);
+    update_gauges(s);
+    return rc;
+}
+
+static int store_prepare_commit(void *self, mc_ctx *ctx)
+{
+    store *s = self;
+    for (size_t i = 0; i < s->n_parts; i++) {
+        store_part *p = s->parts[i];
+        if (!p->layout)
+            continue;
+        char md[64];
+        mc_store_checkpoint cp = {p->layout, p->layout_at};
+        mc_store_checkpoint_format(&cp, md, sizeof md);
+        if (mc_ctx_set_commit_metadata(ctx, s->wheel_topic, p->partition, md) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     store *s = self;
@@ -365,8 +477,13 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
     if (!p)
         return 0; /* not ours (any more): the runner will not commit it for us */
     p->position = m->offset + 1;
+    int64_t to;
+    if (!m->key && !m->value && mc_record_header_int(m, MC_LAYOUT_HEADER, &to))
+        return take_layout(s, p, to <= INT32_MAX ? (int32_t)to : 0, m->offset, ctx);
     if (!m->value || !m->key)
         return 0; /* markers */
+    if (moved(p, m->key, m->key_len) && m->offset > p->layout_at)
+        return 0; /* the wheel sends it to the key's new home */
     bool far = mc_wheel_record_is_far(m);
     mc_wheel_peeked pk;
     mc_codec_err err = mc_wheel_record_peek(m, &pk);
@@ -502,5 +619,6 @@ const mc_processor mc_store_processor = {
     .punctuate = store_punctuate,
     .on_assign = store_on_assign,
     .on_revoke = store_on_revoke,
+    .prepare_commit = store_prepare_commit,
     .destroy = store_destroy,
 };

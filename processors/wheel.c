@@ -52,7 +52,16 @@
  * it until its due time; a newer version or a cancel that arrives before
  * then still wins: the wheel writes `ready` a Cancel with the new version,
  * and the executor drops what it holds. A key fired early is kept (its
- * recall entry) until its due time passes, whatever markers say. */
+ * recall entry) until its due time passes, whatever markers say.
+ *
+ * Growing the partition count (layout.h). At the layout marker the router
+ * writes when a growth starts, the pending version of every key whose home
+ * moves is sent to its new home's partition of `wheel`, with its version
+ * shifted below any the new layout gives; every later record of such a key
+ * here (a next attempt, a hand-off written just before the store moved its
+ * keys) follows it the same way. The checkpoint keeps the layout and the
+ * marker's offset, and says when every call fired before the marker has
+ * finished: from then on nothing more of a moved key passes through. */
 #include "wheel.h"
 
 #include <inttypes.h>
@@ -65,6 +74,7 @@
 #include "codec.h"
 #include "kafka.h"
 #include "keymap.h"
+#include "layout.h"
 #include "ring.h"
 #include "timing_wheel.h"
 #include "wheel_topic.h"
@@ -130,6 +140,9 @@ typedef struct wheel_part {
     int64_t resolved_pos; /* from the resolved-position markers */
     int64_t marked;       /* position in the last marker sent down `ready` */
     int64_t marked_at;    /* when */
+    int32_t layout;       /* after a growth: its partition count; 0: none */
+    int64_t layout_at;    /* the offset of its marker */
+    bool layout_done;     /* every call fired before the marker has finished */
     mc_ring floors;       /* floor_ref, in offset order */
     mc_ring holds;        /* hold_ref, in arrival order (their positions only grow) */
     mc_ring recalls;      /* recall_ref, in due order (the firing order) */
@@ -143,7 +156,7 @@ typedef struct wheel {
     int32_t n_parts;
     mc_arena *arena;
     mc_gauge *pending_gauge;
-    mc_counter *fired, *stale, *voided, *replayed, *floors_capped, *recalled;
+    mc_counter *fired, *stale, *voided, *replayed, *floors_capped, *recalled, *moved;
     mc_histogram *lateness;
     mc_buf buf;
 } wheel;
@@ -187,6 +200,9 @@ static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
     w->floors_capped = mc_metrics_counter(
         m, "mooncake_wheel_floors_forgotten_total",
         "Versions forgotten before markers allowed it (no store or executor running?)", NULL);
+    w->moved = mc_metrics_counter(
+        m, "mooncake_wheel_moved_total",
+        "Records sent to their key's new home after the partition count grew", NULL);
     static const double bounds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5};
     w->lateness =
         mc_metrics_histogram(m, "mooncake_wheel_lateness_seconds",
@@ -421,7 +437,10 @@ static int wheel_prepare_commit(void *self, mc_ctx *ctx)
         mc_wheel_checkpoint cp = {.position = p->next > p->replay_end ? p->next : p->replay_end,
                                   .has_frontier = p->has_frontier,
                                   .frontier_due = p->fdue,
-                                  .frontier_offset = p->foff};
+                                  .frontier_offset = p->foff,
+                                  .layout = p->layout,
+                                  .layout_at = p->layout_at,
+                                  .layout_done = p->layout_done};
         char md[128];
         mc_wheel_checkpoint_format(&cp, md, sizeof md);
         if (mc_ctx_set_commit_offset(ctx, w->topic, p->partition, commit_offset(p), md) != 0)
@@ -485,6 +504,9 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
             p->has_frontier = cp.has_frontier;
             p->fdue = cp.frontier_due;
             p->foff = cp.frontier_offset;
+            p->layout = cp.layout;
+            p->layout_at = cp.layout_at;
+            p->layout_done = cp.layout_done;
         }
         if (replaying(p))
             ready = false;
@@ -743,11 +765,116 @@ static bool take_marker(wheel_part *p, const mc_record *m)
     } else if (mc_wheel_record_resolved_position(m, &pos)) {
         if (pos > p->resolved_pos)
             p->resolved_pos = pos;
+        if (p->layout && p->resolved_pos > p->layout_at)
+            p->layout_done = true;
     } else {
         return false;
     }
     release_floors(p);
     return true;
+}
+
+/* ---- growing the partition count ------------------------------------------------ */
+
+/* Whether key's home is elsewhere since the growth at the partition's marker. */
+static bool moved(const wheel_part *p, const void *key, size_t len)
+{
+    return p->layout && mc_key_partition(key, len, p->layout) != p->partition;
+}
+
+/* Sends entry e of key to its new home, its version shifted below the new
+ * layout's, with the route and attempt headers it had. */
+static int send_home(wheel *w, wheel_part *p, const void *key, size_t keylen, mc_wheel_entry *e,
+                     bool far, int64_t attempt_header, mc_ctx *ctx)
+{
+    e->version = mc_layout_shift(e->version);
+    mc_buf_reset(&w->buf);
+    if (mc_encode_wheel_entry(e, &w->buf) != 0)
+        return -1;
+    char attempt[24];
+    mc_header h[2];
+    size_t nh = 0;
+    if (far)
+        h[nh++] = (mc_header){MC_ROUTE_HEADER, MC_ROUTE_STORE, sizeof MC_ROUTE_STORE - 1};
+    if (attempt_header > 0) {
+        int n = snprintf(attempt, sizeof attempt, "%" PRId64, attempt_header);
+        h[nh++] = (mc_header){MC_ATTEMPT_HEADER, attempt, (size_t)n};
+    }
+    mc_produce out = {.out = w->wheel_out,
+                      .partition = mc_key_partition(key, keylen, p->layout),
+                      .key = key,
+                      .key_len = keylen,
+                      .value = w->buf.data,
+                      .value_len = w->buf.len,
+                      .headers = h,
+                      .n_headers = nh};
+    mc_counter_add(w->moved, 1);
+    return mc_ctx_produce(ctx, &out) == 0 ? 0 : -1;
+}
+
+typedef struct move_ctx {
+    wheel *w;
+    wheel_part *p;
+    mc_ctx *ctx;
+    bool replay;
+    int rc;
+    wheel_key **gone;
+    size_t n_gone, cap_gone;
+} move_ctx;
+
+/* Collects the pending keys whose home moved (the map is not changed while
+ * it is walked). */
+static void collect_moved(mc_keynode *n, void *arg)
+{
+    move_ctx *mv = arg;
+    wheel_key *k = (wheel_key *)n;
+    if (!k->payload || !moved(mv->p, k->key, k->node.key_len))
+        return;
+    if (mv->n_gone == mv->cap_gone) {
+        size_t cap = mv->cap_gone ? mv->cap_gone * 2 : 64;
+        wheel_key **v = realloc(mv->gone, cap * sizeof *v);
+        if (!v) {
+            mv->rc = -1;
+            return;
+        }
+        mv->gone = v;
+        mv->cap_gone = cap;
+    }
+    mv->gone[mv->n_gone++] = k;
+}
+
+/* The layout marker: the pending version of every key whose home moves goes
+ * there (in a replay it went when the marker was first processed). */
+static int take_layout(wheel *w, wheel_part *p, int32_t to, int64_t offset, bool replay,
+                       mc_ctx *ctx)
+{
+    if (to <= p->layout || to <= 0)
+        return 0; /* a marker seen again (another router wrote it too) */
+    p->layout = to;
+    p->layout_at = offset;
+    p->layout_done = false;
+    move_ctx mv = {.w = w, .p = p, .ctx = ctx, .replay = replay};
+    mc_keymap_each(p->keys, collect_moved, &mv);
+    for (size_t i = 0; i < mv.n_gone && mv.rc == 0; i++) {
+        wheel_key *k = mv.gone[i];
+        mc_wheel_entry e;
+        mc_arena_reset(w->arena);
+        if (!replay &&
+            (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != 0 ||
+             send_home(w, p, k->key, k->node.key_len, &e, false, 0, ctx) != 0))
+            mv.rc = -1;
+        unlink_pending(p, k);
+        maybe_forget(p, k);
+    }
+    free(mv.gone);
+    char part[16], layout[16], n[24];
+    snprintf(part, sizeof part, "%" PRId32, p->partition);
+    snprintf(layout, sizeof layout, "%" PRId32, to);
+    snprintf(n, sizeof n, "%zu", mv.n_gone);
+    if (!replay)
+        mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "partition count growing: pending tasks moved",
+               "partition", part, "to_partitions", layout, "moved", n, (const char *)NULL);
+    return mv.rc;
 }
 
 static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
@@ -761,7 +888,10 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
         mc_counter_add(w->replayed, 1);
     p->next = m->offset + 1;
     int rc = 0;
-    if (!take_marker(p, m)) {
+    int64_t to;
+    if (!m->key && !m->value && mc_record_header_int(m, MC_LAYOUT_HEADER, &to)) {
+        rc = take_layout(w, p, to <= INT32_MAX ? (int32_t)to : 0, m->offset, replay, ctx);
+    } else if (!take_marker(p, m)) {
         mc_wheel_entry e;
         char detail[200] = "";
         mc_arena_reset(w->arena);
@@ -776,11 +906,20 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
                      m->key ? mc_codec_strerror(err) : "no key", detail[0] ? ": " : "", detail);
             return mc_ctx_dead_letter(ctx, m, why, NULL);
         }
-        wheel_key *k = key_get(p, m->key, m->key_len);
-        if (!k || floor_push(w, p, k, m->offset) != 0)
-            return -1;
-        rc = apply_entry(w, p, k, m, &e, replay, ctx);
-        maybe_forget(p, k);
+        if (moved(p, m->key, m->key_len) && m->offset > p->layout_at) {
+            /* Its home is elsewhere now: it follows what went there. */
+            int64_t attempt = 0;
+            mc_record_header_int(m, MC_ATTEMPT_HEADER, &attempt);
+            if (!replay)
+                rc = send_home(w, p, m->key, m->key_len, &e, mc_wheel_record_is_far(m), attempt,
+                               ctx);
+        } else {
+            wheel_key *k = key_get(p, m->key, m->key_len);
+            if (!k || floor_push(w, p, k, m->offset) != 0)
+                return -1;
+            rc = apply_entry(w, p, k, m, &e, replay, ctx);
+            maybe_forget(p, k);
+        }
     }
     if (replay && !replaying(p))
         mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx)); /* replay done: fire what is due */

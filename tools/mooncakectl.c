@@ -58,6 +58,7 @@ enum {
     SC_DEAD = 8,
     SC_REQUEUE = 16,
     SC_TOPICS = 32,
+    SC_PARTITIONS = 64,
 };
 
 typedef enum opt_kind { K_STR, K_FLAG, K_LIST } opt_kind;
@@ -106,6 +107,9 @@ static const opt_def opt_defs[] = {
     {"batch", 0, SC_REQUEUE, K_STR, O(batch)},
     {"partitions", 0, SC_TOPICS, K_STR, O(partitions)},
     {"replication-factor", 0, SC_TOPICS, K_STR, O(replication_factor)},
+    {"to", 0, SC_PARTITIONS, K_STR, O(to)},
+    {"timeout", 0, SC_PARTITIONS, K_STR, O(timeout)},
+    {"no-wait-for-calls", 0, SC_PARTITIONS, K_FLAG, O(no_wait_calls)},
 };
 #define N_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
@@ -113,8 +117,10 @@ static const struct {
     const char *name;
     unsigned sc;
 } commands[] = {
-    {"submit", SC_SUBMIT}, {"cancel", SC_CANCEL},   {"results", SC_RESULTS},
-    {"dead", SC_DEAD},     {"requeue", SC_REQUEUE}, {"topics", SC_TOPICS},
+    {"submit", SC_SUBMIT},         {"cancel", SC_CANCEL},
+    {"results", SC_RESULTS},       {"dead", SC_DEAD},
+    {"requeue", SC_REQUEUE},       {"topics", SC_TOPICS},
+    {"partitions", SC_PARTITIONS},
 };
 
 /* ---- usage ------------------------------------------------------------------ */
@@ -131,6 +137,7 @@ static const char usage_global[] =
     "  dead      the dead letters (<prefix>dead): table or -J\n"
     "  requeue   move dead letters back to <prefix>tasks, exactly once\n"
     "  topics    create | describe: the topic set, partitions, configs, lag per group\n"
+    "  partitions grow --to N: more partitions for every topic, keys moved safely\n"
     "\n"
     "Global options (before or after the command):\n"
     "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
@@ -248,6 +255,23 @@ static const char usage_topics[] =
     "          group: state, members, partitions committed and lag on its input;\n"
     "          then cheap upper bounds of the pending work\n";
 
+static const char usage_partitions[] =
+    "usage: mooncakectl partitions grow --to N [--timeout S] [--no-wait-for-calls]\n"
+    "\n"
+    "Gives every mooncake topic N partitions - the only safe way: each key's home is\n"
+    "its murmur2 partition, so more partitions move keys, and their tasks must move\n"
+    "with them. It grows every topic but tasks, has the routers stop (commands wait in\n"
+    "tasks, nothing is lost) and mark their partitions of wheel, grows tasks, waits\n"
+    "until the store and the wheel have moved the tasks of every key whose home\n"
+    "changes (and the calls made before have finished, so their next attempts follow),\n"
+    "then lets routing resume. Every role keeps running. Run it again to go on after an\n"
+    "interruption.\n"
+    "  --to N                the new partition count (more than now)\n"
+    "  --timeout S           how long to wait for the roles (default 600)\n"
+    "  --no-wait-for-calls   resume routing once the tasks have moved, without waiting\n"
+    "                        for calls made before the growth (their next attempts may\n"
+    "                        then lose to nothing: a cancel sent meanwhile can miss them)\n";
+
 static const char *usage_text(unsigned sc)
 {
     switch (sc) {
@@ -263,6 +287,8 @@ static const char *usage_text(unsigned sc)
         return usage_requeue;
     case SC_TOPICS:
         return usage_topics;
+    case SC_PARTITIONS:
+        return usage_partitions;
     }
     return usage_global;
 }
@@ -326,11 +352,11 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
                 if (!o->command && !failed) {
                     snprintf(err, errlen,
                              "unknown command '%s' (submit, cancel, results, dead, requeue, "
-                             "topics; see -h)",
+                             "topics, partitions; see -h)",
                              a);
                     failed = true;
                 }
-            } else if (o->sc == SC_TOPICS && !o->action) {
+            } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS) && !o->action) {
                 o->action = a;
             } else if (!failed) {
                 snprintf(err, errlen, "unexpected argument '%s' (see %s -h)", a, o->command);
@@ -405,13 +431,18 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
         return -1;
     if (!o->help && !o->command) {
         snprintf(err, errlen,
-                 "no command given (submit, cancel, results, dead, requeue, topics; "
-                 "see -h)");
+                 "no command given (submit, cancel, results, dead, requeue, topics, "
+                 "partitions; see -h)");
         return -1;
     }
     if (!o->help && o->sc == SC_TOPICS &&
         (!o->action || (strcmp(o->action, "create") && strcmp(o->action, "describe")))) {
         snprintf(err, errlen, "topics needs create or describe%s%s%s", o->action ? ", not '" : "",
+                 o->action ? o->action : "", o->action ? "'" : "");
+        return -1;
+    }
+    if (!o->help && o->sc == SC_PARTITIONS && (!o->action || strcmp(o->action, "grow"))) {
+        snprintf(err, errlen, "partitions needs grow%s%s%s", o->action ? ", not '" : "",
                  o->action ? o->action : "", o->action ? "'" : "");
         return -1;
     }
@@ -996,6 +1027,33 @@ out:
     return rc;
 }
 
+int ctl_produce_wait(ctl *c, rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                     size_t keylen, const void *value, size_t valuelen, char *err, size_t errlen)
+{
+    delivery d = {0};
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, keylen),
+        RD_KAFKA_V_VALUE((void *)value, valuelen), RD_KAFKA_V_OPAQUE(&d), RD_KAFKA_V_END);
+    if (e) {
+        snprintf(err, errlen, "producing to %s: %s", topic, rd_kafka_err2str(e));
+        return -1;
+    }
+    while (!d.done) {
+        rd_kafka_poll(rk, 100);
+        if (!d.done && ctl_stop_requested(c)) {
+            snprintf(err, errlen, "interrupted before the broker acknowledged the write to %s",
+                     topic);
+            return -1;
+        }
+    }
+    if (d.err) {
+        snprintf(err, errlen, "writing to %s: %s", topic, rd_kafka_err2str(d.err));
+        return -1;
+    }
+    return 0;
+}
+
 /* What the router (and the gateway) would say about an id: the same limits
  * as the gateway's JSON. */
 static bool id_ok(const char *flag, const char *v, char *why, size_t whylen)
@@ -1410,6 +1468,9 @@ int main(int argc, char **argv, char **envp)
     case SC_TOPICS:
         rc = strcmp(c.o.action, "create") == 0 ? ctl_cmd_topics_create(&c)
                                                : ctl_cmd_topics_describe(&c);
+        break;
+    case SC_PARTITIONS:
+        rc = ctl_cmd_partitions_grow(&c);
         break;
     default:
         rc = EXIT_USAGE;

@@ -1,6 +1,7 @@
 /* What the files of mooncakectl share (tools/mooncakectl.c: options,
  * configuration, submit, cancel and main; mooncakectl_read.c: reading a
- * topic, results and dead; mooncakectl_requeue.c; mooncakectl_topics.c):
+ * topic, results and dead; mooncakectl_requeue.c; mooncakectl_topics.c;
+ * mooncakectl_partitions.c):
  * the run's state, the Kafka clients, reading partitions to their end, and
  * the commands. Nothing here is global: everything hangs off one ctl. */
 #ifndef MOONCAKECTL_H
@@ -30,7 +31,7 @@ typedef struct str_list {
 
 /* What the command line said. Strings point into argv (not owned). */
 typedef struct ctl_opts {
-    const char *command, *action; /* "topics" takes an action: create | describe */
+    const char *command, *action; /* topics: create | describe; partitions: grow */
     unsigned sc;                  /* SC_* of command */
     bool help, quiet, json;
     const char *brokers, *prefix, *config_file;
@@ -45,6 +46,9 @@ typedef struct ctl_opts {
     const char *batch; /* requeue: letters per transaction */
     /* topics create */
     const char *partitions, *replication_factor;
+    /* partitions grow */
+    const char *to, *timeout;
+    bool no_wait_calls;
 } ctl_opts;
 
 /* Everything one run owns. */
@@ -128,6 +132,12 @@ int ctl_md_partitions(const rd_kafka_metadata_t *md, const char *topic);
  * missing or there is no metadata. */
 int ctl_topic_partitions(ctl *c, rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
+/* Produces one record to topic's partition with rk (from ctl_new_producer)
+ * and waits for the broker's acknowledgement. Returns 0, or -1 with a line
+ * in err. */
+int ctl_produce_wait(ctl *c, rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                     size_t keylen, const void *value, size_t valuelen, char *err, size_t errlen);
+
 /* ---- mooncakectl_read.c ---- */
 
 /* Fills parts[0..n) for every partition of topic: from the low watermark
@@ -166,5 +176,10 @@ int ctl_ensure_ledger(ctl *c, rd_kafka_t *rk, bool *created, char *err, size_t e
 /* topics create / topics describe. Return the exit status. */
 int ctl_cmd_topics_create(ctl *c);
 int ctl_cmd_topics_describe(ctl *c);
+
+/* ---- mooncakectl_partitions.c ---- */
+
+/* partitions grow --to M. Returns the exit status. */
+int ctl_cmd_partitions_grow(ctl *c);
 
 #endif

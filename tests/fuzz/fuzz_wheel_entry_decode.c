@@ -29,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t body;
     mc_command_kind kind;
     mc_codec_err pe = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &kind, &body);
-    if (e == MC_CODEC_OK && (pe != MC_CODEC_OK || version != w.version || kind != w.command.kind ||
-                             body >= size)) {
+    if (e == MC_CODEC_OK &&
+        (pe != MC_CODEC_OK || version != w.version || kind != w.command.kind || body >= size)) {
         fprintf(stderr, "peek disagrees with the decoder (%d)\n", (int)pe);
         abort();
     }

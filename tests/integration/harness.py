@@ -130,7 +130,9 @@ def free_port():
 class Env:
     """A fresh topic prefix plus helpers to produce to and read from it."""
 
-    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead")
+    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "layout")
+    # Topics whose partition count is fixed, whatever the set's.
+    SINGLE_PARTITION = ("layout",)
 
     def __init__(self, partitions=3, create_topics=True, topic_config=None):
         self.prefix = "t%s." % uuid.uuid4().hex[:10]
@@ -147,8 +149,10 @@ class Env:
         from confluent_kafka.admin import AdminClient, NewTopic
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         fs = admin.create_topics([
-            NewTopic(self.topic(t), num_partitions=self.partitions, replication_factor=1,
-                     config={"cleanup.policy": "compact" if t == "store" else "delete",
+            NewTopic(self.topic(t),
+                     num_partitions=1 if t in self.SINGLE_PARTITION else self.partitions,
+                     replication_factor=1,
+                     config={"cleanup.policy": "compact" if t in ("store", "layout") else "delete",
                              **topic_config.get(t, {})})
             for t in self.TOPICS])
         for f in fs.values():

@@ -116,8 +116,9 @@ def test_topics_create_and_describe():
         assert all(j["created"] for j in made.values()), made
         assert made[env.topic("tasks")]["partitions"] == 2
         assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
+        assert made[env.topic("layout")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 8, again
+        assert again.count("exists") == 9, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         res = [ConfigResource("topic", env.topic(t)) for t in ("store", "dead", "results")]

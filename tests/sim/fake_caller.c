@@ -187,7 +187,7 @@ static void log_call(fake_env *env, const mc_job *j)
     c->status = j->status;
 }
 
-size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(const mc_job *j, void *arg),
+size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_job *j, void *arg),
                        void *arg)
 {
     size_t n = 0;
@@ -197,9 +197,14 @@ size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(const mc_job
             l = &j->next;
             continue;
         }
+        long status = respond ? respond(j, arg) : 200;
+        if (status < 0) {
+            l = &j->next; /* still in flight */
+            continue;
+        }
         *l = j->next;
         j->started_at = j->finished_at = now;
-        j->status = respond ? respond(j, arg) : 200;
+        j->status = status;
         if (j->status == 0) {
             j->transport_failed = true;
             snprintf(j->error, sizeof j->error, "connection refused (fake)");

@@ -42,8 +42,10 @@ void fake_env_free(fake_env *env);
 size_t fake_caller_pending(const fake_caller *f);
 /* Ends every pending call due at or before now: it is made (recorded) and
  * answered with respond(call, arg)'s status (200 when respond is NULL);
- * a status of 0 means a connection error. Returns how many. */
-size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(const mc_job *j, void *arg),
+ * a status of 0 means a connection error, and a negative one keeps the
+ * call in flight (asked again at the next run); respond may also set the
+ * job's answer (retry_after, say). Returns how many ended. */
+size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_job *j, void *arg),
                        void *arg);
 
 #endif

@@ -693,6 +693,20 @@ static int sim_ctx_partition_count(mc_ctx *ctx, const char *suffix, char *err, s
     return sim_partitions(in->k, name);
 }
 
+static int64_t sim_ctx_end_offset(mc_ctx *ctx, const char *suffix, int32_t partition, char *err,
+                                  size_t errlen)
+{
+    sim_inst *in = INST_OF(ctx);
+    char name[256];
+    mc_topic_name(in->cfg, suffix, name, sizeof name);
+    plog *l = plog_of(in->k, name, partition);
+    if (!l) {
+        snprintf(err, errlen, "%s [%d]: no such partition", name, (int)partition);
+        return -1;
+    }
+    return (int64_t)l->n;
+}
+
 static const mc_ctx_ops sim_ops = {
     .output = sim_ctx_output,
     .produce = sim_ctx_produce,
@@ -706,6 +720,7 @@ static const mc_ctx_ops sim_ops = {
     .watch_fd = sim_ctx_watch_fd,
     .restore = sim_ctx_restore,
     .partition_count = sim_ctx_partition_count,
+    .end_offset = sim_ctx_end_offset,
 };
 
 sim_inst *sim_inst_new(sim_kafka *k, const mc_processor *p, const mc_config *cfg,

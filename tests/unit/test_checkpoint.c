@@ -25,15 +25,22 @@ static uint64_t rnd(void)
 static void wheel_format(void)
 {
     char buf[128];
-    mc_wheel_checkpoint c = {42, true, 1800000000123, 7}, d;
+    mc_wheel_checkpoint c = {.position = 42,
+                             .has_frontier = true,
+                             .frontier_due = 1800000000123,
+                             .frontier_offset = 7},
+                        d;
     mc_wheel_checkpoint_format(&c, buf, sizeof buf);
     CHECK(strcmp(buf, "v1 o=42 f=1800000000123 g=7") == 0, "%s", buf);
     CHECK(mc_wheel_checkpoint_parse(buf, strlen(buf), &d) && d.position == 42 && d.has_frontier &&
           d.frontier_due == 1800000000123 && d.frontier_offset == 7);
-    c = (mc_wheel_checkpoint){9, false, 0, 0};
+    c = (mc_wheel_checkpoint){.position = 9};
     mc_wheel_checkpoint_format(&c, buf, sizeof buf);
     CHECK(mc_wheel_checkpoint_parse(buf, strlen(buf), &d) && d.position == 9 && !d.has_frontier);
-    c = (mc_wheel_checkpoint){INT64_MAX, true, INT64_MIN, INT64_MAX};
+    c = (mc_wheel_checkpoint){.position = INT64_MAX,
+                              .has_frontier = true,
+                              .frontier_due = INT64_MIN,
+                              .frontier_offset = INT64_MAX};
     mc_wheel_checkpoint_format(&c, buf, sizeof buf);
     CHECK(mc_wheel_checkpoint_parse(buf, strlen(buf), &d) && d.frontier_due == INT64_MIN, "%s",
           buf);
@@ -45,6 +52,36 @@ static void wheel_format(void)
         CHECK(!mc_wheel_checkpoint_parse(bad[i], strlen(bad[i]), &d), "accepted '%s'", bad[i]);
     /* Parses exactly len bytes: a longer buffer's tail is not read. */
     CHECK(mc_wheel_checkpoint_parse("v1 o=12garbage", 7, &d) && d.position == 12);
+    /* After a growth: the layout, its marker, and whether its calls finished. */
+    c = (mc_wheel_checkpoint){.position = 500,
+                              .has_frontier = true,
+                              .frontier_due = 5,
+                              .frontier_offset = 6,
+                              .layout = 24,
+                              .layout_at = 480,
+                              .layout_done = true};
+    mc_wheel_checkpoint_format(&c, buf, sizeof buf);
+    CHECK(strcmp(buf, "v1 o=500 f=5 g=6 l=24 x=480 d=1") == 0, "%s", buf);
+    CHECK(mc_wheel_checkpoint_parse(buf, strlen(buf), &d) && d.layout == 24 && d.layout_at == 480 &&
+          d.layout_done && d.frontier_offset == 6);
+    c.layout_done = c.has_frontier = false;
+    mc_wheel_checkpoint_format(&c, buf, sizeof buf);
+    CHECK(mc_wheel_checkpoint_parse(buf, strlen(buf), &d) && d.layout == 24 && !d.layout_done &&
+              !d.has_frontier,
+          "%s", buf);
+    static const char *bad_layouts[] = {"v1 o=1 l=2",     "v1 o=1 x=2",         "v1 o=1 d=1",
+                                        "v1 o=1 l=0 x=2", "v1 o=1 l=2 x=3 d=2", "v1 o=1 l=2 x=-3"};
+    for (size_t i = 0; i < sizeof bad_layouts / sizeof bad_layouts[0]; i++)
+        CHECK(!mc_wheel_checkpoint_parse(bad_layouts[i], strlen(bad_layouts[i]), &d),
+              "accepted '%s'", bad_layouts[i]);
+    mc_store_checkpoint sc = {24, 480}, sd;
+    mc_store_checkpoint_format(&sc, buf, sizeof buf);
+    CHECK(strcmp(buf, "s1 l=24 x=480") == 0 && mc_store_checkpoint_parse(buf, strlen(buf), &sd) &&
+          sd.layout == 24 && sd.layout_at == 480);
+    sc = (mc_store_checkpoint){0, 0};
+    mc_store_checkpoint_format(&sc, buf, sizeof buf);
+    CHECK(mc_store_checkpoint_parse(buf, strlen(buf), &sd) && sd.layout == 0);
+    CHECK(!mc_store_checkpoint_parse("s1 l=3", 6, &sd) && !mc_store_checkpoint_parse("s2", 2, &sd));
 }
 
 static void exec_round_trip(int64_t committed, const int64_t *u, size_t n, int64_t end)

@@ -66,7 +66,7 @@ static void settle(pipeline *pl)
 /* Advances the clock to `until` in steps, settling at each; calls that are
  * due are answered by respond (200 when NULL) only when answer is true. */
 static void run_until(pipeline *pl, int64_t until, int64_t step, bool answer,
-                      long (*respond)(const mc_job *, void *))
+                      long (*respond)(mc_job *, void *))
 {
     while (sim_now(pl->k) < until) {
         int64_t next = sim_now(pl->k) + step;
@@ -78,7 +78,7 @@ static void run_until(pipeline *pl, int64_t until, int64_t step, bool answer,
     }
 }
 
-static long fail_500(const mc_job *j, void *arg)
+static long fail_500(mc_job *j, void *arg)
 {
     (void)j;
     (void)arg;
@@ -162,7 +162,7 @@ static void a_resubmit_during_a_failing_call_wins(void)
 }
 
 /* Answers 500 to the first two calls it sees, 200 after. */
-static long fail_twice(const mc_job *j, void *arg)
+static long fail_twice(mc_job *j, void *arg)
 {
     (void)j;
     int *seen = arg;

@@ -1,0 +1,148 @@
+"""Growing the partition count on a real broker, with every role running:
+`mooncakectl partitions grow` moves the tasks of every key whose home changes
+(near ones held by the wheel, far ones held by the store) and routing resumes
+on the new layout, so a cancel written after the growth - by a client that has
+noticed it or by one that has not - still meets its task, and every other
+task is called once at its time. Growing `tasks` behind mooncake's back stops
+the router, which says why, until the same command completes the growth.
+
+What is checked is what a user sees: the calls reaching a local endpoint, the
+command's exit status and output, and the router's log and /readyz."""
+import os
+import subprocess
+import time
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from harness import (BOOTSTRAP, CallbackServer, Env, cancel_value, home_partition, now_ms, run,
+                     submit_value, task)
+from test_executor import ALLOW_LOOPBACK, wait_until
+from test_store_wheel import FAST_FAILOVER, readyz, sleep_until
+
+from test_mooncakectl import CTL as MOONCAKECTL
+OLD, NEW = 3, 6
+# Tasks due within 15 s go to the wheel; later ones wait in the store.
+ROLE_ENV = {"MOONCAKE_HORIZON_MS": 15000, **ALLOW_LOOPBACK, **FAST_FAILOVER}
+
+
+def mooncakectl(env, *args, timeout=180):
+    return subprocess.run([MOONCAKECTL, "-b", BOOTSTRAP, "-p", env.prefix, *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def producer(partitions_seen):
+    """A client producer whose metadata says the tasks topic has partitions_seen
+    partitions: it places keys with murmur2 over that count (a client that
+    has, or has not yet, noticed a growth)."""
+    return Producer({"bootstrap.servers": BOOTSTRAP, "enable.idempotence": True,
+                     "linger.ms": 5}), partitions_seen
+
+
+def send(env, prod, items):
+    p, n = prod
+    for key, value in items:
+        p.produce(env.topic("tasks"), key=key, value=value, partition=home_partition(key, n))
+    assert p.flush(30) == 0
+
+
+def called(server, path):
+    return len(server.calls_to(path))
+
+
+def test_grow_with_tasks_near_far_and_cancels_after():
+    server = CallbackServer()
+    env = Env(partitions=OLD)
+    try:
+        env.start("all", "--gateway-no-auth", wait_ready=False, **ROLE_ENV)
+        env.wait_ready(env.procs[0], timeout=90)
+        old = producer(OLD)
+        t0 = now_ms()
+        due = {}
+        keys = [f"g/k{i}" for i in range(60)]
+        for i, key in enumerate(keys):
+            # Near (held by the wheel at the growth) and far (held by the
+            # store then, handed to the wheel after it).
+            due[key] = t0 + (17000 if i % 2 else 40000) + i * 10
+        send(env, old, [(k, submit_value(task("g", k[2:], d, url=server.url("/" + k))))
+                        for k, d in due.items()])
+        moved = [k for k in keys if home_partition(k, OLD) != home_partition(k, NEW)]
+        assert len(moved) >= 10, moved
+        time.sleep(2)
+        r = mooncakectl(env, "partitions", "grow", "--to", str(NEW), "--timeout", "120")
+        assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
+        assert f"grown from {OLD} to {NEW}" in r.stdout, r.stdout
+        grown_at = now_ms()
+        print(f"     grew {OLD} -> {NEW} in {(grown_at - t0) / 1000 - 2:.1f}s; "
+              f"{len(moved)} of {len(keys)} keys moved home", flush=True)
+        assert grown_at < min(due.values()) - 2000, "the growth took too long for this test"
+        # Cancels after the growth: half from a client that has noticed it,
+        # half from one that has not (still placing keys over 3 partitions).
+        cancelled = moved[::2]
+        new = producer(NEW)
+        send(env, new, [(k, cancel_value("g", k[2:])) for k in cancelled[::2]])
+        send(env, old, [(k, cancel_value("g", k[2:])) for k in cancelled[1::2]])
+        # And a task submitted after it.
+        after = "g/after"
+        due[after] = now_ms() + 3000
+        send(env, new, [(after, submit_value(task("g", "after", due[after],
+                                                  url=server.url("/" + after))))])
+        sleep_until(max(due.values()) + 3000)
+        wrong = {k: called(server, "/" + k) for k in due
+                 if called(server, "/" + k) != (0 if k in cancelled else 1)}
+        assert not wrong, f"calls per task not as expected: {sorted(wrong.items())[:10]}"
+        late = [(k, round(c["at"] - due[k])) for k in due for c in server.calls_to("/" + k)
+                if c["at"] > due[k] + 2000]
+        assert not late, f"called late: {late[:10]}"
+        print(f"     {len(due) - len(cancelled)} tasks called once on time, "
+              f"{len(cancelled)} cancelled after the growth never called", flush=True)
+        r = mooncakectl(env, "partitions", "grow", "--to", str(NEW))
+        assert r.returncode == 0 and "already" in r.stderr, (r.returncode, r.stderr)
+        r = mooncakectl(env, "partitions", "grow", "--to", str(OLD))
+        assert r.returncode == 2 and "can only grow" in r.stderr, (r.returncode, r.stderr)
+    finally:
+        env.stop_all()
+        server.close()
+
+
+def test_growing_tasks_behind_mooncakes_back_stops_routing_until_grown():
+    server = CallbackServer()
+    env = Env(partitions=OLD)
+    try:
+        p = env.start("all", "--gateway-no-auth", wait_ready=False, **ROLE_ENV)
+        env.wait_ready(p, timeout=90)
+        send(env, producer(OLD), [("g/before", submit_value(
+            task("g", "before", now_ms() + 1000, url=server.url("/before"))))])
+        wait_until("the first call", lambda: server.calls_to("/before"), timeout=30)
+        admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+        for f in admin.create_partitions([NewPartitions(env.topic(t), NEW)
+                                          for t in env.TOPICS
+                                          if t not in env.SINGLE_PARTITION]).values():
+            f.result()
+        # The router reads the partition count every two seconds; what it
+        # routes before it notices still follows the layout (3 partitions).
+        wait_until("the router to say it stopped",
+                   lambda: "routing stopped: tasks does not have the layout" in env.log(p, None),
+                   timeout=60)
+        send(env, producer(NEW), [("g/after", submit_value(
+            task("g", "after", now_ms() + 1000, url=server.url("/after"))))])
+        time.sleep(3)
+        assert not server.calls_to("/after"), "routed although the layout does not match"
+        status, body = readyz(p, body=True)
+        assert status == 503 and "router" in body, (status, body)
+        r = mooncakectl(env, "partitions", "grow", "--to", str(NEW), "--timeout", "120")
+        assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
+        wait_until("the task submitted after the growth", lambda: server.calls_to("/after"),
+                   timeout=30)
+        print("     routing stopped with a growth behind its back; mooncakectl completed it, "
+              "and the waiting task was called", flush=True)
+    finally:
+        env.stop_all()
+        server.close()
+
+
+if __name__ == "__main__":
+    run([
+        test_grow_with_tasks_near_far_and_cancels_after,
+        test_growing_tasks_behind_mooncakes_back_stops_routing_until_grown,
+    ])
