@@ -331,7 +331,9 @@ static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     router *r = self;
     if (r->n_owned && now_ms - r->layout_read_at >= LAYOUT_POLL_MS && check_layout(r, ctx) != 0)
         return -1;
-    mc_ctx_wakeup_at(ctx, now_ms + LAYOUT_POLL_MS);
+    /* From the last read: woken early (another timer), it must not wait
+     * a whole period more. */
+    mc_ctx_wakeup_at(ctx, r->layout_read_at + LAYOUT_POLL_MS);
     return 0;
 }
 

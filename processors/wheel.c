@@ -721,9 +721,10 @@ static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m
     if (e->command.kind == MC_CMD_CANCEL) {
         raise_floor(w, p, k, v);
     } else if (mc_wheel_record_is_far(m)) {
-        if (mc_version_cmp(v, k->floor) < 0) {
-            /* A next attempt a newer version superseded, on its way to the
-             * store, which cannot tell: void it there. */
+        if (mc_version_cmp(v, k->floor) < 0 || (k->payload && mc_version_cmp(v, k->version) < 0)) {
+            /* A next attempt a newer version superseded (fired, or still
+             * pending here), on its way to the store, which cannot tell:
+             * void it there. */
             mc_counter_add(w->stale, 1);
             mc_version void_below = {v.v, v.attempt + 1};
             if (!replay && send_cancel(w, w->wheel_out, p, k, e, void_below, ctx) != 0)
@@ -906,11 +907,14 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
                      m->key ? mc_codec_strerror(err) : "no key", detail[0] ? ": " : "", detail);
             return mc_ctx_dead_letter(ctx, m, why, NULL);
         }
-        if (moved(p, m->key, m->key_len) && m->offset > p->layout_at) {
-            /* Its home is elsewhere now: it follows what went there. */
+        if (moved(p, m->key, m->key_len)) {
+            /* Its home is elsewhere now: it follows what went there. A
+             * replay (the layout comes from the checkpoint) also meets the
+             * key's records from before the marker: what of them was
+             * pending went there at the marker, so none is taken again. */
             int64_t attempt = 0;
             mc_record_header_int(m, MC_ATTEMPT_HEADER, &attempt);
-            if (!replay)
+            if (!replay && m->offset > p->layout_at)
                 rc = send_home(w, p, m->key, m->key_len, &e, mc_wheel_record_is_far(m), attempt,
                                ctx);
         } else {

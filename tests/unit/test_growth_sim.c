@@ -63,6 +63,16 @@ static void stop(cluster *c)
     kit_config_free(c->cfg);
 }
 
+/* Instance i (1: store, 2: wheel) dies and a new one takes its partitions. */
+static void crash_restart(cluster *c, int i, const char *instance)
+{
+    const mc_processor *proc = i == 1 ? &mc_store_processor : &mc_wheel_processor;
+    sim_crash(c->in[i]);
+    sim_expire_transactions(c->k); /* the dead instance's, at its timeout */
+    c->in[i] = sim_inst_new(c->k, proc, c->cfg, instance);
+    CHECK(c->in[i] && sim_assign_all(c->in[i]) == 0);
+}
+
 /* A rebalance of every group: all revoked, then all assigned. */
 static void rebalance(cluster *c)
 {
@@ -161,7 +171,10 @@ static bool moves(const char *id)
     return mc_key_partition(key, kl, N_OLD) != mc_key_partition(key, kl, N_NEW);
 }
 
-static void grow_with_everything_in_flight(void)
+/* crash_at_marker: the store and the wheel read their layout markers (and
+ * send moved keys on, in their open transactions) and die before they
+ * commit; their successors must move the keys again. */
+static void grow_with_everything_in_flight(bool crash_at_marker)
 {
     cluster c;
     start(&c);
@@ -175,7 +188,7 @@ static void grow_with_everything_in_flight(void)
         char kind = kinds[i % 4];
         char fate = "xcr"[(i / 4) % 3];
         snprintf(id, sizeof id, "%c%c%d", kind, fate, i);
-        int64_t due = kind == 'd' ? T0 + 20000 + i : kind == 'n' ? T0 + 9000 + i : T0 + 2900;
+        int64_t due = kind == 'd' ? T0 + 20000 + i : kind == 'n' ? T0 + 8000 + i : T0 + 2900;
         client_submit(&c, id, due, N_OLD, "http://e/old");
     }
     run_until(&c, T0 + 3000);
@@ -189,6 +202,21 @@ static void grow_with_everything_in_flight(void)
     rebalance(&c);
     set_layout(&c, (mc_layout){.partitions = N_OLD, .growing_to = N_NEW});
     client_submit(&c, "late", T0 + 12000, N_OLD, "http://e/old"); /* before the switch */
+    if (crash_at_marker) {
+        /* The near tasks are with the wheel (handed over from T0 + 3 s);
+         * the routers read the layout again at T0 + 5 s. */
+        run_until(&c, T0 + 4950);
+        sim_advance(c.k, 50);
+        CHECK(sim_settle(c.in[0], 30) == 0);
+        for (int i = 1; i <= 2; i++)
+            while (sim_poll(c.in[i], 100000) > 0)
+                ; /* no commit */
+        CHECK(sim_counter(c.in[1], "mooncake_store_moved_total", NULL) > 0 &&
+                  sim_counter(c.in[2], "mooncake_wheel_moved_total", NULL) > 0,
+              "the store and the wheel had not reached their markers");
+        crash_restart(&c, 1, "i2");
+        crash_restart(&c, 2, "i2");
+    }
     run_until(&c, T0 + 5500); /* routers stop and mark; wheel and store move keys */
     sim_set_partitions(c.k, kit_topic("tasks"), N_NEW);
     rebalance(&c);
@@ -199,7 +227,8 @@ static void grow_with_everything_in_flight(void)
         CHECK(committed_says(&c, "wheel", q, "d=1"), "wheel %d: calls before the marker", q);
     }
     CHECK(sim_counter(c.in[2], "mooncake_wheel_moved_total", NULL) > 0 &&
-          sim_counter(c.in[1], "mooncake_store_moved_total", NULL) > 0);
+              sim_counter(c.in[1], "mooncake_store_moved_total", NULL) > 0,
+          "%s: nothing moved", crash_at_marker ? "after a crash at the marker" : "");
     set_layout(&c, (mc_layout){.partitions = N_NEW, .previous = N_OLD});
     /* After the growth: clients write under the new layout. */
     for (int i = 0; i < TASKS; i++) {
@@ -278,7 +307,8 @@ static void a_growth_behind_mooncakes_back_stops_the_router(void)
 
 int main(void)
 {
-    grow_with_everything_in_flight();
+    grow_with_everything_in_flight(false);
+    grow_with_everything_in_flight(true);
     a_growth_behind_mooncakes_back_stops_the_router();
     return check_exit("test_growth_sim");
 }

@@ -108,7 +108,15 @@ static void an_overdue_backlog_fires_exactly_once_across_a_crash(void)
     CHECK(sim_punctuate(wheel) == 1);
     CHECK(sim_commit(wheel) == 0);
     sim_crash(wheel);
+    /* The next owner crashes halfway through its replay, with the backlog
+     * overdue: the one after it replays again from the same checkpoint. */
     wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w2");
+    CHECK(sim_assign_all(wheel) == 0);
+    CHECK(sim_poll(wheel, N / 2) > 0);
+    CHECK(sim_punctuate(wheel) >= 0);
+    CHECK(sim_commit(wheel) == 0);
+    sim_crash(wheel);
+    wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w3");
     CHECK(sim_assign_all(wheel) == 0);
     CHECK(sim_settle(wheel, 100) == 0);
     kit_entry *e;
