@@ -243,12 +243,18 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
                          name, p, cfg->topic_prefix, shared_name, shared);
             }
         }
-        if (!mismatch && tasks > 0 && shared > 0 && tasks > shared) {
-            mismatch = true;
-            snprintf(err, errlen,
-                     "topic %stasks has %d partitions but %s%s has %d: grow every topic with "
-                     "`mooncakectl partitions grow --to %d` (README, Growing the partition count)",
-                     cfg->topic_prefix, tasks, cfg->topic_prefix, shared_name, shared, tasks);
+        if (!mismatch && !missing && tasks > shared && shared > 0) {
+            /* Grown behind mooncake's back: the router stops (and says so)
+             * until the growth is completed; the other roles go on firing
+             * and calling what they have. */
+            char t[16], s[16], cmd[64];
+            snprintf(t, sizeof t, "%d", tasks);
+            snprintf(s, sizeof s, "%d", shared);
+            snprintf(cmd, sizeof cmd, "mooncakectl partitions grow --to %d", tasks);
+            mc_log(lg, MC_LOG_WARN,
+                   "tasks has more partitions than the other topics: routing stops until the "
+                   "growth is completed (README, Growing the partition count)",
+                   "tasks_partitions", t, "partitions", s, "run", cmd, (const char *)NULL);
         }
         rd_kafka_metadata_destroy(md);
         md = NULL;

@@ -24,7 +24,8 @@ bool mc_record_header(const mc_record *r, const char *name, const void **value, 
     return false;
 }
 
-bool mc_record_header_int(const mc_record *r, const char *name, int64_t *out)
+/* The header as a decimal integer in [min, INT64_MAX]. */
+static bool header_number(const mc_record *r, const char *name, int64_t min, int64_t *out)
 {
     const void *v;
     size_t n;
@@ -33,5 +34,15 @@ bool mc_record_header_int(const mc_record *r, const char *name, int64_t *out)
         return false;
     memcpy(text, v, n);
     text[n] = '\0';
-    return mc_parse_int64(text, 0, INT64_MAX, out);
+    return mc_parse_int64(text, min, INT64_MAX, out);
+}
+
+bool mc_record_header_int(const mc_record *r, const char *name, int64_t *out)
+{
+    return header_number(r, name, 0, out);
+}
+
+bool mc_record_header_version(const mc_record *r, const char *name, int64_t *out)
+{
+    return header_number(r, name, INT64_MIN, out);
 }

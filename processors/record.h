@@ -40,6 +40,9 @@ bool mc_record_header(const mc_record *r, const char *name, const void **value, 
 /* The last header called name as a non-negative decimal integer: false when
  * it is absent or is not one. */
 bool mc_record_header_int(const mc_record *r, const char *name, int64_t *out);
+/* The same for a version, which may be negative: one written before a
+ * growth of the partition count is shifted below zero (layout.h). */
+bool mc_record_header_version(const mc_record *r, const char *name, int64_t *out);
 
 /* Identifies one input record: what an output answers, when a processor
  * produces it outside process() (a finished HTTP call, a fired task). */

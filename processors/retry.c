@@ -65,7 +65,7 @@ static int schedule(retry *r, mc_ctx *ctx, const mc_record *m, const char *key, 
 {
     int64_t version;
     mc_buf_reset(&r->buf);
-    if (!mc_record_header_int(m, MC_VERSION_HEADER, &version)) {
+    if (!mc_record_header_version(m, MC_VERSION_HEADER, &version)) {
         mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *next};
         if (mc_encode_command(&c, &r->buf) != 0)
             return -1;

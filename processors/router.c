@@ -30,8 +30,11 @@
  * stops too, after writing a layout marker to each of its partitions of
  * `wheel`: the point in each partition after which the wheel and the store
  * move the keys whose home changes. After the growth, a command found on
- * its home under the previous layout was written before the growth: it
- * goes to its new home with its version shifted below every newer one. */
+ * its home under the previous layout, below where that partition of tasks
+ * ended when tasks grew (the layout's split), was written before the
+ * growth: it goes to its new home with its version shifted below every
+ * newer one. A stale client's command after the split goes home through
+ * tasks instead. */
 #include "router.h"
 
 #include <inttypes.h>
@@ -70,7 +73,7 @@ typedef struct router {
     char tasks_topic[256];
     owned *owned;
     size_t n_owned;
-    int64_t layout_read_at, stop_warned_at;
+    int64_t layout_read_at, stop_warned_at, read_warned_at;
     int64_t layout_end;       /* where the layout topic ended when last read; -1: read it */
     int64_t rehome_warned_at; /* one warning a minute is enough */
     mc_output *layout_out;
@@ -194,25 +197,26 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
 
 static void take_layout_record(void *arg, const mc_record *m)
 {
-    mc_layout *l = arg;
+    mc_layout *l = arg, next;
     if (m->key && m->key_len == sizeof MC_LAYOUT_KEY - 1 &&
-        memcmp(m->key, MC_LAYOUT_KEY, m->key_len) == 0)
-        mc_layout_parse(m->value, m->value_len, l); /* the last one wins */
+        memcmp(m->key, MC_LAYOUT_KEY, m->key_len) == 0 &&
+        mc_layout_parse(m->value, m->value_len, &next))
+        mc_layout_move(l, &next); /* the last one wins */
 }
 
 /* Writes the layout's first record: the partition count of tasks now. */
 static int write_first_layout(router *r, mc_ctx *ctx)
 {
-    r->layout = (mc_layout){.partitions = r->tasks_partitions};
+    mc_layout_free(&r->layout);
+    r->layout.partitions = r->tasks_partitions;
     char value[96];
-    int n = mc_layout_format(&r->layout, value, sizeof value);
+    size_t n = mc_layout_format(&r->layout, value, sizeof value);
     mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "recording the partition layout", "layout", value,
            (const char *)NULL);
     /* Committed before the next read: a restore waits for open
      * transactions, and it would wait forever for its own. */
     mc_ctx_request_commit(ctx);
-    return mc_ctx_forward(ctx, r->layout_out, 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, value,
-                          (size_t)n);
+    return mc_ctx_forward(ctx, r->layout_out, 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, value, n);
 }
 
 /* Writes the growth's layout marker to each owned partition of wheel that
@@ -246,44 +250,71 @@ static void resume_owned(router *r, mc_ctx *ctx)
     }
 }
 
-/* Reads the layout and the partition count of tasks, and decides whether
- * to route. Returns 0, or -1 when neither can be read. */
-static int check_layout(router *r, mc_ctx *ctx)
+/* A read that failed (a broker restarting, a topic created a moment ago):
+ * said once a minute; the next read is in LAYOUT_POLL_MS. */
+static void read_failed(router *r, mc_ctx *ctx, const char *what, const char *err)
+{
+    if (r->read_warned_at && r->layout_read_at - r->read_warned_at < 60000)
+        return;
+    r->read_warned_at = r->layout_read_at;
+    mc_log(mc_ctx_logger(ctx), MC_LOG_WARN, what, "error", err, "retry_in_ms", "2000",
+           (const char *)NULL);
+}
+
+/* Reads the partition count of tasks and, when its topic moved, the
+ * layout. Returns 0, 1 when the broker could not say (try again later), or
+ * -1 when the first layout could not be written. */
+static int read_layout(router *r, mc_ctx *ctx)
 {
     char err[512];
     int n = mc_ctx_partition_count(ctx, "tasks", err, sizeof err);
     if (n <= 0) {
-        mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR, "cannot read the partition count", "error", err,
-               (const char *)NULL);
-        return -1;
+        read_failed(r, ctx, "cannot read the partition count of tasks", err);
+        return 1;
     }
     r->tasks_partitions = n;
-    r->layout_read_at = mc_ctx_now_ms(ctx);
     /* The layout changes once per growth: ask where the topic ends, and
      * read it again only when that moved (a read is a restore). */
     int64_t end = mc_ctx_end_offset(ctx, "layout", 0, err, sizeof err);
     if (end < 0) {
-        mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR, "cannot read the layout", "error", err,
-               (const char *)NULL);
-        return -1;
+        read_failed(r, ctx, "cannot read the layout", err);
+        return 1;
     }
-    if (end != r->layout_end) {
-        mc_layout l = {0};
-        int32_t zero = 0;
-        if (mc_ctx_restore(ctx, "layout", &zero, 1, take_layout_record, &l, NULL) != 0)
+    if (end == r->layout_end)
+        return 0;
+    mc_layout l = {0};
+    int32_t zero = 0;
+    if (mc_ctx_restore(ctx, "layout", &zero, 1, take_layout_record, &l, NULL) != 0) {
+        mc_layout_free(&l);
+        read_failed(r, ctx, "cannot read the layout", "the restore failed");
+        return 1;
+    }
+    r->layout_end = end;
+    if (!l.partitions) {
+        if (write_first_layout(r, ctx) != 0)
             return -1;
-        r->layout_end = end;
-        if (!l.partitions) {
-            if (write_first_layout(r, ctx) != 0)
-                return -1;
-            r->layout_end = -1; /* what it wrote moves the end */
-        } else {
-            r->layout = l;
-        }
+        r->layout_end = -1; /* what it wrote moves the end */
+    } else {
+        mc_layout_move(&r->layout, &l);
     }
+    return 0;
+}
+
+/* Reads the layout and decides whether to route. Returns 0, or -1 on a
+ * fatal error (the broker refusing a write). */
+static int check_layout(router *r, mc_ctx *ctx)
+{
+    r->layout_read_at = mc_ctx_now_ms(ctx);
+    int rc = read_layout(r, ctx);
+    if (rc < 0)
+        return -1;
     bool was_stopped = r->stopped;
-    r->stopped = r->layout.growing_to || r->layout.partitions != r->tasks_partitions;
-    if (r->stopped && (!was_stopped || r->layout_read_at - r->stop_warned_at >= 60000)) {
+    /* Without a layout nothing can be routed; a failed read keeps what the
+     * last one said. */
+    r->stopped = !r->layout.partitions || r->layout.growing_to ||
+                 r->layout.partitions != r->tasks_partitions;
+    if (r->stopped && r->layout.partitions &&
+        (!was_stopped || r->layout_read_at - r->stop_warned_at >= 60000)) {
         r->stop_warned_at = r->layout_read_at;
         char value[96], count[16];
         mc_layout_format(&r->layout, value, sizeof value);
@@ -355,12 +386,16 @@ static int32_t home_partition(const router *r, const mc_record *m)
     return mc_key_partition(m->key, m->key_len, r->layout.partitions);
 }
 
-/* Whether m sits on its key's home under the layout before the last growth:
- * written before it (or by a client that has not noticed it yet). */
+/* Whether m was written before the last growth: on its key's home under the
+ * layout before, below that partition's split (where tasks ended when it
+ * grew). One at or after the split was written by a client that had not
+ * noticed the growth yet: it goes home through tasks, like a command from
+ * another partitioner, ordered by when it gets there. */
 static bool written_before_growth(const router *r, const mc_record *m)
 {
     return r->layout.previous &&
-           mc_key_partition(m->key, m->key_len, r->layout.previous) == m->partition;
+           mc_key_partition(m->key, m->key_len, r->layout.previous) == m->partition &&
+           mc_layout_before_split(&r->layout, m->partition, m->offset);
 }
 
 /* A command on the wrong partition of `tasks` goes home: copied as it is,
@@ -389,6 +424,7 @@ static void router_destroy(void *self)
 {
     router *r = self;
     free(r->owned);
+    mc_layout_free(&r->layout);
     mc_arena_free(r->arena);
     mc_command_writers_free(r->writers, r->n_writers);
     mc_buf_free(&r->out);

@@ -143,6 +143,7 @@ typedef struct wheel_part {
     int32_t layout;       /* after a growth: its partition count; 0: none */
     int64_t layout_at;    /* the offset of its marker */
     bool layout_done;     /* every call fired before the marker has finished */
+    bool layout_applied;  /* keys moved (false while a replay has not reached the marker) */
     mc_ring floors;       /* floor_ref, in offset order */
     mc_ring holds;        /* hold_ref, in arrival order (their positions only grow) */
     mc_ring recalls;      /* recall_ref, in due order (the firing order) */
@@ -507,6 +508,10 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
             p->layout = cp.layout;
             p->layout_at = cp.layout_at;
             p->layout_done = cp.layout_done;
+            /* A replay from before the marker rebuilds the moved keys'
+             * pending versions and floors, and moves them at the marker
+             * again (sending nothing: that went out the first time). */
+            p->layout_applied = cp.layout && p->next > cp.layout_at;
         }
         if (replaying(p))
             ready = false;
@@ -766,11 +771,15 @@ static bool take_marker(wheel_part *p, const mc_record *m)
     } else if (mc_wheel_record_resolved_position(m, &pos)) {
         if (pos > p->resolved_pos)
             p->resolved_pos = pos;
-        if (p->layout && p->resolved_pos > p->layout_at)
-            p->layout_done = true;
     } else {
         return false;
     }
+    /* Nothing more of a moved key will pass through here once every call
+     * fired before the marker has finished (its next attempt is before the
+     * resolved position) and the store has passed the marker (its
+     * hand-offs from before are before its position). */
+    if (p->layout && p->resolved_pos > p->layout_at && p->store_pos > p->layout_at)
+        p->layout_done = true;
     release_floors(p);
     return true;
 }
@@ -780,13 +789,15 @@ static bool take_marker(wheel_part *p, const mc_record *m)
 /* Whether key's home is elsewhere since the growth at the partition's marker. */
 static bool moved(const wheel_part *p, const void *key, size_t len)
 {
-    return p->layout && mc_key_partition(key, len, p->layout) != p->partition;
+    return p->layout_applied && mc_key_partition(key, len, p->layout) != p->partition;
 }
 
 /* Sends entry e of key to its new home, its version shifted below the new
- * layout's, with the route and attempt headers it had. */
+ * layout's, with the route and attempt headers it had; cause is the record
+ * it came from when that is not the one being processed. Returns what
+ * mc_ctx_produce does (MC_FORWARD_REFUSED: Kafka refused it for good). */
 static int send_home(wheel *w, wheel_part *p, const void *key, size_t keylen, mc_wheel_entry *e,
-                     bool far, int64_t attempt_header, mc_ctx *ctx)
+                     bool far, int64_t attempt_header, const mc_source *cause, mc_ctx *ctx)
 {
     e->version = mc_layout_shift(e->version);
     mc_buf_reset(&w->buf);
@@ -808,9 +819,12 @@ static int send_home(wheel *w, wheel_part *p, const void *key, size_t keylen, mc
                       .value = w->buf.data,
                       .value_len = w->buf.len,
                       .headers = h,
-                      .n_headers = nh};
-    mc_counter_add(w->moved, 1);
-    return mc_ctx_produce(ctx, &out) == 0 ? 0 : -1;
+                      .n_headers = nh,
+                      .cause = cause};
+    int rc = mc_ctx_produce(ctx, &out);
+    if (rc == 0)
+        mc_counter_add(w->moved, 1);
+    return rc;
 }
 
 typedef struct move_ctx {
@@ -844,25 +858,76 @@ static void collect_moved(mc_keynode *n, void *arg)
     mv->gone[mv->n_gone++] = k;
 }
 
+/* A record of a key whose home moved, after the marker: it follows what
+ * went there, unless this partition's floor says it is stale (a next
+ * attempt of a call the client cancelled before the growth, a hand-off
+ * the store wrote before it saw a newer version): the new home may have
+ * forgotten what made it stale. In a replay it went out the first time. */
+static int forward_moved(wheel *w, wheel_part *p, const mc_record *m, mc_wheel_entry *e,
+                         bool replay, mc_ctx *ctx)
+{
+    wheel_key *k = key_get(p, m->key, m->key_len);
+    if (!k || floor_push(w, p, k, m->offset) != 0)
+        return -1;
+    mc_version v = record_version(m, e);
+    int rc = 0;
+    if (e->command.kind == MC_CMD_SUBMIT && mc_version_cmp(v, k->floor) < 0) {
+        mc_counter_add(w->stale, 1);
+    } else {
+        if (mc_version_cmp(v, k->floor) > 0)
+            k->floor = v;
+        int64_t attempt = 0;
+        mc_record_header_int(m, MC_ATTEMPT_HEADER, &attempt);
+        if (!replay) /* refused: the runner hands it back through wheel_refused */
+            rc = send_home(w, p, m->key, m->key_len, e, mc_wheel_record_is_far(m), attempt, NULL,
+                           ctx);
+    }
+    maybe_forget(p, k);
+    return rc;
+}
+
+/* Sends key k's pending version to its new home; one Kafka refuses for good
+ * (too large with its shifted version, say) goes to the dead topic, as a
+ * fire to `ready` would. */
+static int move_pending(wheel *w, wheel_part *p, wheel_key *k, mc_ctx *ctx)
+{
+    mc_wheel_entry e;
+    mc_arena_reset(w->arena);
+    if (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != 0)
+        return -1; /* it decoded when it was taken */
+    mc_source cause = {w->topic, p->partition, k->offset};
+    int rc = send_home(w, p, k->key, k->node.key_len, &e, false, 0, &cause, ctx);
+    if (rc != MC_FORWARD_REFUSED)
+        return rc;
+    mc_record rec = pending_record(w, p, k);
+    return mc_ctx_dead_letter(ctx, &rec, "wheel: Kafka refused the task's record for its new home",
+                              NULL);
+}
+
 /* The layout marker: the pending version of every key whose home moves goes
  * there (in a replay it went when the marker was first processed). */
 static int take_layout(wheel *w, wheel_part *p, int32_t to, int64_t offset, bool replay,
                        mc_ctx *ctx)
 {
-    if (to <= p->layout || to <= 0)
+    if (to <= 0 || to < p->layout || (to == p->layout && p->layout_applied))
         return 0; /* a marker seen again (another router wrote it too) */
-    p->layout = to;
-    p->layout_at = offset;
-    p->layout_done = false;
+    if (to > p->layout) {
+        p->layout = to;
+        p->layout_at = offset;
+        p->layout_done = false;
+    } /* else the checkpoint's marker, met again in a replay */
+    p->layout_applied = true;
     move_ctx mv = {.w = w, .p = p, .ctx = ctx, .replay = replay};
     mc_keymap_each(p->keys, collect_moved, &mv);
     for (size_t i = 0; i < mv.n_gone && mv.rc == 0; i++) {
         wheel_key *k = mv.gone[i];
-        mc_wheel_entry e;
-        mc_arena_reset(w->arena);
-        if (!replay &&
-            (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != 0 ||
-             send_home(w, p, k->key, k->node.key_len, &e, false, 0, ctx) != 0))
+        if (!replay && move_pending(w, p, k, ctx) != 0)
+            mv.rc = -1;
+        /* What moved is newer than anything of the key still to come here
+         * (a stale hand-off, a superseded next attempt): keep saying so. */
+        if (mc_version_cmp(k->version, k->floor) > 0)
+            k->floor = k->version;
+        if (floor_push(w, p, k, offset) != 0)
             mv.rc = -1;
         unlink_pending(p, k);
         maybe_forget(p, k);
@@ -908,15 +973,7 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
             return mc_ctx_dead_letter(ctx, m, why, NULL);
         }
         if (moved(p, m->key, m->key_len)) {
-            /* Its home is elsewhere now: it follows what went there. A
-             * replay (the layout comes from the checkpoint) also meets the
-             * key's records from before the marker: what of them was
-             * pending went there at the marker, so none is taken again. */
-            int64_t attempt = 0;
-            mc_record_header_int(m, MC_ATTEMPT_HEADER, &attempt);
-            if (!replay && m->offset > p->layout_at)
-                rc = send_home(w, p, m->key, m->key_len, &e, mc_wheel_record_is_far(m), attempt,
-                               ctx);
+            rc = forward_moved(w, p, m, &e, replay, ctx);
         } else {
             wheel_key *k = key_get(p, m->key, m->key_len);
             if (!k || floor_push(w, p, k, m->offset) != 0)

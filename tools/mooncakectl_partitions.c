@@ -37,10 +37,11 @@
 
 static int on_layout_record(void *arg, const rd_kafka_message_t *m)
 {
-    mc_layout *l = arg;
+    mc_layout *l = arg, next;
     if (m->key && m->key_len == sizeof MC_LAYOUT_KEY - 1 &&
-        memcmp(m->key, MC_LAYOUT_KEY, m->key_len) == 0)
-        mc_layout_parse(m->payload, m->len, l);
+        memcmp(m->key, MC_LAYOUT_KEY, m->key_len) == 0 &&
+        mc_layout_parse(m->payload, m->len, &next))
+        mc_layout_move(l, &next); /* the last one wins */
     return 0;
 }
 
@@ -56,6 +57,7 @@ static int current_layout(ctl *c, rd_kafka_t *rk, int tasks, mc_layout *l, char 
         return -1;
     int rc = ctl_scan(c, rk, topic, &ps, 1, false, on_layout_record, l, NULL);
     if (rc != 0) {
+        mc_layout_free(l);
         snprintf(err, errlen, "cannot read %s", topic);
         return -1;
     }
@@ -66,18 +68,54 @@ static int current_layout(ctl *c, rd_kafka_t *rk, int tasks, mc_layout *l, char 
 
 static int write_layout(ctl *c, const mc_layout *l, char *err, size_t errlen)
 {
-    char topic[300], value[96];
+    char topic[300];
     mc_topic_name(&c->cfg, "layout", topic, sizeof topic);
-    int n = mc_layout_format(l, value, sizeof value);
-    rd_kafka_t *rk = ctl_new_producer(c, NULL, err, errlen);
-    if (!rk)
+    size_t n = mc_layout_format(l, NULL, 0);
+    char *value = malloc(n + 1);
+    if (!value) {
+        snprintf(err, errlen, "out of memory");
         return -1;
-    int rc = ctl_produce_wait(c, rk, topic, 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, value,
-                              (size_t)n, err, errlen);
-    rd_kafka_destroy(rk);
+    }
+    mc_layout_format(l, value, n + 1);
+    rd_kafka_t *rk = ctl_new_producer(c, NULL, err, errlen);
+    int rc = rk ? ctl_produce_wait(c, rk, topic, 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, value,
+                                   n, err, errlen)
+                : -1;
+    if (rk)
+        rd_kafka_destroy(rk);
     if (rc == 0)
-        ctl_report(c, "layout: %s", value);
+        ctl_report(c, "layout: %.200s%s", value, n > 200 ? "..." : "");
+    free(value);
     return rc;
+}
+
+/* The split: where each old partition of tasks ends now, just after tasks
+ * grew. A command below it on its key's old home was written before the
+ * growth; one after, by a client that has not noticed it (layout.h). */
+static int read_split(ctl *c, rd_kafka_t *rk, int old, mc_layout *l, char *err, size_t errlen)
+{
+    char topic[300];
+    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    int64_t *split = calloc((size_t)old, sizeof *split);
+    if (!split) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int q = 0; q < old; q++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &hi, TIMEOUT_MS);
+        if (e) {
+            snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q, rd_kafka_err2str(e));
+            free(split);
+            return -1;
+        }
+        split[q] = hi;
+    }
+    free(l->split);
+    l->split = split;
+    l->n_split = old;
+    return 0;
 }
 
 /* Grows the topics of suffixes to m partitions (those below it). */
@@ -382,7 +420,7 @@ int ctl_cmd_partitions_grow(ctl *c)
         return ctl_fail(EXIT_KAFKA, "%s", err);
     int rc = 0;
     int tasks = ctl_topic_partitions(c, rk, tasks_topic, err, sizeof err);
-    mc_layout l;
+    mc_layout l = {0}, growing = {0};
     if (tasks <= 0 || current_layout(c, rk, tasks, &l, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
@@ -406,6 +444,10 @@ int ctl_cmd_partitions_grow(ctl *c)
         goto out;
     }
     int old = l.partitions;
+    if (l.growing_to && l.split)
+        mc_layout_move(&growing, &l); /* a second run: keep the first run's split */
+    else
+        growing = (mc_layout){.partitions = old, .growing_to = (int32_t)m};
     static const char *const internal[] = {"store", "wheel", "ready", "retry", "results", "dead"};
     static const char *const task_topic[] = {"tasks"};
     /* The tasks that move go to new partitions: their readers first. */
@@ -417,9 +459,10 @@ int ctl_cmd_partitions_grow(ctl *c)
                     sizeof err) != 0 ||
         wait_for_groups(c, rk, readers, sizeof readers / sizeof readers[0], (int)m, timeout_ms, err,
                         sizeof err) != 0 ||
-        (!l.growing_to && write_layout(c, &(mc_layout){.partitions = old, .growing_to = (int32_t)m},
-                                       err, sizeof err) != 0) ||
-        grow_topics(c, rk, task_topic, 1, (int)m, err, sizeof err) != 0) {
+        (!l.growing_to && write_layout(c, &growing, err, sizeof err) != 0) ||
+        grow_topics(c, rk, task_topic, 1, (int)m, err, sizeof err) != 0 ||
+        (!growing.split && (read_split(c, rk, old, &growing, err, sizeof err) != 0 ||
+                            write_layout(c, &growing, err, sizeof err) != 0))) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
@@ -430,8 +473,11 @@ int ctl_cmd_partitions_grow(ctl *c)
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
-    if (write_layout(c, &(mc_layout){.partitions = (int32_t)m, .previous = old}, err, sizeof err) !=
-        0) {
+    mc_layout grown = {.partitions = (int32_t)m,
+                       .previous = old,
+                       .n_split = growing.n_split,
+                       .split = growing.split};
+    if (write_layout(c, &grown, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
@@ -440,6 +486,8 @@ int ctl_cmd_partitions_grow(ctl *c)
     else
         printf("grown from %d to %" PRId64 " partitions; routing resumes\n", old, m);
 out:
+    mc_layout_free(&growing);
+    mc_layout_free(&l);
     rd_kafka_destroy(rk);
     return rc;
 }

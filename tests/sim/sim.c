@@ -228,6 +228,12 @@ static plog *plog_of(sim_kafka *k, const char *name, int32_t partition)
     return &t->parts[partition];
 }
 
+int64_t sim_end_offset(sim_kafka *k, const char *name, int32_t partition)
+{
+    plog *l = plog_of(k, name, partition);
+    return l ? (int64_t)l->n : -1;
+}
+
 static int64_t plog_append(plog *l, entry e)
 {
     if (l->n == l->cap) {
@@ -434,8 +440,11 @@ static void offset_store(sim_kafka *k, const char *grp, const char *name, int32_
         *o = (group_offset){.group = xstrdup(grp), .topic = xstrdup(name), .partition = partition};
     }
     o->offset = offset;
+    /* metadata may be o->metadata itself (the committed metadata kept):
+     * copy before freeing. */
+    char *copy = metadata ? xstrdup(metadata) : NULL;
     free(o->metadata);
-    o->metadata = metadata ? xstrdup(metadata) : NULL;
+    o->metadata = copy;
 }
 
 /* ---- instances ------------------------------------------------------------------------ */
@@ -699,12 +708,10 @@ static int64_t sim_ctx_end_offset(mc_ctx *ctx, const char *suffix, int32_t parti
     sim_inst *in = INST_OF(ctx);
     char name[256];
     mc_topic_name(in->cfg, suffix, name, sizeof name);
-    plog *l = plog_of(in->k, name, partition);
-    if (!l) {
+    int64_t end = sim_end_offset(in->k, name, partition);
+    if (end < 0)
         snprintf(err, errlen, "%s [%d]: no such partition", name, (int)partition);
-        return -1;
-    }
-    return (int64_t)l->n;
+    return end;
 }
 
 static const mc_ctx_ops sim_ops = {

@@ -49,6 +49,9 @@ void sim_advance(sim_kafka *k, int64_t ms);
 /* Grows a topic (by full name) to n partitions. */
 void sim_set_partitions(sim_kafka *k, const char *topic, int32_t n);
 int32_t sim_partitions(sim_kafka *k, const char *topic);
+/* Where a partition's log ends (its high watermark: records, open and
+ * aborted ones, and commit markers all take an offset). */
+int64_t sim_end_offset(sim_kafka *k, const char *topic, int32_t partition);
 
 /* Makes the topic refuse records whose key and value take more than n
  * bytes, as a producer refuses one over message.max.bytes: at once, with

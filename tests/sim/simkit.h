@@ -12,6 +12,7 @@
 
 #include "codec.h"
 #include "config.h"
+#include "layout.h"
 #include "sim.h"
 #include "wheel_topic.h"
 
@@ -282,6 +283,30 @@ static inline size_t kit_recalls(sim_kafka *k, int32_t partitions, const char *i
         free(e);
     }
     return count;
+}
+
+/* Writes the layout record, as mooncakectl partitions grow does. */
+static inline void kit_set_layout(sim_kafka *k, const mc_layout *l)
+{
+    size_t n = mc_layout_format(l, NULL, 0);
+    char *v = malloc(n + 1);
+    if (!v)
+        abort();
+    mc_layout_format(l, v, n + 1);
+    sim_append(k, kit_topic("layout"), 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, v, n, NULL, 0);
+    free(v);
+}
+
+/* The split mooncakectl records right after tasks grew: where each of its
+ * old partitions ends. Owned by the caller (free). */
+static inline int64_t *kit_split(sim_kafka *k, int32_t old)
+{
+    int64_t *split = calloc((size_t)old, sizeof *split);
+    if (!split)
+        abort();
+    for (int32_t q = 0; q < old; q++)
+        split[q] = sim_end_offset(k, kit_topic("tasks"), q);
+    return split;
 }
 
 #endif

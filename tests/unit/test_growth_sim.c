@@ -134,14 +134,6 @@ static void client_cancel(cluster *c, const char *id, int n)
     kit_tasks_cancel(c->k, mc_key_partition(key, kl, n), id, sim_now(c->k));
 }
 
-static void set_layout(cluster *c, mc_layout l)
-{
-    char v[96];
-    int n = mc_layout_format(&l, v, sizeof v);
-    sim_append(c->k, kit_topic("layout"), 0, MC_LAYOUT_KEY, sizeof MC_LAYOUT_KEY - 1, v, (size_t)n,
-               NULL, 0);
-}
-
 /* Committed metadata of group on wheel partition q contains needle. */
 static bool committed_says(cluster *c, const char *group, int32_t q, const char *needle)
 {
@@ -200,7 +192,7 @@ static void grow_with_everything_in_flight(bool crash_at_marker)
     for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++)
         sim_set_partitions(c.k, kit_topic(internal[i]), N_NEW);
     rebalance(&c);
-    set_layout(&c, (mc_layout){.partitions = N_OLD, .growing_to = N_NEW});
+    kit_set_layout(c.k, &(mc_layout){.partitions = N_OLD, .growing_to = N_NEW});
     client_submit(&c, "late", T0 + 12000, N_OLD, "http://e/old"); /* before the switch */
     if (crash_at_marker) {
         /* The near tasks are with the wheel (handed over from T0 + 3 s);
@@ -219,6 +211,8 @@ static void grow_with_everything_in_flight(bool crash_at_marker)
     }
     run_until(&c, T0 + 5500); /* routers stop and mark; wheel and store move keys */
     sim_set_partitions(c.k, kit_topic("tasks"), N_NEW);
+    mc_layout grown = {.partitions = N_NEW, .previous = N_OLD, .n_split = N_OLD};
+    grown.split = kit_split(c.k, N_OLD);
     rebalance(&c);
     run_until(&c, T0 + 7000);
     for (int32_t q = 0; q < N_OLD; q++) {
@@ -229,7 +223,8 @@ static void grow_with_everything_in_flight(bool crash_at_marker)
     CHECK(sim_counter(c.in[2], "mooncake_wheel_moved_total", NULL) > 0 &&
               sim_counter(c.in[1], "mooncake_store_moved_total", NULL) > 0,
           "%s: nothing moved", crash_at_marker ? "after a crash at the marker" : "");
-    set_layout(&c, (mc_layout){.partitions = N_NEW, .previous = N_OLD});
+    kit_set_layout(c.k, &grown);
+    mc_layout_free(&grown);
     /* After the growth: clients write under the new layout. */
     for (int i = 0; i < TASKS; i++) {
         static const char kinds[] = {'n', 'd', 'f', 'g'};
