@@ -26,6 +26,14 @@
  * a marker until every record before it has finished, when it goes on to
  * `retry` (and from there back to the wheel: see wheel.c).
  *
+ * Catching up after an assignment. A task fired early and recalled can be
+ * read by a new owner after its due time, its recall a few records later:
+ * posted at once, it would start before the recall is read. So after an
+ * assignment the jobs of a partition are kept back until it has been read
+ * up to where it ended at the assignment (or CATCH_UP_MAX_MS have passed,
+ * or the checkpoint cannot take more), then posted together: the caller
+ * applies a batch's recalls before it starts any of its calls.
+ *
  * Outputs Kafka refuses. Each output names its `ready` record as its cause,
  * so an asynchronous refusal comes back, after the rewind, as that record
  * through refused(); a synchronous one is answered here at once. Either way
@@ -62,7 +70,16 @@ typedef struct part {
     bool full;       /* a record was given back: the checkpoint could not take it */
     bool busy_pause; /* too many calls unfinished */
     bool paused;     /* what the consumer was told */
+    /* After an assignment: the jobs read are posted together once the
+     * partition is read up to catch_up_to (-1: not catching up), or at
+     * catch_up_until (wall clock). */
+    int64_t catch_up_to, catch_up_until;
+    mc_job *waiting_head, *waiting_tail;
 } part;
+
+/* How long jobs wait for a partition to be read to where it ended at its
+ * assignment (commit markers there, or a slow fetch, would hold them). */
+#define CATCH_UP_MAX_MS 2000
 
 typedef struct executor {
     mc_ctx *ctx;
@@ -110,11 +127,14 @@ static part *part_get(executor *ex, int32_t partition)
         if (!p)
             return NULL;
         p->partition = partition;
+        p->catch_up_to = -1;
         mc_ring_init(&p->markers, sizeof(marker_ref));
         ex->parts[partition] = p;
     }
     return ex->parts[partition];
 }
+
+static void end_catch_up(executor *ex, part *p);
 
 /* Pauses the partition while its checkpoint is full or too many calls are
  * unfinished, and resumes it once enough have ended. Held tasks do not
@@ -130,6 +150,8 @@ static void update_pause(executor *ex, part *p)
     if (p->full && mc_window_list_length(&p->win) <= MC_EXEC_CHECKPOINT_LIST_MAX * 3 / 4)
         p->full = false;
     bool want = p->busy_pause || p->full;
+    if (want)
+        end_catch_up(ex, p); /* paused, it cannot read further until calls end */
     if (want == p->paused || !p->assigned)
         return;
     if (mc_ctx_pause(ex->ctx, ex->ready_topic, p->partition, want) == 0) {
@@ -139,6 +161,23 @@ static void update_pause(executor *ex, part *p)
 }
 
 /* ---- outputs ----------------------------------------------------------------------- */
+
+/* Produces buf to out for job j's record, with nh headers. */
+static int produce_for_n(executor *ex, mc_output *out, const mc_job *j, const mc_header *h,
+                         size_t nh)
+{
+    mc_source cause = {ex->ready_topic, j->partition, j->offset};
+    mc_produce p = {.out = out,
+                    .partition = j->partition,
+                    .key = j->key,
+                    .key_len = strlen(j->key),
+                    .value = ex->buf.data,
+                    .value_len = ex->buf.len,
+                    .headers = h,
+                    .n_headers = nh,
+                    .cause = &cause};
+    return mc_ctx_produce(ex->ctx, &p);
+}
 
 /* Produces buf to out for job j's record, with at most one header. */
 static int produce_for(executor *ex, mc_output *out, const mc_job *j, const mc_header *h)
@@ -237,8 +276,14 @@ static int report_attempt(executor *ex, const mc_job *j)
         return -1;
     /* The next attempt keeps this version, so the client's later commands win. */
     int n = snprintf(version, sizeof version, "%" PRId64, j->version.v);
-    mc_header h = {MC_VERSION_HEADER, version, (size_t)n};
-    int rc = produce_for(ex, ex->retry, j, &h);
+    mc_header h[2] = {{MC_VERSION_HEADER, version, (size_t)n}};
+    char fpos[24];
+    size_t nh = 1;
+    if (j->fired_pos >= 0) {
+        int fn = snprintf(fpos, sizeof fpos, "%" PRId64, j->fired_pos);
+        h[nh++] = (mc_header){MC_FIRED_POSITION_HEADER, fpos, (size_t)fn};
+    }
+    int rc = produce_for_n(ex, ex->retry, j, h, nh);
     return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Attempt") : rc;
 }
 
@@ -326,10 +371,33 @@ static int on_done(void *arg, int fd, int revents, mc_ctx *ctx)
 
 /* ---- input ------------------------------------------------------------------------- */
 
+/* Posts the jobs kept back while the partition caught up, in one batch. */
+static void end_catch_up(executor *ex, part *p)
+{
+    p->catch_up_to = -1;
+    mc_job *first = p->waiting_head;
+    p->waiting_head = p->waiting_tail = NULL;
+    if (first)
+        ex->caller->ops->post(ex->caller, first);
+}
+
+/* Posts j, or keeps it back while the partition catches up. */
+static void post_job(executor *ex, part *p, mc_job *j)
+{
+    j->next = NULL;
+    if (p->catch_up_to < 0) {
+        ex->caller->ops->post(ex->caller, j);
+        return;
+    }
+    *(p->waiting_tail ? &p->waiting_tail->next : &p->waiting_head) = j;
+    p->waiting_tail = j;
+}
+
 /* Gives the record back until the checkpoint can take it (see the top):
  * the partition stays paused until enough calls have ended. */
 static int give_back(executor *ex, part *p)
 {
+    end_catch_up(ex, p); /* it cannot read further until calls end */
     p->full = true;
     mc_counter_add(ex->full, 1);
     if (!p->paused) {
@@ -365,12 +433,22 @@ static int take_marker(executor *ex, part *p, const mc_record *m, mc_window_past
     return forward_markers(ex, p);
 }
 
+static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx);
+
 static int executor_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     executor *ex = self;
     part *p = part_get(ex, m->partition);
     if (!p)
         return -1;
+    int rc = process_record(ex, p, m, ctx);
+    if (rc == 0 && p->catch_up_to >= 0 && m->offset >= p->catch_up_to)
+        end_catch_up(ex, p);
+    return rc;
+}
+
+static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx)
+{
     mc_window_past past = mc_window_classify(&p->win, m->offset);
     if (past == MC_WINDOW_FINISHED) {
         mc_window_add(&p->win, m->offset, past, false);
@@ -415,6 +493,8 @@ static int executor_process(void *self, const mc_record *m, mc_ctx *ctx)
         j->version.attempt = j->task.attempt;
         mc_task_key(j->task.app_id, j->task.task_id, j->key, sizeof j->key);
         j->held_at_read = j->task.due_at > mc_ctx_now_ms(ctx);
+        if (!mc_record_header_int(m, MC_FIRED_POSITION_HEADER, &j->fired_pos))
+            j->fired_pos = -1;
     }
     j->seq = mc_window_add(&p->win, m->offset, past, true);
     if (j->seq == UINT64_MAX) {
@@ -424,7 +504,7 @@ static int executor_process(void *self, const mc_record *m, mc_ctx *ctx)
     if (j->kind == MC_JOB_CALL && !j->held_at_read)
         p->busy++;
     update_pause(ex, p);
-    ex->caller->ops->post(ex->caller, j);
+    post_job(ex, p, j);
     return 0;
 }
 
@@ -468,6 +548,12 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
  * the records again and calls them) and forgets the partition. */
 static void part_abandon(executor *ex, part *p)
 {
+    for (mc_job *j = p->waiting_head, *next; j; j = next) {
+        next = j->next;
+        mc_job_free(j);
+    }
+    p->waiting_head = p->waiting_tail = NULL;
+    p->catch_up_to = -1;
     ex->caller->ops->abandon(ex->caller, p->partition);
     if (p->win.unfinished)
         mc_counter_add(ex->abandoned, p->win.unfinished - mc_ring_len(&p->markers));
@@ -480,6 +566,37 @@ static void part_abandon(executor *ex, part *p)
     p->busy = 0;
 }
 
+/* Jobs wait (see the top) until the partition is read to where it ends
+ * now: its last record can be two before the end, a commit marker after
+ * it. Without an answer from the broker they wait CATCH_UP_MAX_MS. */
+static void start_catch_up(executor *ex, part *p, int64_t committed, mc_ctx *ctx)
+{
+    char err[256];
+    int64_t end = mc_ctx_end_offset(ctx, "ready", p->partition, err, sizeof err);
+    if (end >= 0 && end <= (committed > 0 ? committed : 0))
+        return; /* nothing to read */
+    p->catch_up_to = end >= 0 ? end - 2 : INT64_MAX;
+    p->catch_up_until = mc_ctx_now_ms(ctx) + CATCH_UP_MAX_MS;
+    mc_ctx_wakeup_at(ctx, p->catch_up_until);
+    (void)ex;
+}
+
+/* Ends the catch-ups that have waited long enough. */
+static int executor_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
+{
+    executor *ex = self;
+    for (int32_t i = 0; i < ex->n_parts; i++) {
+        part *p = ex->parts[i];
+        if (!p || p->catch_up_to < 0)
+            continue;
+        if (now_ms >= p->catch_up_until)
+            end_catch_up(ex, p);
+        else
+            mc_ctx_wakeup_at(ctx, p->catch_up_until);
+    }
+    return 0;
+}
+
 static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     executor *ex = self;
@@ -490,6 +607,7 @@ static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t 
             return -1;
         part_abandon(ex, p);
         p->assigned = true;
+        start_catch_up(ex, p, tp->offset, ctx);
         const char *md = tp->metadata_size ? (const char *)tp->metadata : NULL;
         if (!mc_window_start(&p->win, tp->offset >= 0 ? tp->offset : -1, md, tp->metadata_size)) {
             char copy[200];
@@ -556,6 +674,10 @@ static void executor_destroy(void *self)
         ex->caller->ops->destroy(ex->caller);
     for (int32_t i = 0; i < ex->n_parts; i++) {
         if (ex->parts[i]) {
+            for (mc_job *j = ex->parts[i]->waiting_head, *next; j; j = next) {
+                next = j->next;
+                mc_job_free(j);
+            }
             mc_window_free(&ex->parts[i]->win);
             mc_ring_free(&ex->parts[i]->markers);
             free(ex->parts[i]);
@@ -629,6 +751,7 @@ const mc_processor mc_executor_processor = {
     .input_topics = executor_inputs,
     .create = executor_create,
     .process = executor_process,
+    .punctuate = executor_punctuate,
     .refused = executor_refused,
     .on_assign = executor_on_assign,
     .on_revoke = executor_on_revoke,

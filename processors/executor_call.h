@@ -39,6 +39,7 @@ typedef struct mc_job {
     mc_task task; /* CALL: points into arena */
     mc_arena *arena;
     bool held_at_read; /* CALL: not due when read */
+    int64_t fired_pos; /* CALL: the wheel's position when it fired it; -1: not said */
     /* Set by the caller before giving the job back. */
     bool recalled;         /* CALL: dropped by a recall before it started */
     bool transport_failed; /* no HTTP answer: a connection error, a timeout, a refusal */
@@ -61,11 +62,13 @@ void mc_job_free(mc_job *j);
 typedef struct mc_caller mc_caller;
 
 typedef struct mc_caller_ops {
-    /* Takes j: a CALL is held until its due time, then called (or queued
-     * while too many are running); a RECALL drops the held or queued CALLs
-     * of its partition and key with an older version - they come back
-     * recalled - and then comes back itself. Jobs are taken in the order
-     * posted. */
+    /* Takes j and the jobs linked after it (by next), as one batch: a CALL
+     * is held until its due time, then called (or queued while too many are
+     * running); a RECALL drops the held or queued CALLs of its partition and
+     * key with an older version - they come back recalled - and then comes
+     * back itself. Jobs are taken in the order posted, and no CALL of a
+     * batch starts before its RECALLs are applied (a batch read after due
+     * times have passed still honours its recalls). */
     void (*post)(mc_caller *c, mc_job *j);
     /* Drops (frees) every job of the partition it still has; returns once
      * it has, so the Kafka side can forget the partition. */

@@ -505,7 +505,9 @@ static void recall(http_caller *hc, mc_job *r)
     give_back(hc, r);
 }
 
-/* Takes a posted CALL: held until due, or run (or queued) now. */
+/* Takes a posted CALL: held until due - even one due already, which
+ * release_due() starts after the rest of its batch is taken, so a recall
+ * later in the same batch still finds it held. */
 static void take_call(http_caller *hc, mc_job *j, int64_t now)
 {
     call *c = calloc(1, sizeof *c);
@@ -520,12 +522,10 @@ static void take_call(http_caller *hc, mc_job *j, int64_t now)
     c->hc = hc;
     j->caller_state = c;
     all_link(hc, c);
-    if (j->task.due_at > now) {
-        c->state = CALL_HELD;
-        if (mc_wheel_add(hc->held, &c->timer, j->task.due_at) == 0)
-            return;
-    }
-    run_or_queue(hc, c);
+    c->state = CALL_HELD;
+    if (mc_wheel_add(hc->held, &c->timer, j->task.due_at) == 0)
+        return;
+    run_or_queue(hc, c); /* no memory for the overdue heap: now */
 }
 
 /* Posted jobs first, then abandon requests: an abandon must find the jobs
@@ -624,11 +624,13 @@ static void *http_main(void *arg)
 static void hc_post(mc_caller *base, mc_job *j)
 {
     http_caller *hc = HC(base);
+    mc_job *last = j;
+    while (last->next)
+        last = last->next;
     pthread_mutex_lock(&hc->mu);
     bool was_empty = !hc->new_head;
-    j->next = NULL;
     *(hc->new_tail ? &hc->new_tail->next : &hc->new_head) = j;
-    hc->new_tail = j;
+    hc->new_tail = last;
     pthread_mutex_unlock(&hc->mu);
     if (was_empty)
         wake(hc->http_wake);

@@ -74,8 +74,17 @@ static int schedule(retry *r, mc_ctx *ctx, const mc_record *m, const char *key, 
     mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *next}};
     if (mc_encode_wheel_entry(&e, &r->buf) != 0)
         return -1;
-    if (next->due_at <= mc_ctx_now_ms(ctx) + r->horizon_ms)
-        return forward(r, ctx, r->wheel, m, key);
+    if (next->due_at <= mc_ctx_now_ms(ctx) + r->horizon_ms) {
+        /* It can be stale only against records from the position its call
+         * was fired at: the wheel judges it as it judges a hand-off. */
+        int64_t fired;
+        if (!mc_record_header_int(m, MC_FIRED_POSITION_HEADER, &fired))
+            return forward(r, ctx, r->wheel, m, key);
+        char pos[24];
+        int n = snprintf(pos, sizeof pos, "%" PRId64, fired);
+        return mc_ctx_forward_header(ctx, r->wheel, m->partition, key, strlen(key), r->buf.data,
+                                     r->buf.len, MC_STORE_POSITION_HEADER, pos, (size_t)n);
+    }
     return mc_ctx_forward_header(ctx, r->wheel, m->partition, key, strlen(key), r->buf.data,
                                  r->buf.len, MC_ROUTE_HEADER, MC_ROUTE_STORE,
                                  sizeof MC_ROUTE_STORE - 1);

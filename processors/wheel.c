@@ -399,6 +399,12 @@ static void update_gauge(wheel *w)
 static int64_t commit_offset(wheel_part *p)
 {
     int64_t c = p->next;
+    /* Mid-replay (a commit by size or age, or on a revoke): the records
+     * from next on were judged before and are not rebuilt yet (a pending
+     * hand-off among them holds the offset back to its position), so the
+     * offset may not move past where the replay began. */
+    if (replaying(p) && p->replay_from >= 0 && p->replay_from < c)
+        c = p->replay_from;
     if (p->pend_head && p->pend_head->offset < c)
         c = p->pend_head->offset;
     if (mc_ring_len(&p->floors) > 0) {
@@ -560,7 +566,12 @@ static mc_record pending_record(const wheel *w, const wheel_part *p, const wheel
 static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *ctx)
 {
     mc_source cause = {w->topic, p->partition, k->offset};
+    char fpos[24];
+    int fn = snprintf(fpos, sizeof fpos, "%" PRId64, p->next);
+    mc_header fh = {MC_FIRED_POSITION_HEADER, fpos, (size_t)fn};
     mc_produce out = {.out = w->ready,
+                      .headers = &fh,
+                      .n_headers = 1,
                       .partition = p->partition,
                       .key = k->key,
                       .key_len = k->node.key_len,

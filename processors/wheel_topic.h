@@ -45,6 +45,11 @@
 #define MC_WHEEL_POSITION_HEADER "mooncake-wheel-position"
 /* The same marker forwarded by the retry processor back to wheel. */
 #define MC_RESOLVED_POSITION_HEADER "mooncake-resolved-position"
+/* On a `ready` Submit, its Attempt and (as mooncake-store-position) the
+ * next attempt: the wheel's position when it fired the call. The next
+ * attempt can only be stale against records from there on, like a
+ * hand-off against the records after its store position. */
+#define MC_FIRED_POSITION_HEADER "mooncake-fired-position"
 /* On an Attempt (retry): the version v of the task that failed. */
 #define MC_VERSION_HEADER "mooncake-version"
 

@@ -7,6 +7,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "sim.h"
+
 struct fake_caller {
     mc_caller base;
     fake_env *env;
@@ -42,8 +44,8 @@ static void recall(fake_caller *f, mc_job *r)
 {
     for (mc_job **l = &f->held; *l;) {
         mc_job *j = *l;
-        if (j->partition == r->partition && mc_version_cmp(j->version, r->version) < 0 &&
-            strcmp(j->key, r->key) == 0) {
+        if (!j->started_at && j->partition == r->partition &&
+            mc_version_cmp(j->version, r->version) < 0 && strcmp(j->key, r->key) == 0) {
             *l = j->next;
             j->recalled = true;
             give_back(f, j);
@@ -54,13 +56,23 @@ static void recall(fake_caller *f, mc_job *r)
     give_back(f, r);
 }
 
-static void fc_post(mc_caller *c, mc_job *j)
+static void fc_post(mc_caller *c, mc_job *batch)
 {
     fake_caller *f = (fake_caller *)c;
-    if (j->kind == MC_JOB_RECALL)
-        recall(f, j);
-    else
-        append_held(f, j);
+    for (mc_job *j = batch, *next; j; j = next) {
+        next = j->next;
+        if (j->kind == MC_JOB_RECALL)
+            recall(f, j);
+        else
+            append_held(f, j);
+    }
+    /* Then what is due starts, as release_due() does after a batch. */
+    if (!f->env->clock)
+        return;
+    int64_t now = sim_now(f->env->clock);
+    for (mc_job *j = f->held; j; j = j->next)
+        if (!j->started_at && !f->draining && j->task.due_at <= now)
+            j->started_at = now;
 }
 
 static void fc_abandon(mc_caller *c, int32_t partition)
@@ -197,13 +209,15 @@ size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_job *j, v
             l = &j->next;
             continue;
         }
+        if (!j->started_at)
+            j->started_at = now;
         long status = respond ? respond(j, arg) : 200;
         if (status < 0) {
             l = &j->next; /* still in flight */
             continue;
         }
         *l = j->next;
-        j->started_at = j->finished_at = now;
+        j->finished_at = now;
         j->status = status;
         if (j->status == 0) {
             j->transport_failed = true;

@@ -1,7 +1,10 @@
 /* A caller for the executor (executor_call.h) whose calls a test ends: it
  * holds every posted call until the test runs it (fake_caller_run), acts on
  * recalls at once, and remembers every call it made, so an executor driven
- * through tests/sim can be crashed, restarted and checked call by call. */
+ * through tests/sim can be crashed, restarted and checked call by call. As
+ * the real caller, it starts a call that is due when its batch is posted
+ * (by the cluster's clock, when the test gives it one) or when it is run,
+ * and a started call is no longer recalled. */
 #ifndef MOONCAKE_FAKE_CALLER_H
 #define MOONCAKE_FAKE_CALLER_H
 
@@ -27,6 +30,7 @@ typedef struct fake_call {
  * with, and every call any of them made, in order (the log outlives a
  * crashed executor). */
 typedef struct fake_env {
+    struct sim_kafka *clock; /* optional: whose time says a posted call is due */
     fake_caller *current;
     fake_call *calls;
     size_t n_calls, cap_calls;

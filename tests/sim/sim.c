@@ -274,6 +274,12 @@ int64_t sim_append(sim_kafka *k, const char *name, int32_t partition, const void
     return plog_append(l, e);
 }
 
+int64_t sim_append_commit_marker(sim_kafka *k, const char *name, int32_t partition)
+{
+    plog *l = plog_of(k, name, partition);
+    return l ? plog_append(l, (entry){.control = true, .state = COMMITTED}) : -1;
+}
+
 /* ---- transactions ------------------------------------------------------------------- */
 
 static txn *txn_find(sim_kafka *k, uint64_t id)

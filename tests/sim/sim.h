@@ -65,6 +65,9 @@ void sim_set_max_bytes(sim_kafka *k, const char *topic, size_t n);
 int64_t sim_append(sim_kafka *k, const char *topic, int32_t partition, const void *key,
                    size_t key_len, const void *value, size_t value_len, const mc_header *headers,
                    size_t n_headers);
+/* Appends a commit marker, as a transactional writer's commit leaves after
+ * its records: it takes an offset and is never delivered. */
+int64_t sim_append_commit_marker(sim_kafka *k, const char *topic, int32_t partition);
 
 /* Aborts every open transaction, as the coordinator does when they time out. */
 void sim_expire_transactions(sim_kafka *k);

@@ -65,6 +65,7 @@ static void held_burst_across_a_crash(size_t n)
     }
     fake_env env = {0};
     mc_executor_caller c;
+    env.clock = k;
     mc_processor p = executor_with(&env, &c);
     sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
     CHECK(sim_assign_all(ex) == 0);
@@ -121,6 +122,7 @@ static void a_restart_calls_again_exactly_what_was_unfinished(void)
     }
     fake_env env = {0};
     mc_executor_caller c;
+    env.clock = k;
     mc_processor p = executor_with(&env, &c);
     sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
     CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
@@ -165,6 +167,7 @@ static void a_recall_committed_before_it_acted_survives_a_crash(void)
     kit_ready_recall(k, 0, 11, "t0");
     fake_env env = {0};
     mc_executor_caller c;
+    env.clock = k;
     mc_processor p = executor_with(&env, &c);
     sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
     CHECK(sim_assign_all(ex) == 0);
@@ -211,6 +214,7 @@ static void a_refused_attempt_is_dead_lettered_not_lost(void)
     kit_ready_submit(k, 0, 10, &t);
     fake_env env = {0};
     mc_executor_caller c;
+    env.clock = k;
     mc_processor p = executor_with(&env, &c);
     sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
     CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
@@ -249,6 +253,7 @@ static void a_paused_partition_resumes_after_an_abort(void)
     }
     fake_env env = {0};
     mc_executor_caller c;
+    env.clock = k;
     mc_processor p = executor_with(&env, &c);
     sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
     CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);

@@ -51,6 +51,7 @@ static void start(cluster *c)
     memset(c, 0, sizeof *c);
     c->k = sim_kafka_new(N_OLD, T0);
     c->cfg = kit_config("all", roles_flags);
+    c->env.clock = c->k;
     c->caller = fake_caller_for(&c->env);
     c->executor = mc_executor_processor;
     c->executor.create_arg = &c->caller;

@@ -34,6 +34,7 @@ static void pipeline_start(pipeline *pl, const char *const *flags)
     memset(pl, 0, sizeof *pl);
     pl->k = sim_kafka_new(1, T0);
     pl->cfg = kit_config("all", flags);
+    pl->env.clock = pl->k;
     pl->caller = fake_caller_for(&pl->env);
     pl->executor = mc_executor_processor;
     pl->executor.create_arg = &pl->caller;
