@@ -141,8 +141,11 @@ static uint64_t replay(mc_restorer *rs, const char *topic, restore_target *tg, s
     uint64_t records = 0;
     int64_t last_log = mc_mono_ms();
     while (left > 0) {
-        /* Batches: one queue lock per 1024 records instead of one per record. */
-        ssize_t got = rd_kafka_consume_batch_queue(q, 500, batch, 1024);
+        /* Batches: one queue lock per 1024 records instead of one per record.
+         * A batch call waits for all 1024 or its timeout, so the timeout is
+         * what the last, short batch costs: a small changelog (the layout)
+         * is read in milliseconds, not half a second. */
+        ssize_t got = rd_kafka_consume_batch_queue(q, 20, batch, 1024);
         if (tick)
             tick(tick_arg);
         for (ssize_t b = 0; b < got; b++) {

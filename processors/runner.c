@@ -128,6 +128,7 @@ typedef struct mc_runner {
     size_t current_ref; /* 1-based index of the record inside process(), else 0 */
     bool in_process;
     bool poison_found; /* a forward in this process() call was refused for good */
+    bool txn_failed;   /* a produce found the transaction failed (abortable): abort it */
     poisoned_input *poison;
     size_t n_poison, cap_poison;
     mc_counter *poison_dead;
@@ -184,6 +185,21 @@ static void set_fatal(mc_runner *r, const char *what, const char *detail)
     if (!atomic_exchange(&r->fatal, true))
         mc_log(&r->logger, MC_LOG_ERROR, "fatal", "what", what, "detail", detail ? detail : "",
                (const char *)NULL);
+}
+
+static int abort_txn(mc_runner *r, const char *why);
+
+/* A processor callback failed: when a produce found the transaction failed,
+ * that is why - abort and rewind (0, or -1 if even that fails); otherwise
+ * the runner stops (-1). */
+static int callback_failed(mc_runner *r, const char *what)
+{
+    if (r->txn_failed) {
+        r->txn_failed = false;
+        return abort_txn(r, "the transaction failed while producing");
+    }
+    set_fatal(r, what, r->proc->name);
+    return -1;
 }
 
 /* ---- inputs --------------------------------------------------------------------- */
@@ -512,6 +528,13 @@ static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
             learn_partitions(r, p->out, unknown++);
             continue;
         }
+        if (err == RD_KAFKA_RESP_ERR__STATE && !rd_kafka_fatal_error(r->producer, NULL, 0)) {
+            /* The transaction failed under us (an output of an earlier
+             * record refused, a broker error): what the processor is doing
+             * cannot be committed. Abort and rewind, as for a failed commit. */
+            r->txn_failed = true;
+            return -1;
+        }
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             mc_log(&r->logger, MC_LOG_ERROR, "produce refused", "topic", p->out->name, "error",
                    rd_kafka_err2str(err), (const char *)NULL);
@@ -738,6 +761,7 @@ static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *e
 
 static void reset_txn(mc_runner *r, bool committed)
 {
+    r->txn_failed = false;
     for (size_t i = 0; i < r->n_outputs; i++) {
         if (committed)
             mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
@@ -1360,12 +1384,11 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
     if (rc != 0 && r->poison_found) {
         /* Its other outputs may be in the transaction: abort, and the
          * rewind brings it back to be handled as refused. */
+        r->txn_failed = false;
         return abort_txn(r, "an output was refused");
     }
-    if (rc != 0) {
-        set_fatal(r, "process", r->proc->name);
-        return -1;
-    }
+    if (rc != 0)
+        return callback_failed(r, "process");
     mark_processed(r, in.topic, in.partition, in.offset);
     return 0;
 }
@@ -1438,10 +1461,9 @@ static int wait_for_events(mc_runner *r)
         void *arg = e->arg;
         if (begin_txn(r) != 0)
             return -1;
-        if (cb(arg, pfds[i].fd, pfds[i].revents, &r->ctx) != 0) {
-            set_fatal(r, "descriptor callback", r->proc->name);
+        if (cb(arg, pfds[i].fd, pfds[i].revents, &r->ctx) != 0 &&
+            callback_failed(r, "descriptor callback") != 0)
             return -1;
-        }
     }
     return 0; /* the wait covered it: take the input without blocking */
 }
@@ -1499,10 +1521,8 @@ static int punctuate_if_due(mc_runner *r)
     r->wakeup_ms = INT64_MAX;
     if (begin_txn(r) != 0)
         return -1;
-    if (r->proc->punctuate(r->self, r->now_wall_ms, &r->ctx) != 0) {
-        set_fatal(r, "punctuate", r->proc->name);
-        return -1;
-    }
+    if (r->proc->punctuate(r->self, r->now_wall_ms, &r->ctx) != 0)
+        return callback_failed(r, "punctuate");
     return 0;
 }
 
