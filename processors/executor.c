@@ -182,17 +182,7 @@ static int produce_for_n(executor *ex, mc_output *out, const mc_job *j, const mc
 /* Produces buf to out for job j's record, with at most one header. */
 static int produce_for(executor *ex, mc_output *out, const mc_job *j, const mc_header *h)
 {
-    mc_source cause = {ex->ready_topic, j->partition, j->offset};
-    mc_produce p = {.out = out,
-                    .partition = j->partition,
-                    .key = j->key,
-                    .key_len = strlen(j->key),
-                    .value = ex->buf.data,
-                    .value_len = ex->buf.len,
-                    .headers = h,
-                    .n_headers = h ? 1 : 0,
-                    .cause = &cause};
-    return mc_ctx_produce(ex->ctx, &p);
+    return produce_for_n(ex, out, j, h, h ? 1 : 0);
 }
 
 static int write_result(executor *ex, const mc_job *j, mc_outcome outcome, const char *error)

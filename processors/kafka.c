@@ -76,6 +76,20 @@ int32_t mc_key_partition(const void *key, size_t keylen, int32_t n)
     return rd_kafka_msg_partitioner_murmur2(NULL, key, keylen, n, NULL, NULL);
 }
 
+mc_record mc_kafka_record(const rd_kafka_message_t *m, const char *topic)
+{
+    rd_kafka_timestamp_type_t tstype;
+    return (mc_record){.topic = topic,
+                       .partition = m->partition,
+                       .offset = m->offset,
+                       .key = m->key,
+                       .key_len = m->key_len,
+                       .value = m->payload,
+                       .value_len = m->len,
+                       .timestamp_ms = rd_kafka_message_timestamp(m, &tstype),
+                       .kafka_message = m};
+}
+
 int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
                              size_t errlen)
 {

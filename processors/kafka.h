@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "record.h"
 
 /* The topics mooncake owns, by suffix, with their cleanup policy. */
 typedef struct mc_topic_spec {
@@ -42,8 +43,13 @@ int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const cha
  * and versions (offsets) of one key are comparable. */
 int32_t mc_key_partition(const void *key, size_t keylen, int32_t n);
 
+/* The processor's view of consumed message m of topic (m's name for it,
+ * since a handle's name is a lookup). Points into m, which must outlive it. */
+mc_record mc_kafka_record(const rd_kafka_message_t *m, const char *topic);
+
 /* The partition count of topic from a metadata request on rk (any handle),
- * or -1 with a reason in err. */
+ * or -1 with a reason in err. The answer also updates rk's own view of the
+ * topic (a producer learns of partitions added since its last refresh). */
 int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
                              size_t errlen);
 

@@ -79,12 +79,8 @@ void mc_restorer_free(mc_restorer *rs)
  * last metadata refresh. Asking for the topic's metadata updates its view. */
 static void learn_partitions(mc_restorer *rs, const char *topic)
 {
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rs->consumer, topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    if (rkt && rd_kafka_metadata(rs->consumer, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        rd_kafka_metadata_destroy(md);
-    if (rkt)
-        rd_kafka_topic_destroy(rkt);
+    char err[256];
+    mc_topic_partition_count(rs->consumer, topic, 5000, err, sizeof err);
 }
 
 /* Fills each target's end (high watermark now); a partition that is empty is
@@ -156,14 +152,7 @@ static uint64_t replay(mc_restorer *rs, const char *topic, restore_target *tg, s
                        rd_kafka_message_errstr(m), (const char *)NULL);
             } else if (t && !t->done) {
                 if (!m->err) {
-                    mc_record rec = {.topic = topic,
-                                     .partition = m->partition,
-                                     .offset = m->offset,
-                                     .key = m->key,
-                                     .key_len = m->key_len,
-                                     .value = m->payload,
-                                     .value_len = m->len,
-                                     .kafka_message = m};
+                    mc_record rec = mc_kafka_record(m, topic);
                     fn(arg, &rec);
                     records++;
                 }

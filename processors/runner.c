@@ -488,9 +488,8 @@ static void learn_partitions(mc_runner *r, mc_output *out, int attempt)
         struct timespec pause = {1, 0};
         nanosleep(&pause, NULL);
     }
-    const struct rd_kafka_metadata *md = NULL;
-    if (rd_kafka_metadata(r->producer, 0, out->rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        rd_kafka_metadata_destroy(md);
+    char err[256];
+    mc_topic_partition_count(r->producer, rd_kafka_topic_name(out->rkt), 5000, err, sizeof err);
 }
 
 static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
@@ -1351,16 +1350,7 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
     input_part *ip = part_of(r, in.topic, in.partition);
     if (given_back(ip, m->offset))
         return 0;
-    mc_record rec = {.topic = rd_kafka_topic_name(m->rkt),
-                     .partition = m->partition,
-                     .offset = m->offset,
-                     .key = m->key,
-                     .key_len = m->key_len,
-                     .value = m->payload,
-                     .value_len = m->len,
-                     .kafka_message = m};
-    rd_kafka_timestamp_type_t tstype;
-    rec.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+    mc_record rec = mc_kafka_record(m, rd_kafka_topic_name(m->rkt));
     r->inputs[in.topic].pending++;
     r->txn_records++;
     r->txn_dirty = true;

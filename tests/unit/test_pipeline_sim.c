@@ -13,6 +13,7 @@
 #include "fake_caller.h"
 #include "retry.h"
 #include "router.h"
+#include "sim_pipeline.h"
 #include "simkit.h"
 #include "store.h"
 #include "wheel.h"
@@ -20,48 +21,17 @@
 #define T0 INT64_C(1800000000000)
 #define HORIZON 5000
 
-typedef struct pipeline {
-    sim_kafka *k;
-    mc_config *cfg;
-    fake_env env;
-    mc_executor_caller caller;
-    mc_processor executor;
-    sim_inst *in[5]; /* router, store, wheel, executor, retry */
-} pipeline;
+typedef sim_pipeline pipeline;
 
 static void pipeline_start(pipeline *pl, const char *const *flags)
 {
-    memset(pl, 0, sizeof *pl);
-    pl->k = sim_kafka_new(1, T0);
-    pl->cfg = kit_config("all", flags);
-    pl->env.clock = pl->k;
-    pl->caller = fake_caller_for(&pl->env);
-    pl->executor = mc_executor_processor;
-    pl->executor.create_arg = &pl->caller;
-    const mc_processor *procs[5] = {&mc_router_processor, &mc_store_processor, &mc_wheel_processor,
-                                    &pl->executor, &mc_retry_processor};
-    for (int i = 0; i < 5; i++) {
-        pl->in[i] = sim_inst_new(pl->k, procs[i], pl->cfg, "i1");
-        CHECK(pl->in[i] && sim_assign_all(pl->in[i]) == 0);
-    }
-}
-
-static void pipeline_stop(pipeline *pl)
-{
-    for (int i = 0; i < 5; i++)
-        if (pl->in[i])
-            sim_crash(pl->in[i]);
-    fake_env_free(&pl->env);
-    sim_kafka_free(pl->k);
-    kit_config_free(pl->cfg);
+    CHECK(sim_pipeline_start(pl, 1, T0, flags) == 0);
 }
 
 /* Every role takes its turns until nothing moves, at the current time. */
 static void settle(pipeline *pl)
 {
-    for (int round = 0; round < 6; round++)
-        for (int i = 0; i < 5; i++)
-            CHECK(sim_settle(pl->in[i], 30) == 0);
+    CHECK(sim_pipeline_settle(pl, 6) == 0);
 }
 
 /* Advances the clock to `until` in steps, settling at each; calls that are
@@ -131,7 +101,7 @@ static void a_cancel_during_a_failing_call_wins(bool far)
     CHECK(calls_of(&pl, "x", failed_at + 1) == 0,
           "%s: the next attempt was called %zu times after the client's cancel",
           far ? "far" : "near", calls_of(&pl, "x", failed_at + 1));
-    pipeline_stop(&pl);
+    sim_pipeline_stop(&pl);
 }
 
 /* The same with a re-submit (a new callback, due later): the new version is
@@ -162,7 +132,7 @@ static void a_resubmit_during_a_failing_call_wins(bool far)
     }
     CHECK(old_after == 0 && new_calls == 1, "%s: old callback called %zu times after, new %zu",
           far ? "far" : "near", old_after, new_calls);
-    pipeline_stop(&pl);
+    sim_pipeline_stop(&pl);
 }
 
 /* Answers 500 to the first two calls it sees, 200 after. */
@@ -201,7 +171,7 @@ static void retries_still_happen(bool far)
           "%s: %zu calls, %d FAILED_WILL_RETRY, %d SUCCEEDED on attempt 3", far ? "far" : "near",
           pl.env.n_calls, will_retry, ok);
     free(r);
-    pipeline_stop(&pl);
+    sim_pipeline_stop(&pl);
 }
 
 /* A store frozen (SIGSTOP) past its session while holding a far task; its
@@ -229,7 +199,7 @@ static void a_zombie_store_hands_nothing_off(void)
     CHECK(kit_fired(pl.k, 1, "far", -1) == 1, "fired %zu times", kit_fired(pl.k, 1, "far", -1));
     CHECK(calls_of(&pl, "far", 0) == 1, "called %zu times", calls_of(&pl, "far", 0));
     sim_crash(zombie);
-    pipeline_stop(&pl);
+    sim_pipeline_stop(&pl);
 }
 
 int main(void)
