@@ -75,6 +75,7 @@ typedef struct router {
     size_t n_owned;
     int64_t layout_read_at, stop_warned_at, read_warned_at;
     int64_t layout_end;       /* where the layout topic ended when last read; -1: read it */
+    int64_t own_write_at;     /* where it ended when this router wrote the first layout; -1 */
     int64_t rehome_warned_at; /* one warning a minute is enough */
     mc_output *layout_out;
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
@@ -282,6 +283,15 @@ static int read_layout(router *r, mc_ctx *ctx)
     }
     if (end == r->layout_end)
         return 0;
+    if (r->own_write_at >= 0 && end == r->own_write_at + 2) {
+        /* Only what this router wrote since: its first layout and the
+         * commit marker after it. Reading it back would hold routing for
+         * as long as a restore takes (half a second on a fresh broker). */
+        r->own_write_at = -1;
+        r->layout_end = end;
+        return 0;
+    }
+    r->own_write_at = -1;
     mc_layout l = {0};
     int32_t zero = 0;
     if (mc_ctx_restore(ctx, "layout", &zero, 1, take_layout_record, &l, NULL) != 0) {
@@ -293,7 +303,7 @@ static int read_layout(router *r, mc_ctx *ctx)
     if (!l.partitions) {
         if (write_first_layout(r, ctx) != 0)
             return -1;
-        r->layout_end = -1; /* what it wrote moves the end */
+        r->own_write_at = end; /* what it wrote moves the end */
     } else {
         mc_layout_move(&r->layout, &l);
     }
@@ -350,7 +360,7 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     if (parts->cnt == 0)
         return 0;
     r->stopped = false;
-    r->layout_end = -1;
+    r->layout_end = r->own_write_at = -1;
     if (check_layout(r, ctx) != 0)
         return -1;
     mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx) + LAYOUT_POLL_MS);
