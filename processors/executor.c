@@ -311,10 +311,8 @@ static int forward_markers(executor *ex, part *p)
         marker_ref *mk = mc_ring_at(&p->markers, 0);
         if (mk->seq != mc_window_oldest(&p->win))
             break;
-        char pos[24];
-        int n = snprintf(pos, sizeof pos, "%" PRId64, mk->position);
-        if (mc_ctx_forward_header(ex->ctx, ex->retry, p->partition, NULL, 0, NULL, 0,
-                                  MC_WHEEL_POSITION_HEADER, pos, (size_t)n) != 0)
+        if (mc_forward_position_marker(ex->ctx, ex->retry, p->partition, MC_WHEEL_POSITION_HEADER,
+                                       mk->position) != 0)
             return -1;
         mc_window_finish(&p->win, mk->seq);
         mc_ring_pop(&p->markers);

@@ -94,10 +94,8 @@ static int schedule(retry *r, mc_ctx *ctx, const mc_record *m, const char *key, 
  * behind the next attempts written before it. */
 static int forward_marker(mc_ctx *ctx, retry *r, const mc_record *m, int64_t position)
 {
-    char pos[24];
-    int n = snprintf(pos, sizeof pos, "%" PRId64, position);
-    return mc_ctx_forward_header(ctx, r->wheel, m->partition, NULL, 0, NULL, 0,
-                                 MC_RESOLVED_POSITION_HEADER, pos, (size_t)n);
+    return mc_forward_position_marker(ctx, r->wheel, m->partition, MC_RESOLVED_POSITION_HEADER,
+                                      position);
 }
 
 static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)

@@ -551,10 +551,8 @@ static int hand_off(store *s, store_part *p, store_entry *e, mc_ctx *ctx)
 
 static int write_marker(store *s, store_part *p, mc_ctx *ctx)
 {
-    char pos[24];
-    int n = snprintf(pos, sizeof pos, "%" PRId64, p->position);
-    if (mc_ctx_forward_header(ctx, s->wheel, p->partition, NULL, 0, NULL, 0,
-                              MC_STORE_POSITION_HEADER, pos, (size_t)n) != 0)
+    if (mc_forward_position_marker(ctx, s->wheel, p->partition, MC_STORE_POSITION_HEADER,
+                                   p->position) != 0)
         return -1;
     p->marked = p->position;
     return 0;

@@ -423,10 +423,8 @@ static int64_t commit_offset(wheel_part *p)
  * before it was fired at a position below it (see the top of the file). */
 static int send_marker(wheel *w, wheel_part *p, mc_ctx *ctx)
 {
-    char pos[24];
-    int n = snprintf(pos, sizeof pos, "%" PRId64, p->next);
-    if (mc_ctx_forward_header(ctx, w->ready, p->partition, NULL, 0, NULL, 0,
-                              MC_WHEEL_POSITION_HEADER, pos, (size_t)n) != 0)
+    if (mc_forward_position_marker(ctx, w->ready, p->partition, MC_WHEEL_POSITION_HEADER,
+                                   p->next) != 0)
         return -1;
     p->marked = p->next;
     p->marked_at = mc_ctx_now_ms(ctx);

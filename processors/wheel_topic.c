@@ -1,6 +1,8 @@
 /* Reading the headers of `wheel` records (see wheel_topic.h). */
 #include "wheel_topic.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 bool mc_wheel_record_is_far(const mc_record *r)
@@ -42,4 +44,12 @@ mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out)
     out->version.attempt =
         mc_record_header_int(r, MC_ATTEMPT_HEADER, &a) && a <= INT32_MAX ? (int32_t)a : 0;
     return MC_CODEC_OK;
+}
+
+int mc_forward_position_marker(mc_ctx *ctx, mc_output *out, int32_t partition, const char *header,
+                               int64_t position)
+{
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, position);
+    return mc_ctx_forward_header(ctx, out, partition, NULL, 0, NULL, 0, header, pos, (size_t)n);
 }

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "processor.h"
 #include "record.h"
 
 #define MC_ROUTE_HEADER "mooncake-route"
@@ -86,5 +87,11 @@ bool mc_wheel_record_store_position(const mc_record *r, int64_t *position);
 bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position);
 /* Whether this is a resolved-position marker; *position gets O. */
 bool mc_wheel_record_resolved_position(const mc_record *r, int64_t *position);
+
+/* Forwards a position marker - null key and value, `header` carrying
+ * `position` in decimal - to `partition` of `out`, in the transaction under
+ * way. Returns mc_ctx_forward_header's answer. The processor's thread. */
+int mc_forward_position_marker(mc_ctx *ctx, mc_output *out, int32_t partition, const char *header,
+                               int64_t position);
 
 #endif
