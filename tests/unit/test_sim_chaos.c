@@ -772,6 +772,80 @@ static void stale_next_attempt_fires_after_a_restart(void)
     kit_config_free(cfg);
 }
 
+/* Two near next attempts pending at once, the one fired later arriving
+ * first: b (v11) fires at position 1 and its call is slow (a timeout); a
+ * (v14) fires at position 4 and fails at once, so retry writes a's next
+ * attempt (offset 4, fired position 4) before b's (offset 5, fired
+ * position 1). The store's and the resolved marker (6) release the floors.
+ * b's next attempt is pending and holds the committed offset back to 1 -
+ * but the holds ring assumes positions only grow in arrival order and looks
+ * at its front only (a's 4): the wheel commits 4. After a restart the
+ * replay starts at 4 and judges b's next attempt (position 1 < 4) stale:
+ * it never fires, no Result - lost. */
+static void next_attempts_out_of_position_order_lost_after_a_restart(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(w) == 0);
+    put_submit(k, "b", 11, 1, T0 + 1000, NULL, NULL, NULL, NULL); /* 0 */
+    CHECK(sim_settle(w, 10) == 0);
+    sim_set_now(k, T0 + 1000);
+    CHECK(sim_settle(w, 10) == 0);
+    CHECK(fired_attempt(k, "b", 11, 1) == 1, "b fired");
+    kit_wheel_cancel(k, 0, 12, "other1", sim_now(k));             /* 1 */
+    kit_wheel_cancel(k, 0, 13, "other2", sim_now(k));             /* 2 */
+    put_submit(k, "a", 14, 1, T0 + 1500, NULL, NULL, NULL, NULL); /* 3 */
+    CHECK(sim_settle(w, 10) == 0);
+    sim_set_now(k, T0 + 1500);
+    CHECK(sim_settle(w, 10) == 0);
+    CHECK(fired_attempt(k, "a", 14, 1) == 1, "a fired");
+    int64_t pos_a = -1, pos_b = -1;
+    char ka[64], kb[64];
+    size_t la = kit_key("a", ka, sizeof ka), lb = kit_key("b", kb, sizeof kb);
+    sim_rec *r;
+    size_t nr = sim_read(k, kit_topic("ready"), 0, &r);
+    for (size_t i = 0; i < nr; i++) {
+        const mc_header *h = sim_rec_header(&r[i], MC_FIRED_POSITION_HEADER);
+        if (!h || !r[i].key)
+            continue;
+        char v[24];
+        snprintf(v, sizeof v, "%.*s", (int)h->len, (const char *)h->value);
+        if (r[i].key_len == la && !memcmp(r[i].key, ka, la))
+            pos_a = atoll(v);
+        else if (r[i].key_len == lb && !memcmp(r[i].key, kb, lb))
+            pos_b = atoll(v);
+    }
+    free(r);
+    CHECK(pos_b == 1 && pos_a == 4, "fired positions b=%lld a=%lld", (long long)pos_b,
+          (long long)pos_a);
+    sim_set_now(k, T0 + 2500);
+    put_submit(k, "a", 14, 2, T0 + 5000, MC_STORE_POSITION_HEADER, "4", NULL, NULL); /* 4 */
+    put_submit(k, "b", 11, 2, T0 + 5000, MC_STORE_POSITION_HEADER, "1", NULL, NULL); /* 5 */
+    put_marker(k, MC_STORE_POSITION_HEADER, 6);    /* 6 */
+    put_marker(k, MC_RESOLVED_POSITION_HEADER, 6); /* 7 */
+    CHECK(sim_settle(w, 10) == 0);
+    const char *md;
+    int64_t c = sim_committed(k, KIT_PREFIX "wheel", kit_topic("wheel"), 0, &md);
+    CHECK(c <= 1, "committed %lld (%s): past b's pending next attempt's fired position 1",
+          (long long)c, md);
+    sim_crash(w);
+    w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(w) == 0);
+    for (int64_t t = T0 + 2500; t <= T0 + 6000; t += 250) {
+        sim_set_now(k, t);
+        CHECK(sim_settle(w, 10) == 0);
+    }
+    CHECK(fired_attempt(k, "a", 14, 2) == 1, "a's next attempt fired %zu times",
+          fired_attempt(k, "a", 14, 2));
+    CHECK(fired_attempt(k, "b", 11, 2) == 1, "b's next attempt fired %zu times (lost)",
+          fired_attempt(k, "b", 11, 2));
+    sim_crash(w);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 /* ---- 4. the real caller: a recall read after the due time ------------------------ */
 
 static atomic_int http_requests;
@@ -1012,6 +1086,8 @@ int main(int argc, char **argv)
         stale_next_attempt_fires_after_a_restart();
         pipeline_cancel_then_wheel_restart();
     }
+    if (!only || !strcmp(only, "det") || !strcmp(only, "review"))
+        next_attempts_out_of_position_order_lost_after_a_restart();
     if (!only || !strcmp(only, "recall"))
         recall_lost_across_executor_restart();
     if (getenv("SEED")) {
