@@ -32,7 +32,9 @@
  * was written: it can only be stale against records from P_h on. A pending
  * hand-off holds the committed offset back to its P_h, so a replay that
  * starts after P_h meets only hand-offs that were not pending at the
- * checkpoint, and skips them.
+ * checkpoint, and skips them. A near next attempt is judged the same way,
+ * by the position at which the wheel fired the call it follows; those do
+ * not arrive in position order, so the pending ones are kept in a heap.
  *
  * Exactly-once firing across crashes. Firing is in (due, offset) order per
  * partition - the timing wheel pops in exact due order, overdue tasks too,
@@ -72,6 +74,7 @@
 
 #include "checkpoint.h"
 #include "codec.h"
+#include "heap.h"
 #include "kafka.h"
 #include "keymap.h"
 #include "layout.h"
@@ -112,7 +115,9 @@ typedef struct floor_ref {
     wheel_key *k;
 } floor_ref;
 
-/* A pending hand-off and the store's position when it wrote it. */
+/* A pending hand-off or near next attempt, and the position it can be stale
+ * against: the store's when it wrote the hand-off, the wheel's when it fired
+ * the call the next attempt follows. */
 typedef struct hold_ref {
     int64_t pos, offset;
     wheel_key *k;
@@ -145,7 +150,7 @@ typedef struct wheel_part {
     bool layout_done;     /* every call fired before the marker has finished */
     bool layout_applied;  /* keys moved (false while a replay has not reached the marker) */
     mc_ring floors;       /* floor_ref, in offset order */
-    mc_ring holds;        /* hold_ref, in arrival order (their positions only grow) */
+    mc_heap holds;        /* hold_ref, least position on top (see oldest_hold) */
     mc_ring recalls;      /* recall_ref, in due order (the firing order) */
 } wheel_part;
 
@@ -232,7 +237,7 @@ static void part_free(wheel_part *p)
     }
     mc_wheel_free(p->w);
     mc_ring_free(&p->floors);
-    mc_ring_free(&p->holds);
+    mc_heap_free(&p->holds);
     mc_ring_free(&p->recalls);
     free(p);
 }
@@ -306,22 +311,38 @@ static void release_floors(wheel_part *p)
     }
 }
 
+static bool hold_less(const void *a, const void *b)
+{
+    const hold_ref *x = a, *y = b;
+    return x->pos < y->pos || (x->pos == y->pos && x->offset < y->offset);
+}
+
 static int hold_push(wheel_part *p, wheel_key *k, int64_t pos, int64_t offset)
 {
-    if (mc_ring_push(&p->holds, &(hold_ref){pos, offset, k}) != 0)
+    if (mc_heap_push(&p->holds, &(hold_ref){pos, offset, k}) != 0)
         return -1;
     k->queued++;
     return 0;
 }
 
-/* The position of the oldest hand-off still pending, or INT64_MAX. */
+/* The least position of a hand-off or next attempt still pending, or
+ * INT64_MAX. Positions do not arrive in order - a call fired early can fail
+ * late (a timeout), after one fired later has failed and been rescheduled,
+ * or after a hand-off with a higher position - so a queue's front is not the
+ * least, and the commit would pass a pending one's position (a replay from
+ * there judged it stale and lost it: test_sim_chaos). Hence a heap. An entry
+ * no longer pending never is again (a key's pending offset only grows), so
+ * it is dropped when it reaches the top. */
 static int64_t oldest_hold(wheel_part *p)
 {
-    while (mc_ring_len(&p->holds) > 0) {
-        hold_ref *h = mc_ring_at(&p->holds, 0);
+    hold_ref *h;
+    while ((h = mc_heap_top(&p->holds)) != NULL) {
         if (h->k->payload && h->k->offset == h->offset)
             return h->pos;
-        unqueue_front(p, &p->holds, h->k);
+        wheel_key *k = h->k;
+        mc_heap_pop(&p->holds);
+        k->queued--;
+        maybe_forget(p, k);
     }
     return INT64_MAX;
 }
@@ -482,7 +503,7 @@ static wheel_part *part_new(wheel *w, int32_t partition, int64_t now)
         return NULL;
     }
     mc_ring_init(&p->floors, sizeof(floor_ref));
-    mc_ring_init(&p->holds, sizeof(hold_ref));
+    mc_heap_init(&p->holds, sizeof(hold_ref), hold_less);
     mc_ring_init(&p->recalls, sizeof(recall_ref));
     p->store_pos = p->resolved_pos = p->marked = -1;
     w->parts[partition] = p;

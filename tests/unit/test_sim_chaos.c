@@ -823,8 +823,8 @@ static void next_attempts_out_of_position_order_lost_after_a_restart(void)
     sim_set_now(k, T0 + 2500);
     put_submit(k, "a", 14, 2, T0 + 5000, MC_STORE_POSITION_HEADER, "4", NULL, NULL); /* 4 */
     put_submit(k, "b", 11, 2, T0 + 5000, MC_STORE_POSITION_HEADER, "1", NULL, NULL); /* 5 */
-    put_marker(k, MC_STORE_POSITION_HEADER, 6);    /* 6 */
-    put_marker(k, MC_RESOLVED_POSITION_HEADER, 6); /* 7 */
+    put_marker(k, MC_STORE_POSITION_HEADER, 6);                                      /* 6 */
+    put_marker(k, MC_RESOLVED_POSITION_HEADER, 6);                                   /* 7 */
     CHECK(sim_settle(w, 10) == 0);
     const char *md;
     int64_t c = sim_committed(k, KIT_PREFIX "wheel", kit_topic("wheel"), 0, &md);
