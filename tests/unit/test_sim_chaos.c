@@ -778,10 +778,10 @@ static void stale_next_attempt_fires_after_a_restart(void)
  * attempt (offset 4, fired position 4) before b's (offset 5, fired
  * position 1). The store's and the resolved marker (6) release the floors.
  * b's next attempt is pending and holds the committed offset back to 1 -
- * but the holds ring assumes positions only grow in arrival order and looks
- * at its front only (a's 4): the wheel commits 4. After a restart the
- * replay starts at 4 and judges b's next attempt (position 1 < 4) stale:
- * it never fires, no Result - lost. */
+ * but the holds queue (before the heap) assumed positions only grow in
+ * arrival order and looked at its front only (a's 4): the wheel committed
+ * 4. After a restart the replay starts at 4 and judges b's next attempt
+ * (position 1 < 4) stale: it never fires, no Result - lost. */
 static void next_attempts_out_of_position_order_lost_after_a_restart(void)
 {
     static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
