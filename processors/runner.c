@@ -1322,21 +1322,30 @@ static bool given_back(const input_part *p, int64_t offset)
 }
 
 /* Hands a confirmed poisoned input to the processor's refused() hook, or to
- * the dead topic. */
+ * the dead topic. The input stays a suspect until that has worked: when the
+ * hook's produce finds the transaction failed under it (after the abort
+ * that found the poison, librdkafka bumps the epoch and the next
+ * transaction may fail with "skipped sequence numbers"), the transaction is
+ * aborted and the rewind brings the input back here, instead of the
+ * process stopping (test_router's refused-output test, under ASan). */
 static int handle_refused(mc_runner *r, const mc_record *rec, const txn_ref *in, poisoned_input *p)
 {
     char reason[sizeof p->reason];
     memcpy(reason, p->reason, sizeof reason);
-    remove_poison(r, p);
     r->current_ref = add_ref(r, in);
     r->in_process = true;
     int rc = r->proc->refused ? r->proc->refused(r->self, rec, reason, &r->ctx)
                               : mc_ctx_dead_letter(&r->ctx, rec, reason, NULL);
     r->in_process = false;
+    r->current_ref = 0;
+    if (rc != 0 && r->txn_failed)
+        return callback_failed(r, "handling a refused record");
     if (rc != 0) {
         set_fatal(r, "handling a refused record", reason);
         return -1;
     }
+    if ((p = find_poison(r, in)) != NULL) /* add_poison may have moved the table */
+        remove_poison(r, p);
     mc_counter_add(r->poison_dead, 1);
     mark_processed(r, in->topic, in->partition, in->offset);
     return 0;
