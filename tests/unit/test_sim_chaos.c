@@ -667,6 +667,21 @@ static size_t fired_attempt(sim_kafka *k, const char *id, int64_t version, int32
     return c;
 }
 
+/* The wheel of the cases below: no lead, a 3 s horizon. Caller frees. */
+static mc_config *lead0_wheel_config(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
+    return kit_config("wheel", flags);
+}
+
+/* A wheel instance "w1" on k, assigned every partition (a start or a restart). */
+static sim_inst *wheel_up(sim_kafka *k, mc_config *cfg)
+{
+    sim_inst *w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(w) == 0);
+    return w;
+}
+
 /* A far task's hand-off is pending at the checkpoint (commit held back to
  * its store position 5); the restarted wheel commits in the middle of its
  * replay (a transaction by size or age, or a revoke), before it has replayed
@@ -675,11 +690,9 @@ static size_t fired_attempt(sim_kafka *k, const char *id, int64_t version, int32
  * stale: the task never fires. */
 static void handoff_lost_after_a_commit_inside_the_replay(void)
 {
-    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
-    mc_config *cfg = kit_config("wheel", flags);
+    mc_config *cfg = lead0_wheel_config();
     sim_kafka *k = sim_kafka_new(1, T0);
-    sim_inst *w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    sim_inst *w = wheel_up(k, cfg);
     put_submit(k, "x", 10, 1, T0 + 10000, MC_ROUTE_HEADER, MC_ROUTE_STORE, NULL, NULL); /* 0: far */
     put_marker(k, MC_STORE_POSITION_HEADER, 1);                                         /* 1 */
     put_marker(k, MC_RESOLVED_POSITION_HEADER, 1);                                      /* 2 */
@@ -696,8 +709,7 @@ static void handoff_lost_after_a_commit_inside_the_replay(void)
     sim_crash(w);
     /* Restart: the replay goes in two transactions (5000 records or 100 ms
      * each, in the runner); the first ends before the hand-off. */
-    w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    w = wheel_up(k, cfg);
     CHECK(sim_poll(w, 2) == 2);
     CHECK(sim_commit(w) == 0);
     int64_t c2 = sim_committed(k, KIT_PREFIX "wheel", kit_topic("wheel"), 0, &md);
@@ -706,8 +718,7 @@ static void handoff_lost_after_a_commit_inside_the_replay(void)
           "pending hand-off's position 5",
           (long long)c2, md);
     sim_crash(w);
-    w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    w = wheel_up(k, cfg);
     for (int64_t t = T0; t <= T0 + 11000; t += 500) {
         sim_set_now(k, t);
         CHECK(sim_settle(w, 10) == 0);
@@ -729,11 +740,9 @@ static void handoff_lost_after_a_commit_inside_the_replay(void)
  * fires. */
 static void stale_next_attempt_fires_after_a_restart(void)
 {
-    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
-    mc_config *cfg = kit_config("wheel", flags);
+    mc_config *cfg = lead0_wheel_config();
     sim_kafka *k = sim_kafka_new(1, T0);
-    sim_inst *w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    sim_inst *w = wheel_up(k, cfg);
     put_submit(k, "x", 10, 1, T0 + 1000, NULL, NULL, NULL, NULL); /* 0: A */
     CHECK(sim_settle(w, 10) == 0);
     sim_set_now(k, T0 + 1000);
@@ -758,8 +767,7 @@ static void stale_next_attempt_fires_after_a_restart(void)
     snprintf(mdc, sizeof mdc, "%s", md);
     md = mdc;
     sim_crash(w);
-    w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    w = wheel_up(k, cfg);
     for (int64_t t = T0 + 2500; t <= T0 + 6000; t += 250) {
         sim_set_now(k, t);
         CHECK(sim_settle(w, 10) == 0);
@@ -784,11 +792,9 @@ static void stale_next_attempt_fires_after_a_restart(void)
  * (position 1 < 4) stale: it never fires, no Result - lost. */
 static void next_attempts_out_of_position_order_lost_after_a_restart(void)
 {
-    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=3000", NULL};
-    mc_config *cfg = kit_config("wheel", flags);
+    mc_config *cfg = lead0_wheel_config();
     sim_kafka *k = sim_kafka_new(1, T0);
-    sim_inst *w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    sim_inst *w = wheel_up(k, cfg);
     put_submit(k, "b", 11, 1, T0 + 1000, NULL, NULL, NULL, NULL); /* 0 */
     CHECK(sim_settle(w, 10) == 0);
     sim_set_now(k, T0 + 1000);
@@ -831,8 +837,7 @@ static void next_attempts_out_of_position_order_lost_after_a_restart(void)
     CHECK(c <= 1, "committed %lld (%s): past b's pending next attempt's fired position 1",
           (long long)c, md);
     sim_crash(w);
-    w = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(w) == 0);
+    w = wheel_up(k, cfg);
     for (int64_t t = T0 + 2500; t <= T0 + 6000; t += 250) {
         sim_set_now(k, t);
         CHECK(sim_settle(w, 10) == 0);
