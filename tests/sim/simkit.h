@@ -285,6 +285,17 @@ static inline size_t kit_recalls(sim_kafka *k, int32_t partitions, const char *i
     return count;
 }
 
+/* Whether group's committed metadata on wheel partition q contains needle. */
+static inline bool kit_committed_says(sim_kafka *k, const char *group, int32_t q,
+                                      const char *needle)
+{
+    char g[64];
+    snprintf(g, sizeof g, KIT_PREFIX "%s", group);
+    const char *md;
+    sim_committed(k, g, kit_topic("wheel"), q, &md);
+    return md && strstr(md, needle) != NULL;
+}
+
 /* Writes the layout record, as mooncakectl partitions grow does. */
 static inline void kit_set_layout(sim_kafka *k, const mc_layout *l)
 {

@@ -124,21 +124,13 @@ static void run_until(cluster *c, int64_t until)
         step(c);
 }
 
-static bool committed_says(cluster *c, const char *group, int32_t q, const char *needle)
-{
-    char g[64];
-    snprintf(g, sizeof g, KIT_PREFIX "%s", group);
-    const char *md;
-    sim_committed(c->k, g, kit_topic("wheel"), q, &md);
-    return strstr(md, needle) != NULL;
-}
-
 /* mooncakectl's condition for resuming routing (wait_for_moves). */
 static bool moves_done(cluster *c)
 {
     for (int32_t q = 0; q < N_OLD; q++)
-        if (!committed_says(c, "store", q, "l=5") || !committed_says(c, "wheel", q, "l=5") ||
-            !committed_says(c, "wheel", q, "d=1"))
+        if (!kit_committed_says(c->k, "store", q, "l=5") ||
+            !kit_committed_says(c->k, "wheel", q, "l=5") ||
+            !kit_committed_says(c->k, "wheel", q, "d=1"))
             return false;
     return true;
 }
@@ -185,7 +177,7 @@ int main(void)
     run_until(&c, T0 + 6900);
     /* On the code under review wheel 0 has said d=1 by now (without the
      * store having passed its marker). */
-    CHECK(!committed_says(&c, "store", 0, "l=5"), "setup: the store is not behind");
+    CHECK(!kit_committed_says(c.k, "store", 0, "l=5"), "setup: the store is not behind");
     c.run[WHEEL_B] = false; /* wheel 0 stops for a while (a restart, say) */
     bool switched = false;
     int64_t cancel_at = INT64_MAX, cancelled_at = INT64_MAX;

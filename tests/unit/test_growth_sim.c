@@ -118,16 +118,6 @@ static void client_cancel(cluster *c, const char *id, int n)
     kit_tasks_cancel(c->k, mc_key_partition(key, kl, n), id, sim_now(c->k));
 }
 
-/* Committed metadata of group on wheel partition q contains needle. */
-static bool committed_says(cluster *c, const char *group, int32_t q, const char *needle)
-{
-    char g[64];
-    snprintf(g, sizeof g, KIT_PREFIX "%s", group);
-    const char *md;
-    sim_committed(c->k, g, kit_topic("wheel"), q, &md);
-    return strstr(md, needle) != NULL;
-}
-
 /* Calls per task id, by URL path ("/old" or "/new"). */
 static size_t calls_to(const cluster *c, const char *id, const char *url)
 {
@@ -200,9 +190,9 @@ static void grow_with_everything_in_flight(bool crash_at_marker)
     rebalance(&c);
     run_until(&c, T0 + 7000);
     for (int32_t q = 0; q < N_OLD; q++) {
-        CHECK(committed_says(&c, "store", q, "l=5"), "store %d has not moved its keys", q);
-        CHECK(committed_says(&c, "wheel", q, "l=5"), "wheel %d has not moved its keys", q);
-        CHECK(committed_says(&c, "wheel", q, "d=1"), "wheel %d: calls before the marker", q);
+        CHECK(kit_committed_says(c.k, "store", q, "l=5"), "store %d has not moved its keys", q);
+        CHECK(kit_committed_says(c.k, "wheel", q, "l=5"), "wheel %d has not moved its keys", q);
+        CHECK(kit_committed_says(c.k, "wheel", q, "d=1"), "wheel %d: calls before the marker", q);
     }
     CHECK(sim_counter(c.in[2], "mooncake_wheel_moved_total", NULL) > 0 &&
               sim_counter(c.in[1], "mooncake_store_moved_total", NULL) > 0,
@@ -367,9 +357,9 @@ static void grow_finish(cluster *c)
     rebalance(c);
     run_until(c, T0 + 7000);
     for (int32_t q = 0; q < N_OLD; q++) {
-        CHECK(committed_says(c, "store", q, "l=5"), "store %d has not moved its keys", q);
-        CHECK(committed_says(c, "wheel", q, "l=5"), "wheel %d has not moved its keys", q);
-        CHECK(committed_says(c, "wheel", q, "d=1"), "wheel %d: calls before the marker", q);
+        CHECK(kit_committed_says(c->k, "store", q, "l=5"), "store %d has not moved its keys", q);
+        CHECK(kit_committed_says(c->k, "wheel", q, "l=5"), "wheel %d has not moved its keys", q);
+        CHECK(kit_committed_says(c->k, "wheel", q, "d=1"), "wheel %d: calls before the marker", q);
     }
     kit_set_layout(c->k, &grown);
     mc_layout_free(&grown);
