@@ -543,7 +543,7 @@ static void part_abandon(executor *ex, part *p)
     p->waiting_head = p->waiting_tail = NULL;
     p->catch_up_to = -1;
     ex->caller->ops->abandon(ex->caller, p->partition);
-    if (p->win.unfinished)
+    if (p->assigned && p->win.unfinished) /* once: an aborted revoke abandons twice */
         mc_counter_add(ex->abandoned, p->win.unfinished - mc_ring_len(&p->markers));
     if (p->paused)
         mc_gauge_add(ex->paused_gauge, -1);

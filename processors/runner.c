@@ -885,6 +885,19 @@ static void mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_
 
 static void rewind_to_committed(mc_runner *r);
 
+/* Everything since the last commit is about to be undone: the processor
+ * forgets its work on every assigned partition (on_revoke), and the rewind
+ * or the revoke that follows the abort starts it again. */
+static void drop_processor_work(mc_runner *r)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (!r->proc->on_revoke || rd_kafka_assignment(r->consumer, &parts) || !parts)
+        return;
+    if (parts->cnt > 0)
+        r->proc->on_revoke(r->self, parts, &r->ctx);
+    rd_kafka_topic_partition_list_destroy(parts);
+}
+
 /* Aborts the open transaction and rewinds input and state to the last commit
  * (not while partitions are being revoked: they are about to go anyway).
  * Returns -1 when even the abort failed (fatal). */
@@ -893,6 +906,10 @@ static int abort_txn(mc_runner *r, const char *why)
     if (!r->txn_open)
         return 0;
     mc_log(&r->logger, MC_LOG_WARN, "aborting transaction", "reason", why, (const char *)NULL);
+    /* The processor drops its work first: the abort can wait seconds on the
+     * coordinator (an epoch bump after a broker restart), and an executor's
+     * HTTP thread would meanwhile make calls the rewind makes again. */
+    drop_processor_work(r);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
         if (!error)
@@ -986,8 +1003,7 @@ static void rewind_to_committed(mc_runner *r)
         rd_kafka_topic_partition_list_destroy(parts);
         return;
     }
-    if (r->proc->on_revoke)
-        r->proc->on_revoke(r->self, parts, &r->ctx);
+    /* abort_txn dropped the processor's work on these partitions already. */
     rd_kafka_resp_err_t err = rd_kafka_committed(r->consumer, parts, 30000);
     if (err) {
         set_fatal(r, "cannot read committed offsets to rewind", rd_kafka_err2str(err));
@@ -1046,11 +1062,16 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_t *rk,
 static void on_partitions_revoked(mc_runner *r, rd_kafka_t *rk,
                                   rd_kafka_topic_partition_list_t *parts)
 {
-    /* Revoked: commit what we did so the next owner starts after it. Lost
-     * (we were kicked out of the group): our transaction may no longer
-     * commit its offsets, so abort; the new owner redoes it. */
-    if (rd_kafka_assignment_lost(rk)) {
+    /* Revoked: commit what we did so the next owner starts after it, then
+     * the processor lets go. Lost (we were kicked out of the group): our
+     * transaction may no longer commit its offsets, so the processor lets go
+     * first - the abort can wait on the coordinator, and no call of a lost
+     * partition should start meanwhile - and we abort; the new owner redoes it. */
+    bool lost = rd_kafka_assignment_lost(rk);
+    if (lost) {
         mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
+        if (r->proc->on_revoke)
+            r->proc->on_revoke(r->self, parts, &r->ctx);
         if (r->txn_open) {
             rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
             if (error)
@@ -1059,13 +1080,15 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_t *rk,
                 mc_counter_add(r->txn_aborted, 1);
             reset_txn(r, false);
         }
-    } else if (r->txn_open) {
-        r->in_revoke = true;
-        commit_txn(r);
-        r->in_revoke = false;
+    } else {
+        if (r->txn_open) {
+            r->in_revoke = true;
+            commit_txn(r);
+            r->in_revoke = false;
+        }
+        if (r->proc->on_revoke)
+            r->proc->on_revoke(r->self, parts, &r->ctx);
     }
-    if (r->proc->on_revoke)
-        r->proc->on_revoke(r->self, parts, &r->ctx);
     /* Whatever we knew of these partitions is stale once another instance
      * may have moved them on: positions, suspects, metadata. */
     drop_assignment(r, parts);

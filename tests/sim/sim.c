@@ -928,13 +928,14 @@ static void abort_txn(sim_inst *in)
 
 int sim_abort(sim_inst *in)
 {
-    abort_txn(in);
+    /* As the runner: the processor lets go before the abort, then rewinds. */
     int32_t *v;
     size_t n = assigned(in, &v);
     rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);
     if (in->p->on_revoke)
         in->p->on_revoke(in->self, l, &in->ctx);
     rd_kafka_topic_partition_list_destroy(l);
+    abort_txn(in);
     l = part_list(in, v, n, true);
     seek_committed(in, l);
     int rc = in->p->on_assign ? in->p->on_assign(in->self, l, &in->ctx) : 0;
