@@ -914,8 +914,12 @@ static int abort_txn(mc_runner *r, const char *why)
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
         if (!error)
             break;
-        if (txn_error(r, "abort_transaction", error) != TXN_RETRY)
+        if (txn_error(r, "abort_transaction", error) != TXN_RETRY) {
+            /* The processor's work is dropped: committing anything now could
+             * mark records finished whose outputs were aborted. */
+            set_fatal(r, "abort_transaction", "the abort itself failed");
             return -1;
+        }
     }
     mc_counter_add(r->txn_aborted, 1);
     reset_txn(r, false);
@@ -1616,7 +1620,9 @@ static int finish(mc_runner *r)
         commit_txn(r);
     if (atomic_load(&r->fatal) && r->txn_open) {
         /* Best effort: a fenced producer cannot abort, and the coordinator
-         * aborts it after transaction.timeout.ms anyway. */
+         * aborts it after transaction.timeout.ms anyway. The processor lets
+         * go first, so no call starts that the next owner makes again. */
+        drop_processor_work(r);
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 5000);
         if (error)
             rd_kafka_error_destroy(error);
