@@ -10,7 +10,7 @@
  *            a consumer group (assigned partitions), to the end seen at start
  *            or following (-f), filtered by key, time and reason;
  *   requeue  dead letters back to <prefix>tasks, exactly once per letter
- *            (see tools/mooncakectl.md, "requeue: how it is exactly-once");
+ *            (README, "requeue: how it is exactly-once");
  *   topics   create | describe the topic set, with the lag of every processor
  *            group and what pending work can be counted cheaply.
  *

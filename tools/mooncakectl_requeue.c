@@ -1,6 +1,6 @@
 /* mooncakectl requeue: dead letters back to <prefix>tasks, exactly once per
  * letter whatever the filter, across crashes and repeated runs. How: see
- * tools/mooncakectl.md, "requeue: how it is exactly-once". In short, one
+ * README.md, "requeue: how it is exactly-once". In short, one
  * Kafka transaction holds, for a batch of letters, their Submits to tasks,
  * their entries in the ledger <prefix>mooncakectl-requeued (key
  * "partition/offset" of the letter), and the offsets of the consumer group
