@@ -272,17 +272,20 @@ static int apply(mc_config *cfg, const opt *o, const char *v, const char *source
     return -1;
 }
 
-static int add_kafka_prop(mc_config *cfg, const char *key, size_t keylen, const char *value)
+int mc_config_add_kafka_prop(mc_config *cfg, const char *key, size_t keylen, const char *value,
+                             size_t valuelen)
 {
     mc_kafka_prop *p = realloc(cfg->kafka, (cfg->n_kafka + 1) * sizeof *p);
     if (!p)
         return -1;
     cfg->kafka = p;
-    p[cfg->n_kafka].key = strndup(key, keylen);
-    p[cfg->n_kafka].value = strdup(value);
-    if (!p[cfg->n_kafka].key || !p[cfg->n_kafka].value)
+    char *k = strndup(key, keylen), *v = strndup(value, valuelen);
+    if (!k || !v) {
+        free(k);
+        free(v);
         return -1;
-    cfg->n_kafka++;
+    }
+    p[cfg->n_kafka++] = (mc_kafka_prop){k, v};
     return 0;
 }
 
@@ -295,7 +298,7 @@ static int add_kafka_kv(mc_config *cfg, const char *kv, char *err, size_t errlen
                  kv);
         return -1;
     }
-    return add_kafka_prop(cfg, kv, (size_t)(eq - kv), eq + 1);
+    return mc_config_add_kafka_prop(cfg, kv, (size_t)(eq - kv), eq + 1, strlen(eq + 1));
 }
 
 static int set_defaults(mc_config *cfg, char *err, size_t errlen)
@@ -337,7 +340,7 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
             size_t n = 0;
             for (const char *p = *e + sizeof kprefix - 1; p < eq && n < sizeof key - 1; p++)
                 key[n++] = *p == '_' ? '.' : (char)tolower((unsigned char)*p);
-            if (add_kafka_prop(cfg, key, n, eq + 1) != 0)
+            if (mc_config_add_kafka_prop(cfg, key, n, eq + 1, strlen(eq + 1)) != 0)
                 goto nomem;
             continue;
         }

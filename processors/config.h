@@ -72,6 +72,11 @@ typedef struct mc_config {
  * The caller owns cfg's contents: release with mc_config_free(). */
 int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err, size_t errlen);
 void mc_config_free(mc_config *cfg);
+/* Appends the librdkafka property key=value (lengths given; copied, and
+ * freed by mc_config_free) to cfg. 0, or -1 out of memory (cfg unchanged).
+ * The thread that owns cfg. */
+int mc_config_add_kafka_prop(mc_config *cfg, const char *key, size_t keylen, const char *value,
+                             size_t valuelen);
 
 /* Prints every flag with its environment name and default. */
 void mc_config_usage(FILE *out);

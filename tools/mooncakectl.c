@@ -451,24 +451,6 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
 
 /* ---- configuration ----------------------------------------------------------- */
 
-/* Appends a librdkafka property to cfg (whose arrays mc_config_free frees). */
-static int cfg_add_prop(mc_config *cfg, const char *key, size_t keylen, const char *value,
-                        size_t valuelen)
-{
-    mc_kafka_prop *p = realloc(cfg->kafka, (cfg->n_kafka + 1) * sizeof *p);
-    if (!p)
-        return -1;
-    cfg->kafka = p;
-    char *k = strndup(key, keylen), *v = strndup(value, valuelen);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -1;
-    }
-    p[cfg->n_kafka++] = (mc_kafka_prop){k, v};
-    return 0;
-}
-
 static int cfg_set_str(char **dst, const char *v, size_t len)
 {
     char *s = strndup(v, len);
@@ -486,8 +468,8 @@ static int apply_setting(mc_config *cfg, const char *kv, size_t len, bool from_f
 {
     const char *eq = memchr(kv, '=', len);
     if (!eq || eq == kv) {
-        snprintf(err, errlen, "%s: '%.*s' is not key=value", where, (int)(len > 100 ? 100 : len),
-                 kv);
+        snprintf(err, errlen, "%.300s: '%.*s' is not key=value", where,
+                 (int)(len > 100 ? 100 : len), kv);
         return -1;
     }
     const char *key = kv, *value = eq + 1;
@@ -502,7 +484,7 @@ static int apply_setting(mc_config *cfg, const char *kv, size_t len, bool from_f
     else if (from_file && klen == 21 && strncmp(key, "mooncake.topic.prefix", klen) == 0)
         rc = cfg_set_str(&cfg->topic_prefix, value, vlen);
     else
-        rc = cfg_add_prop(cfg, key, klen, value, vlen);
+        rc = mc_config_add_kafka_prop(cfg, key, klen, value, vlen);
     if (rc != 0)
         snprintf(err, errlen, "out of memory");
     return rc;
