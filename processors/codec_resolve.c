@@ -758,7 +758,7 @@ static mc_codec_err transcode(xc *x, const node *w, const node *r, mc_buf *out)
         return xfail(x, MC_CODEC_BAD_LENGTH, "values nested deeper than 64 levels");
     mc_codec_err e = MC_CODEC_OK;
     const uint8_t *raw = NULL;
-    size_t n;
+    size_t n = 0; /* set by get_len before any use; gcc -O3 cannot tell */
     if (w->k == K_UNION) {
         int64_t b;
         XTRY(get_long(x, &b));

@@ -59,7 +59,7 @@ static char *command_schema_next(void)
 {
     json_t *c = json_loads(mc_schema_json(MC_SCHEMA_COMMAND), 0, NULL);
     json_t *task = cv_task(c);
-    size_t due;
+    size_t due = 0;
     cv_field(task, "due_at", &due);
     json_array_insert_new(
         json_object_get(task, "fields"), due + 1,
