@@ -41,6 +41,7 @@
 #include "task_json.h"
 #include "uuid7.h"
 #include "webhook.h"
+#include "clock.h"
 
 #define MAX_IDEMPOTENCY_KEY 255
 #define READY_PROBE_MS 1000
@@ -127,20 +128,6 @@ typedef struct request {
     rd_kafka_resp_err_t delivery_err;
 } request;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---------------------------------------------------------------------------
  * Answers
  * ------------------------------------------------------------------------ */
@@ -171,7 +158,7 @@ static void count_answer(mc_gateway *g, route_id r, unsigned status, int64_t sta
                                "Gateway requests answered, by route and HTTP status", labels);
     }
     mc_counter_add(c, 1);
-    mc_histogram_observe(g->rm[r].duration, (double)(now_ns() - start_ns) / 1e9);
+    mc_histogram_observe(g->rm[r].duration, (double)(mc_mono_ns() - start_ns) / 1e9);
 }
 
 /* Queues a JSON answer (body is copied). The request is counted once. */
@@ -393,7 +380,7 @@ static int take_body(request *rq, const char *data, size_t n)
 
 static void make_uuid(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
 {
-    mc_uuid7_next(&((mc_gateway *)arg)->uuids, wall_ms(), out);
+    mc_uuid7_next(&((mc_gateway *)arg)->uuids, mc_now_ms(), out);
 }
 
 /* Decides what an Idempotency-Key lookup means; returns true when it queued
@@ -413,7 +400,7 @@ static bool check_idempotency(request *rq, const char *app_id, enum MHD_Result *
     }
     int status = 0;
     char *stored = NULL;
-    switch (mc_idem_begin(g->idem, scope, (size_t)n, sha, wall_ms(), &status, &stored)) {
+    switch (mc_idem_begin(g->idem, scope, (size_t)n, sha, mc_now_ms(), &status, &stored)) {
     case MC_IDEM_NEW:
         rq->idem_scope = scope;
         rq->idem_scope_len = (size_t)n;
@@ -489,7 +476,7 @@ static enum MHD_Result handle_post(request *rq)
     enum MHD_Result ret = MHD_NO;
     mc_command cmd = {0};
     const char *app_id, *task_id;
-    int64_t now = wall_ms();
+    int64_t now = mc_now_ms();
     if (rq->route == R_DONE) {
         cmd.kind = MC_CMD_CANCEL;
         if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, why, sizeof why)) {
@@ -576,7 +563,7 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         }
         rq->g = g;
         rq->conn = conn;
-        rq->start_ns = now_ns();
+        rq->start_ns = mc_mono_ns();
         rq->route = find_route(url);
         *req_cls = rq;
         mc_gauge_add(g->in_flight, 1);
@@ -603,7 +590,7 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         return MHD_YES; /* not resumed by us: nothing to say yet */
     if (rq->route == R_UUID) {
         char id[MC_UUID_STR_LEN + 1];
-        mc_uuid7_next(&g->uuids, wall_ms(), id);
+        mc_uuid7_next(&g->uuids, mc_now_ms(), id);
         char *body = ok_body(id);
         if (!body)
             return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");

@@ -13,5 +13,11 @@ int64_t mc_now_ms(void);
 /* Milliseconds on the monotonic clock (CLOCK_MONOTONIC): for durations and
  * timeouts only; its zero is arbitrary. Any thread. */
 int64_t mc_mono_ms(void);
+/* The same clocks finer, for measuring (benchmarks, lateness below a
+ * millisecond, timings): wall-clock epoch microseconds, monotonic
+ * nanoseconds, and monotonic seconds as a double. Any thread. */
+int64_t mc_now_us(void);
+int64_t mc_mono_ns(void);
+double mc_mono_s(void);
 
 #endif

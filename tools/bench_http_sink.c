@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define STATS_PATH "/_sink/stats"
 
 typedef struct sink {
@@ -61,13 +63,6 @@ typedef struct sink {
     _Atomic double last_ms;
     struct MHD_Response *ok;
 } sink;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void die(const char *what, const char *why)
 {
@@ -130,7 +125,7 @@ static enum MHD_Result on_request(void *arg, struct MHD_Connection *c, const cha
         *req_cls = s; /* any non-NULL marker: "seen" */
         if (strcmp(url, STATS_PATH) == 0)
             return MHD_YES;
-        double t = now_ms();
+        double t = ((double)mc_now_us() / 1e3);
         size_t i = atomic_fetch_add(&s->next, 1);
         if (i < s->cap) {
             s->arrival[i] = t;

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define BODY_FMT "{\"order\":\"%ld\",\"action\":\"cancel-unpaid\"}"
 
 typedef struct call {
@@ -50,20 +52,6 @@ typedef struct client {
     bool fresh;
     call *calls;
 } client;
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int64_t real_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void die(const char *what, const char *why)
 {
@@ -105,7 +93,7 @@ static void call_prepare(client *cl, call *c, long i)
         curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, discard);
     }
     curl_slist_free_all(c->headers);
-    int64_t now = real_ms();
+    int64_t now = mc_now_ms();
     char h[160];
     c->headers = append(NULL, "content-type: application/json");
     snprintf(h, sizeof h, "x-id: %ld", i);
@@ -257,7 +245,7 @@ int main(int argc, char **argv)
     cl.calls = calloc((size_t)slots, sizeof *cl.calls);
     if (!cl.calls)
         die("calloc", "out of memory");
-    double t0 = mono_s();
+    double t0 = mc_mono_s();
     for (long i = 0; i < slots; i++)
         call_start(&cl, &cl.calls[i]);
 
@@ -289,7 +277,7 @@ int main(int argc, char **argv)
         }
         reap(&cl);
     }
-    double t1 = mono_s();
+    double t1 = mc_mono_s();
 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -15,12 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "clock.h"
 
 static void die(const char *what, const char *why)
 {
@@ -122,13 +117,13 @@ int main(int argc, char **argv)
     rd_kafka_topic_partition_list_destroy(sub);
 
     long copied = 0, in_txn = 0;
-    double t_first = 0, t_txn = now_s();
+    double t_first = 0, t_txn = mc_mono_s();
     check(rd_kafka_begin_transaction(producer), "begin");
     while (copied < n) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 100);
         if (m && !m->err) {
             if (!t_first)
-                t_first = now_s();
+                t_first = mc_mono_s();
             while (rd_kafka_produce(rkt, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len,
                                     m->key, m->key_len, NULL) != 0) {
                 if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
@@ -140,15 +135,15 @@ int main(int argc, char **argv)
         }
         if (m)
             rd_kafka_message_destroy(m);
-        if (in_txn >= commit_records || (in_txn > 0 && (now_s() - t_txn) * 1000 >= commit_ms) ||
+        if (in_txn >= commit_records || (in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms) ||
             copied == n) {
             commit(consumer, producer);
             in_txn = 0;
-            t_txn = now_s();
+            t_txn = mc_mono_s();
             check(rd_kafka_begin_transaction(producer), "begin");
         }
     }
-    double secs = now_s() - t_first;
+    double secs = mc_mono_s() - t_first;
     check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
     printf("%.0f\n", copied / secs);
     rd_kafka_consumer_close(consumer);

@@ -51,6 +51,7 @@
 #define N_ERRS 16 /* distinct delivery errors counted by name */
 
 #include "bench_common.h"
+#include "clock.h"
 
 /* ---- the run --------------------------------------------------------------- */
 typedef enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN } phase;
@@ -79,13 +80,6 @@ typedef struct run {
     histogram hist;
 } run;
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void die(const char *what, const char *why)
 {
     fprintf(stderr, "bench_raw_produce: %s: %s\n", what, why);
@@ -108,7 +102,7 @@ static void count_error(run *r, rd_kafka_resp_err_t err)
 static void client_send(run *r, client *c)
 {
     char task_id[MC_UUID_STR_LEN + 1];
-    int64_t now = wall_ms();
+    int64_t now = mc_now_ms();
     mc_uuid7_next(&r->uuids, now, task_id);
     mc_command cmd = {
         .kind = MC_CMD_SUBMIT,

@@ -24,12 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "clock.h"
 
 static void die(const char *what, const char *why)
 {
@@ -46,7 +41,7 @@ static void set(rd_kafka_conf_t *c, const char *k, const char *v)
 
 int main(int argc, char **argv)
 {
-    double t_start = now_s();
+    double t_start = mc_mono_s();
     const char *brokers = "127.0.0.1:9092", *topic = NULL;
     char group[64];
     snprintf(group, sizeof group, "bench-raw-read-%ld", (long)getpid());
@@ -123,7 +118,7 @@ int main(int argc, char **argv)
         rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
 
-    double t_assign = now_s();
+    double t_assign = mc_mono_s();
     e = rd_kafka_assign(consumer, parts);
     if (e)
         die("assign", rd_kafka_err2str(e));
@@ -138,7 +133,7 @@ int main(int argc, char **argv)
         if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             die("consume", rd_kafka_message_errstr(m));
         if (!m->err) {
-            t_last = now_s();
+            t_last = mc_mono_s();
             records++;
             bytes += (long long)(m->len + m->key_len);
         }
@@ -150,7 +145,7 @@ int main(int argc, char **argv)
         }
         rd_kafka_message_destroy(m);
     }
-    double t_end = now_s();
+    double t_end = mc_mono_s();
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +

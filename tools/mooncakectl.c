@@ -552,13 +552,6 @@ static int load_config(ctl *c, char **envp, char *err, size_t errlen)
 
 /* ---- small parsers ------------------------------------------------------------ */
 
-int64_t ctl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* 1500ms, 30s, 5m, 2h, 1d -> milliseconds. */
 static bool parse_duration(const char *s, int64_t *out)
 {
@@ -667,7 +660,7 @@ bool ctl_parse_since(const char *s, int64_t *out)
         return true;
     if (!parse_duration(s, &d))
         return false;
-    *out = ctl_now_ms() - d;
+    *out = mc_now_ms() - d;
     return true;
 }
 
@@ -704,7 +697,7 @@ void ctl_progress_tick(progress *pg)
 {
     if (!pg || !pg->print)
         return;
-    int64_t now = ctl_now_ms();
+    int64_t now = mc_now_ms();
     if (now - pg->started_ms < 1000 || now - pg->last_ms < 1000)
         return;
     pg->last_ms = now;
@@ -1120,7 +1113,7 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
                             size_t whylen)
 {
     const ctl_opts *o = &c->o;
-    int64_t now = ctl_now_ms(), v;
+    int64_t now = mc_now_ms(), v;
     memset(t, 0, sizeof *t);
     if (!o->app) {
         snprintf(why, whylen, "--app is required (or -f FILE)");
@@ -1277,7 +1270,7 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
 
 static void make_uuid(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
 {
-    mc_uuid7_next(arg, ctl_now_ms(), out);
+    mc_uuid7_next(arg, mc_now_ms(), out);
 }
 
 /* Prints what was sent: the key, or a JSON object with -J. */
@@ -1328,7 +1321,7 @@ static int cmd_submit(ctl *c)
             goto out;
         }
         mc_task_json_options jo = {
-            .now_ms = ctl_now_ms(),
+            .now_ms = mc_now_ms(),
             .max_due_ms = c->cfg.max_due_ms,
             .retry_defaults = {c->cfg.retry_max_attempts, c->cfg.retry_initial_backoff_ms,
                                c->cfg.retry_multiplier, c->cfg.retry_max_backoff_ms},
@@ -1381,7 +1374,7 @@ static int cmd_cancel(ctl *c)
     if (mc_task_key(o->app, o->id, key, sizeof key) >= sizeof key)
         return ctl_fail(EXIT_USAGE, "app/id is longer than %zu bytes", sizeof key - 1);
     mc_command cmd = {.kind = MC_CMD_CANCEL,
-                      .cancel = {.app_id = o->app, .task_id = o->id, .requested_at = ctl_now_ms()}};
+                      .cancel = {.app_id = o->app, .task_id = o->id, .requested_at = mc_now_ms()}};
     mc_buf buf = {0};
     int rc;
     if (mc_encode_command(&cmd, &buf) != 0) {

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "config.h"
 #include "log.h"
@@ -87,8 +88,6 @@ typedef struct topic_cfg {
 
 /* ---- mooncakectl.c ---- */
 
-/* The wall clock, epoch milliseconds. */
-int64_t ctl_now_ms(void);
 /* ms as RFC 3339 UTC with milliseconds ("-" for 0 or less). */
 void ctl_fmt_time(int64_t ms, char out[32]);
 /* --since: a duration ago (10m), epoch ms or RFC 3339. False if none. */

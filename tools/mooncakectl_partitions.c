@@ -258,7 +258,7 @@ static int group_covers(rd_kafka_t *rk, const char *group, const char *topic, in
 static int wait_for_groups(ctl *c, rd_kafka_t *rk, const group_input *gi, size_t n, int m,
                            int64_t timeout_ms, char *err, size_t errlen)
 {
-    int64_t start = ctl_now_ms(), last_report = 0;
+    int64_t start = mc_now_ms(), last_report = 0;
     for (size_t i = 0; i < n;) {
         char group[300], topic[300];
         mc_topic_name(&c->cfg, gi[i].group, group, sizeof group);
@@ -270,7 +270,7 @@ static int wait_for_groups(ctl *c, rd_kafka_t *rk, const group_input *gi, size_t
             i++;
             continue;
         }
-        int64_t now = ctl_now_ms();
+        int64_t now = mc_now_ms();
         if (now - last_report >= 5000) {
             last_report = now;
             ctl_report(c, "waiting for group %s to read all %d partitions of %s", group, m, topic);
@@ -361,7 +361,7 @@ static int wait_for_moves(ctl *c, int old, int m, int64_t timeout_ms, bool calls
             rd_kafka_destroy(sg);
         return -1;
     }
-    int64_t start = ctl_now_ms(), last_report = 0;
+    int64_t start = mc_now_ms(), last_report = 0;
     int rc = -1;
     for (;;) {
         progress_state ps;
@@ -375,7 +375,7 @@ static int wait_for_moves(ctl *c, int old, int m, int64_t timeout_ms, bool calls
             rc = 0;
             break;
         }
-        int64_t now = ctl_now_ms();
+        int64_t now = mc_now_ms();
         if (now - last_report >= 5000) {
             last_report = now;
             ctl_report(c,

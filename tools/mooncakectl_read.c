@@ -326,7 +326,7 @@ int ctl_cmd_read(ctl *c, bool dead)
     }
     for (int p = 0; p < n; p++)
         r.total += parts[p].end - parts[p].next;
-    progress pg = {.started_ms = ctl_now_ms(), .print = reader_progress, .arg = &r};
+    progress pg = {.started_ms = mc_now_ms(), .print = reader_progress, .arg = &r};
     progress *ppg = !o->quiet && !o->follow && isatty(STDERR_FILENO) ? &pg : NULL;
     if (o->follow)
         setvbuf(stdout, NULL, _IOLBF, 0);

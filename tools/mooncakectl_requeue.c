@@ -151,7 +151,7 @@ static int rq_begin(requeue *q)
     }
     q->txn_open = true;
     if (!q->pending_since)
-        q->pending_since = ctl_now_ms();
+        q->pending_since = mc_now_ms();
     return 0;
 }
 
@@ -292,7 +292,7 @@ static int rq_send(requeue *q, const rd_kafka_message_t *m, const mc_task *orig,
     int rc = rq_begin(q);
     if (rc)
         return rc;
-    int64_t now = ctl_now_ms();
+    int64_t now = mc_now_ms();
     mc_command cmd = {.kind = MC_CMD_SUBMIT, .submit = *orig};
     cmd.submit.attempt = 1;
     cmd.submit.due_at = now;
@@ -355,7 +355,7 @@ static int rq_record(void *arg, const rd_kafka_message_t *m)
     if (requeueable) {
         mc_task t = d.task;
         t.attempt = 1;
-        t.due_at = ctl_now_ms();
+        t.due_at = mc_now_ms();
         if (!mc_task_ok(&t, t.due_at, c->cfg.max_due_ms, &mc_task_avro_names, why, sizeof why))
             requeueable = false;
     }
@@ -396,13 +396,13 @@ static int rq_record(void *arg, const rd_kafka_message_t *m)
             q->frontier[p] = m->offset + 1;
             q->advanced[p] = true;
             if (!q->pending_since)
-                q->pending_since = ctl_now_ms();
+                q->pending_since = mc_now_ms();
         } else {
             q->blocked[p] = true;
         }
     }
     if (q->producer && q->pending_since &&
-        (q->txn_letters >= q->batch || ctl_now_ms() - q->pending_since >= REQUEUE_COMMIT_MS))
+        (q->txn_letters >= q->batch || mc_now_ms() - q->pending_since >= REQUEUE_COMMIT_MS))
         return rq_commit(q);
     return 0;
 }
@@ -501,7 +501,7 @@ static int rq_pass(requeue *q)
             if (q->done[p].n)
                 qsort(q->done[p].v, q->done[p].n, sizeof *q->done[p].v, cmp_i64);
     }
-    progress pg = {.started_ms = ctl_now_ms(), .print = rq_progress, .arg = q};
+    progress pg = {.started_ms = mc_now_ms(), .print = rq_progress, .arg = q};
     int rc = ctl_scan(c, q->consumer, q->dead, q->parts, (size_t)n, false, rq_record, q, &pg);
     /* A partition read to its end with every letter dealt with: commit the
      * end, past the transaction markers that follow the last letter, so

@@ -331,8 +331,8 @@ static void refine_lag(ctl *c, rd_kafka_t *rk, group_info *g, const int64_t *fro
         rd_kafka_topic_partition_list_destroy(l);
         return;
     }
-    int64_t deadline = ctl_now_ms() + 5000;
-    while (pending > 0 && ctl_now_ms() < deadline && !ctl_stop_requested(c)) {
+    int64_t deadline = mc_now_ms() + 5000;
+    while (pending > 0 && mc_now_ms() < deadline && !ctl_stop_requested(c)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
         if (!m)
             continue;
