@@ -1,4 +1,4 @@
-/* Micro-benchmark of processors/timing_wheel.c: what the wheel stage pays per
+/* Micro-benchmark of common/timing_wheel.c: what the wheel stage pays per
  * task. 1M timers with random dues spread over one hour: ns per add, per
  * cancel, and per pop (draining in 1 ms ticks, as a poll loop would, and in
  * one jump); then the drain of 1M timers due in the same ms, in chunks of

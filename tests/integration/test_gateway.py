@@ -1128,7 +1128,7 @@ def served_routes():
     """(path, method) the gateway's sources serve: its route table and the probes."""
     with open(os.path.join(SOURCE_DIR, "gateway", "gateway.c")) as f:
         api = re.findall(r'\[R_\w+\]\s*=\s*\{"(/[^"]*)",\s*"(\w+)"', f.read())
-    with open(os.path.join(SOURCE_DIR, "processors", "http_server.c")) as f:
+    with open(os.path.join(SOURCE_DIR, "common", "http_server.c")) as f:
         probes = set(re.findall(r'strcmp\(url, "(/\w+)"\)', f.read()))
     assert len(api) == 4 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
     return {(p, m.lower()) for p, m in api} | {(p, "get") for p in probes}

@@ -107,7 +107,7 @@ for bad, needle in ((["--set", "gateway.replicas=abc"], "want integer"),
 
 # The dashboard shows only metrics mooncake exports.
 exported = set()
-for root in ("processors", "gateway"):
+for root in ("common", "processors", "gateway"):
     for f in os.listdir(os.path.join(SOURCE, root)):
         if f.endswith(".c"):
             with open(os.path.join(SOURCE, root, f)) as fh:

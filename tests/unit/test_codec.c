@@ -1,4 +1,4 @@
-/* Unit tests of the Avro codec (processors/codec*.c): CRC-64-AVRO and the
+/* Unit tests of the Avro codec (codec/codec*.c): CRC-64-AVRO and the
  * canonical form against known values, round trips of every record type,
  * interop with avro-c's generic reader, one crafted input per error code,
  * hostile framing and block layouts, and an informational timing printout. */

@@ -1,4 +1,4 @@
-/* Unit tests of schema resolution (processors/codec_resolve.c): records
+/* Unit tests of schema resolution (codec/codec_resolve.c): records
  * written with another version of a schema read as ours - reader defaults
  * filled (the part avro-c 1.11's resolver leaves out), writer-only fields
  * skipped, promotions, enums and unions matched by name; incompatible

@@ -1,4 +1,4 @@
-/* JSON -> Task and Cancel for the gateway, on jansson. The document is
+/* JSON -> Task and Cancel (the gateway, mooncakectl -f), on jansson. The document is
  * parsed whole (bodies are capped by the gateway), duplicate keys refused
  * (which of two values is meant is a guess), and unknown fields ignored, as
  * the Java system's clients may send fields mooncake has no use for. jansson

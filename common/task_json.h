@@ -1,8 +1,8 @@
-/* The gateway's JSON bodies -> mooncake records: POST /submit's task and
- * POST /api/task/done's {appId, uuid}. Every way a body can be wrong gives
- * one sentence naming the field as the client wrote it ("callback.timeoutMs
- * must be an integer"), and a task that passes here also passes the router's
- * checks (task_rules.h), so nothing the gateway accepts is dead-lettered. */
+/* The gateway's JSON bodies (and mooncakectl submit -f) -> mooncake records: POST /submit's task
+ * and POST /api/task/done's {appId, uuid}. Every way a body can be wrong gives one sentence naming
+ * the field as the client wrote it ("callback.timeoutMs must be an integer"), and a task that
+ * passes here also passes the router's checks (task_rules.h), so nothing the gateway accepts is
+ * dead-lettered. */
 #ifndef MOONCAKE_TASK_JSON_H
 #define MOONCAKE_TASK_JSON_H
 
