@@ -51,6 +51,8 @@
 #include "executor_call.h"
 #include "retry_policy.h"
 #include "ring.h"
+#include "ssrf.h"
+#include "webhook.h"
 #include "window.h"
 
 /* A marker in the window: its record's sequence number and the wheel's
@@ -734,9 +736,25 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     return ex;
 }
 
+/* What the HTTP caller parses at its start: the SSRF allow-list and the
+ * signing secrets. */
+static int executor_check_config(const mc_config *cfg, char *err, size_t errlen)
+{
+    mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
+    if (!g)
+        return -1;
+    mc_ssrf_free(g);
+    mc_app_secrets *s = mc_app_secrets_parse(cfg->app_secrets, err, errlen);
+    if (!s)
+        return -1;
+    mc_app_secrets_free(s);
+    return 0;
+}
+
 const mc_processor mc_executor_processor = {
     .name = "executor",
     .input_topics = executor_inputs,
+    .check_config = executor_check_config,
     .create = executor_create,
     .process = executor_process,
     .punctuate = executor_punctuate,

@@ -41,6 +41,10 @@ typedef struct mc_processor {
     /* Consumer properties this processor wants by default (key, value,
      * ..., NULL); -X still wins. Optional. */
     const char *const *consumer_defaults;
+    /* The settings create() would refuse, checked without a broker: the
+     * program calls it before anything starts, so a bad flag exits 2 at once
+     * and --check-config finds it. 0, or -1 with one line in err. Optional. */
+    int (*check_config)(const mc_config *cfg, char *err, size_t errlen);
     /* Makes the processor's state; may register outputs and metrics through
      * ctx. arg is create_arg below. Returns NULL with a reason in err to
      * refuse to start. */

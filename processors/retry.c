@@ -193,6 +193,24 @@ static void retry_destroy(void *self)
     free(r);
 }
 
+/* The retry policy of tasks that have none, from the --retry-* flags. */
+static int retry_defaults(const mc_config *cfg, mc_backoff *out, char *err, size_t errlen)
+{
+    *out = (mc_backoff){cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
+                        cfg->retry_multiplier, cfg->retry_max_backoff_ms};
+    char why[200];
+    if (mc_backoff_validate(out, why, sizeof why) == 0)
+        return 0;
+    snprintf(err, errlen, "retry defaults: %s (set by --retry-* / MOONCAKE_RETRY_*)", why);
+    return -1;
+}
+
+static int retry_check_config(const mc_config *cfg, char *err, size_t errlen)
+{
+    mc_backoff b;
+    return retry_defaults(cfg, &b, err, errlen);
+}
+
 static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
     (void)arg;
@@ -203,11 +221,7 @@ static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    r->defaults = (mc_backoff){cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
-                               cfg->retry_multiplier, cfg->retry_max_backoff_ms};
-    char perr[200];
-    if (mc_backoff_validate(&r->defaults, perr, sizeof perr) != 0) {
-        snprintf(err, errlen, "retry defaults: %s (--retry-* flags)", perr);
+    if (retry_defaults(cfg, &r->defaults, err, errlen) != 0) {
         retry_destroy(r);
         return NULL;
     }
@@ -242,6 +256,7 @@ static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
 const mc_processor mc_retry_processor = {
     .name = "retry",
     .input_topics = retry_inputs,
+    .check_config = retry_check_config,
     .create = retry_create,
     .process = retry_process,
     .destroy = retry_destroy,

@@ -81,15 +81,19 @@ typedef struct router {
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
 } router;
 
-void mc_command_writers_free(mc_codec_writer *w, size_t n)
+static void command_writers_free(mc_codec_writer *w, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         mc_writer_schema_free((mc_writer_schema *)w[i].schema);
     free(w);
 }
 
-int mc_command_writers_load(const char *spec, mc_codec_writer **out, size_t *n, char *err,
-                            size_t errlen)
+/* The other versions of Command the router accepts (--command-writer-schemas:
+ * "file.avsc" or "ID=file.avsc", comma-separated), each loaded and checked
+ * against ours: 0 with *out (free with command_writers_free) and *n; -1 with
+ * a line in err naming the file and what makes it unreadable as our Command. */
+static int command_writers_load(const char *spec, mc_codec_writer **out, size_t *n, char *err,
+                                size_t errlen)
 {
     *out = NULL;
     *n = 0;
@@ -144,8 +148,19 @@ int mc_command_writers_load(const char *spec, mc_codec_writer **out, size_t *n, 
     return 0;
 fail:
     free(copy);
-    mc_command_writers_free(w, count);
+    command_writers_free(w, count);
     return -1;
+}
+
+/* The writer schemas load (files readable, each one resolvable to ours). */
+static int router_check_config(const mc_config *cfg, char *err, size_t errlen)
+{
+    mc_codec_writer *w;
+    size_t n;
+    if (command_writers_load(cfg->command_writer_schemas, &w, &n, err, errlen) != 0)
+        return -1;
+    command_writers_free(w, n);
+    return 0;
 }
 
 static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
@@ -170,8 +185,8 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     }
     r->codec.confluent_command_ids = cfg->confluent_ids;
     r->codec.n_confluent_command_ids = cfg->n_confluent_ids;
-    if (mc_command_writers_load(cfg->command_writer_schemas, &r->writers, &r->n_writers, err,
-                                errlen) != 0) {
+    if (command_writers_load(cfg->command_writer_schemas, &r->writers, &r->n_writers, err,
+                             errlen) != 0) {
         mc_arena_free(r->arena);
         free(r);
         return NULL;
@@ -436,7 +451,7 @@ static void router_destroy(void *self)
     free(r->owned);
     mc_layout_free(&r->layout);
     mc_arena_free(r->arena);
-    mc_command_writers_free(r->writers, r->n_writers);
+    command_writers_free(r->writers, r->n_writers);
     mc_buf_free(&r->out);
     free(r);
 }
@@ -559,6 +574,7 @@ static const char *const router_inputs[] = {"tasks", NULL};
 const mc_processor mc_router_processor = {
     .name = "router",
     .input_topics = router_inputs,
+    .check_config = router_check_config,
     .create = router_create,
     .process = router_process,
     .punctuate = router_punctuate,

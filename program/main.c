@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
 #include "config.h"
 #include "executor.h"
 #include "gateway.h"
@@ -24,9 +23,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "retry.h"
-#include "retry_policy.h"
-#include "ssrf.h"
-#include "webhook.h"
 #include "router.h"
 #include "store.h"
 #include "wheel.h"
@@ -36,21 +32,25 @@ extern char **environ;
 
 typedef struct role {
     const char *name;
-    const mc_processor *processor; /* NULL for the gateway, which only produces */
+    const mc_processor *processor; /* run by a runner; NULL for the gateway, which only produces */
+    /* The settings the role would refuse once started, checked first (a
+     * processor's are its processor's check_config). Optional. */
+    int (*check_config)(const mc_config *cfg, char *err, size_t errlen);
     const char *summary;
 } role;
 
 static const role roles[] = {
-    {"router", &mc_router_processor,
+    {"router", &mc_router_processor, NULL,
      "validate commands from tasks, stamp versions, route them to wheel (or dead)"},
-    {"store", &mc_store_processor,
+    {"store", &mc_store_processor, NULL,
      "keep tasks due beyond the horizon (changelog: store) and hand them to the wheel"},
-    {"wheel", &mc_wheel_processor, "fire each task to ready at its due millisecond, exactly once"},
-    {"executor", &mc_executor_processor,
+    {"wheel", &mc_wheel_processor, NULL,
+     "fire each task to ready at its due millisecond, exactly once"},
+    {"executor", &mc_executor_processor, NULL,
      "call each ready task's HTTP callback at its due time (results, or retry on failure)"},
-    {"retry", &mc_retry_processor,
+    {"retry", &mc_retry_processor, NULL,
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
-    {"gateway", NULL,
+    {"gateway", NULL, mc_gateway_check_config,
      "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
@@ -79,37 +79,11 @@ static void usage(FILE *out)
 
 /* The settings a role would refuse only once it has reached the broker,
  * checked before: a bad flag exits 2 at once, whatever Kafka is doing. */
-static int check_role_config(const mc_processor *p, const mc_config *cfg, char *err, size_t errlen)
+static int check_role_config(const role *r, const mc_config *cfg, char *err, size_t errlen)
 {
-    if (!p)
-        return mc_gateway_check_config(cfg, err, errlen);
-    if (p == &mc_router_processor) {
-        mc_codec_writer *w;
-        size_t n;
-        if (mc_command_writers_load(cfg->command_writer_schemas, &w, &n, err, errlen) != 0)
-            return -1;
-        mc_command_writers_free(w, n);
-    }
-    if (p == &mc_executor_processor) {
-        mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
-        if (!g)
-            return -1;
-        mc_ssrf_free(g);
-        mc_app_secrets *s = mc_app_secrets_parse(cfg->app_secrets, err, errlen);
-        if (!s)
-            return -1;
-        mc_app_secrets_free(s);
-    }
-    if (p == &mc_retry_processor) {
-        mc_backoff b = {cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
-                        cfg->retry_multiplier, cfg->retry_max_backoff_ms};
-        char why[256];
-        if (mc_backoff_validate(&b, why, sizeof why) != 0) {
-            snprintf(err, errlen, "retry defaults: %s (set by --retry-* / MOONCAKE_RETRY_*)", why);
-            return -1;
-        }
-    }
-    return 0;
+    int (*check)(const mc_config *, char *, size_t) =
+        r->processor ? r->processor->check_config : r->check_config;
+    return check ? check(cfg, err, errlen) : 0;
 }
 
 /* --check-config: what a start would refuse later than the flag parser, short
@@ -266,7 +240,7 @@ int main(int argc, char **argv)
         return 2;
     }
     for (size_t i = 0; i < n_chosen; i++) {
-        if (check_role_config(chosen[i]->processor, &cfg, err, sizeof err) != 0) {
+        if (check_role_config(chosen[i], &cfg, err, sizeof err) != 0) {
             fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
                     all ? ": " : "", err);
             mc_config_free(&cfg);
