@@ -84,8 +84,11 @@ static void learn_partitions(mc_restorer *rs, const char *topic)
 }
 
 /* Fills each target's end (high watermark now); a partition that is empty is
- * done already. Returns how many are left to read, or -1 on failure. */
-static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, size_t n)
+ * done already. Returns how many are left to read, or -1 on failure. While it
+ * waits for a leader it ticks, as the replay does, so the liveness probe does
+ * not call a restore that waits minutes for a new topic stuck. */
+static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, size_t n,
+                      mc_restore_tick tick, void *tick_arg)
 {
     long left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -96,6 +99,8 @@ static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, si
                                                    10000);
             if (!err || attempt == WATERMARK_TRIES)
                 break;
+            if (tick)
+                tick(tick_arg);
             if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
                 learn_partitions(rs, topic);
             struct timespec pause = {0, WATERMARK_PAUSE_MS * 1000000L};
@@ -204,7 +209,7 @@ int mc_restorer_run(mc_restorer *rs, const char *topic, const int32_t *partition
         return -1;
     for (size_t i = 0; i < n; i++)
         tg[i].partition = partitions[i];
-    long left = find_ends(rs, topic, tg, n);
+    long left = find_ends(rs, topic, tg, n, tick, tick_arg);
     if (left < 0) {
         free(tg);
         return -1;
