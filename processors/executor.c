@@ -50,6 +50,7 @@
 #include "codec.h"
 #include "executor_call.h"
 #include "retry_policy.h"
+#include "part_table.h"
 #include "ring.h"
 #include "ssrf.h"
 #include "webhook.h"
@@ -89,8 +90,7 @@ typedef struct executor {
     char ready_topic[256];
     mc_output *results, *retry;
     mc_caller *caller;
-    part **parts; /* indexed by partition number */
-    int32_t n_parts;
+    mc_part_table parts; /* part of each partition ever assigned */
     mc_buf buf;
     mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
     mc_gauge *paused_gauge;
@@ -111,29 +111,19 @@ void mc_job_free(mc_job *j)
 
 static part *part_get(executor *ex, int32_t partition)
 {
-    if (partition < 0)
+    part *p = mc_part_table_get(&ex->parts, partition);
+    if (p || partition < 0)
+        return p;
+    if (!(p = calloc(1, sizeof *p)))
         return NULL;
-    if (partition >= ex->n_parts) {
-        int32_t n = ex->n_parts ? ex->n_parts : 16;
-        while (n <= partition)
-            n *= 2;
-        part **v = realloc(ex->parts, (size_t)n * sizeof *v);
-        if (!v)
-            return NULL;
-        memset(v + ex->n_parts, 0, (size_t)(n - ex->n_parts) * sizeof *v);
-        ex->parts = v;
-        ex->n_parts = n;
+    p->partition = partition;
+    p->catch_up_to = -1;
+    mc_ring_init(&p->markers, sizeof(marker_ref));
+    if (mc_part_table_put(&ex->parts, partition, p) != 0) {
+        free(p);
+        return NULL;
     }
-    if (!ex->parts[partition]) {
-        part *p = calloc(1, sizeof *p);
-        if (!p)
-            return NULL;
-        p->partition = partition;
-        p->catch_up_to = -1;
-        mc_ring_init(&p->markers, sizeof(marker_ref));
-        ex->parts[partition] = p;
-    }
-    return ex->parts[partition];
+    return p;
 }
 
 static void end_catch_up(executor *ex, part *p);
@@ -330,7 +320,7 @@ static int take_done(executor *ex)
     mc_job *done = ex->caller->ops->take_done(ex->caller);
     for (mc_job *j = done, *next; j; j = next) {
         next = j->next;
-        part *p = j->partition < ex->n_parts ? ex->parts[j->partition] : NULL;
+        part *p = mc_part_table_get(&ex->parts, j->partition);
         if (rc == 0 && p && p->assigned && j->gen == p->gen) {
             if (j->kind == MC_JOB_CALL && report(ex, j) != 0)
                 rc = -1;
@@ -340,9 +330,9 @@ static int take_done(executor *ex)
         }
         mc_job_free(j);
     }
-    for (int32_t i = 0; i < ex->n_parts && rc == 0; i++) {
-        part *p = ex->parts[i];
-        if (!p || !p->assigned)
+    part *p;
+    for (int32_t i = 0; rc == 0 && (p = mc_part_table_next(&ex->parts, &i)); i++) {
+        if (!p->assigned)
             continue;
         if (forward_markers(ex, p) != 0)
             rc = -1;
@@ -575,9 +565,9 @@ static void start_catch_up(executor *ex, part *p, int64_t committed, mc_ctx *ctx
 static int executor_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     executor *ex = self;
-    for (int32_t i = 0; i < ex->n_parts; i++) {
-        part *p = ex->parts[i];
-        if (!p || p->catch_up_to < 0)
+    part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
+        if (p->catch_up_to < 0)
             continue;
         if (now_ms >= p->catch_up_until)
             end_catch_up(ex, p);
@@ -617,9 +607,9 @@ static void executor_on_revoke(void *self, const rd_kafka_topic_partition_list_t
     (void)ctx;
     executor *ex = self;
     for (int i = 0; i < parts->cnt; i++) {
-        int32_t partition = parts->elems[i].partition;
-        if (partition >= 0 && partition < ex->n_parts && ex->parts[partition])
-            part_abandon(ex, ex->parts[partition]);
+        part *p = mc_part_table_get(&ex->parts, parts->elems[i].partition);
+        if (p)
+            part_abandon(ex, p);
     }
 }
 
@@ -627,9 +617,9 @@ static int executor_prepare_commit(void *self, mc_ctx *ctx)
 {
     executor *ex = self;
     char md[MC_CHECKPOINT_MAX + 1];
-    for (int32_t i = 0; i < ex->n_parts; i++) {
-        part *p = ex->parts[i];
-        if (!p || !p->assigned || !mc_window_read_any(&p->win))
+    part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
+        if (!p->assigned || !mc_window_read_any(&p->win))
             continue;
         if (mc_window_checkpoint(&p->win, md, sizeof md) < 0) {
             mc_log(mc_ctx_logger(ctx), MC_LOG_ERROR,
@@ -662,18 +652,17 @@ static void executor_destroy(void *self)
         return;
     if (ex->caller)
         ex->caller->ops->destroy(ex->caller);
-    for (int32_t i = 0; i < ex->n_parts; i++) {
-        if (ex->parts[i]) {
-            for (mc_job *j = ex->parts[i]->waiting_head, *next; j; j = next) {
-                next = j->next;
-                mc_job_free(j);
-            }
-            mc_window_free(&ex->parts[i]->win);
-            mc_ring_free(&ex->parts[i]->markers);
-            free(ex->parts[i]);
+    part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
+        for (mc_job *j = p->waiting_head, *next; j; j = next) {
+            next = j->next;
+            mc_job_free(j);
         }
+        mc_window_free(&p->win);
+        mc_ring_free(&p->markers);
+        free(p);
     }
-    free(ex->parts);
+    mc_part_table_free(&ex->parts);
     mc_buf_free(&ex->buf);
     free(ex);
 }

@@ -45,6 +45,7 @@
 #include "kafka.h"
 #include "keymap.h"
 #include "layout.h"
+#include "part_table.h"
 #include "timing_wheel.h"
 #include "wheel_topic.h"
 
@@ -88,8 +89,7 @@ typedef struct store {
     mc_output *wheel, *changelog;
     char wheel_topic[256], changelog_topic[256];
     int64_t horizon_ms;
-    store_part **parts;
-    size_t n_parts;
+    mc_part_table parts; /* store_part of each partition assigned */
     mc_buf buf;
     int64_t last_marker_ms;
     mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
@@ -165,18 +165,11 @@ static void part_free(store_part *p)
 
 static store_part *find_part(store *s, int32_t partition)
 {
-    for (size_t i = 0; i < s->n_parts; i++)
-        if (s->parts[i]->partition == partition)
-            return s->parts[i];
-    return NULL;
+    return mc_part_table_get(&s->parts, partition);
 }
 
 static store_part *add_part(store *s, int32_t partition, int64_t now_ms)
 {
-    store_part **v = realloc(s->parts, (s->n_parts + 1) * sizeof *v);
-    if (!v)
-        return NULL;
-    s->parts = v;
     store_part *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -189,16 +182,20 @@ static store_part *add_part(store *s, int32_t partition, int64_t now_ms)
         part_free(p);
         return NULL;
     }
-    s->parts[s->n_parts++] = p;
+    if (mc_part_table_put(&s->parts, partition, p) != 0) {
+        part_free(p);
+        return NULL;
+    }
     return p;
 }
 
 static void update_gauges(store *s)
 {
     size_t n = 0, bytes = 0;
-    for (size_t i = 0; i < s->n_parts; i++) {
-        n += mc_keymap_count(s->parts[i]->tasks);
-        bytes += s->parts[i]->bytes;
+    store_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
+        n += mc_keymap_count(p->tasks);
+        bytes += p->bytes;
     }
     mc_gauge_set(s->tasks_gauge, (double)n);
     mc_gauge_set(s->bytes_gauge, (double)bytes);
@@ -365,13 +362,7 @@ static void store_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
     for (int i = 0; i < parts->cnt; i++) {
         if (strcmp(parts->elems[i].topic, s->wheel_topic) != 0)
             continue;
-        for (size_t k = 0; k < s->n_parts; k++) {
-            if (s->parts[k]->partition == parts->elems[i].partition) {
-                part_free(s->parts[k]);
-                s->parts[k] = s->parts[--s->n_parts];
-                break;
-            }
-        }
+        part_free(mc_part_table_take(&s->parts, parts->elems[i].partition));
     }
     update_gauges(s);
 }
@@ -457,8 +448,8 @@ static int take_layout(store *s, store_part *p, int32_t to, int64_t offset, mc_c
 static int store_prepare_commit(void *self, mc_ctx *ctx)
 {
     store *s = self;
-    for (size_t i = 0; i < s->n_parts; i++) {
-        store_part *p = s->parts[i];
+    store_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
         if (!p->layout)
             continue;
         char md[64];
@@ -564,8 +555,8 @@ static int store_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     mc_timer *due[256];
     size_t budget = HANDOFF_BATCH;
     int64_t next = INT64_MAX;
-    for (size_t i = 0; i < s->n_parts; i++) {
-        store_part *p = s->parts[i];
+    store_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
         while (budget > 0) {
             size_t want = budget < 256 ? budget : 256;
             size_t got = mc_wheel_advance(p->handoffs, now_ms, due, want);
@@ -584,12 +575,11 @@ static int store_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
         next = now_ms; /* more are due: come back right after the next poll */
     if (now_ms - s->last_marker_ms >= MARKER_INTERVAL_MS) {
         s->last_marker_ms = now_ms;
-        for (size_t i = 0; i < s->n_parts; i++)
-            if (s->parts[i]->position > s->parts[i]->marked &&
-                write_marker(s, s->parts[i], ctx) != 0)
+        for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
+            if (p->position > p->marked && write_marker(s, p, ctx) != 0)
                 return -1;
     }
-    if (s->n_parts > 0 && s->last_marker_ms + MARKER_INTERVAL_MS < next)
+    if (mc_part_table_count(&s->parts) > 0 && s->last_marker_ms + MARKER_INTERVAL_MS < next)
         next = s->last_marker_ms + MARKER_INTERVAL_MS;
     if (next != INT64_MAX)
         mc_ctx_wakeup_at(ctx, next);
@@ -600,9 +590,10 @@ static int store_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 static void store_destroy(void *self)
 {
     store *s = self;
-    for (size_t i = 0; i < s->n_parts; i++)
-        part_free(s->parts[i]);
-    free(s->parts);
+    store_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
+        part_free(p);
+    mc_part_table_free(&s->parts);
     mc_buf_free(&s->buf);
     free(s);
 }

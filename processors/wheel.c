@@ -78,6 +78,7 @@
 #include "kafka.h"
 #include "keymap.h"
 #include "layout.h"
+#include "part_table.h"
 #include "ring.h"
 #include "timing_wheel.h"
 #include "wheel_topic.h"
@@ -158,8 +159,7 @@ typedef struct wheel {
     char topic[256];
     mc_output *ready, *wheel_out;
     int64_t lead_ms;
-    wheel_part **parts; /* indexed by partition number; NULL: not assigned */
-    int32_t n_parts;
+    mc_part_table parts; /* wheel_part of each partition assigned */
     mc_arena *arena;
     mc_gauge *pending_gauge;
     mc_counter *fired, *stale, *voided, *replayed, *floors_capped, *recalled, *moved;
@@ -244,7 +244,7 @@ static void part_free(wheel_part *p)
 
 static wheel_part *find_part(wheel *w, int32_t partition)
 {
-    return partition >= 0 && partition < w->n_parts ? w->parts[partition] : NULL;
+    return mc_part_table_get(&w->parts, partition);
 }
 
 static bool replaying(const wheel_part *p)
@@ -408,9 +408,9 @@ static wheel_key *key_get(wheel_part *p, const void *key, size_t len)
 static void update_gauge(wheel *w)
 {
     size_t n = 0;
-    for (int32_t i = 0; i < w->n_parts; i++)
-        if (w->parts[i])
-            n += w->parts[i]->n_pending;
+    wheel_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++)
+        n += p->n_pending;
     mc_gauge_set(w->pending_gauge, (double)n);
 }
 
@@ -456,9 +456,9 @@ static int wheel_prepare_commit(void *self, mc_ctx *ctx)
 {
     wheel *w = self;
     int64_t now = mc_ctx_now_ms(ctx);
-    for (int32_t i = 0; i < w->n_parts; i++) {
-        wheel_part *p = w->parts[i];
-        if (!p || p->next < 0)
+    wheel_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
+        if (p->next < 0)
             continue; /* nothing seen yet: the committed offset stands */
         mc_wheel_checkpoint cp = {.position = p->next > p->replay_end ? p->next : p->replay_end,
                                   .has_frontier = p->has_frontier,
@@ -481,17 +481,6 @@ static int wheel_prepare_commit(void *self, mc_ctx *ctx)
 
 static wheel_part *part_new(wheel *w, int32_t partition, int64_t now)
 {
-    if (partition >= w->n_parts) {
-        int32_t n = w->n_parts ? w->n_parts : 16;
-        while (n <= partition)
-            n *= 2;
-        wheel_part **v = realloc(w->parts, (size_t)n * sizeof *v);
-        if (!v)
-            return NULL;
-        memset(v + w->n_parts, 0, (size_t)(n - w->n_parts) * sizeof *v);
-        w->parts = v;
-        w->n_parts = n;
-    }
     wheel_part *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -506,7 +495,10 @@ static wheel_part *part_new(wheel *w, int32_t partition, int64_t now)
     mc_heap_init(&p->holds, sizeof(hold_ref), hold_less);
     mc_ring_init(&p->recalls, sizeof(recall_ref));
     p->store_pos = p->resolved_pos = p->marked = -1;
-    w->parts[partition] = p;
+    if (mc_part_table_put(&w->parts, partition, p) != 0) {
+        part_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -559,11 +551,7 @@ static void wheel_on_revoke(void *self, const rd_kafka_topic_partition_list_t *p
     for (int i = 0; i < parts->cnt; i++) {
         if (strcmp(parts->elems[i].topic, w->topic) != 0)
             continue;
-        wheel_part *p = find_part(w, parts->elems[i].partition);
-        if (p) {
-            w->parts[p->partition] = NULL;
-            part_free(p);
-        }
+        part_free(mc_part_table_take(&w->parts, parts->elems[i].partition));
     }
     update_gauge(w);
 }
@@ -1069,10 +1057,8 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     size_t budget = FIRE_BATCH, fired = 0;
     int64_t next = INT64_MAX;
     bool ready = true;
-    for (int32_t i = 0; i < w->n_parts; i++) {
-        wheel_part *p = w->parts[i];
-        if (!p)
-            continue;
+    wheel_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
         if (replaying(p)) {
             ready = false;
             continue;
@@ -1105,9 +1091,10 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 static void wheel_destroy(void *self)
 {
     wheel *w = self;
-    for (int32_t i = 0; i < w->n_parts; i++)
-        part_free(w->parts[i]);
-    free(w->parts);
+    wheel_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++)
+        part_free(p);
+    mc_part_table_free(&w->parts);
     mc_arena_free(w->arena);
     mc_buf_free(&w->buf);
     free(w);
