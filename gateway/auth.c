@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "webhook.h"
+#include "crypto.h"
 
 typedef struct token {
     char *app_id; /* NULL for an inner token */

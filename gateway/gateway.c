@@ -40,7 +40,7 @@
 #include "kafka.h"
 #include "task_json.h"
 #include "uuid7.h"
-#include "webhook.h"
+#include "crypto.h"
 #include "clock.h"
 
 #define MAX_IDEMPOTENCY_KEY 255

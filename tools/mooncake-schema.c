@@ -4,7 +4,7 @@
  * checked against other Avro implementations (tests/unit/fingerprint_test.py). */
 #include "codec.h"
 #include "config.h"
-#include "webhook.h"
+#include "crypto.h"
 
 #include <errno.h>
 #include <inttypes.h>

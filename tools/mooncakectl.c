@@ -47,7 +47,7 @@
 #include "task_rules.h"
 #include "mooncakectl.h"
 #include "uuid7.h"
-#include "webhook.h"
+#include "crypto.h"
 
 /* ---- options ----------------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "crypto.h"
 #include "webhook.h"
 
 static void to_hex(const uint8_t *b, size_t n, char *out)
