@@ -1,4 +1,4 @@
-/* The baseline for tools/bench-router: the raw Kafka exactly-once pipe.
+/* The baseline for tools/bench/bench-router: the raw Kafka exactly-once pipe.
  * A read_committed consumer and a transactional producer copy every record of
  * one topic to another unchanged, committing offsets in the transaction every
  * N records or T ms, written straight against librdkafka with none of

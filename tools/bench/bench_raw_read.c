@@ -1,4 +1,4 @@
-/* The baseline for tools/bench-store and tools/bench-wheel: the raw Kafka read.
+/* The baseline for tools/bench/bench-store and tools/bench/bench-wheel: the raw Kafka read.
  * A read_committed consumer, written straight against librdkafka with none of
  * mooncake's runtime, assigns every partition of one topic at the beginning
  * and reads it up to the high watermark it had at the start, so "store

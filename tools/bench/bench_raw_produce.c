@@ -1,4 +1,4 @@
-/* The baseline for tools/bench-gateway: the gateway's work without HTTP, the
+/* The baseline for tools/bench/bench-gateway: the gateway's work without HTTP, the
  * raw Kafka pipe. C virtual clients, closed loop like bench_http_load's
  * connections: each produces one task Command and waits for its delivery
  * report before producing the next. The producer is set up as the gateway's

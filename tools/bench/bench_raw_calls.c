@@ -1,4 +1,4 @@
-/* The baseline for tools/bench-executor: the HTTP side alone, no Kafka.
+/* The baseline for tools/bench/bench-executor: the HTTP side alone, no Kafka.
  * A plain libcurl multi loop, written straight against libcurl with none of
  * mooncake's runtime, makes N POST calls to one URL as fast as it can with C
  * calls in flight, keep-alive connections (at most H per host, the rest wait

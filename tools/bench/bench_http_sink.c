@@ -1,4 +1,4 @@
-/* The HTTP endpoint for tools/bench-executor: a fast keep-alive HTTP/1.1
+/* The HTTP endpoint for tools/bench/bench-executor: a fast keep-alive HTTP/1.1
  * server on 127.0.0.1 that answers every request 200 with a tiny body and
  * records, per request, when it arrived and which benchmark task it was, so
  * the driver can compute calls/s, start lateness (arrival - due) and

@@ -1,4 +1,4 @@
-/* A cheap closed-loop HTTP/1.1 load generator for tools/bench-gateway: one
+/* A cheap closed-loop HTTP/1.1 load generator for tools/bench/bench-gateway: one
  * thread, one epoll set, C keep-alive connections each with exactly one
  * request in flight (the next one leaves as soon as the answer is in), so
  * throughput = C / latency and the generator spends a few µs of CPU per
