@@ -30,27 +30,155 @@
 
 extern char **environ;
 
-typedef struct role {
+/* What the program needs of a role: the Kafka processors (each run by a
+ * runner) and the gateway alike. A role makes a unit, which runs on a thread
+ * of its own until it is stopped. */
+typedef struct role role;
+typedef struct unit_ops {
+    /* The settings the role would refuse once started, checked before
+     * anything starts (and by --check-config). 0, or -1 with a line in err. */
+    int (*check_config)(const role *r, const mc_config *cfg, char *err, size_t errlen);
+    /* Makes the unit before the HTTP server starts, adding to ho what it
+     * serves there. NULL with a line in err. */
+    void *(*create)(const role *r, const mc_config *cfg, mc_metrics *metrics, const mc_logger *lg,
+                    mc_http_options *ho, char *err, size_t errlen);
+    /* Once the HTTP server (NULL: none) and, for roles that use them, the
+     * topics are there. 0, or -1 with a line in err. */
+    int (*attach)(void *unit, const mc_config *cfg, mc_metrics *metrics, mc_http_server *http,
+                  char *err, size_t errlen);
+    int (*run)(void *unit);   /* until stop; the exit code: 0, 1 after a fatal error */
+    void (*stop)(void *unit); /* any thread */
+    void (*destroy)(void *unit);
+    bool needs_topics; /* the topic set must exist before it starts */
+} unit_ops;
+
+struct role {
     const char *name;
-    const mc_processor *processor; /* run by a runner; NULL for the gateway, which only produces */
-    /* The settings the role would refuse once started, checked first (a
-     * processor's are its processor's check_config). Optional. */
-    int (*check_config)(const mc_config *cfg, char *err, size_t errlen);
+    const unit_ops *ops;
+    const mc_processor *processor; /* for the runner's ops */
     const char *summary;
-} role;
+};
+
+/* ---- processors: a runner each ---------------------------------------------------- */
+
+typedef struct runner_unit {
+    const mc_processor *processor;
+    mc_runner *runner;
+} runner_unit;
+
+static int runner_check_config(const role *r, const mc_config *cfg, char *err, size_t errlen)
+{
+    return r->processor->check_config ? r->processor->check_config(cfg, err, errlen) : 0;
+}
+
+/* The runner itself is made at attach: it registers its probes on the HTTP
+ * server, which starts after every unit is made. */
+static void *runner_create(const role *r, const mc_config *cfg, mc_metrics *metrics,
+                           const mc_logger *lg, mc_http_options *ho, char *err, size_t errlen)
+{
+    (void)cfg, (void)metrics, (void)lg, (void)ho;
+    runner_unit *u = calloc(1, sizeof *u);
+    if (!u)
+        snprintf(err, errlen, "out of memory");
+    else
+        u->processor = r->processor;
+    return u;
+}
+
+static int runner_attach(void *unit, const mc_config *cfg, mc_metrics *metrics,
+                         mc_http_server *http, char *err, size_t errlen)
+{
+    runner_unit *u = unit;
+    u->runner = mc_runner_new(u->processor, cfg, metrics, http, err, errlen);
+    return u->runner ? 0 : -1;
+}
+
+static int runner_run(void *unit)
+{
+    return mc_runner_run(((runner_unit *)unit)->runner);
+}
+
+static void runner_stop(void *unit)
+{
+    runner_unit *u = unit;
+    if (u->runner)
+        mc_runner_stop(u->runner);
+}
+
+static void runner_destroy(void *unit)
+{
+    runner_unit *u = unit;
+    if (u)
+        mc_runner_free(u->runner);
+    free(u);
+}
+
+static const unit_ops runner_ops = {runner_check_config, runner_create,  runner_attach, runner_run,
+                                    runner_stop,         runner_destroy, true};
+
+/* ---- the gateway ------------------------------------------------------------------ */
+
+static int gateway_check_config(const role *r, const mc_config *cfg, char *err, size_t errlen)
+{
+    (void)r;
+    if (cfg->http_port < 0) {
+        snprintf(err, errlen, "the gateway needs --http-port / MOONCAKE_HTTP_PORT");
+        return -1;
+    }
+    return mc_gateway_check_config(cfg, err, errlen);
+}
+
+static void *gateway_create(const role *r, const mc_config *cfg, mc_metrics *metrics,
+                            const mc_logger *lg, mc_http_options *ho, char *err, size_t errlen)
+{
+    (void)r;
+    mc_gateway *g = mc_gateway_new(cfg, metrics, lg, err, errlen);
+    if (g)
+        mc_gateway_http_options(g, ho);
+    return g;
+}
+
+static int gateway_attach(void *unit, const mc_config *cfg, mc_metrics *metrics,
+                          mc_http_server *http, char *err, size_t errlen)
+{
+    (void)cfg, (void)metrics, (void)err, (void)errlen;
+    mc_gateway_attach(unit, http);
+    return 0;
+}
+
+static int gateway_run(void *unit)
+{
+    return mc_gateway_run(unit);
+}
+
+static void gateway_stop(void *unit)
+{
+    mc_gateway_stop(unit);
+}
+
+static void gateway_destroy(void *unit)
+{
+    mc_gateway_free(unit);
+}
+
+/* The gateway alone starts without the broker (its /readyz tells when the
+ * broker and the tasks topic are there): it needs no topics to start. */
+static const unit_ops gateway_ops = {
+    gateway_check_config, gateway_create,  gateway_attach, gateway_run,
+    gateway_stop,         gateway_destroy, false};
 
 static const role roles[] = {
-    {"router", &mc_router_processor, NULL,
+    {"router", &runner_ops, &mc_router_processor,
      "validate commands from tasks, stamp versions, route them to wheel (or dead)"},
-    {"store", &mc_store_processor, NULL,
+    {"store", &runner_ops, &mc_store_processor,
      "keep tasks due beyond the horizon (changelog: store) and hand them to the wheel"},
-    {"wheel", &mc_wheel_processor, NULL,
+    {"wheel", &runner_ops, &mc_wheel_processor,
      "fire each task to ready at its due millisecond, exactly once"},
-    {"executor", &mc_executor_processor, NULL,
+    {"executor", &runner_ops, &mc_executor_processor,
      "call each ready task's HTTP callback at its due time (results, or retry on failure)"},
-    {"retry", &mc_retry_processor, NULL,
+    {"retry", &runner_ops, &mc_retry_processor,
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
-    {"gateway", NULL, mc_gateway_check_config,
+    {"gateway", &gateway_ops, NULL,
      "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };
 #define N_ROLES (sizeof roles / sizeof roles[0])
@@ -77,20 +205,11 @@ static void usage(FILE *out)
     mc_config_usage(out);
 }
 
-/* The settings a role would refuse only once it has reached the broker,
- * checked before: a bad flag exits 2 at once, whatever Kafka is doing. */
-static int check_role_config(const role *r, const mc_config *cfg, char *err, size_t errlen)
-{
-    int (*check)(const mc_config *, char *, size_t) =
-        r->processor ? r->processor->check_config : r->check_config;
-    return check ? check(cfg, err, errlen) : 0;
-}
-
 /* --check-config: what a start would refuse later than the flag parser, short
  * of reaching the broker. An unknown MOONCAKE_* variable is an error here
  * (though a start ignores it) because it is almost always a typo or a
  * setting the binary no longer has: a deployment that sets it is wrong. */
-static int check_config_only(const char *name, const mc_config *cfg, bool has_gateway)
+static int check_config_only(const char *name, const mc_config *cfg)
 {
     char err[1024], unknown[256];
     if (mc_config_unknown_env(environ, unknown, sizeof unknown)) {
@@ -104,48 +223,40 @@ static int check_config_only(const char *name, const mc_config *cfg, bool has_ga
         return 2;
     }
     rd_kafka_conf_destroy(conf);
-    if (has_gateway && cfg->http_port < 0) {
-        fprintf(stderr, "mooncake %s: the gateway needs --http-port / MOONCAKE_HTTP_PORT\n", name);
-        return 2;
-    }
     printf("mooncake %s: config ok\n", name);
     return 0;
 }
 
-/* One processor of this process, run on its own thread. */
+/* One role of this process, run on its own thread. */
 typedef struct unit {
     const role *role;
-    mc_runner *runner;
+    void *obj; /* what role->ops made */
     pthread_t tid;
     bool started;
     int exit_code;
     struct process *proc;
 } unit;
 
-/* Everything this process runs: its processors and maybe the gateway. When
- * one stops (a signal, or a fatal error in any of them) all stop: the
- * orchestrator then restarts the whole process, and Kafka holds the state. */
+/* Everything this process runs. When one unit stops (a signal, or a fatal
+ * error in any of them) all stop: the orchestrator then restarts the whole
+ * process, and Kafka holds the state. */
 typedef struct process {
     unit units[N_ROLES];
     size_t n_units;
-    mc_gateway *gateway;
     const mc_logger *lg;
 } process;
 
 static void process_stop(process *p)
 {
     for (size_t i = 0; i < p->n_units; i++)
-        if (p->units[i].runner)
-            mc_runner_stop(p->units[i].runner);
-    if (p->gateway)
-        mc_gateway_stop(p->gateway);
+        p->units[i].role->ops->stop(p->units[i].obj);
 }
 
 static void *unit_main(void *arg)
 {
     unit *u = arg;
-    u->exit_code = mc_runner_run(u->runner);
-    if (u->proc->n_units > 1 || u->proc->gateway)
+    u->exit_code = u->role->ops->run(u->obj);
+    if (u->proc->n_units > 1)
         mc_log(u->proc->lg, u->exit_code ? MC_LOG_ERROR : MC_LOG_INFO,
                "role stopped, stopping the others", "stopped", u->role->name, (const char *)NULL);
     process_stop(u->proc);
@@ -240,7 +351,7 @@ int main(int argc, char **argv)
         return 2;
     }
     for (size_t i = 0; i < n_chosen; i++) {
-        if (check_role_config(chosen[i], &cfg, err, sizeof err) != 0) {
+        if (chosen[i]->ops->check_config(chosen[i], &cfg, err, sizeof err) != 0) {
             fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
                     all ? ": " : "", err);
             mc_config_free(&cfg);
@@ -248,10 +359,7 @@ int main(int argc, char **argv)
         }
     }
     if (check_only) {
-        bool has_gateway = false;
-        for (size_t i = 0; i < n_chosen; i++)
-            has_gateway |= chosen[i]->processor == NULL;
-        rc = check_config_only(name, &cfg, has_gateway);
+        rc = check_config_only(name, &cfg);
         mc_config_free(&cfg);
         return rc;
     }
@@ -274,78 +382,64 @@ int main(int argc, char **argv)
         mc_config_free(&cfg);
         return 1;
     }
-    int exit_code = 1;
-    bool has_processor = false;
+    int exit_code = 2;
+    bool needs_topics = false;
     mc_metrics *metrics = mc_metrics_new();
     mc_http_server *http = NULL;
     bool sig_started = false;
     pthread_t sig_tid;
     if (!metrics) {
         fprintf(stderr, "mooncake: out of memory\n");
+        exit_code = 1;
         goto out;
     }
+    /* Every unit is made first, since what the HTTP server serves (the
+     * gateway's API) is fixed when it starts; then the server; then the
+     * topics; then each unit is attached to what now exists. */
+    mc_http_options ho = {.bind_address = cfg.http_bind,
+                          .port = (uint16_t)cfg.http_port,
+                          .metrics = metrics,
+                          .ready_needs_check = true};
     for (size_t i = 0; i < n_chosen; i++) {
-        if (chosen[i]->processor) {
-            has_processor = true;
-            continue;
-        }
-        if (cfg.http_port < 0) {
-            fprintf(stderr, "mooncake %s: the gateway needs --http-port / MOONCAKE_HTTP_PORT\n",
-                    name);
-            exit_code = 2;
+        unit *u = &proc.units[proc.n_units];
+        *u = (unit){.role = chosen[i], .proc = &proc};
+        u->obj = chosen[i]->ops->create(chosen[i], &cfg, metrics, &lg, &ho, err, sizeof err);
+        if (!u->obj) {
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
+                    all ? ": " : "", err);
             goto out;
         }
-        proc.gateway = mc_gateway_new(&cfg, metrics, &lg, err, sizeof err);
-        if (!proc.gateway) {
-            fprintf(stderr, "mooncake %s: %s\n", name, err);
-            exit_code = 2;
-            goto out;
-        }
+        proc.n_units++;
+        needs_topics |= chosen[i]->ops->needs_topics;
     }
     if (cfg.http_port >= 0) {
-        mc_http_options ho = {.bind_address = cfg.http_bind,
-                              .port = (uint16_t)cfg.http_port,
-                              .metrics = metrics,
-                              .ready_needs_check = true};
-        if (proc.gateway)
-            mc_gateway_http_options(proc.gateway, &ho);
         http = mc_http_start(&ho, err, sizeof err);
         if (!http) {
             fprintf(stderr, "mooncake %s: %s (set --http-port / MOONCAKE_HTTP_PORT)\n", name, err);
-            exit_code = 2;
             goto out;
         }
         char port[16];
         snprintf(port, sizeof port, "%u", mc_http_port(http));
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
-    /* The gateway alone without --create-topics starts without the broker:
-     * its /readyz tells when the broker and the tasks topic are there. */
-    if ((has_processor || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
+    if ((needs_topics || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, err, sizeof err) != 0) {
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
         goto out;
     }
-    if (proc.gateway)
-        mc_gateway_attach(proc.gateway, http);
-    for (size_t i = 0; i < n_chosen; i++) {
-        if (!chosen[i]->processor)
-            continue;
-        unit *u = &proc.units[proc.n_units];
-        *u = (unit){.role = chosen[i], .proc = &proc};
-        u->runner = mc_runner_new(chosen[i]->processor, &cfg, metrics, http, err, sizeof err);
-        if (!u->runner) {
-            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
+    for (size_t i = 0; i < proc.n_units; i++) {
+        unit *u = &proc.units[i];
+        if (u->role->ops->attach(u->obj, &cfg, metrics, http, err, sizeof err) != 0) {
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? u->role->name : "",
                     all ? ": " : "", err);
-            exit_code = 2;
             goto out;
         }
-        proc.n_units++;
     }
     atomic_init(&waiter.done, false);
     if (pthread_create(&sig_tid, NULL, signal_thread, &waiter) != 0) {
         fprintf(stderr, "mooncake: cannot start the signal thread\n");
+        exit_code = 1;
         goto out;
     }
     sig_started = true;
@@ -360,10 +454,6 @@ int main(int argc, char **argv)
         }
         u->started = true;
     }
-    if (proc.gateway && exit_code == 0) {
-        exit_code = mc_gateway_run(proc.gateway);
-        process_stop(&proc); /* the gateway stopped: so does everything else */
-    }
     exit_code = process_join(&proc, exit_code);
 out:
     if (sig_started) {
@@ -371,11 +461,11 @@ out:
         pthread_kill(sig_tid, SIGTERM); /* wakes sigwait; done makes it return */
         pthread_join(sig_tid, NULL);
     }
-    for (size_t i = 0; i < proc.n_units; i++)
-        mc_runner_free(proc.units[i].runner);
+    /* The server first: no probe or request can then reach a unit being freed. */
     if (http)
         mc_http_stop(http);
-    mc_gateway_free(proc.gateway); /* after the server: no request can reach it */
+    for (size_t i = 0; i < proc.n_units; i++)
+        proc.units[i].role->ops->destroy(proc.units[i].obj);
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
     curl_global_cleanup();
