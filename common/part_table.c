@@ -27,9 +27,9 @@ static int grow(mc_part_table *t, int32_t partition)
 
 int mc_part_table_put(mc_part_table *t, int32_t partition, void *state)
 {
-    if (partition < 0 || (partition >= t->cap && grow(t, partition) != 0))
+    if (!state || partition < 0 || (partition >= t->cap && grow(t, partition) != 0))
         return -1;
-    if (!t->slots[partition] && state)
+    if (!t->slots[partition])
         t->count++;
     t->slots[partition] = state;
     return 0;

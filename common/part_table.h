@@ -17,9 +17,9 @@ typedef struct mc_part_table {
 
 /* partition's state, or NULL (none held, or a negative partition). */
 void *mc_part_table_get(const mc_part_table *t, int32_t partition);
-/* Holds state for partition, which must hold none; grows the table as far as
- * the partition number needs. 0, or -1 (a negative partition, out of memory:
- * the table is unchanged). */
+/* Holds state (not NULL) for partition, which must hold none; grows the
+ * table as far as the partition number needs. 0, or -1 (NULL state, a
+ * negative partition, out of memory: the table is unchanged). */
 int mc_part_table_put(mc_part_table *t, int32_t partition, void *state);
 /* Removes partition's state and returns it (the caller frees it); NULL if
  * none was held. */

@@ -122,7 +122,7 @@ static int gateway_check_config(const role *r, const mc_config *cfg, char *err, 
 {
     (void)r;
     if (cfg->http_port < 0) {
-        snprintf(err, errlen, "the gateway needs --http-port / MOONCAKE_HTTP_PORT");
+        snprintf(err, errlen, "the HTTP API needs --http-port / MOONCAKE_HTTP_PORT");
         return -1;
     }
     return mc_gateway_check_config(cfg, err, errlen);

@@ -72,6 +72,7 @@ static void edges(void)
     int a = 1, b = 2;
     CHECK(mc_part_table_get(&t, 0) == NULL && mc_part_table_get(&t, -1) == NULL);
     CHECK(mc_part_table_put(&t, -1, &a) == -1, "a negative partition is refused");
+    CHECK(mc_part_table_put(&t, 4, NULL) == -1 && mc_part_table_count(&t) == 0, "NULL is refused");
     CHECK(mc_part_table_put(&t, 299, &a) == 0, "300 partitions (issue 14's case) fit");
     CHECK(mc_part_table_get(&t, 299) == &a && mc_part_table_get(&t, 298) == NULL);
     CHECK(mc_part_table_put(&t, 0, &b) == 0 && mc_part_table_count(&t) == 2);
