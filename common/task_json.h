@@ -11,6 +11,8 @@
 
 #include "codec.h"
 
+#include <jansson.h>
+
 #define MC_JSON_MAX_ID_LEN 255           /* appId, uuid */
 #define MC_JSON_MAX_HEADERS 64           /* callback.headers entries */
 #define MC_JSON_MAX_MAP_BYTES (16 << 10) /* callback.headers, metadata: names + values */
@@ -37,5 +39,15 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
  * now_ms). Same conventions as mc_task_from_json. */
 int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *arena,
                         mc_cancel *out, char *why, size_t whylen);
+
+/* A JSON string of the base64 of n bytes (caller owns the reference). Any
+ * thread. */
+json_t *mc_json_base64(const uint8_t *p, size_t n);
+/* Sets obj[name] to the bytes as a string when they are UTF-8, else
+ * obj[name_base64]; a NULL pointer sets null. */
+void mc_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
+/* A task as JSON, field names as in the schema, for people to read
+ * (mooncakectl results/dead, mooncake-schema decode); caller owns it. */
+json_t *mc_task_to_json(const mc_task *t);
 
 #endif

@@ -4,7 +4,7 @@
  * checked against other Avro implementations (tests/unit/fingerprint_test.py). */
 #include "codec.h"
 #include "config.h"
-#include "crypto.h"
+#include "task_json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -85,51 +85,6 @@ static int cmd_canonical(const char *path)
     return 0;
 }
 
-static json_t *base64(const uint8_t *p, size_t n)
-{
-    size_t cap = MC_BASE64_LEN(n) + 1;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    mc_base64_encode(p, n, out, cap);
-    json_t *j = json_string(out);
-    free(out);
-    return j;
-}
-
-static json_t *kv_object(const mc_kv *kv, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(o, kv[i].key, json_string(kv[i].value));
-    return o;
-}
-
-static json_t *task_json(const mc_task *t)
-{
-    const mc_callback *cb = &t->callback;
-    json_t *jcb =
-        json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
-                  kv_object(cb->headers, cb->n_headers), "timeout_ms", (json_int_t)cb->timeout_ms);
-    /* Bodies are usually JSON or text; show them as such when they are UTF-8. */
-    json_t *body =
-        json_stringn((const char *)(cb->body ? cb->body : (const uint8_t *)""), cb->body_len);
-    if (body)
-        json_object_set_new(jcb, "body", body);
-    else
-        json_object_set_new(jcb, "body_base64", base64(cb->body, cb->body_len));
-    json_t *retry =
-        t->has_retry
-            ? json_pack("{s:I, s:I, s:f, s:I}", "max_attempts", (json_int_t)t->retry.max_attempts,
-                        "initial_backoff_ms", (json_int_t)t->retry.initial_backoff_ms, "multiplier",
-                        t->retry.multiplier, "max_backoff_ms", (json_int_t)t->retry.max_backoff_ms)
-            : json_null();
-    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
-                     t->task_id, "due_at", (json_int_t)t->due_at, "callback", jcb, "retry", retry,
-                     "attempt", (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
-                     "metadata", kv_object(t->metadata, t->n_metadata));
-}
-
 static int cmd_decode_command(int argc, char **argv)
 {
     int32_t ids[64];
@@ -170,11 +125,12 @@ static int cmd_decode_command(int argc, char **argv)
         fprintf(stderr, "mooncake-schema: %s: %s: %s\n", path, mc_codec_strerror(e), detail);
         rc = 1;
     } else {
-        json_t *j = c.kind == MC_CMD_SUBMIT
-                        ? json_pack("{s:s, s:o}", "kind", "submit", "task", task_json(&c.submit))
-                        : json_pack("{s:s, s:s, s:s, s:I}", "kind", "cancel", "app_id",
-                                    c.cancel.app_id, "task_id", c.cancel.task_id, "requested_at",
-                                    (json_int_t)c.cancel.requested_at);
+        json_t *j =
+            c.kind == MC_CMD_SUBMIT
+                ? json_pack("{s:s, s:o}", "kind", "submit", "task", mc_task_to_json(&c.submit))
+                : json_pack("{s:s, s:s, s:s, s:I}", "kind", "cancel", "app_id", c.cancel.app_id,
+                            "task_id", c.cancel.task_id, "requested_at",
+                            (json_int_t)c.cancel.requested_at);
         if (!j || json_dumpf(j, stdout, JSON_SORT_KEYS | JSON_ENSURE_ASCII) != 0) {
             fprintf(stderr, "mooncake-schema: cannot print the command\n");
             rc = 1;

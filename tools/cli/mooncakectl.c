@@ -47,7 +47,6 @@
 #include "task_rules.h"
 #include "mooncakectl.h"
 #include "uuid7.h"
-#include "crypto.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
@@ -705,63 +704,6 @@ void ctl_progress_tick(progress *pg)
 }
 
 /* ---- JSON output ----------------------------------------------------------------- */
-
-json_t *ctl_base64(const uint8_t *p, size_t n)
-{
-    size_t cap = MC_BASE64_LEN(n) + 1;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    mc_base64_encode(p, n, out, cap);
-    json_t *j = json_string(out);
-    free(out);
-    return j;
-}
-
-/* Sets name to the bytes as a string when they are UTF-8, else sets
- * name_base64; a NULL pointer sets null. */
-void ctl_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n)
-{
-    if (!p) {
-        json_object_set_new(obj, name, json_null());
-        return;
-    }
-    json_t *s = json_stringn(p, n);
-    if (s) {
-        json_object_set_new(obj, name, s);
-        return;
-    }
-    char b64name[64];
-    snprintf(b64name, sizeof b64name, "%s_base64", name);
-    json_object_set_new(obj, b64name, ctl_base64(p, n));
-}
-
-static json_t *kv_object(const mc_kv *kv, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(o, kv[i].key, json_string(kv[i].value));
-    return o;
-}
-
-json_t *ctl_task_to_json(const mc_task *t)
-{
-    const mc_callback *cb = &t->callback;
-    json_t *jcb =
-        json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
-                  kv_object(cb->headers, cb->n_headers), "timeout_ms", (json_int_t)cb->timeout_ms);
-    ctl_json_set_bytes(jcb, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
-    json_t *retry =
-        t->has_retry
-            ? json_pack("{s:I, s:I, s:f, s:I}", "max_attempts", (json_int_t)t->retry.max_attempts,
-                        "initial_backoff_ms", (json_int_t)t->retry.initial_backoff_ms, "multiplier",
-                        t->retry.multiplier, "max_backoff_ms", (json_int_t)t->retry.max_backoff_ms)
-            : json_null();
-    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
-                     t->task_id, "due_at", (json_int_t)t->due_at, "callback", jcb, "retry", retry,
-                     "attempt", (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
-                     "metadata", kv_object(t->metadata, t->n_metadata));
-}
 
 /* Prints obj as one line and releases it. */
 void ctl_print_json(json_t *obj)

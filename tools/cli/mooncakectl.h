@@ -18,6 +18,7 @@
 #include "codec.h"
 #include "config.h"
 #include "log.h"
+#include "task_json.h"
 
 #define EXIT_KAFKA 1
 #define EXIT_USAGE 2
@@ -102,13 +103,6 @@ void ctl_report(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* One line on stderr saying what went wrong; returns code. */
 int ctl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A JSON string of the base64 of n bytes (caller owns the reference). */
-json_t *ctl_base64(const uint8_t *p, size_t n);
-/* Sets obj[name] to the bytes as a string when they are UTF-8, else
- * obj[name_base64]; a NULL pointer sets null. */
-void ctl_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
-/* A task as JSON, field names as in the schema (caller owns it). */
-json_t *ctl_task_to_json(const mc_task *t);
 /* Prints obj as one line on stdout and releases it. */
 void ctl_print_json(json_t *obj);
 /* Bytes for a table cell: control characters shown as '?'; "-" for NULL. */

@@ -176,7 +176,7 @@ static json_t *record_json(const rd_kafka_message_t *m)
                           (int)m->partition, "offset", (json_int_t)m->offset, "timestamp",
                           (json_int_t)rd_kafka_message_timestamp(m, NULL));
     if (j)
-        ctl_json_set_bytes(j, "key", m->key, m->key_len);
+        mc_json_set_bytes(j, "key", m->key, m->key_len);
     return j;
 }
 
@@ -254,9 +254,9 @@ static int show_dead(reader *r, const rd_kafka_message_t *m)
             json_object_set_new(j, "source_partition", json_integer(d.source_partition));
             json_object_set_new(j, "source_offset", json_integer(d.source_offset));
             json_object_set_new(j, "failed_at", json_integer(d.failed_at));
-            json_object_set_new(j, "task", task ? ctl_task_to_json(&d.task) : json_null());
+            json_object_set_new(j, "task", task ? mc_task_to_json(&d.task) : json_null());
             if (d.has_raw)
-                json_object_set_new(j, "raw_base64", ctl_base64(d.raw, d.raw_len));
+                json_object_set_new(j, "raw_base64", mc_json_base64(d.raw, d.raw_len));
         }
         ctl_print_json(j);
         return 0;
