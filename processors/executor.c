@@ -77,7 +77,7 @@ typedef struct part {
      * partition is read up to catch_up_to (-1: not catching up), or at
      * catch_up_until (wall clock). */
     int64_t catch_up_to, catch_up_until;
-    mc_job *waiting_head, *waiting_tail;
+    mc_call *waiting_head, *waiting_tail;
 } part;
 
 /* How long jobs wait for a partition to be read to where it ended at its
@@ -98,7 +98,7 @@ typedef struct executor {
 
 static const char *const executor_inputs[] = {"ready", NULL};
 
-void mc_job_free(mc_job *j)
+void mc_call_free(mc_call *j)
 {
     if (!j)
         return;
@@ -155,7 +155,7 @@ static void update_pause(executor *ex, part *p)
 /* ---- outputs ----------------------------------------------------------------------- */
 
 /* Produces buf to out for job j's record, with nh headers. */
-static int produce_for_n(executor *ex, mc_output *out, const mc_job *j, const mc_header *h,
+static int produce_for_n(executor *ex, mc_output *out, const mc_call *j, const mc_header *h,
                          size_t nh)
 {
     mc_source cause = {ex->ready_topic, j->partition, j->offset};
@@ -172,12 +172,12 @@ static int produce_for_n(executor *ex, mc_output *out, const mc_job *j, const mc
 }
 
 /* Produces buf to out for job j's record, with at most one header. */
-static int produce_for(executor *ex, mc_output *out, const mc_job *j, const mc_header *h)
+static int produce_for(executor *ex, mc_output *out, const mc_call *j, const mc_header *h)
 {
     return produce_for_n(ex, out, j, h, h ? 1 : 0);
 }
 
-static int write_result(executor *ex, const mc_job *j, mc_outcome outcome, const char *error)
+static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)
 {
     mc_result res = {.app_id = j->task.app_id,
                      .task_id = j->task.task_id,
@@ -195,7 +195,7 @@ static int write_result(executor *ex, const mc_job *j, mc_outcome outcome, const
 }
 
 /* The `ready` record of job j, as the input a dead letter names. */
-static mc_record job_record(const executor *ex, const mc_job *j)
+static mc_record job_record(const executor *ex, const mc_call *j)
 {
     return (mc_record){.topic = ex->ready_topic,
                        .partition = j->partition,
@@ -207,7 +207,7 @@ static mc_record job_record(const executor *ex, const mc_job *j)
 /* Kafka refused the record that reports j's attempt: the attempt ends as a
  * permanent failure, and the task goes to the dead topic (without itself if
  * even that is too large), so nothing is lost and nothing loops. */
-static int report_refused(executor *ex, const mc_job *j, const char *what)
+static int report_refused(executor *ex, const mc_call *j, const char *what)
 {
     char error[300];
     snprintf(error, sizeof error,
@@ -224,10 +224,10 @@ static int report_refused(executor *ex, const mc_job *j, const char *what)
     return mc_ctx_dead_letter(ex->ctx, &rec, reason, NULL);
 }
 
-static int report_attempt(executor *ex, const mc_job *j)
+static int report_attempt(executor *ex, const mc_call *j)
 {
     bool permanent = j->transport_failed ? j->permanent : mc_http_status_permanent((int)j->status);
-    char error[MC_JOB_ERROR_MAX];
+    char error[MC_CALL_ERROR_MAX];
     if (j->transport_failed)
         snprintf(error, sizeof error, "%s", j->error);
     else
@@ -271,7 +271,7 @@ static int report_attempt(executor *ex, const mc_job *j)
 
 /* A call came back from the caller: its Result (success, or recalled) or
  * Attempt (failure) goes out in the open transaction. */
-static int report(executor *ex, const mc_job *j)
+static int report(executor *ex, const mc_call *j)
 {
     if (j->recalled) {
         mc_counter_add(ex->recalled, 1);
@@ -317,18 +317,18 @@ static int forward_markers(executor *ex, part *p)
 static int take_done(executor *ex)
 {
     int rc = 0;
-    mc_job *done = ex->caller->ops->take_done(ex->caller);
-    for (mc_job *j = done, *next; j; j = next) {
+    mc_call *done = ex->caller->ops->take_done(ex->caller);
+    for (mc_call *j = done, *next; j; j = next) {
         next = j->next;
         part *p = mc_part_table_get(&ex->parts, j->partition);
         if (rc == 0 && p && p->assigned && j->gen == p->gen) {
-            if (j->kind == MC_JOB_CALL && report(ex, j) != 0)
+            if (j->kind == MC_CALL_START && report(ex, j) != 0)
                 rc = -1;
             mc_window_finish(&p->win, j->seq);
-            if (j->kind == MC_JOB_CALL && !j->held_at_read)
+            if (j->kind == MC_CALL_START && !j->held_at_read)
                 p->busy--;
         }
-        mc_job_free(j);
+        mc_call_free(j);
     }
     part *p;
     for (int32_t i = 0; rc == 0 && (p = mc_part_table_next(&ex->parts, &i)); i++) {
@@ -355,14 +355,14 @@ static int on_done(void *arg, int fd, int revents, mc_ctx *ctx)
 static void end_catch_up(executor *ex, part *p)
 {
     p->catch_up_to = -1;
-    mc_job *first = p->waiting_head;
+    mc_call *first = p->waiting_head;
     p->waiting_head = p->waiting_tail = NULL;
     if (first)
         ex->caller->ops->post(ex->caller, first);
 }
 
 /* Posts j, or keeps it back while the partition catches up. */
-static void post_job(executor *ex, part *p, mc_job *j)
+static void post_job(executor *ex, part *p, mc_call *j)
 {
     j->next = NULL;
     if (p->catch_up_to < 0) {
@@ -389,9 +389,9 @@ static int give_back(executor *ex, part *p)
     return MC_PROCESS_LATER;
 }
 
-static mc_job *job_new(part *p, mc_job_kind kind, const mc_record *m)
+static mc_call *job_new(part *p, mc_call_kind kind, const mc_record *m)
 {
-    mc_job *j = calloc(1, sizeof *j);
+    mc_call *j = calloc(1, sizeof *j);
     if (!j || !(j->arena = mc_arena_new())) {
         free(j);
         return NULL;
@@ -444,7 +444,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
         mc_window_add(&p->win, m->offset, past, false);
         return 0;
     }
-    mc_job *j = job_new(p, MC_JOB_CALL, m);
+    mc_call *j = job_new(p, MC_CALL_START, m);
     if (!j)
         return -1;
     mc_wheel_entry we;
@@ -456,7 +456,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
         char reason[400];
         snprintf(reason, sizeof reason, "ready record is not a WheelEntry: %s%s%s",
                  mc_codec_strerror(err), detail[0] ? ": " : "", detail);
-        mc_job_free(j);
+        mc_call_free(j);
         mc_window_add(&p->win, m->offset, past, false);
         return mc_ctx_dead_letter(ctx, m, reason, NULL) == 0 ? 0 : -1;
     }
@@ -464,7 +464,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
     if (we.command.kind == MC_CMD_CANCEL) {
         /* A recall: unfinished until the caller has dropped what it voids. */
         int64_t a = 0;
-        j->kind = MC_JOB_RECALL;
+        j->kind = MC_CALL_RECALL;
         j->version.attempt =
             mc_record_header_int(m, MC_ATTEMPT_HEADER, &a) && a <= INT32_MAX ? (int32_t)a : 0;
         mc_task_key(we.command.cancel.app_id, we.command.cancel.task_id, j->key, sizeof j->key);
@@ -478,10 +478,10 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
     }
     j->seq = mc_window_add(&p->win, m->offset, past, true);
     if (j->seq == UINT64_MAX) {
-        mc_job_free(j);
+        mc_call_free(j);
         return -1;
     }
-    if (j->kind == MC_JOB_CALL && !j->held_at_read)
+    if (j->kind == MC_CALL_START && !j->held_at_read)
         p->busy++;
     update_pause(ex, p);
     post_job(ex, p, j);
@@ -502,7 +502,7 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
     if (past == MC_WINDOW_FINISHED)
         return 0;
     mc_counter_add(ex->refused, 1);
-    mc_job *j = job_new(p, MC_JOB_CALL, m);
+    mc_call *j = job_new(p, MC_CALL_START, m);
     if (!j)
         return -1;
     mc_wheel_entry we;
@@ -518,7 +518,7 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
     } else {
         rc = mc_ctx_dead_letter(ctx, m, reason, NULL);
     }
-    mc_job_free(j);
+    mc_call_free(j);
     return rc == 0 ? 0 : -1;
 }
 
@@ -528,9 +528,9 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
  * the records again and calls them) and forgets the partition. */
 static void part_abandon(executor *ex, part *p)
 {
-    for (mc_job *j = p->waiting_head, *next; j; j = next) {
+    for (mc_call *j = p->waiting_head, *next; j; j = next) {
         next = j->next;
-        mc_job_free(j);
+        mc_call_free(j);
     }
     p->waiting_head = p->waiting_tail = NULL;
     p->catch_up_to = -1;
@@ -654,9 +654,9 @@ static void executor_destroy(void *self)
         ex->caller->ops->destroy(ex->caller);
     part *p;
     for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
-        for (mc_job *j = p->waiting_head, *next; j; j = next) {
+        for (mc_call *j = p->waiting_head, *next; j; j = next) {
             next = j->next;
-            mc_job_free(j);
+            mc_call_free(j);
         }
         mc_window_free(&p->win);
         mc_ring_free(&p->markers);

@@ -18,24 +18,24 @@
 #include "metrics.h"
 #include "wheel_topic.h"
 
-#define MC_JOB_KEY_MAX 1024
-#define MC_JOB_RETRY_AFTER_MAX 64
-#define MC_JOB_ERROR_MAX 512
+#define MC_CALL_KEY_MAX 1024
+#define MC_CALL_RETRY_AFTER_MAX 64
+#define MC_CALL_ERROR_MAX 512
 
-typedef enum mc_job_kind {
-    MC_JOB_CALL,   /* call task's callback at its due time */
-    MC_JOB_RECALL, /* drop the held or queued calls of key below version */
-} mc_job_kind;
+typedef enum mc_call_kind {
+    MC_CALL_START,  /* call task's callback at its due time */
+    MC_CALL_RECALL, /* drop the held or queued calls of key below version */
+} mc_call_kind;
 
-typedef struct mc_job {
-    mc_job_kind kind;
+typedef struct mc_call {
+    mc_call_kind kind;
     /* Set by the Kafka side. */
     int32_t partition;
     int64_t offset; /* its `ready` record */
     uint64_t seq;   /* its place in the partition's window */
     uint64_t gen;   /* the partition's generation when read: stale after an abandon */
     mc_version version;
-    char key[MC_JOB_KEY_MAX];
+    char key[MC_CALL_KEY_MAX];
     mc_task task; /* CALL: points into arena */
     mc_arena *arena;
     bool held_at_read; /* CALL: not due when read */
@@ -45,19 +45,19 @@ typedef struct mc_job {
     bool transport_failed; /* no HTTP answer: a connection error, a timeout, a refusal */
     bool permanent;        /* with transport_failed: retrying cannot help */
     long status;           /* the HTTP status, 0 without an answer */
-    char error[MC_JOB_ERROR_MAX];
+    char error[MC_CALL_ERROR_MAX];
     int64_t started_at, finished_at; /* wall clock */
     uint8_t *snippet;                /* the first bytes of the answer, malloc'd */
     size_t snippet_len;
-    char retry_after[MC_JOB_RETRY_AFTER_MAX];
+    char retry_after[MC_CALL_RETRY_AFTER_MAX];
     /* Private to whoever owns the job: list links and the caller's state. */
-    struct mc_job *next;
+    struct mc_call *next;
     void *caller_state;
-} mc_job;
+} mc_call;
 
 /* Frees a job and what it holds (its arena, snippet); the caller's state
  * must have been released. Either side. */
-void mc_job_free(mc_job *j);
+void mc_call_free(mc_call *j);
 
 typedef struct mc_caller mc_caller;
 
@@ -69,13 +69,13 @@ typedef struct mc_caller_ops {
      * back itself. Jobs are taken in the order posted, and no CALL of a
      * batch starts before its RECALLs are applied (a batch read after due
      * times have passed still honours its recalls). */
-    void (*post)(mc_caller *c, mc_job *j);
+    void (*post)(mc_caller *c, mc_call *j);
     /* Drops (frees) every job of the partition it still has; returns once
      * it has, so the Kafka side can forget the partition. */
     void (*abandon)(mc_caller *c, int32_t partition);
     /* The jobs given back since the last call (linked by next), in the
      * order they ended. */
-    mc_job *(*take_done)(mc_caller *c);
+    mc_call *(*take_done)(mc_caller *c);
     /* A descriptor that is readable while jobs wait to be taken. */
     int (*wake_fd)(mc_caller *c);
     /* From now on starts nothing new (a stop is draining). */

@@ -39,7 +39,7 @@ typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_RUNNING } call_state;
 /* A CALL job's state while the HTTP thread has it. */
 typedef struct call {
     mc_timer timer; /* while held */
-    mc_job *job;
+    mc_call *job;
     call_state state;
     struct call *next;                /* in the queue */
     struct call *all_prev, *all_next; /* every call the thread has */
@@ -69,9 +69,9 @@ typedef struct http_caller {
     /* Shared, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t acked;
-    mc_job *new_head, *new_tail;
+    mc_call *new_head, *new_tail;
     abandon_req *abandon_head;
-    mc_job *done_head, *done_tail;
+    mc_call *done_head, *done_tail;
     int http_wake, done_wake; /* eventfds */
     pthread_t thread;
     bool started;
@@ -115,7 +115,7 @@ static void drain_wake(int fd)
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     call *c = arg;
-    mc_job *j = c->job;
+    mc_call *j = c->job;
     size_t len = size * n, max = (size_t)c->hc->cfg->executor_snippet_bytes;
     if (j->snippet_len < max) {
         if (!j->snippet && !(j->snippet = malloc(max)))
@@ -130,7 +130,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 static size_t on_header(char *line, size_t size, size_t n, void *arg)
 {
     call *c = arg;
-    mc_job *j = c->job;
+    mc_call *j = c->job;
     size_t len = size * n;
     static const char name[] = "retry-after:";
     if (len > sizeof name - 1 && strncasecmp(line, name, sizeof name - 1) == 0) {
@@ -182,7 +182,7 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
 
 static int build_headers(http_caller *hc, call *c)
 {
-    const mc_job *j = c->job;
+    const mc_call *j = c->job;
     const mc_task *t = &j->task;
     const mc_callback *cb = &t->callback;
     bool content_type = false;
@@ -193,7 +193,7 @@ static int build_headers(http_caller *hc, call *c)
             return -1;
         content_type |= strcasecmp(cb->headers[i].key, "content-type") == 0;
     }
-    char v[MC_JOB_KEY_MAX + 32], ts[32];
+    char v[MC_CALL_KEY_MAX + 32], ts[32];
     snprintf(v, sizeof v, "%s:%" PRId32, j->key, t->attempt);
     snprintf(ts, sizeof ts, "%" PRId64, j->started_at / 1000);
     if (add_header(&c->headers, "Idempotency-Key", v) ||
@@ -233,7 +233,7 @@ static int build_headers(http_caller *hc, call *c)
 /* Hands c to curl. -1 only on ENOMEM (the caller treats the call as failed). */
 static int call_start(http_caller *hc, call *c)
 {
-    mc_job *j = c->job;
+    mc_call *j = c->job;
     const mc_callback *cb = &j->task.callback;
     j->started_at = mc_now_ms();
     CURL *e = c->easy = hc->n_spare ? hc->spare[--hc->n_spare] : curl_easy_init();
@@ -345,7 +345,7 @@ static bool call_release(http_caller *hc, call *c)
 }
 
 /* Gives j back to the runner, which reports and finishes it. */
-static void give_back(http_caller *hc, mc_job *j)
+static void give_back(http_caller *hc, mc_call *j)
 {
     pthread_mutex_lock(&hc->mu);
     bool was_empty = !hc->done_head;
@@ -361,7 +361,7 @@ static void give_back(http_caller *hc, mc_job *j)
 }
 
 /* Describes how a call ended, in the job. */
-static void describe(mc_job *j, const call *c)
+static void describe(mc_call *j, const call *c)
 {
     if (c->refused) {
         j->transport_failed = j->permanent = true;
@@ -380,7 +380,7 @@ static void describe(mc_job *j, const call *c)
 
 static void call_ended(http_caller *hc, call *c, CURLcode rc)
 {
-    mc_job *j = c->job;
+    mc_call *j = c->job;
     if (c->easy)
         curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &j->status);
     c->rc = rc;
@@ -479,21 +479,21 @@ static void abandon_partition(http_caller *hc, int32_t partition)
         next = c->all_next;
         if (c->job->partition != partition)
             continue;
-        mc_job *j = c->job;
+        mc_call *j = c->job;
         if (call_release(hc, c))
             atomic_fetch_sub(&hc->running, 1);
-        mc_job_free(j);
+        mc_call_free(j);
     }
 }
 
 /* A recall: the held or queued calls of its key with an older version are
  * not made (they come back recalled); one that has started runs (it was
  * due). Then the recall itself comes back. */
-static void recall(http_caller *hc, mc_job *r)
+static void recall(http_caller *hc, mc_call *r)
 {
     for (call *c = hc->all, *next; c; c = next) {
         next = c->all_next;
-        mc_job *j = c->job;
+        mc_call *j = c->job;
         if ((c->state == CALL_HELD || c->state == CALL_QUEUED) && j->partition == r->partition &&
             mc_version_cmp(j->version, r->version) < 0 && strcmp(j->key, r->key) == 0) {
             j->recalled = true;
@@ -508,7 +508,7 @@ static void recall(http_caller *hc, mc_job *r)
 /* Takes a posted CALL: held until due - even one due already, which
  * release_due() starts after the rest of its batch is taken, so a recall
  * later in the same batch still finds it held. */
-static void take_call(http_caller *hc, mc_job *j, int64_t now)
+static void take_call(http_caller *hc, mc_call *j, int64_t now)
 {
     call *c = calloc(1, sizeof *c);
     if (!c) {
@@ -533,13 +533,13 @@ static void take_call(http_caller *hc, mc_job *j, int64_t now)
 static void take_requests(http_caller *hc)
 {
     pthread_mutex_lock(&hc->mu);
-    mc_job *jobs = hc->new_head;
+    mc_call *jobs = hc->new_head;
     hc->new_head = hc->new_tail = NULL;
     pthread_mutex_unlock(&hc->mu);
     int64_t now = mc_now_ms();
-    for (mc_job *j = jobs, *next; j; j = next) {
+    for (mc_call *j = jobs, *next; j; j = next) {
         next = j->next;
-        if (j->kind == MC_JOB_RECALL)
+        if (j->kind == MC_CALL_RECALL)
             recall(hc, j);
         else
             take_call(hc, j, now);
@@ -621,10 +621,10 @@ static void *http_main(void *arg)
 
 #define HC(c) ((http_caller *)(void *)(c))
 
-static void hc_post(mc_caller *base, mc_job *j)
+static void hc_post(mc_caller *base, mc_call *j)
 {
     http_caller *hc = HC(base);
-    mc_job *last = j;
+    mc_call *last = j;
     while (last->next)
         last = last->next;
     pthread_mutex_lock(&hc->mu);
@@ -656,12 +656,12 @@ static void hc_abandon(mc_caller *base, int32_t partition)
     pthread_mutex_unlock(&hc->mu);
 }
 
-static mc_job *hc_take_done(mc_caller *base)
+static mc_call *hc_take_done(mc_caller *base)
 {
     http_caller *hc = HC(base);
     drain_wake(hc->done_wake);
     pthread_mutex_lock(&hc->mu);
-    mc_job *done = hc->done_head;
+    mc_call *done = hc->done_head;
     hc->done_head = hc->done_tail = NULL;
     pthread_mutex_unlock(&hc->mu);
     return done;
@@ -686,11 +686,11 @@ static bool hc_idle(mc_caller *base)
     return nothing_done && atomic_load(&hc->running) == 0;
 }
 
-static void free_job_list(mc_job *j)
+static void free_job_list(mc_call *j)
 {
-    for (mc_job *next; j; j = next) {
+    for (mc_call *next; j; j = next) {
         next = j->next;
-        mc_job_free(j);
+        mc_call_free(j);
     }
 }
 
@@ -706,9 +706,9 @@ static void hc_destroy(mc_caller *base)
     }
     /* The HTTP thread is gone: everything is ours to free. */
     while (hc->all) {
-        mc_job *j = hc->all->job;
+        mc_call *j = hc->all->job;
         call_release(hc, hc->all);
-        mc_job_free(j);
+        mc_call_free(j);
     }
     free_job_list(hc->new_head);
     free_job_list(hc->done_head);

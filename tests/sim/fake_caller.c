@@ -12,13 +12,13 @@
 struct fake_caller {
     mc_caller base;
     fake_env *env;
-    mc_job *held; /* posted CALLs, in order (linked by next) */
-    mc_job *done_head, *done_tail;
+    mc_call *held; /* posted CALLs, in order (linked by next) */
+    mc_call *done_head, *done_tail;
     int wake;
     bool draining;
 };
 
-static void give_back(fake_caller *f, mc_job *j)
+static void give_back(fake_caller *f, mc_call *j)
 {
     j->next = NULL;
     if (f->done_tail)
@@ -31,19 +31,19 @@ static void give_back(fake_caller *f, mc_job *j)
     (void)n;
 }
 
-static void append_held(fake_caller *f, mc_job *j)
+static void append_held(fake_caller *f, mc_call *j)
 {
     j->next = NULL;
-    mc_job **l = &f->held;
+    mc_call **l = &f->held;
     while (*l)
         l = &(*l)->next;
     *l = j;
 }
 
-static void recall(fake_caller *f, mc_job *r)
+static void recall(fake_caller *f, mc_call *r)
 {
-    for (mc_job **l = &f->held; *l;) {
-        mc_job *j = *l;
+    for (mc_call **l = &f->held; *l;) {
+        mc_call *j = *l;
         if (!j->started_at && j->partition == r->partition &&
             mc_version_cmp(j->version, r->version) < 0 && strcmp(j->key, r->key) == 0) {
             *l = j->next;
@@ -56,12 +56,12 @@ static void recall(fake_caller *f, mc_job *r)
     give_back(f, r);
 }
 
-static void fc_post(mc_caller *c, mc_job *batch)
+static void fc_post(mc_caller *c, mc_call *batch)
 {
     fake_caller *f = (fake_caller *)c;
-    for (mc_job *j = batch, *next; j; j = next) {
+    for (mc_call *j = batch, *next; j; j = next) {
         next = j->next;
-        if (j->kind == MC_JOB_RECALL)
+        if (j->kind == MC_CALL_RECALL)
             recall(f, j);
         else
             append_held(f, j);
@@ -70,7 +70,7 @@ static void fc_post(mc_caller *c, mc_job *batch)
     if (!f->env->clock)
         return;
     int64_t now = sim_now(f->env->clock);
-    for (mc_job *j = f->held; j; j = j->next)
+    for (mc_call *j = f->held; j; j = j->next)
         if (!j->started_at && !f->draining && j->task.due_at <= now)
             j->started_at = now;
 }
@@ -78,24 +78,24 @@ static void fc_post(mc_caller *c, mc_job *batch)
 static void fc_abandon(mc_caller *c, int32_t partition)
 {
     fake_caller *f = (fake_caller *)c;
-    for (mc_job **l = &f->held; *l;) {
-        mc_job *j = *l;
+    for (mc_call **l = &f->held; *l;) {
+        mc_call *j = *l;
         if (j->partition == partition) {
             *l = j->next;
-            mc_job_free(j);
+            mc_call_free(j);
         } else {
             l = &j->next;
         }
     }
 }
 
-static mc_job *fc_take_done(mc_caller *c)
+static mc_call *fc_take_done(mc_caller *c)
 {
     fake_caller *f = (fake_caller *)c;
     uint64_t v;
     ssize_t n = read(f->wake, &v, sizeof v);
     (void)n;
-    mc_job *d = f->done_head;
+    mc_call *d = f->done_head;
     f->done_head = f->done_tail = NULL;
     return d;
 }
@@ -115,11 +115,11 @@ static bool fc_idle(mc_caller *c)
     return !((fake_caller *)c)->done_head;
 }
 
-static void free_list(mc_job *j)
+static void free_list(mc_call *j)
 {
-    for (mc_job *next; j; j = next) {
+    for (mc_call *next; j; j = next) {
         next = j->next;
-        mc_job_free(j);
+        mc_call_free(j);
     }
 }
 
@@ -176,12 +176,12 @@ void fake_env_free(fake_env *env)
 size_t fake_caller_pending(const fake_caller *f)
 {
     size_t n = 0;
-    for (const mc_job *j = f->held; j; j = j->next)
+    for (const mc_call *j = f->held; j; j = j->next)
         n++;
     return n;
 }
 
-static void log_call(fake_env *env, const mc_job *j)
+static void log_call(fake_env *env, const mc_call *j)
 {
     if (env->n_calls == env->cap_calls) {
         env->cap_calls = env->cap_calls ? env->cap_calls * 2 : 1024;
@@ -199,12 +199,12 @@ static void log_call(fake_env *env, const mc_job *j)
     c->status = j->status;
 }
 
-size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_job *j, void *arg),
+size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, void *arg),
                        void *arg)
 {
     size_t n = 0;
-    for (mc_job **l = &f->held; *l;) {
-        mc_job *j = *l;
+    for (mc_call **l = &f->held; *l;) {
+        mc_call *j = *l;
         if (f->draining || j->task.due_at > now) {
             l = &j->next;
             continue;

@@ -17,7 +17,7 @@ typedef struct fake_caller fake_caller;
 
 /* One call made. */
 typedef struct fake_call {
-    char key[MC_JOB_KEY_MAX];
+    char key[MC_CALL_KEY_MAX];
     int32_t attempt;
     mc_version version;
     int32_t partition;
@@ -49,7 +49,7 @@ size_t fake_caller_pending(const fake_caller *f);
  * a status of 0 means a connection error, and a negative one keeps the
  * call in flight (asked again at the next run); respond may also set the
  * job's answer (retry_after, say). Returns how many ended. */
-size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_job *j, void *arg),
+size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, void *arg),
                        void *arg);
 
 #endif

@@ -190,7 +190,7 @@ static void a_recall_committed_before_it_acted_survives_a_crash(void)
     kit_config_free(cfg);
 }
 
-static long fail_500(mc_job *j, void *arg)
+static long fail_500(mc_call *j, void *arg)
 {
     (void)j;
     (void)arg;

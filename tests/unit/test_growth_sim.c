@@ -58,7 +58,7 @@ static void rebalance(cluster *c)
  *   A  in flight until T0 + 12.5 s, then 500 (and a, its control);
  *   B  in flight until T0 + 6 s, across the marker, then 500 (and b);
  *   anything else 200. */
-static long respond(mc_job *j, void *arg)
+static long respond(mc_call *j, void *arg)
 {
     const int64_t *now = arg;
     if (j->task.attempt > 1)

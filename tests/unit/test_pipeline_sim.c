@@ -37,7 +37,7 @@ static void settle(pipeline *pl)
 /* Advances the clock to `until` in steps, settling at each; calls that are
  * due are answered by respond (200 when NULL) only when answer is true. */
 static void run_until(pipeline *pl, int64_t until, int64_t step, bool answer,
-                      long (*respond)(mc_job *, void *))
+                      long (*respond)(mc_call *, void *))
 {
     while (sim_now(pl->k) < until) {
         int64_t next = sim_now(pl->k) + step;
@@ -49,7 +49,7 @@ static void run_until(pipeline *pl, int64_t until, int64_t step, bool answer,
     }
 }
 
-static long fail_500(mc_job *j, void *arg)
+static long fail_500(mc_call *j, void *arg)
 {
     (void)j;
     (void)arg;
@@ -136,7 +136,7 @@ static void a_resubmit_during_a_failing_call_wins(bool far)
 }
 
 /* Answers 500 to the first two calls it sees, 200 after. */
-static long fail_twice(mc_job *j, void *arg)
+static long fail_twice(mc_call *j, void *arg)
 {
     (void)j;
     int *seen = arg;

@@ -386,7 +386,7 @@ typedef struct presp {
     int fail_pct, hang_pct;
 } presp;
 
-static long prespond(mc_job *j, void *arg)
+static long prespond(mc_call *j, void *arg)
 {
     presp *r = arg;
     pchaos *c = r->c;
@@ -977,7 +977,7 @@ static void pl5_settle(pl5 *pl)
             CHECK(sim_settle(pl->in[i], 30) == 0);
 }
 
-static long pl5_fail(mc_job *j, void *arg)
+static long pl5_fail(mc_call *j, void *arg)
 {
     (void)j;
     (void)arg;
