@@ -270,6 +270,8 @@ static const struct {
     [MC_SCHEMA_ATTEMPT] = {"Attempt", "mooncake.Attempt"},
     [MC_SCHEMA_RESULT] = {"Result", "mooncake.Result"},
     [MC_SCHEMA_DEAD_LETTER] = {"DeadLetter", "mooncake.DeadLetter"},
+    [MC_SCHEMA_JOB_COMMAND] = {"JobCommand", "mooncake.JobCommand"},
+    [MC_SCHEMA_JOB_STATE] = {"JobState", "mooncake.JobState"},
 };
 
 /* The embedded .avsc text of a schema (static storage), NULL for a bad id. */

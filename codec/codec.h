@@ -147,6 +147,115 @@ typedef struct mc_dead_letter {
     int64_t failed_at;
 } mc_dead_letter;
 
+/* ---- recurring jobs (JobCommand.avsc, JobState.avsc) ------------------------ */
+typedef enum mc_schedule_kind {
+    MC_SCHEDULE_CRON = 0,
+    MC_SCHEDULE_FIXED_RATE = 1,
+    MC_SCHEDULE_FIXED_DELAY = 2,
+} mc_schedule_kind;
+
+typedef enum mc_misfire_policy {
+    MC_MISFIRE_FIRE_ONCE_NOW = 0,
+    MC_MISFIRE_DO_NOTHING = 1,
+    MC_MISFIRE_CATCH_UP = 2,
+} mc_misfire_policy;
+
+typedef enum mc_overlap_policy {
+    MC_OVERLAP_PARALLEL = 0,
+    MC_OVERLAP_DISCARD_LATER = 1,
+    MC_OVERLAP_COVER_EARLY = 2,
+    MC_OVERLAP_SERIAL = 3,
+} mc_overlap_policy;
+
+typedef struct mc_job {
+    const char *app_id;
+    const char *job_id;
+    mc_schedule_kind kind;
+    const char *cron;      /* "" unless kind == MC_SCHEDULE_CRON */
+    const char *time_zone; /* IANA name, "UTC" by default */
+    int64_t interval_ms;   /* FIXED_RATE / FIXED_DELAY */
+    int64_t start_at;      /* epoch ms; 0: from created_at */
+    int64_t end_at;        /* epoch ms; 0: never */
+    int64_t max_runs;      /* 0: no limit */
+    mc_misfire_policy misfire;
+    int32_t catch_up_limit;
+    int64_t misfire_threshold_ms;
+    mc_overlap_policy overlap;
+    bool paused;
+    mc_callback callback;
+    bool has_retry;
+    mc_retry_policy retry;
+    const mc_kv *metadata;
+    size_t n_metadata;
+    int64_t created_at;
+} mc_job;
+
+typedef enum mc_job_action_kind {
+    MC_JOB_PAUSE = 0,
+    MC_JOB_RESUME = 1,
+    MC_JOB_DELETE = 2,
+    MC_JOB_TRIGGER = 3,
+} mc_job_action_kind;
+
+typedef struct mc_job_action {
+    const char *app_id;
+    const char *job_id;
+    mc_job_action_kind action;
+    int64_t requested_at;
+} mc_job_action;
+
+typedef struct mc_occurrence_done {
+    const char *app_id;
+    const char *job_id;
+    int64_t scheduled_at;
+    mc_outcome outcome;
+    int64_t finished_at;
+} mc_occurrence_done;
+
+typedef enum mc_job_command_kind {
+    MC_JOBCMD_PUT = 0,
+    MC_JOBCMD_ACTION = 1,
+    MC_JOBCMD_DONE = 2,
+} mc_job_command_kind;
+
+/* job-commands topic value. */
+typedef struct mc_job_command {
+    mc_job_command_kind kind;
+    mc_job put;              /* kind == MC_JOBCMD_PUT */
+    mc_job_action action;    /* kind == MC_JOBCMD_ACTION */
+    mc_occurrence_done done; /* kind == MC_JOBCMD_DONE */
+    /* Decoding a PUT sets these to the job's own bytes inside the input
+     * (Avro binary, no framing), so they can be kept and spliced into a
+     * JobState without re-encoding; encoders ignore them. */
+    const uint8_t *put_raw;
+    size_t put_raw_len;
+} mc_job_command;
+
+typedef enum mc_job_status {
+    MC_JOB_ACTIVE = 0,
+    MC_JOB_PAUSED = 1,
+    MC_JOB_ENDED = 2,
+} mc_job_status;
+
+/* jobs topic value (the jobs processor's changelog). */
+typedef struct mc_job_state {
+    int64_t version; /* job-commands offset of the PutJob */
+    mc_job_status status;
+    int64_t next_at; /* -1: none */
+    int64_t runs;
+    int64_t last_scheduled_at; /* -1: none yet */
+    const int64_t *running;    /* scheduled instants still running */
+    size_t n_running;
+    int64_t queued_at; /* -1: none */
+    int64_t skipped;
+    int64_t updated_at;
+    mc_job job;
+    /* The job's Avro binary: decoding sets it (pointing into the input);
+     * encoding writes these bytes instead of encoding `job` when not NULL. */
+    const uint8_t *job_raw;
+    size_t job_raw_len;
+} mc_job_state;
+
 /* ---- schema identity ---------------------------------------------------------- */
 typedef enum mc_schema_id {
     MC_SCHEMA_COMMAND = 0,
@@ -155,6 +264,8 @@ typedef enum mc_schema_id {
     MC_SCHEMA_ATTEMPT,
     MC_SCHEMA_RESULT,
     MC_SCHEMA_DEAD_LETTER,
+    MC_SCHEMA_JOB_COMMAND,
+    MC_SCHEMA_JOB_STATE,
     MC_SCHEMA_COUNT
 } mc_schema_id;
 
@@ -250,6 +361,16 @@ mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_
 mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena,
                                    mc_dead_letter *out, char *detail, size_t detail_len);
 
+/* Recurring jobs (single-object framing). A job-commands value may come
+ * from outside: decoding treats it as hostile like a Command. */
+mc_codec_err mc_decode_job_command(const void *data, size_t len, mc_arena *arena,
+                                   mc_job_command *out, char *detail, size_t detail_len);
+mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, mc_job_state *out,
+                                 char *detail, size_t detail_len);
+/* Decodes a job's bare Avro binary (job_raw / put_raw above). */
+mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job *out, char *detail,
+                           size_t detail_len);
+
 /* Encoders append the single-object framed record to out (which they grow).
  * Return 0, or -1 on ENOMEM. */
 int mc_encode_command(const mc_command *c, mc_buf *out);
@@ -258,6 +379,10 @@ int mc_encode_stored_task(const mc_stored_task *s, mc_buf *out);
 int mc_encode_attempt(const mc_attempt *a, mc_buf *out);
 int mc_encode_result(const mc_result *r, mc_buf *out);
 int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
+int mc_encode_job_command(const mc_job_command *c, mc_buf *out);
+int mc_encode_job_state(const mc_job_state *s, mc_buf *out);
+/* Appends a job's bare Avro binary (no framing): what job_raw holds. */
+int mc_encode_job(const mc_job *j, mc_buf *out);
 
 /* ---- splicing, for the store and the wheel ------------------------------------
  * WheelEntry{version, Submit{task}} and StoredTask{version, task} share the

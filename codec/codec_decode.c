@@ -384,28 +384,145 @@ static mc_codec_err rd_callback(rd *r, mc_callback *cb)
     return MC_CODEC_OK;
 }
 
+/* The union [null, RetryPolicy], shared by Task and Job. */
+static mc_codec_err rd_retry(rd *r, bool *has_retry, mc_retry_policy *p)
+{
+    int64_t branch;
+    TRY(rd_branch(r, "retry", 2, &branch));
+    *has_retry = branch == 1;
+    if (!*has_retry) {
+        *p = (mc_retry_policy){0};
+        return MC_CODEC_OK;
+    }
+    push(r, "retry");
+    TRY(rd_int(r, "max_attempts", &p->max_attempts));
+    TRY(rd_long(r, "initial_backoff_ms", &p->initial_backoff_ms));
+    TRY(rd_double(r, "multiplier", &p->multiplier));
+    TRY(rd_long(r, "max_backoff_ms", &p->max_backoff_ms));
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+/* The free-form metadata map<string>, shared by Task and Job. */
+static mc_codec_err rd_metadata(rd *r, const mc_kv **kv, size_t *n)
+{
+    return rd_string_map(r, "metadata", kv, n);
+}
+
+/* An enum symbol: 0 .. n_symbols - 1. */
+static mc_codec_err rd_enum(rd *r, const char *field, int n_symbols, int *out)
+{
+    int64_t sym;
+    TRY(rd_long(r, field, &sym));
+    if (sym < 0 || sym >= n_symbols)
+        return FAIL(r, field, MC_CODEC_BAD_ENUM, "symbol %" PRId64 " out of range (0..%d)", sym,
+                    n_symbols - 1);
+    *out = (int)sym;
+    return MC_CODEC_OK;
+}
+
 static mc_codec_err rd_task(rd *r, mc_task *t)
 {
     TRY(rd_string(r, "app_id", &t->app_id));
     TRY(rd_string(r, "task_id", &t->task_id));
     TRY(rd_long(r, "due_at", &t->due_at));
     TRY(rd_callback(r, &t->callback));
-    int64_t branch;
-    TRY(rd_branch(r, "retry", 2, &branch));
-    t->has_retry = branch == 1;
-    if (t->has_retry) {
-        push(r, "retry");
-        TRY(rd_int(r, "max_attempts", &t->retry.max_attempts));
-        TRY(rd_long(r, "initial_backoff_ms", &t->retry.initial_backoff_ms));
-        TRY(rd_double(r, "multiplier", &t->retry.multiplier));
-        TRY(rd_long(r, "max_backoff_ms", &t->retry.max_backoff_ms));
-        pop(r);
-    } else {
-        t->retry = (mc_retry_policy){0};
-    }
+    TRY(rd_retry(r, &t->has_retry, &t->retry));
     TRY(rd_int(r, "attempt", &t->attempt));
     TRY(rd_long(r, "created_at", &t->created_at));
-    TRY(rd_string_map(r, "metadata", &t->metadata, &t->n_metadata));
+    TRY(rd_metadata(r, &t->metadata, &t->n_metadata));
+    return MC_CODEC_OK;
+}
+
+/* A Job; the caller has pushed the path segment that names it. */
+static mc_codec_err rd_job(rd *r, mc_job *j)
+{
+    int sym;
+    TRY(rd_string(r, "app_id", &j->app_id));
+    TRY(rd_string(r, "job_id", &j->job_id));
+    push(r, "schedule");
+    TRY(rd_enum(r, "kind", MC_SCHEDULE_FIXED_DELAY + 1, &sym));
+    j->kind = (mc_schedule_kind)sym;
+    TRY(rd_string(r, "cron", &j->cron));
+    TRY(rd_string(r, "time_zone", &j->time_zone));
+    TRY(rd_long(r, "interval_ms", &j->interval_ms));
+    pop(r);
+    TRY(rd_long(r, "start_at", &j->start_at));
+    TRY(rd_long(r, "end_at", &j->end_at));
+    TRY(rd_long(r, "max_runs", &j->max_runs));
+    TRY(rd_enum(r, "misfire", MC_MISFIRE_CATCH_UP + 1, &sym));
+    j->misfire = (mc_misfire_policy)sym;
+    TRY(rd_int(r, "catch_up_limit", &j->catch_up_limit));
+    TRY(rd_long(r, "misfire_threshold_ms", &j->misfire_threshold_ms));
+    TRY(rd_enum(r, "overlap", MC_OVERLAP_SERIAL + 1, &sym));
+    j->overlap = (mc_overlap_policy)sym;
+    TRY(rd_bool(r, "paused", &j->paused));
+    TRY(rd_callback(r, &j->callback));
+    TRY(rd_retry(r, &j->has_retry, &j->retry));
+    TRY(rd_metadata(r, &j->metadata, &j->n_metadata));
+    TRY(rd_long(r, "created_at", &j->created_at));
+    return MC_CODEC_OK;
+}
+
+/* A Job under path segment "job", and where its bytes are in the input. */
+static mc_codec_err rd_job_raw(rd *r, mc_job *j, const uint8_t **raw, size_t *raw_len)
+{
+    const uint8_t *start = r->p;
+    push(r, "job");
+    TRY(rd_job(r, j));
+    pop(r);
+    *raw = start;
+    *raw_len = (size_t)(r->p - start);
+    return MC_CODEC_OK;
+}
+
+/* array<long>. Like rd_string_map: a first pass validates the blocks and
+ * counts the items (each takes at least one byte), then the array is
+ * allocated exactly sized (8 bytes per input byte at most) and filled. */
+static mc_codec_err rd_long_array(rd *r, const char *field, const int64_t **out, size_t *out_n)
+{
+    const uint8_t *start = r->p;
+    size_t total = 0;
+    int64_t v;
+    push(r, field);
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        if (count == 0)
+            break;
+        for (size_t i = 0; i < count; i++) {
+            r->path[r->depth - 1].index = (int64_t)(total + i);
+            TRY(rd_long(r, NULL, &v));
+        }
+        r->path[r->depth - 1].index = -1;
+        if (block_end && r->p != block_end)
+            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
+                        "block byte size disagrees with its items by %td bytes", r->p - block_end);
+        total += count; /* cannot overflow: bounded by the input length */
+    }
+    *out_n = total;
+    if (total == 0) {
+        *out = NULL;
+        pop(r);
+        return MC_CODEC_OK;
+    }
+    int64_t *items = mc_arena_alloc(r->arena, total * sizeof *items);
+    if (!items)
+        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
+    r->p = start;
+    size_t i = 0;
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        if (count == 0)
+            break;
+        for (size_t k = 0; k < count; k++, i++)
+            TRY(rd_long(r, NULL, &items[i]));
+    }
+    pop(r);
+    *out = items;
     return MC_CODEC_OK;
 }
 
@@ -601,11 +718,8 @@ mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_
     TRY(rd_long(&r, "started_at", &out->started_at));
     TRY(rd_long(&r, "finished_at", &out->finished_at));
     TRY(rd_int(&r, "http_status", &out->http_status));
-    int64_t sym;
-    TRY(rd_long(&r, "outcome", &sym));
-    if (sym < 0 || sym > MC_OUTCOME_CANCELLED)
-        return FAIL(&r, "outcome", MC_CODEC_BAD_ENUM, "symbol %" PRId64 " out of range (0..%d)",
-                    sym, (int)MC_OUTCOME_CANCELLED);
+    int sym;
+    TRY(rd_enum(&r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
     out->outcome = (mc_outcome)sym;
     TRY(rd_string(&r, "error", &out->error));
     return finish(&r, "Result");
@@ -635,6 +749,96 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
     }
     TRY(rd_long(&r, "failed_at", &out->failed_at));
     return finish(&r, "DeadLetter");
+}
+
+/* The union {PutJob, JobAction, OccurrenceDone} of a JobCommand. */
+static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
+{
+    int64_t branch;
+    int sym;
+    TRY(rd_branch(r, "payload", 3, &branch));
+    push(r, "payload");
+    switch (branch) {
+    case 0:
+        c->kind = MC_JOBCMD_PUT;
+        TRY(rd_job_raw(r, &c->put, &c->put_raw, &c->put_raw_len));
+        break;
+    case 1:
+        c->kind = MC_JOBCMD_ACTION;
+        TRY(rd_string(r, "app_id", &c->action.app_id));
+        TRY(rd_string(r, "job_id", &c->action.job_id));
+        TRY(rd_enum(r, "action", MC_JOB_TRIGGER + 1, &sym));
+        c->action.action = (mc_job_action_kind)sym;
+        TRY(rd_long(r, "requested_at", &c->action.requested_at));
+        break;
+    default:
+        c->kind = MC_JOBCMD_DONE;
+        TRY(rd_string(r, "app_id", &c->done.app_id));
+        TRY(rd_string(r, "job_id", &c->done.job_id));
+        TRY(rd_long(r, "scheduled_at", &c->done.scheduled_at));
+        TRY(rd_enum(r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
+        c->done.outcome = (mc_outcome)sym;
+        TRY(rd_long(r, "finished_at", &c->done.finished_at));
+        break;
+    }
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+/* A job-commands value: single-object framing only, hostile input. On a PUT,
+ * put_raw points at the job's bytes inside data (not the arena). */
+mc_codec_err mc_decode_job_command(const void *data, size_t len, mc_arena *arena,
+                                   mc_job_command *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_job_command){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_COMMAND, NULL));
+    TRY(rd_job_payload(&r, out));
+    return finish(&r, "JobCommand");
+}
+
+/* A jobs-topic value: single-object framing only. job_raw points at the
+ * job's bytes inside data (not the arena). */
+mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, mc_job_state *out,
+                                 char *detail, size_t detail_len)
+{
+    rd r;
+    int sym;
+    *out = (mc_job_state){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_STATE, NULL));
+    TRY(rd_long(&r, "version", &out->version));
+    TRY(rd_enum(&r, "status", MC_JOB_ENDED + 1, &sym));
+    out->status = (mc_job_status)sym;
+    TRY(rd_long(&r, "next_at", &out->next_at));
+    TRY(rd_long(&r, "runs", &out->runs));
+    TRY(rd_long(&r, "last_scheduled_at", &out->last_scheduled_at));
+    TRY(rd_long_array(&r, "running", &out->running, &out->n_running));
+    TRY(rd_long(&r, "queued_at", &out->queued_at));
+    TRY(rd_long(&r, "skipped", &out->skipped));
+    TRY(rd_long(&r, "updated_at", &out->updated_at));
+    TRY(rd_job_raw(&r, &out->job, &out->job_raw, &out->job_raw_len));
+    return finish(&r, "JobState");
+}
+
+/* A job's bare Avro binary (a put_raw or job_raw), no framing; errors name
+ * fields as "job.<field>". */
+mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job *out, char *detail,
+                           size_t detail_len)
+{
+    rd r = {.p = data,
+            .end = data ? (const uint8_t *)data + len : NULL,
+            .arena = arena,
+            .detail = detail,
+            .detail_len = detail_len};
+    *out = (mc_job){0};
+    if (detail && detail_len)
+        detail[0] = '\0';
+    if (len == 0 || !data)
+        return FAIL(&r, NULL, MC_CODEC_EMPTY, "the job has no bytes");
+    push(&r, "job");
+    TRY(rd_job(&r, out));
+    pop(&r);
+    return finish(&r, "Job");
 }
 
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,

@@ -102,27 +102,101 @@ static void put_header(wr *w, mc_schema_id id)
     put_raw(w, h, sizeof h);
 }
 
-static void put_task(wr *w, const mc_task *t)
+/* The Callback record, shared by Task and Job. */
+static void put_callback(wr *w, const mc_callback *cb)
 {
-    put_string(w, t->app_id);
-    put_string(w, t->task_id);
-    put_long(w, t->due_at);
-    const mc_callback *cb = &t->callback;
     put_string(w, cb->url);
     put_string(w, cb->method);
     put_string_map(w, cb->headers, cb->n_headers);
     put_bytes(w, cb->body, cb->body_len);
     put_long(w, cb->timeout_ms);
-    put_long(w, t->has_retry ? 1 : 0);
-    if (t->has_retry) {
-        put_long(w, t->retry.max_attempts);
-        put_long(w, t->retry.initial_backoff_ms);
-        put_double(w, t->retry.multiplier);
-        put_long(w, t->retry.max_backoff_ms);
+}
+
+/* The union [null, RetryPolicy], shared by Task and Job. */
+static void put_retry(wr *w, bool has_retry, const mc_retry_policy *r)
+{
+    put_long(w, has_retry ? 1 : 0);
+    if (has_retry) {
+        put_long(w, r->max_attempts);
+        put_long(w, r->initial_backoff_ms);
+        put_double(w, r->multiplier);
+        put_long(w, r->max_backoff_ms);
     }
+}
+
+static void put_task(wr *w, const mc_task *t)
+{
+    put_string(w, t->app_id);
+    put_string(w, t->task_id);
+    put_long(w, t->due_at);
+    put_callback(w, &t->callback);
+    put_retry(w, t->has_retry, &t->retry);
     put_long(w, t->attempt);
     put_long(w, t->created_at);
     put_string_map(w, t->metadata, t->n_metadata);
+}
+
+/* An enum symbol: false (and nothing written) when v is not one of the
+ * n_symbols the schema lists, a caller bug the public function reports. */
+static bool put_enum(wr *w, int v, int n_symbols)
+{
+    if (v < 0 || v >= n_symbols)
+        return false;
+    put_long(w, v);
+    return true;
+}
+
+/* A Job; false for an enum value its schema cannot represent. */
+static bool put_job(wr *w, const mc_job *j)
+{
+    put_string(w, j->app_id);
+    put_string(w, j->job_id);
+    bool ok = put_enum(w, (int)j->kind, MC_SCHEDULE_FIXED_DELAY + 1);
+    put_string(w, j->cron);
+    put_string(w, j->time_zone);
+    put_long(w, j->interval_ms);
+    put_long(w, j->start_at);
+    put_long(w, j->end_at);
+    put_long(w, j->max_runs);
+    ok &= put_enum(w, (int)j->misfire, MC_MISFIRE_CATCH_UP + 1);
+    put_long(w, j->catch_up_limit);
+    put_long(w, j->misfire_threshold_ms);
+    ok &= put_enum(w, (int)j->overlap, MC_OVERLAP_SERIAL + 1);
+    put_bool(w, j->paused);
+    put_callback(w, &j->callback);
+    put_retry(w, j->has_retry, &j->retry);
+    put_string_map(w, j->metadata, j->n_metadata);
+    put_long(w, j->created_at);
+    return ok;
+}
+
+/* The union {PutJob, JobAction, OccurrenceDone}; false for a kind or enum
+ * value the schema cannot represent. */
+static bool put_job_payload(wr *w, const mc_job_command *c)
+{
+    switch (c->kind) {
+    case MC_JOBCMD_PUT:
+        put_long(w, 0);
+        return put_job(w, &c->put);
+    case MC_JOBCMD_ACTION: {
+        put_long(w, 1);
+        put_string(w, c->action.app_id);
+        put_string(w, c->action.job_id);
+        bool ok = put_enum(w, (int)c->action.action, MC_JOB_TRIGGER + 1);
+        put_long(w, c->action.requested_at);
+        return ok;
+    }
+    case MC_JOBCMD_DONE: {
+        put_long(w, 2);
+        put_string(w, c->done.app_id);
+        put_string(w, c->done.job_id);
+        put_long(w, c->done.scheduled_at);
+        bool ok = put_enum(w, (int)c->done.outcome, MC_OUTCOME_CANCELLED + 1);
+        put_long(w, c->done.finished_at);
+        return ok;
+    }
+    }
+    return false;
 }
 
 /* Returns false for a kind the union cannot represent (a caller bug). */
@@ -212,8 +286,7 @@ int mc_encode_result(const mc_result *r, mc_buf *out)
     put_long(&w, r->started_at);
     put_long(&w, r->finished_at);
     put_long(&w, r->http_status);
-    bool ok = (unsigned)r->outcome <= MC_OUTCOME_CANCELLED;
-    put_long(&w, (int64_t)r->outcome);
+    bool ok = put_enum(&w, (int)r->outcome, MC_OUTCOME_CANCELLED + 1);
     put_string(&w, r->error);
     return done(&w, start, ok);
 }
@@ -235,6 +308,57 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
         put_task(&w, &d->task);
     put_long(&w, d->failed_at);
     return done(&w, start, true);
+}
+
+/* A JobCommand; -1 (out unchanged) on ENOMEM or an out-of-range kind or enum.
+ * put_raw is ignored: the PUT's job is always encoded from c->put. */
+int mc_encode_job_command(const mc_job_command *c, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_JOB_COMMAND);
+    bool ok = put_job_payload(&w, c);
+    return done(&w, start, ok);
+}
+
+/* A JobState; the job is s->job_raw as it is when not NULL (bytes the caller
+ * got from a decode or mc_encode_job), else s->job encoded. -1 (out
+ * unchanged) on ENOMEM or an out-of-range enum. */
+int mc_encode_job_state(const mc_job_state *s, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_JOB_STATE);
+    put_long(&w, s->version);
+    bool ok = put_enum(&w, (int)s->status, MC_JOB_ENDED + 1);
+    put_long(&w, s->next_at);
+    put_long(&w, s->runs);
+    put_long(&w, s->last_scheduled_at);
+    /* array<long>, canonical like the maps: one block, then 0. */
+    if (s->running && s->n_running) {
+        put_long(&w, (int64_t)s->n_running);
+        for (size_t i = 0; i < s->n_running; i++)
+            put_long(&w, s->running[i]);
+    }
+    put_long(&w, 0);
+    put_long(&w, s->queued_at);
+    put_long(&w, s->skipped);
+    put_long(&w, s->updated_at);
+    if (s->job_raw)
+        put_raw(&w, s->job_raw, s->job_raw_len);
+    else
+        ok &= put_job(&w, &s->job);
+    return done(&w, start, ok);
+}
+
+/* A Job's bare Avro binary, no header; -1 (out unchanged) on ENOMEM or an
+ * out-of-range enum. */
+int mc_encode_job(const mc_job *j, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    bool ok = put_job(&w, j);
+    return done(&w, start, ok);
 }
 
 int mc_encode_versioned_raw(mc_schema_id id, int64_t version, const void *a, size_t alen,

@@ -44,4 +44,28 @@ static inline void fuzz_check_command_reencodes(mc_arena *arena, const mc_comman
     mc_buf_free(&b2);
 }
 
+/* A job's bytes (a decoded put_raw or job_raw, which may be non-canonical)
+ * must decode on their own to the job the full decode gave, and both must
+ * re-encode (mc_encode_job) to the same bytes; *raw_job gets those bytes
+ * for the caller's splice checks (caller frees). */
+static inline void fuzz_check_job_raw(mc_arena *arena, const uint8_t *data, size_t size,
+                                      const mc_job *job, const uint8_t *raw, size_t raw_len,
+                                      mc_buf *canonical)
+{
+    mc_buf b2 = {0};
+    mc_job j2;
+    char detail[256] = "";
+    if (!raw || raw < data || raw_len > size || (size_t)(raw - data) > size - raw_len) {
+        fprintf(stderr, "job bytes are not inside the input\n");
+        abort();
+    }
+    if (mc_decode_job(raw, raw_len, arena, &j2, detail, sizeof detail) != MC_CODEC_OK ||
+        mc_encode_job(job, canonical) != 0 || mc_encode_job(&j2, &b2) != 0 ||
+        canonical->len != b2.len || memcmp(canonical->data, b2.data, b2.len) != 0) {
+        fprintf(stderr, "job bytes do not decode to the same job: %s\n", detail);
+        abort();
+    }
+    mc_buf_free(&b2);
+}
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
-corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/retry_after/ and
-corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done). Valid records are
+corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/job_command_decode/,
+corpus/job_state_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
     python3 tests/fuzz/make_corpus.py
@@ -186,6 +186,151 @@ att = {
     "empty": b"",
 }
 
+# Recurring jobs. The valid-* records double as fastavro fixtures:
+# tests/unit/test_codec.c decodes them, compares them with the same values
+# written in C, and checks that our encoder gives the very same bytes.
+job_command, JOBCMD = load("JobCommand")
+job_state, JOBSTATE = load("JobState")
+JOB = {
+    "app_id": "shop", "job_id": "nightly-report",
+    "schedule": {"kind": "CRON", "cron": "0 30 2 * * MON-FRI", "time_zone": "Asia/Shanghai",
+                 "interval_ms": 0},
+    "start_at": 1767225600000, "end_at": 1798761600000, "max_runs": 1000,
+    "misfire": "CATCH_UP", "catch_up_limit": 3, "misfire_threshold_ms": 60000,
+    "overlap": "SERIAL", "paused": True,
+    "callback": {"url": "https://reports.example.com/run", "method": "POST",
+                 "headers": {"Content-Type": "application/json", "X-Trace": "caf\u00e9"},
+                 "body": b'{"report":"daily"}', "timeout_ms": 120000},
+    "retry": {"max_attempts": 3, "initial_backoff_ms": 500, "multiplier": 1.5,
+              "max_backoff_ms": 60000},
+    "metadata": {"team": "finance"}, "created_at": 1767223800000,
+}
+# Every field that has one at its default.
+JOB_MINIMAL = {
+    "app_id": "a", "job_id": "j",
+    "schedule": {"kind": "FIXED_RATE", "cron": "", "time_zone": "UTC", "interval_ms": 1000},
+    "start_at": 0, "end_at": 0, "max_runs": 0, "misfire": "FIRE_ONCE_NOW", "catch_up_limit": 10,
+    "misfire_threshold_ms": 5000, "overlap": "PARALLEL", "paused": False,
+    "callback": {"url": "", "method": "", "headers": {}, "body": b"", "timeout_ms": 0},
+    "retry": None, "metadata": {}, "created_at": 0,
+}
+JOB_UNICODE = dict(JOB, app_id="\u5e97", job_id="\U0001f319/\u00e9",
+                   schedule={"kind": "FIXED_DELAY", "cron": "", "time_zone": "Europe/Z\u00fcrich",
+                             "interval_ms": 86400000},
+                   misfire="DO_NOTHING", overlap="COVER_EARLY", paused=False,
+                   metadata={"\U0001f680": "", "k": "\u65e5\u672c"})
+ACTIONS = ["PAUSE", "RESUME", "DELETE", "TRIGGER"]
+OUTCOMES = ["SUCCEEDED", "FAILED_WILL_RETRY", "FAILED_PERMANENTLY", "EXHAUSTED", "CANCELLED"]
+
+
+def jobcmd(branch, rec):
+    return avro(job_command, {"payload": ("mooncake." + branch, rec)})
+
+
+put_body = jobcmd("PutJob", {"job": JOB})
+action_body = jobcmd("JobAction", {"app_id": "shop", "job_id": "nightly-report",
+                                   "action": "TRIGGER", "requested_at": 1767225000000})
+done_body = jobcmd("OccurrenceDone", {"app_id": "shop", "job_id": "nightly-report",
+                                      "scheduled_at": 1767225600000, "outcome": "EXHAUSTED",
+                                      "finished_at": 1767225601234})
+job_bytes = put_body[1:]  # after the union branch
+
+
+def job_head(kind=0, app="app", job="job"):
+    """A Job up to (not including) misfire."""
+    return s(app) + s(job) + zz(kind) + s("* * * * *") + s("UTC") + zz(0) + zz(0) + zz(0) + zz(0)
+
+
+def job_tail(misfire=0, overlap=0, paused=b"\x00", retry=zz(0), meta=zz(0)):
+    """A Job from misfire to its end (callback without headers or body)."""
+    return (zz(misfire) + zz(10) + zz(5000) + zz(overlap) + paused + s("https://x") + s("GET")
+            + zz(0) + zz(0) + zz(1000) + retry + meta + zz(7))
+
+
+jc = {
+    "valid-put": JOBCMD + put_body,
+    "valid-put-minimal": JOBCMD + jobcmd("PutJob", {"job": JOB_MINIMAL}),
+    "valid-put-unicode": JOBCMD + jobcmd("PutJob", {"job": JOB_UNICODE}),
+    "valid-crafted": JOBCMD + zz(0) + job_head() + job_tail(),
+    "valid-put-map-blocks": JOBCMD + zz(0) + job_head() + job_tail(
+        meta=zz(1) + s("k1") + s("v1") + zz(-2) + zz(10) + s("k2") + s("v") + s("k3") + s("w")
+        + zz(0)),
+    "empty": b"",
+    "header-only": JOBCMD,
+    "header-cut": JOBCMD[:6],
+    "command-fingerprint": CMD + action_body,
+    "job-state-fingerprint": JOBSTATE + action_body,
+    "confluent-framing": b"\x00" + struct.pack(">i", 1) + action_body,
+    "truncated-put": (JOBCMD + put_body)[:-4],
+    "truncated-mid-job-id": (JOBCMD + put_body)[:30],
+    "trailing-byte": JOBCMD + action_body + b"\x00",
+    "bad-union-payload": JOBCMD + zz(3) + action_body[1:],
+    "bad-union-negative": JOBCMD + zz(-1),
+    "bad-union-retry": JOBCMD + zz(0) + job_head() + job_tail(retry=zz(2)),
+    "bad-enum-kind": JOBCMD + zz(0) + job_head(kind=3) + job_tail(),
+    "bad-enum-misfire": JOBCMD + zz(0) + job_head() + job_tail(misfire=3),
+    "bad-enum-overlap": JOBCMD + zz(0) + job_head() + job_tail(overlap=4),
+    "bad-enum-negative": JOBCMD + zz(0) + job_head(kind=-1) + job_tail(),
+    "bad-boolean-paused": JOBCMD + zz(0) + job_head() + job_tail(paused=b"\x02"),
+    "bad-enum-action": JOBCMD + zz(1) + s("a") + s("j") + zz(4) + zz(0),
+    "bad-enum-outcome": JOBCMD + zz(2) + s("a") + s("j") + zz(0) + zz(5) + zz(0),
+    "bad-utf8-cron": JOBCMD + zz(0) + s("a") + s("j") + zz(0) + s(b"\xc0\x80"),
+    "nul-in-job-id": JOBCMD + zz(1) + s("a") + s(b"j\x00") + zz(0) + zz(0),
+    "huge-length": JOBCMD + zz(1) + zz(1 << 40) + b"abc",
+    "huge-map-count": JOBCMD + zz(0) + job_head() + job_tail(meta=zz(1 << 40) + s("k")),
+    "map-count-int64-min": JOBCMD + zz(0) + job_head() + job_tail(meta=b"\xff" * 9 + b"\x01"),
+    "varint-overflow": JOBCMD + zz(2) + s("a") + s("j") + b"\xff" * 9 + b"\x02",
+    "int-overflow-catch-up": JOBCMD + zz(0) + job_head() + zz(2) + zz(1 << 31),
+    "truncated-double": JOBCMD + zz(0) + job_head() + job_tail(
+        retry=zz(1) + zz(3) + zz(100) + b"\x00\x00")[:-1],
+}
+for a in ACTIONS:
+    jc["valid-action-" + a.lower()] = JOBCMD + jobcmd("JobAction", {
+        "app_id": "shop", "job_id": "nightly-report", "action": a, "requested_at": 1767225000000})
+for o in OUTCOMES:
+    jc["valid-done-" + o.lower()] = JOBCMD + jobcmd("OccurrenceDone", {
+        "app_id": "shop", "job_id": "nightly-report", "scheduled_at": 1767225600000,
+        "outcome": o, "finished_at": 1767225601234})
+
+STATE = {"version": 4242, "status": "PAUSED", "next_at": 1767312000000, "runs": 17,
+         "last_scheduled_at": 1767225600000, "running": [1767139200000, 1767225600000, -1],
+         "queued_at": 1767312000000, "skipped": 2, "updated_at": 1767225601000, "job": JOB}
+state_body = avro(job_state, STATE)
+
+
+def state_head(status=0, running=zz(0)):
+    """A JobState up to its job."""
+    return zz(1) + zz(status) + zz(-1) + zz(0) + zz(-1) + running + zz(-1) + zz(0) + zz(5)
+
+
+js = {
+    "valid-paused": JOBSTATE + state_body,
+    "valid-active-minimal": JOBSTATE + avro(job_state, dict(
+        STATE, status="ACTIVE", version=0, next_at=-1, runs=0, last_scheduled_at=-1, running=[],
+        queued_at=-1, skipped=0, updated_at=0, job=JOB_MINIMAL)),
+    "valid-ended-unicode": JOBSTATE + avro(job_state, dict(STATE, status="ENDED",
+                                                           job=JOB_UNICODE)),
+    "valid-crafted": JOBSTATE + state_head() + job_head() + job_tail(),
+    "valid-array-blocks": JOBSTATE + state_head(
+        running=zz(1) + zz(5) + zz(-2) + zz(2) + zz(6) + zz(-7) + zz(0)) + job_head() + job_tail(),
+    "empty": b"",
+    "header-only": JOBSTATE,
+    "job-command-fingerprint": JOBCMD + state_body,
+    "confluent-framing": b"\x00" + struct.pack(">i", 1) + state_body,
+    "truncated": (JOBSTATE + state_body)[:-3],
+    "truncated-running": JOBSTATE + zz(1) + zz(0) + zz(0) + zz(0) + zz(0) + zz(3) + zz(1),
+    "trailing": JOBSTATE + state_body + b"\x01",
+    "bad-enum-status": JOBSTATE + state_head(status=3) + job_head() + job_tail(),
+    "bad-enum-job-kind": JOBSTATE + state_head() + job_head(kind=7) + job_tail(),
+    "huge-array-count": JOBSTATE + state_head(running=zz(1 << 40) + zz(1)),
+    "array-block-size-mismatch": JOBSTATE + state_head(running=zz(-1) + zz(3) + zz(5) + zz(0))
+    + job_head() + job_tail(),
+    "array-count-int64-min": JOBSTATE + zz(1) + zz(0) + zz(0) + zz(0) + zz(0)
+    + b"\xff" * 9 + b"\x01",
+    "array-varint-overflow": JOBSTATE + state_head(running=zz(1) + b"\xff" * 9 + b"\x02"),
+    "bad-utf8-time-zone": JOBSTATE + state_head() + s("a") + s("j") + zz(0) + s("") + s(b"\xff"),
+}
+
 retry_after = {
     "seconds": b"120",
     "zero": b"0",
@@ -273,5 +418,7 @@ write("command_decode", cmd)
 write("command_resolve", resolve)
 write("wheel_entry_decode", whl)
 write("attempt_decode", att)
+write("job_command_decode", jc)
+write("job_state_decode", js)
 write("retry_after", retry_after)
 write("task_json", task_json)

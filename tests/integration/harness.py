@@ -41,7 +41,8 @@ def load_schema(name):
 
 
 SCHEMAS = {n: load_schema(n) for n in
-           ("Command", "WheelEntry", "StoredTask", "DeadLetter", "Attempt", "Result")}
+           ("Command", "WheelEntry", "StoredTask", "DeadLetter", "Attempt", "Result",
+            "JobCommand", "JobState")}
 
 
 def encode(schema_name, record):

@@ -134,7 +134,7 @@ try:
     with tempfile.TemporaryDirectory() as tmp:
         # 1. Our schemas: canonical form and fingerprint equal to fastavro's.
         avscs = sorted(glob.glob(os.path.join(SOURCE, "schemas", "*.avsc")))
-        check(len(avscs) == 6, "expected 6 schemas, found %d" % len(avscs))
+        check(len(avscs) == 8, "expected 8 schemas, found %d" % len(avscs))
         listed = {}
         for line in tool("list").decode().splitlines():
             name, fp, path = line.split()

@@ -1,7 +1,9 @@
 /* Unit tests of the Avro codec (codec/codec*.c): CRC-64-AVRO and the
  * canonical form against known values, round trips of every record type,
- * interop with avro-c's generic reader, one crafted input per error code,
- * hostile framing and block layouts, and an informational timing printout. */
+ * interop with avro-c's generic reader (and, for the recurring-job records,
+ * with fastavro's encodings in the fuzz corpus), one crafted input per error
+ * code, hostile framing and block layouts, and an informational timing
+ * printout. */
 #include "check.h"
 #include "codec.h"
 
@@ -884,6 +886,885 @@ static void test_errors(void)
     mc_arena_free(a);
 }
 
+/* ---- recurring jobs ------------------------------------------------------------- */
+
+static bool retry_eq(bool ha, const mc_retry_policy *a, bool hb, const mc_retry_policy *b)
+{
+    return ha == hb &&
+           (!ha ||
+            (a->max_attempts == b->max_attempts && a->initial_backoff_ms == b->initial_backoff_ms &&
+             a->multiplier == b->multiplier && a->max_backoff_ms == b->max_backoff_ms));
+}
+
+static bool job_eq(const mc_job *a, const mc_job *b)
+{
+    const mc_callback *x = &a->callback, *y = &b->callback;
+    return str_eq(a->app_id, b->app_id) && str_eq(a->job_id, b->job_id) && a->kind == b->kind &&
+           str_eq(a->cron, b->cron) && str_eq(a->time_zone, b->time_zone) &&
+           a->interval_ms == b->interval_ms && a->start_at == b->start_at &&
+           a->end_at == b->end_at && a->max_runs == b->max_runs && a->misfire == b->misfire &&
+           a->catch_up_limit == b->catch_up_limit &&
+           a->misfire_threshold_ms == b->misfire_threshold_ms && a->overlap == b->overlap &&
+           a->paused == b->paused && str_eq(x->url, y->url) && str_eq(x->method, y->method) &&
+           kv_eq(x->headers, x->n_headers, y->headers, y->n_headers) &&
+           bytes_eq(x->body, x->body_len, y->body, y->body_len) && x->timeout_ms == y->timeout_ms &&
+           retry_eq(a->has_retry, &a->retry, b->has_retry, &b->retry) &&
+           kv_eq(a->metadata, a->n_metadata, b->metadata, b->n_metadata) &&
+           a->created_at == b->created_at;
+}
+
+static bool job_command_eq(const mc_job_command *a, const mc_job_command *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case MC_JOBCMD_PUT:
+        return job_eq(&a->put, &b->put);
+    case MC_JOBCMD_ACTION:
+        return str_eq(a->action.app_id, b->action.app_id) &&
+               str_eq(a->action.job_id, b->action.job_id) && a->action.action == b->action.action &&
+               a->action.requested_at == b->action.requested_at;
+    case MC_JOBCMD_DONE:
+        return str_eq(a->done.app_id, b->done.app_id) && str_eq(a->done.job_id, b->done.job_id) &&
+               a->done.scheduled_at == b->done.scheduled_at && a->done.outcome == b->done.outcome &&
+               a->done.finished_at == b->done.finished_at;
+    }
+    return false;
+}
+
+static bool job_state_eq(const mc_job_state *a, const mc_job_state *b)
+{
+    if (a->n_running != b->n_running)
+        return false;
+    for (size_t i = 0; i < a->n_running; i++)
+        if (a->running[i] != b->running[i])
+            return false;
+    return a->version == b->version && a->status == b->status && a->next_at == b->next_at &&
+           a->runs == b->runs && a->last_scheduled_at == b->last_scheduled_at &&
+           a->queued_at == b->queued_at && a->skipped == b->skipped &&
+           a->updated_at == b->updated_at && job_eq(&a->job, &b->job);
+}
+
+/* The fixtures below are the JOB, JOB_MINIMAL and JOB_UNICODE of
+ * tests/fuzz/make_corpus.py, whose fastavro encodings are in the corpus. */
+static const mc_kv job_headers[] = {{"Content-Type", "application/json"},
+                                    {"X-Trace", "caf\xc3\xa9"}};
+static const mc_kv job_meta[] = {{"team", "finance"}};
+static const mc_kv job_meta_unicode[] = {{"\xf0\x9f\x9a\x80", ""},
+                                         {"k", "\xe6\x97\xa5\xe6\x9c\xac"}};
+static const char job_body[] = "{\"report\":\"daily\"}";
+
+/* A job with every field away from its default. */
+static mc_job typical_job(void)
+{
+    return (mc_job){
+        .app_id = "shop",
+        .job_id = "nightly-report",
+        .kind = MC_SCHEDULE_CRON,
+        .cron = "0 30 2 * * MON-FRI",
+        .time_zone = "Asia/Shanghai",
+        .interval_ms = 0,
+        .start_at = 1767225600000,
+        .end_at = 1798761600000,
+        .max_runs = 1000,
+        .misfire = MC_MISFIRE_CATCH_UP,
+        .catch_up_limit = 3,
+        .misfire_threshold_ms = 60000,
+        .overlap = MC_OVERLAP_SERIAL,
+        .paused = true,
+        .callback = {.url = "https://reports.example.com/run",
+                     .method = "POST",
+                     .headers = job_headers,
+                     .n_headers = 2,
+                     .body = (const uint8_t *)job_body,
+                     .body_len = sizeof job_body - 1,
+                     .timeout_ms = 120000},
+        .has_retry = true,
+        .retry = {3, 500, 1.5, 60000},
+        .metadata = job_meta,
+        .n_metadata = 1,
+        .created_at = 1767223800000,
+    };
+}
+
+/* Every field that has a default at it. */
+static mc_job minimal_job(void)
+{
+    return (mc_job){.app_id = "a",
+                    .job_id = "j",
+                    .kind = MC_SCHEDULE_FIXED_RATE,
+                    .cron = "",
+                    .time_zone = "UTC",
+                    .interval_ms = 1000,
+                    .misfire = MC_MISFIRE_FIRE_ONCE_NOW,
+                    .catch_up_limit = 10,
+                    .misfire_threshold_ms = 5000,
+                    .overlap = MC_OVERLAP_PARALLEL,
+                    .callback = {.url = "", .method = ""}};
+}
+
+static mc_job unicode_job(void)
+{
+    mc_job j = typical_job();
+    j.app_id = "\xe5\xba\x97";
+    j.job_id = "\xf0\x9f\x8c\x99/\xc3\xa9";
+    j.kind = MC_SCHEDULE_FIXED_DELAY;
+    j.cron = "";
+    j.time_zone = "Europe/Z\xc3\xbcrich";
+    j.interval_ms = 86400000;
+    j.misfire = MC_MISFIRE_DO_NOTHING;
+    j.overlap = MC_OVERLAP_COVER_EARLY;
+    j.paused = false;
+    j.metadata = job_meta_unicode;
+    j.n_metadata = 2;
+    return j;
+}
+
+static const int64_t running3[] = {1767139200000, 1767225600000, -1};
+
+/* make_corpus.py's STATE. */
+static mc_job_state typical_state(void)
+{
+    return (mc_job_state){.version = 4242,
+                          .status = MC_JOB_PAUSED,
+                          .next_at = 1767312000000,
+                          .runs = 17,
+                          .last_scheduled_at = 1767225600000,
+                          .running = running3,
+                          .n_running = 3,
+                          .queued_at = 1767312000000,
+                          .skipped = 2,
+                          .updated_at = 1767225601000,
+                          .job = typical_job()};
+}
+
+/* Encodes, decodes, compares; re-encoding gives the same bytes; a PUT's
+ * put_raw points into the input at exactly what mc_encode_job writes, and
+ * decodes alone to the same job; and the job spliced into a JobState gives
+ * the bytes of a full encode. */
+static void roundtrip_job_command(const mc_job_command *c, mc_arena *arena)
+{
+    mc_buf b = {0}, b2 = {0};
+    mc_job_command got;
+    char detail[256];
+    CHECK(mc_encode_job_command(c, &b) == 0);
+    CHECK_ERR(mc_decode_job_command(b.data, b.len, arena, &got, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(job_command_eq(c, &got));
+    CHECK(mc_encode_job_command(&got, &b2) == 0);
+    CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+    if (c->kind != MC_JOBCMD_PUT) {
+        CHECK(got.put_raw == NULL && got.put_raw_len == 0);
+    } else {
+        mc_buf job = {0};
+        CHECK(mc_encode_job(&c->put, &job) == 0);
+        /* Header, union branch 0, then the job up to the end. */
+        CHECK(got.put_raw == b.data + 11 && got.put_raw_len == b.len - 11);
+        CHECK(bytes_eq(got.put_raw, got.put_raw_len, job.data, job.len));
+        mc_job alone;
+        CHECK_ERR(mc_decode_job(got.put_raw, got.put_raw_len, arena, &alone, detail, sizeof detail),
+                  MC_CODEC_OK);
+        CHECK(job_eq(&alone, &c->put));
+        /* The splice equals a full encode, and decodes back. */
+        mc_job_state full = typical_state(), spliced, sgot;
+        full.job = c->put;
+        spliced = full;
+        spliced.job = (mc_job){.kind = (mc_schedule_kind)99}; /* not looked at */
+        spliced.job_raw = got.put_raw;
+        spliced.job_raw_len = got.put_raw_len;
+        mc_buf fb = {0}, sb = {0};
+        CHECK(mc_encode_job_state(&full, &fb) == 0);
+        CHECK(mc_encode_job_state(&spliced, &sb) == 0);
+        CHECK(fb.len == sb.len && memcmp(fb.data, sb.data, fb.len) == 0);
+        CHECK_ERR(mc_decode_job_state(sb.data, sb.len, arena, &sgot, detail, sizeof detail),
+                  MC_CODEC_OK);
+        CHECK(job_state_eq(&sgot, &full));
+        mc_buf_free(&fb);
+        mc_buf_free(&sb);
+        mc_buf_free(&job);
+    }
+    mc_buf_free(&b);
+    mc_buf_free(&b2);
+    mc_arena_reset(arena);
+}
+
+static void roundtrip_job_state(const mc_job_state *s, mc_arena *arena)
+{
+    mc_buf b = {0}, b2 = {0}, job = {0};
+    mc_job_state got;
+    char detail[256];
+    CHECK(mc_encode_job_state(s, &b) == 0);
+    CHECK_ERR(mc_decode_job_state(b.data, b.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(job_state_eq(s, &got));
+    /* job_raw is the tail of the input, exactly what mc_encode_job writes. */
+    CHECK(mc_encode_job(&s->job, &job) == 0);
+    CHECK(got.job_raw >= b.data && got.job_raw + got.job_raw_len == b.data + b.len);
+    CHECK(bytes_eq(got.job_raw, got.job_raw_len, job.data, job.len));
+    /* Re-encoding, spliced (job_raw set, as decoded) or not, gives the same bytes. */
+    CHECK(mc_encode_job_state(&got, &b2) == 0);
+    CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+    got.job_raw = NULL;
+    mc_buf_reset(&b2);
+    CHECK(mc_encode_job_state(&got, &b2) == 0);
+    CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+    mc_buf_free(&b);
+    mc_buf_free(&b2);
+    mc_buf_free(&job);
+    mc_arena_reset(arena);
+}
+
+static void test_job_roundtrips(void)
+{
+    mc_arena *arena = mc_arena_new();
+    /* Every schedule kind x misfire policy x overlap policy x paused, with
+     * and without a retry policy. */
+    for (int k = MC_SCHEDULE_CRON; k <= MC_SCHEDULE_FIXED_DELAY; k++)
+        for (int m = MC_MISFIRE_FIRE_ONCE_NOW; m <= MC_MISFIRE_CATCH_UP; m++)
+            for (int o = MC_OVERLAP_PARALLEL; o <= MC_OVERLAP_SERIAL; o++)
+                for (int p = 0; p < 4; p++) {
+                    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = typical_job()};
+                    c.put.kind = (mc_schedule_kind)k;
+                    c.put.misfire = (mc_misfire_policy)m;
+                    c.put.overlap = (mc_overlap_policy)o;
+                    c.put.paused = p & 1;
+                    c.put.has_retry = p & 2;
+                    roundtrip_job_command(&c, arena);
+                }
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = minimal_job()};
+    roundtrip_job_command(&c, arena);
+    c.put = unicode_job();
+    roundtrip_job_command(&c, arena);
+
+    /* Extremes: limits everywhere, a 256 KiB body, many metadata entries. */
+    size_t big = 256 << 10;
+    uint8_t *blob = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        blob[i] = (uint8_t)(i * 131 + 7);
+    enum { NM = 500 };
+    static mc_kv many[NM];
+    static char keys[NM][16];
+    for (int i = 0; i < NM; i++) {
+        snprintf(keys[i], sizeof keys[i], "m%d", i);
+        many[i] = (mc_kv){keys[i], i % 2 ? "\xe6\x97\xa5" : ""};
+    }
+    mc_job x = typical_job();
+    x.interval_ms = INT64_MAX;
+    x.start_at = INT64_MIN;
+    x.end_at = -1;
+    x.max_runs = INT64_MAX;
+    x.catch_up_limit = INT32_MIN;
+    x.misfire_threshold_ms = INT64_MIN;
+    x.created_at = INT64_MAX;
+    x.callback.body = blob;
+    x.callback.body_len = big;
+    x.callback.timeout_ms = INT32_MAX;
+    x.retry = (mc_retry_policy){INT32_MAX, INT64_MIN, -0.0, INT64_MAX};
+    x.metadata = many;
+    x.n_metadata = NM;
+    c.put = x;
+    roundtrip_job_command(&c, arena);
+
+    for (int a = MC_JOB_PAUSE; a <= MC_JOB_TRIGGER; a++) {
+        mc_job_command ac = {.kind = MC_JOBCMD_ACTION,
+                             .action = {"shop", "nightly-\xc3\xa9", (mc_job_action_kind)a,
+                                        a == MC_JOB_TRIGGER ? INT64_MIN : 1767225000000 + a}};
+        roundtrip_job_command(&ac, arena);
+    }
+    for (int o = MC_OUTCOME_SUCCEEDED; o <= MC_OUTCOME_CANCELLED; o++) {
+        mc_job_command dc = {
+            .kind = MC_JOBCMD_DONE,
+            .done = {"shop", "j", 1767225600000 + o, (mc_outcome)o, o ? INT64_MAX : -1}};
+        roundtrip_job_command(&dc, arena);
+    }
+    mc_job_command empty_action = {.kind = MC_JOBCMD_ACTION, .action = {"", "", MC_JOB_PAUSE, 0}};
+    roundtrip_job_command(&empty_action, arena);
+
+    /* States: every status; no, one, many running instants; the jobs above. */
+    static int64_t many_running[2000];
+    for (int i = 0; i < 2000; i++)
+        many_running[i] = i % 3 ? (int64_t)i * 1000 : -(int64_t)i;
+    many_running[7] = INT64_MIN;
+    many_running[8] = INT64_MAX;
+    for (int st = MC_JOB_ACTIVE; st <= MC_JOB_ENDED; st++) {
+        mc_job_state s = typical_state();
+        s.status = (mc_job_status)st;
+        roundtrip_job_state(&s, arena);
+        s.n_running = 0;
+        s.running = NULL;
+        s.next_at = s.last_scheduled_at = s.queued_at = -1;
+        s.job = minimal_job();
+        roundtrip_job_state(&s, arena);
+        s.running = many_running + 8;
+        s.n_running = 1;
+        s.job = unicode_job();
+        roundtrip_job_state(&s, arena);
+        s.running = many_running;
+        s.n_running = 2000;
+        s.version = INT64_MIN;
+        s.updated_at = INT64_MAX;
+        s.job = x;
+        roundtrip_job_state(&s, arena);
+    }
+    free(blob);
+
+    /* Encoders append, and reject every enum value the schema cannot hold,
+     * leaving the buffer as it was. */
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&empty_action, &b) == 0);
+    size_t one = b.len;
+    mc_job_command bad = {.kind = MC_JOBCMD_PUT, .put = typical_job()};
+    bad.put.kind = (mc_schedule_kind)3;
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    CHECK(mc_encode_job(&bad.put, &b) == -1 && b.len == one);
+    bad.put.kind = (mc_schedule_kind)-1;
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    bad.put = typical_job();
+    bad.put.misfire = (mc_misfire_policy)3;
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    bad.put = typical_job();
+    bad.put.overlap = (mc_overlap_policy)4;
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    mc_job_state bs = typical_state();
+    bs.job = bad.put;
+    CHECK(mc_encode_job_state(&bs, &b) == -1 && b.len == one);
+    bs = typical_state();
+    bs.status = (mc_job_status)3;
+    CHECK(mc_encode_job_state(&bs, &b) == -1 && b.len == one);
+    bad =
+        (mc_job_command){.kind = MC_JOBCMD_ACTION, .action = {"a", "j", (mc_job_action_kind)4, 0}};
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    bad = (mc_job_command){.kind = MC_JOBCMD_DONE, .done = {"a", "j", 0, (mc_outcome)5, 0}};
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    bad = (mc_job_command){.kind = (mc_job_command_kind)3};
+    CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
+    CHECK(mc_encode_job_command(&empty_action, &b) == 0);
+    CHECK(b.len == 2 * one && memcmp(b.data, b.data + one, one) == 0);
+    /* mc_encode_job appends the bare job, no header. */
+    mc_job tj = typical_job();
+    CHECK(mc_encode_job(&tj, &b) == 0 && b.data[2 * one] == 8); /* "shop": length 4 */
+    /* NULL strings encode as "" (the schema defaults are the caller's to set). */
+    mc_job_command nulls = {.kind = MC_JOBCMD_PUT};
+    mc_buf_reset(&b);
+    CHECK(mc_encode_job_command(&nulls, &b) == 0);
+    mc_job_command got;
+    CHECK_ERR(mc_decode_job_command(b.data, b.len, arena, &got, NULL, 0), MC_CODEC_OK);
+    CHECK(got.put.app_id && got.put.app_id[0] == '\0' && got.put.time_zone &&
+          got.put.time_zone[0] == '\0' && got.put.callback.body == NULL &&
+          got.put.metadata == NULL);
+    mc_buf_free(&b);
+    mc_arena_free(arena);
+}
+
+/* Reads a fixture file of the fuzz corpus (written by fastavro, see
+ * tests/fuzz/make_corpus.py) into a malloc'd buffer; NULL if missing. */
+static uint8_t *read_corpus(const char *dir, const char *name, size_t *len)
+{
+    const char *src = getenv("MOONCAKE_SOURCE_DIR");
+    char path[4096];
+    if (src)
+        snprintf(path, sizeof path, "%s/tests/fuzz/corpus/%s/%s", src, dir, name);
+    else /* __FILE__ is .../tests/unit/test_codec.c */
+        snprintf(path, sizeof path, "%.*s/../fuzz/corpus/%s/%s",
+                 (int)(strrchr(__FILE__, '/') - __FILE__), __FILE__, dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        check_failures++;
+        return NULL;
+    }
+    uint8_t *buf = malloc(1 << 20);
+    *len = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+/* fastavro's encoding of a JobCommand decodes to the values written in C,
+ * and ours of those values is the same bytes (so fastavro reads ours). */
+static void check_fastavro_job_command(const char *name, const mc_job_command *want,
+                                       mc_arena *arena)
+{
+    size_t len = 0;
+    uint8_t *data = read_corpus("job_command_decode", name, &len);
+    if (!data)
+        return;
+    mc_job_command got;
+    char detail[256];
+    mc_buf b = {0};
+    CHECK_ERR(mc_decode_job_command(data, len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(job_command_eq(&got, want), "%s", name);
+    CHECK(mc_encode_job_command(want, &b) == 0);
+    CHECK(bytes_eq(b.data, b.len, data, len), "%s: our encoding differs from fastavro's", name);
+    mc_buf_free(&b);
+    free(data);
+    mc_arena_reset(arena);
+}
+
+static void check_fastavro_job_state(const char *name, const mc_job_state *want, mc_arena *arena)
+{
+    size_t len = 0;
+    uint8_t *data = read_corpus("job_state_decode", name, &len);
+    if (!data)
+        return;
+    mc_job_state got;
+    char detail[256];
+    mc_buf b = {0};
+    CHECK_ERR(mc_decode_job_state(data, len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(job_state_eq(&got, want), "%s", name);
+    CHECK(mc_encode_job_state(want, &b) == 0);
+    CHECK(bytes_eq(b.data, b.len, data, len), "%s: our encoding differs from fastavro's", name);
+    mc_buf_free(&b);
+    free(data);
+    mc_arena_reset(arena);
+}
+
+static void test_job_fastavro_interop(void)
+{
+    mc_arena *arena = mc_arena_new();
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = typical_job()};
+    check_fastavro_job_command("valid-put", &c, arena);
+    c.put = minimal_job();
+    check_fastavro_job_command("valid-put-minimal", &c, arena);
+    c.put = unicode_job();
+    check_fastavro_job_command("valid-put-unicode", &c, arena);
+    static const char *actions[] = {"valid-action-pause", "valid-action-resume",
+                                    "valid-action-delete", "valid-action-trigger"};
+    for (int a = MC_JOB_PAUSE; a <= MC_JOB_TRIGGER; a++) {
+        c = (mc_job_command){
+            .kind = MC_JOBCMD_ACTION,
+            .action = {"shop", "nightly-report", (mc_job_action_kind)a, 1767225000000}};
+        check_fastavro_job_command(actions[a], &c, arena);
+    }
+    static const char *outcomes[] = {"valid-done-succeeded", "valid-done-failed_will_retry",
+                                     "valid-done-failed_permanently", "valid-done-exhausted",
+                                     "valid-done-cancelled"};
+    for (int o = MC_OUTCOME_SUCCEEDED; o <= MC_OUTCOME_CANCELLED; o++) {
+        c = (mc_job_command){
+            .kind = MC_JOBCMD_DONE,
+            .done = {"shop", "nightly-report", 1767225600000, (mc_outcome)o, 1767225601234}};
+        check_fastavro_job_command(outcomes[o], &c, arena);
+    }
+
+    mc_job_state s = typical_state();
+    check_fastavro_job_state("valid-paused", &s, arena);
+    s.status = MC_JOB_ENDED;
+    s.job = unicode_job();
+    check_fastavro_job_state("valid-ended-unicode", &s, arena);
+    s = (mc_job_state){.status = MC_JOB_ACTIVE,
+                       .next_at = -1,
+                       .last_scheduled_at = -1,
+                       .queued_at = -1,
+                       .job = minimal_job()};
+    check_fastavro_job_state("valid-active-minimal", &s, arena);
+    mc_arena_free(arena);
+}
+
+static void test_job_avro_c_interop(void)
+{
+    mc_buf b = {0};
+    avro_value_t v, f, g;
+    avro_schema_t sch;
+    avro_value_iface_t *iface;
+    int sym = -1, flag = -1, branch = -1;
+
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = typical_job()};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_JOB_COMMAND, &b, &v, &sch, &iface)) {
+        const char *cron = avro_str(&v, "payload.job.schedule.cron");
+        CHECK(cron && strcmp(cron, "0 30 2 * * MON-FRI") == 0);
+        const char *tz = avro_str(&v, "payload.job.schedule.time_zone");
+        CHECK(tz && strcmp(tz, "Asia/Shanghai") == 0);
+        avro_value_get_by_name(&v, "payload", &f, NULL);
+        avro_value_get_current_branch(&f, &f);
+        avro_value_get_by_name(&f, "job", &f, NULL);
+        avro_value_get_by_name(&f, "misfire", &g, NULL);
+        avro_value_get_enum(&g, &sym);
+        CHECK(sym == MC_MISFIRE_CATCH_UP);
+        avro_value_get_by_name(&f, "overlap", &g, NULL);
+        avro_value_get_enum(&g, &sym);
+        CHECK(sym == MC_OVERLAP_SERIAL);
+        avro_value_get_by_name(&f, "paused", &g, NULL);
+        avro_value_get_boolean(&g, &flag);
+        CHECK(flag == 1);
+        avro_value_get_by_name(&f, "retry", &g, NULL);
+        avro_value_get_discriminant(&g, &branch);
+        CHECK(branch == 1);
+        int64_t created = 0;
+        avro_value_get_by_name(&f, "created_at", &g, NULL);
+        avro_value_get_long(&g, &created);
+        CHECK(created == 1767223800000);
+        avro_c_release(&v, iface, sch);
+    }
+    mc_buf_reset(&b);
+    c = (mc_job_command){.kind = MC_JOBCMD_ACTION,
+                         .action = {"shop", "nightly", MC_JOB_TRIGGER, 5}};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_JOB_COMMAND, &b, &v, &sch, &iface)) {
+        avro_value_get_by_name(&v, "payload", &f, NULL);
+        avro_value_get_discriminant(&f, &branch);
+        CHECK(branch == 1);
+        avro_value_get_current_branch(&f, &f);
+        avro_value_get_by_name(&f, "action", &g, NULL);
+        avro_value_get_enum(&g, &sym);
+        CHECK(sym == MC_JOB_TRIGGER);
+        avro_c_release(&v, iface, sch);
+    }
+    mc_buf_reset(&b);
+    c = (mc_job_command){.kind = MC_JOBCMD_DONE,
+                         .done = {"shop", "nightly", 1, MC_OUTCOME_FAILED_PERMANENTLY, 2}};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_JOB_COMMAND, &b, &v, &sch, &iface)) {
+        const char *jid = avro_str(&v, "payload.job_id");
+        CHECK(jid && strcmp(jid, "nightly") == 0);
+        avro_value_get_by_name(&v, "payload", &f, NULL);
+        avro_value_get_discriminant(&f, &branch);
+        CHECK(branch == 2);
+        avro_value_get_current_branch(&f, &f);
+        avro_value_get_by_name(&f, "outcome", &g, NULL);
+        avro_value_get_enum(&g, &sym);
+        CHECK(sym == MC_OUTCOME_FAILED_PERMANENTLY);
+        avro_c_release(&v, iface, sch);
+    }
+    mc_buf_reset(&b);
+    mc_job_state s = typical_state();
+    s.job = unicode_job();
+    CHECK(mc_encode_job_state(&s, &b) == 0);
+    if (avro_c_read(MC_SCHEMA_JOB_STATE, &b, &v, &sch, &iface)) {
+        avro_value_get_by_name(&v, "status", &f, NULL);
+        avro_value_get_enum(&f, &sym);
+        CHECK(sym == MC_JOB_PAUSED);
+        avro_value_get_by_name(&v, "running", &f, NULL);
+        size_t n = 0;
+        avro_value_get_size(&f, &n);
+        CHECK(n == 3);
+        int64_t last = 0;
+        avro_value_get_by_index(&f, 2, &g, NULL);
+        avro_value_get_long(&g, &last);
+        CHECK(last == -1);
+        const char *tz = avro_str(&v, "job.schedule.time_zone");
+        CHECK(tz && strcmp(tz, "Europe/Z\xc3\xbcrich") == 0);
+        avro_value_get_by_name(&v, "job", &f, NULL);
+        avro_value_get_by_name(&f, "metadata", &g, NULL);
+        avro_value_get_size(&g, &n);
+        CHECK(n == 2);
+        avro_c_release(&v, iface, sch);
+    }
+    mc_buf_free(&b);
+}
+
+/* A Job up to (not including) misfire, crafted by hand. */
+static void w_job_head(mc_buf *b, int64_t kind)
+{
+    w_str(b, "app");
+    w_str(b, "job");
+    w_long(b, kind);
+    w_str(b, "* * * * *");
+    w_str(b, "UTC");
+    for (int i = 0; i < 4; i++)
+        w_long(b, 0); /* interval_ms, start_at, end_at, max_runs */
+}
+
+/* A Job from misfire to its end: no headers, no body, no metadata. */
+static void w_job_tail(mc_buf *b, int64_t misfire, int64_t overlap, uint8_t paused,
+                       int64_t retry_branch)
+{
+    w_long(b, misfire);
+    w_long(b, 10);
+    w_long(b, 5000);
+    w_long(b, overlap);
+    w_raw(b, &paused, 1);
+    w_str(b, "https://x");
+    w_str(b, "GET");
+    w_long(b, 0); /* headers */
+    w_long(b, 0); /* body */
+    w_long(b, 1000);
+    w_long(b, retry_branch);
+    if (retry_branch == 1) {
+        w_long(b, 3);
+        w_long(b, 100);
+        w_raw(b, "\x00\x00\x00\x00\x00\x00\xf8\x3f", 8); /* 1.5 */
+        w_long(b, 1000);
+    }
+    w_long(b, 0); /* metadata */
+    w_long(b, 7); /* created_at */
+}
+
+/* A JobState up to its job, with `running` written by the caller's bytes. */
+static void w_state_head(mc_buf *b, int64_t status, const void *running, size_t running_len)
+{
+    w_header(b, MC_SCHEMA_JOB_STATE);
+    w_long(b, 1);
+    w_long(b, status);
+    w_long(b, -1);
+    w_long(b, 0);
+    w_long(b, -1);
+    w_raw(b, running, running_len);
+    w_long(b, -1);
+    w_long(b, 0);
+    w_long(b, 5);
+}
+
+static mc_codec_err decode_jc(const mc_buf *b, mc_arena *a, mc_job_command *c, char *detail)
+{
+    return mc_decode_job_command(b->data, b->len, a, c, detail, 256);
+}
+
+static mc_codec_err decode_js(const mc_buf *b, mc_arena *a, mc_job_state *s, char *detail)
+{
+    return mc_decode_job_state(b->data, b->len, a, s, detail, 256);
+}
+
+/* Every proper prefix of rec fails cleanly (exactly sized copies, so ASan
+ * sees any read past the end; the arena is reset after each, so nothing
+ * leaks), and rec plus one byte is TRAILING. which: 0 JobCommand, 1
+ * JobState, 2 bare Job. */
+static void check_job_prefixes(int which, const mc_buf *rec, mc_arena *a)
+{
+    static const char *names[] = {"JobCommand", "JobState", "Job"};
+    char detail[256];
+    mc_job_command c;
+    mc_job_state s;
+    mc_job j;
+    for (size_t n = 0; n <= rec->len + 1; n++) {
+        uint8_t *copy = malloc(n ? n : 1);
+        memcpy(copy, rec->data, n <= rec->len ? n : rec->len);
+        if (n > rec->len)
+            copy[rec->len] = 0;
+        mc_codec_err e = which == 0   ? mc_decode_job_command(copy, n, a, &c, detail, sizeof detail)
+                         : which == 1 ? mc_decode_job_state(copy, n, a, &s, detail, sizeof detail)
+                                      : mc_decode_job(copy, n, a, &j, detail, sizeof detail);
+        if (n == rec->len) {
+            CHECK(e == MC_CODEC_OK, "%s: %s", names[which], detail);
+        } else if (n > rec->len) {
+            CHECK(e == MC_CODEC_TRAILING);
+            char want[64];
+            snprintf(want, sizeof want, "1 byte left after the %s", names[which]);
+            expect_detail(detail, want);
+        } else {
+            CHECK(e == (n == 0 ? MC_CODEC_EMPTY : MC_CODEC_TRUNCATED) || e == MC_CODEC_BAD_LENGTH,
+                  "%s cut at %zu: %s", names[which], n, mc_codec_strerror(e));
+            CHECK(detail[0] != '\0');
+        }
+        free(copy);
+        mc_arena_reset(a);
+    }
+}
+
+static void test_job_errors(void)
+{
+    mc_arena *a = mc_arena_new();
+    uint8_t store[4096];
+    mc_buf b = {store, 0, sizeof store};
+    mc_job_command c;
+    mc_job_state s;
+    mc_job j;
+    char detail[256];
+
+    /* Truncation at every offset, and one byte too many, for every branch. */
+    mc_buf rec = {0};
+    mc_job_command samples[] = {
+        {.kind = MC_JOBCMD_PUT, .put = typical_job()},
+        {.kind = MC_JOBCMD_PUT, .put = minimal_job()},
+        {.kind = MC_JOBCMD_ACTION, .action = {"shop", "j", MC_JOB_DELETE, 1767225000000}},
+        {.kind = MC_JOBCMD_DONE, .done = {"shop", "j", 1, MC_OUTCOME_CANCELLED, 2}},
+    };
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+        mc_buf_reset(&rec);
+        CHECK(mc_encode_job_command(&samples[i], &rec) == 0);
+        check_job_prefixes(0, &rec, a);
+    }
+    mc_job_state st = typical_state();
+    mc_buf_reset(&rec);
+    CHECK(mc_encode_job_state(&st, &rec) == 0);
+    check_job_prefixes(1, &rec, a);
+    mc_job tj = typical_job();
+    mc_buf_reset(&rec);
+    CHECK(mc_encode_job(&tj, &rec) == 0);
+    check_job_prefixes(2, &rec, a);
+    CHECK_ERR(mc_decode_job(NULL, 0, a, &j, detail, sizeof detail), MC_CODEC_EMPTY);
+
+    /* Framing: single-object only, and the right fingerprint. */
+    mc_buf_reset(&rec);
+    CHECK(mc_encode_job_command(&samples[2], &rec) == 0);
+    b.len = 0;
+    w_raw(&b, "\x00\x00\x00\x00\x01", 5);
+    w_raw(&b, rec.data + 10, rec.len - 10);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_MAGIC);
+    expect_detail(detail, "not an Avro single-object marker");
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_MAGIC);
+    CHECK_ERR(mc_decode_job_state(rec.data, rec.len, a, &s, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    expect_detail(detail, "mooncake.JobState");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_COMMAND);
+    w_raw(&b, rec.data + 10, rec.len - 10);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_UNKNOWN_SCHEMA);
+    expect_detail(detail, "mooncake.JobCommand");
+    /* A JobCommand is not a Command either. */
+    mc_command cmd;
+    CHECK_ERR(mc_decode_command(NULL, rec.data, rec.len, a, &cmd, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    mc_buf_free(&rec);
+
+    /* The crafted record is valid as it is; then one thing broken at a time. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, MC_SCHEDULE_CRON);
+    w_job_tail(&b, MC_MISFIRE_CATCH_UP, MC_OVERLAP_SERIAL, 1, 1);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_OK);
+    CHECK(c.put.paused && c.put.overlap == MC_OVERLAP_SERIAL && c.put.retry.multiplier == 1.5 &&
+          c.put.created_at == 7 && str_eq(c.put.cron, "* * * * *"));
+
+    /* BAD_UNION: payload 3 and -1, retry 2. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 3);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    expect_detail(detail, "payload: union branch 3 out of range (0..2)");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, -1);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 0, 2);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_UNION);
+    expect_detail(detail, "payload.job.retry: union branch 2 out of range (0..1)");
+
+    /* BAD_ENUM: each enum one past its last symbol, and negative. */
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 3);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.job.schedule.kind: symbol 3 out of range (0..2)");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, -1);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.job.schedule.kind: symbol -1");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 3, 0, 0, 0);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.job.misfire: symbol 3 out of range (0..2)");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 4, 0, 0);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.job.overlap: symbol 4 out of range (0..3)");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 2, 0);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.job.paused: boolean byte 2");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 1);
+    w_str(&b, "a");
+    w_str(&b, "j");
+    w_long(&b, 4);
+    w_long(&b, 0);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.action: symbol 4 out of range (0..3)");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 2);
+    w_str(&b, "a");
+    w_str(&b, "j");
+    w_long(&b, 0);
+    w_long(&b, 5);
+    w_long(&b, 0);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "payload.outcome: symbol 5 out of range (0..4)");
+    b.len = 0;
+    w_state_head(&b, 3, "\x00", 1);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 0, 0);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "status: symbol 3 out of range (0..2)");
+    /* Inside a JobState, and a bare job, the path starts at "job". */
+    b.len = 0;
+    w_state_head(&b, 0, "\x00", 1);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 9, 0, 0);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "job.overlap: symbol 9");
+    b.len = 0;
+    w_job_head(&b, 5);
+    CHECK_ERR(mc_decode_job(b.data, b.len, a, &j, detail, sizeof detail), MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "job.schedule.kind: symbol 5");
+
+    /* BAD_UTF8 and BAD_VARINT name their field. */
+    b.len = 0;
+    w_state_head(&b, 0, "\x00", 1);
+    w_str(&b, "a");
+    w_str(&b, "j");
+    w_long(&b, 0);
+    w_str(&b, "\xc0\x80");
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_UTF8);
+    expect_detail(detail, "job.schedule.cron: invalid UTF-8 at byte 0 of 2");
+    b.len = 0;
+    w_header(&b, MC_SCHEMA_JOB_COMMAND);
+    w_long(&b, 0);
+    w_job_head(&b, 0);
+    w_long(&b, 0);
+    w_long(&b, (int64_t)INT32_MAX + 1);
+    CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "payload.job.catch_up_limit: value 2147483648 does not fit in an int");
+
+    /* running: several blocks, with byte sizes, decode into one array. */
+    uint8_t blocks[32];
+    mc_buf rb = {blocks, 0, sizeof blocks};
+    w_long(&rb, 1);
+    w_long(&rb, 5);
+    w_long(&rb, -2);
+    size_t size_at = rb.len;
+    w_long(&rb, 2); /* two one-byte longs */
+    w_long(&rb, 6);
+    w_long(&rb, -7);
+    w_long(&rb, 0);
+    b.len = 0;
+    w_state_head(&b, 0, rb.data, rb.len);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 0, 0);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_OK);
+    CHECK(s.n_running == 3 && s.running[0] == 5 && s.running[1] == 6 && s.running[2] == -7);
+    /* A byte size that disagrees with the items. */
+    blocks[size_at] = 6; /* 3 bytes */
+    b.len = 0;
+    w_state_head(&b, 0, rb.data, rb.len);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 0, 0);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "running: block byte size disagrees");
+    /* A count the remaining bytes cannot hold; INT64_MIN; a bad item. */
+    rb.len = 0;
+    w_long(&rb, (int64_t)1 << 40);
+    w_long(&rb, 1);
+    b.len = 0;
+    w_state_head(&b, 0, rb.data, rb.len);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "running: block of 1099511627776 entries cannot fit");
+    b.len = 0;
+    w_state_head(&b, 0, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
+    b.len = 0;
+    w_state_head(&b, 0, "\x04\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 12);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "running[1]: varint overflows 64 bits");
+    mc_arena_free(a);
+}
+
 /* ---- helpers -------------------------------------------------------------------- */
 
 static void test_misc(void)
@@ -951,6 +1832,10 @@ int main(void)
     test_roundtrips();
     test_avro_c_interop();
     test_errors();
+    test_job_roundtrips();
+    test_job_fastavro_interop();
+    test_job_avro_c_interop();
+    test_job_errors();
     test_misc();
     timing();
     return check_exit("test_codec");
