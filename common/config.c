@@ -85,6 +85,10 @@ static const opt options[] = {
      "10000",
      "executor: on SIGTERM, let calls in flight finish for up to this long (the next owner "
      "repeats what is left)"},
+    {"jobs-ahead-ms", 0, "MOONCAKE_JOBS_AHEAD_MS", OPT_INT64, OFF(jobs_ahead_ms), 100, 3600000,
+     "5000", "jobs: write each occurrence this long before it is due (at most half the horizon)"},
+    {"zoneinfo-dir", 0, "MOONCAKE_ZONEINFO_DIR", OPT_STR, OFF(zoneinfo_dir), 0, 0,
+     "/usr/share/zoneinfo", "jobs and gateway: where the IANA time zone files are (tzdata)"},
     {"app-tokens", 0, "MOONCAKE_APP_TOKENS", OPT_LIST, OFF(app_tokens), 0, 0, "",
      "gateway: bearer tokens, appId=token pairs or @file (repeat an app to rotate)"},
     {"inner-tokens", 0, "MOONCAKE_INNER_TOKENS", OPT_LIST, OFF(inner_tokens), 0, 0, "",

@@ -41,6 +41,9 @@ typedef struct mc_config {
     double retry_multiplier;
     int64_t retry_max_backoff_ms;
     int drain_timeout_ms; /* on SIGTERM, wait this long for calls in flight */
+    /* jobs */
+    int64_t jobs_ahead_ms; /* occurrences are written this long before they are due */
+    char *zoneinfo_dir;    /* IANA time zone files */
     /* gateway */
     char *app_tokens;                   /* appId=token pairs or @file; "" for none */
     char *inner_tokens;                 /* tokens or @file; "" for none */

@@ -13,9 +13,15 @@ const mc_topic_spec mc_topic_specs[] = {
     {"retry", "delete", "604800000", "failed attempts", 0},
     {"results", "delete", "259200000", "the result of every attempt", 0},
     {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0},
+    {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
+     MC_TOPIC_OWN_COUNT},
+    {"jobs", "compact", NULL, "recurring jobs: the job table (the jobs processor's changelog)",
+     MC_TOPIC_OWN_COUNT},
     {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
+_Static_assert(sizeof mc_topic_specs / sizeof mc_topic_specs[0] == MC_N_TOPIC_SPECS,
+               "MC_N_TOPIC_SPECS counts mc_topic_specs");
 
 /* librdkafka calls this from its own threads; mc_log writes one line with one
  * write(2), so that is safe. */
@@ -135,7 +141,7 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
         mc_topic_name(cfg, s->suffix, name, sizeof name);
         if (topic_partitions(md, name) >= 0)
             continue;
-        nt[n] = rd_kafka_NewTopic_new(name, s->partitions ? s->partitions : cfg->partitions,
+        nt[n] = rd_kafka_NewTopic_new(name, s->partitions > 0 ? s->partitions : cfg->partitions,
                                       cfg->replication_factor, errstr, sizeof errstr);
         if (!nt[n]) {
             snprintf(err, errlen, "topic %s: %s", name, errstr);
@@ -229,8 +235,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
             goto out;
         char name[512];
         bool missing = false, mismatch = false;
-        int tasks = -1, shared = -1;
-        const char *shared_name = NULL;
+        int tasks = -1, shared = -1, own = -1;
+        const char *shared_name = NULL, *own_name = NULL;
         for (size_t i = 0; i < mc_n_topic_specs && !mismatch; i++) {
             const mc_topic_spec *spec = &mc_topic_specs[i];
             mc_topic_name(cfg, spec->suffix, name, sizeof name);
@@ -240,6 +246,17 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
                 snprintf(err, errlen,
                          "topic %s does not exist (create it, or run without --no-create-topics)",
                          name);
+            } else if (spec->partitions == MC_TOPIC_OWN_COUNT) {
+                if (own < 0) {
+                    own = p;
+                    own_name = spec->suffix;
+                } else if (p != own) {
+                    mismatch = true;
+                    snprintf(err, errlen,
+                             "topic %s has %d partitions but %s%s has %d: the jobs topics need "
+                             "the same partition count",
+                             name, p, cfg->topic_prefix, own_name, own);
+                }
             } else if (spec->partitions && p != spec->partitions) {
                 mismatch = true;
                 snprintf(err, errlen, "topic %s has %d partitions; it must have %d", name, p,

@@ -16,8 +16,14 @@ typedef struct mc_topic_spec {
     const char *cleanup_policy; /* "delete" or "compact" */
     const char *retention_ms;   /* NULL for compacted topics */
     const char *purpose;
-    int partitions; /* 0: the layout's count, like every task topic */
+    /* 0: the layout's count, like every task topic; MC_TOPIC_OWN_COUNT: made
+     * with the set's count and never grown (the jobs topics: a job's state
+     * lives in the partition its commands land in, so its key must keep its
+     * home); otherwise exactly this many. */
+    int partitions;
 } mc_topic_spec;
+#define MC_TOPIC_OWN_COUNT (-1)
+#define MC_N_TOPIC_SPECS 10
 extern const mc_topic_spec mc_topic_specs[];
 extern const size_t mc_n_topic_specs;
 

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "retry.h"
+#include "jobs.h"
 #include "router.h"
 #include "store.h"
 #include "wheel.h"
@@ -178,6 +179,8 @@ static const role roles[] = {
      "call each ready task's HTTP callback at its due time (results, or retry on failure)"},
     {"retry", &runner_ops, &mc_retry_processor,
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
+    {"jobs", &runner_ops, &mc_jobs_processor,
+     "recurring jobs (cron, fixed rate, fixed delay): each occurrence a task, exactly once"},
     {"gateway", &gateway_ops, NULL,
      "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };

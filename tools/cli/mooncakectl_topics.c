@@ -161,7 +161,7 @@ static const struct {
     {"executor", "ready"}, {"retry", "retry"}, {"mooncakectl-requeue", "dead"},
 };
 #define N_GROUPS (sizeof groups / sizeof groups[0])
-#define N_TOPICS 9 /* mc_topic_specs and requeue's ledger */
+#define N_TOPICS (MC_N_TOPIC_SPECS + 1) /* mc_topic_specs and requeue's ledger */
 
 typedef struct topic_info {
     char name[300];
@@ -619,7 +619,7 @@ int ctl_cmd_topics_create(ctl *c)
             printf("%-8s %-36s %d partition%s\n", before[i] >= 0 ? "exists" : "created", names[i],
                    after[i], after[i] == 1 ? "" : "s");
         if (before[i] >= 0 && c->o.partitions && i < mc_n_topic_specs &&
-            !mc_topic_specs[i].partitions && after[i] != c->cfg.partitions)
+            mc_topic_specs[i].partitions <= 0 && after[i] != c->cfg.partitions)
             ctl_report(c,
                        "%s has %d partitions, not the %d asked for: existing topics are left "
                        "as they are",

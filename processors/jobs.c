@@ -1,0 +1,1115 @@
+/* The jobs processor: recurring jobs (cron, fixed rate, fixed delay), each
+ * occurrence a normal task, produced exactly once.
+ *
+ * Input is `job-commands`, keyed app_id/job_id: PutJob, JobAction (pause,
+ * resume, delete, trigger) from clients, and OccurrenceDone, which this
+ * processor writes itself (below). A job's state - its definition and where
+ * its schedule stands - lives in memory, one hash map and one timing wheel
+ * of next actions per partition, and is logged to the compacted `jobs`
+ * topic, whose only writer is this processor: the store's state-store
+ * pattern (store.c). On assignment (and after an abort) the partition's
+ * changelog is replayed before anything else happens.
+ *
+ * An occurrence is the task <job_id>@<scheduled epoch ms> of the job's app,
+ * a Submit written to `tasks` in the same transaction as the job state that
+ * says it was written, so a kill -9 at any moment neither skips nor doubles
+ * one: either both are committed or neither, and the replayed state says
+ * which. Its id is deterministic, so even a second Submit of it would only
+ * reschedule the same task (last write wins), never fire it twice.
+ * Occurrences are written `ahead_ms` before they are due, so the router and
+ * the wheel have time to fire them on the millisecond; the ones written
+ * ahead and not due yet are cancelled (Cancel to `tasks`, the client's own
+ * way) when the job is updated, paused or deleted, and the cancel wins the
+ * way a client's does.
+ *
+ * The overlap policies and FIXED_DELAY need to know when an occurrence has
+ * finished. That is in `results`, keyed by the occurrence's task key, which
+ * lives in another partition than its job. So this processor also reads
+ * `results` and relays every final Result of an occurrence as an
+ * OccurrenceDone to `job-commands`, keyed by the job (a repartition, as
+ * Kafka Streams does it), in the transaction that consumes the Result. A
+ * job waits for an occurrence at most its stale bound (every attempt's
+ * timeout and backoff, plus a minute), so an occurrence cancelled by hand
+ * before it fired, which leaves no Result, cannot block a job forever. */
+#include "jobs.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "job_schedule.h"
+#include "kafka.h"
+#include "keymap.h"
+#include "part_table.h"
+#include "timing_wheel.h"
+
+/* Occurrences written per punctuate call, so a hundred thousand jobs due in
+ * the same second leave room for input and commits. */
+#define FIRE_BATCH 5000
+/* Tracked occurrences per job: the policies keep at most one running (a
+ * cover or a queue replaces, never adds), so this only absorbs the odd
+ * race. */
+#define MAX_RUNNING 4
+/* Scheduled instants looked at when counting missed ones (an every-second
+ * cron down for a week is 604,800): beyond this the count restarts a day
+ * before the threshold. */
+#define MISS_SCAN_LIMIT 100000
+#define DAY_MS INT64_C(86400000)
+/* How far before now a command's request time can reach back to cancel. */
+#define CANCEL_LOOKBACK_MS 60000
+#define MAX_STALE_MS (7 * DAY_MS)
+
+static const char HEADER_JOB_ID[] = "mooncake-job-id";
+static const char HEADER_SCHEDULED_AT[] = "mooncake-scheduled-at";
+
+typedef struct job_entry {
+    mc_keynode node;
+    mc_timer timer;
+    int64_t version;
+    mc_job_status status;
+    int64_t next_at, runs, last_scheduled_at, queued_at, skipped;
+    int64_t running[MAX_RUNNING];
+    uint8_t n_running;
+    /* from the definition */
+    mc_job_schedule sched;
+    mc_overlap_policy overlap;
+    mc_misfire_policy misfire;
+    int32_t catch_up_limit;
+    int64_t misfire_threshold_ms, max_runs, stale_ms;
+    uint8_t *job_raw; /* the Job's Avro binary, malloc'd */
+    uint32_t job_len;
+    char key[]; /* node.key_len bytes */
+} job_entry;
+
+#define ENTRY_KEY_OFFSET (offsetof(job_entry, key) - offsetof(job_entry, node))
+
+typedef struct job_part {
+    int32_t partition;
+    mc_keymap *jobs;
+    mc_timing_wheel *timers;
+} job_part;
+
+typedef struct jobs {
+    const mc_logger *logger;
+    const mc_config *cfg;
+    mc_output *tasks, *commands, *changelog;
+    char commands_topic[256], results_topic[256], changelog_topic[256];
+    int64_t ahead_ms;
+    int32_t task_partitions, command_partitions;
+    mc_part_table parts;
+    mc_zone_cache *zones;
+    mc_arena *arena;
+    mc_buf buf;
+    mc_gauge *jobs_gauge, *restore_seconds;
+    mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired;
+} jobs;
+
+static void jobs_destroy(void *self);
+
+static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
+{
+    (void)arg;
+    const mc_config *cfg = mc_ctx_config(ctx);
+    jobs *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->logger = mc_ctx_logger(ctx);
+    s->cfg = cfg;
+    /* Ahead enough for three Kafka hops, and inside the horizon so an
+     * occurrence goes straight to the wheel. */
+    s->ahead_ms = cfg->jobs_ahead_ms;
+    if (s->ahead_ms > cfg->horizon_ms / 2)
+        s->ahead_ms = cfg->horizon_ms / 2;
+    mc_topic_name(cfg, "job-commands", s->commands_topic, sizeof s->commands_topic);
+    mc_topic_name(cfg, "results", s->results_topic, sizeof s->results_topic);
+    mc_topic_name(cfg, "jobs", s->changelog_topic, sizeof s->changelog_topic);
+    s->tasks = mc_ctx_output(ctx, "tasks");
+    s->commands = mc_ctx_output(ctx, "job-commands");
+    s->changelog = mc_ctx_output(ctx, "jobs");
+    s->zones = mc_zone_cache_new(cfg->zoneinfo_dir[0] ? cfg->zoneinfo_dir : NULL);
+    s->arena = mc_arena_new();
+    if (!s->tasks || !s->commands || !s->changelog || !s->zones || !s->arena) {
+        snprintf(err, errlen, "out of memory");
+        jobs_destroy(s);
+        return NULL;
+    }
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    s->jobs_gauge = mc_metrics_gauge(m, "mooncake_jobs", "Recurring jobs held", NULL);
+    s->restore_seconds = mc_metrics_gauge(m, "mooncake_jobs_last_restore_seconds",
+                                          "Duration of the last jobs changelog restore", NULL);
+    s->submitted = mc_metrics_counter(m, "mooncake_jobs_occurrences_total",
+                                      "Occurrences written to tasks (triggers included)", NULL);
+    s->cancelled = mc_metrics_counter(
+        m, "mooncake_jobs_cancelled_total",
+        "Occurrences written ahead and cancelled (update, pause, delete, cover early)", NULL);
+    s->skipped = mc_metrics_counter(
+        m, "mooncake_jobs_skipped_total",
+        "Occurrences skipped (discard later, serial coalescing, misfire policy)", NULL);
+    s->misfired =
+        mc_metrics_counter(m, "mooncake_jobs_misfires_total",
+                           "Times a job found occurrences missed beyond its threshold", NULL);
+    s->relayed = mc_metrics_counter(m, "mooncake_jobs_relayed_results_total",
+                                    "Final Results of occurrences relayed to their job", NULL);
+    s->restored = mc_metrics_counter(m, "mooncake_jobs_restored_records_total",
+                                     "Changelog records replayed on assignment", NULL);
+    s->expired = mc_metrics_counter(
+        m, "mooncake_jobs_stale_occurrences_total",
+        "Occurrences given up on after their stale bound without a final Result", NULL);
+    return s;
+}
+
+/* ---- entries ------------------------------------------------------------------ */
+
+static void entry_free(job_entry *e)
+{
+    if (!e)
+        return;
+    mc_job_schedule_clear(&e->sched);
+    free(e->job_raw);
+    free(e);
+}
+
+static void free_node(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    entry_free((job_entry *)n);
+}
+
+static void part_free(job_part *p)
+{
+    if (!p)
+        return;
+    if (p->jobs) {
+        mc_keymap_drain(p->jobs, free_node, NULL);
+        mc_keymap_free(p->jobs);
+    }
+    mc_wheel_free(p->timers);
+    free(p);
+}
+
+static job_entry *find_entry(job_part *p, const void *key, size_t len)
+{
+    return (job_entry *)mc_keymap_find(p->jobs, key, len, mc_keymap_hash(key, len));
+}
+
+static void remove_entry(job_part *p, job_entry *e)
+{
+    mc_wheel_cancel(p->timers, &e->timer);
+    mc_keymap_remove(p->jobs, &e->node);
+    entry_free(e);
+}
+
+/* How long a job waits for an occurrence's final Result before it stops
+ * waiting: every attempt's timeout, a second each for connecting, every
+ * backoff at its ceiling, and a minute for the Kafka hops. */
+static int64_t stale_bound(const mc_job *j, const mc_config *cfg)
+{
+    int64_t attempts = j->has_retry ? j->retry.max_attempts : cfg->retry_max_attempts;
+    int64_t backoff = j->has_retry ? j->retry.max_backoff_ms : cfg->retry_max_backoff_ms;
+    if (attempts < 1)
+        attempts = 1;
+    int64_t t =
+        attempts * ((int64_t)j->callback.timeout_ms + 1000) + (attempts - 1) * backoff + 60000;
+    return t > MAX_STALE_MS || t < 0 ? MAX_STALE_MS : t;
+}
+
+/* Makes the entry for a decoded job whose bytes are raw, or NULL with a
+ * reason in why. The schedule compiles here, once per definition. */
+static job_entry *entry_new(jobs *s, const void *key, size_t keylen, const mc_job *j,
+                            const uint8_t *raw, size_t raw_len, char *why, size_t whylen)
+{
+    job_entry *e = calloc(1, sizeof *e + keylen);
+    if (!e) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    e->node.key_len = (uint32_t)keylen;
+    e->node.hash = mc_keymap_hash(key, keylen);
+    memcpy(e->key, key, keylen);
+    e->job_raw = malloc(raw_len ? raw_len : 1);
+    if (!e->job_raw ||
+        mc_job_schedule_init(&e->sched, j, s->zones, &mc_job_avro_names, why, whylen) != 0) {
+        if (!e->job_raw)
+            snprintf(why, whylen, "out of memory");
+        free(e->job_raw);
+        free(e);
+        return NULL;
+    }
+    memcpy(e->job_raw, raw, raw_len);
+    e->job_len = (uint32_t)raw_len;
+    e->overlap = j->kind == MC_SCHEDULE_FIXED_DELAY ? MC_OVERLAP_SERIAL : j->overlap;
+    e->misfire = j->misfire;
+    e->catch_up_limit = j->catch_up_limit;
+    e->misfire_threshold_ms = j->misfire_threshold_ms;
+    e->max_runs = j->max_runs;
+    e->stale_ms = stale_bound(j, s->cfg);
+    e->next_at = e->last_scheduled_at = e->queued_at = -1;
+    return e;
+}
+
+static bool tracked(const job_entry *e)
+{
+    return e->overlap != MC_OVERLAP_PARALLEL;
+}
+
+static void running_add(job_entry *e, int64_t at)
+{
+    if (e->n_running == MAX_RUNNING) {
+        memmove(e->running, e->running + 1, (MAX_RUNNING - 1) * sizeof e->running[0]);
+        e->n_running--;
+    }
+    e->running[e->n_running++] = at;
+}
+
+static bool running_remove(job_entry *e, int64_t at)
+{
+    for (uint8_t i = 0; i < e->n_running; i++)
+        if (e->running[i] == at) {
+            memmove(e->running + i, e->running + i + 1,
+                    (size_t)(e->n_running - i - 1) * sizeof e->running[0]);
+            e->n_running--;
+            return true;
+        }
+    return false;
+}
+
+/* When the job next needs attention: an occurrence to write ahead, an
+ * overlap to decide at its due time, a queued one, a stale one; -1: none. */
+static int64_t action_at(const jobs *s, const job_entry *e, int64_t now)
+{
+    if (e->status != MC_JOB_ACTIVE)
+        return -1;
+    if (e->queued_at >= 0 && e->n_running == 0)
+        return now;
+    int64_t t = -1;
+    for (uint8_t i = 0; i < e->n_running; i++)
+        if (t < 0 || e->running[i] + e->stale_ms < t)
+            t = e->running[i] + e->stale_ms;
+    if (e->next_at >= 0) {
+        int64_t a = e->n_running > 0 ? e->next_at : e->next_at - s->ahead_ms;
+        if (!tracked(e))
+            a = e->next_at - s->ahead_ms;
+        if (t < 0 || a < t)
+            t = a;
+    }
+    return t;
+}
+
+static int arm(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
+{
+    mc_wheel_cancel(p->timers, &e->timer);
+    int64_t t = action_at(s, e, now);
+    if (t < 0)
+        return 0;
+    if (mc_wheel_add(p->timers, &e->timer, t) != 0)
+        return -1;
+    mc_ctx_wakeup_at(ctx, t);
+    return 0;
+}
+
+/* ---- outputs ---------------------------------------------------------------------- */
+
+static int write_state(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
+{
+    mc_job_state st = {
+        .version = e->version,
+        .status = e->status,
+        .next_at = e->next_at,
+        .runs = e->runs,
+        .last_scheduled_at = e->last_scheduled_at,
+        .running = e->running,
+        .n_running = e->n_running,
+        .queued_at = e->queued_at,
+        .skipped = e->skipped,
+        .updated_at = now,
+        .job_raw = e->job_raw,
+        .job_raw_len = e->job_len,
+    };
+    mc_buf_reset(&s->buf);
+    if (mc_encode_job_state(&st, &s->buf) != 0)
+        return -1;
+    return mc_ctx_forward(ctx, s->changelog, p->partition, e->key, e->node.key_len, s->buf.data,
+                          s->buf.len);
+}
+
+static int write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx)
+{
+    return mc_ctx_forward(ctx, s->changelog, p->partition, e->key, e->node.key_len, NULL, 0);
+}
+
+/* The app_id and job_id of an entry, as its decoded job has them. */
+static int decode_job(jobs *s, const job_entry *e, mc_job *j)
+{
+    char detail[256];
+    if (mc_decode_job(e->job_raw, e->job_len, s->arena, j, detail, sizeof detail) != MC_CODEC_OK) {
+        mc_log(s->logger, MC_LOG_ERROR, "held job unreadable", "error", detail, (const char *)NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the Submit of the occurrence scheduled at `at`, due at `due`. */
+static int submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
+{
+    mc_arena_reset(s->arena);
+    mc_job j;
+    if (decode_job(s, e, &j) != 0)
+        return -1;
+    char id[MC_JOB_MAX_ID_LEN + 32], at_text[24];
+    mc_occurrence_id(j.job_id, at, id, sizeof id);
+    snprintf(at_text, sizeof at_text, "%" PRId64, at);
+    /* The job's headers, then who and when (replacing a job header of the
+     * same name: the callback must be able to trust them). */
+    size_t nh = 0;
+    mc_kv *headers = mc_arena_alloc(s->arena, (j.callback.n_headers + 2) * sizeof *headers);
+    mc_kv *meta = mc_arena_alloc(s->arena, (j.n_metadata + 2) * sizeof *meta);
+    if (!headers || !meta)
+        return -1;
+    for (size_t i = 0; i < j.callback.n_headers; i++)
+        if (strcasecmp(j.callback.headers[i].key, HEADER_JOB_ID) != 0 &&
+            strcasecmp(j.callback.headers[i].key, HEADER_SCHEDULED_AT) != 0)
+            headers[nh++] = j.callback.headers[i];
+    headers[nh++] = (mc_kv){HEADER_JOB_ID, j.job_id};
+    headers[nh++] = (mc_kv){HEADER_SCHEDULED_AT, at_text};
+    size_t nm = 0;
+    for (size_t i = 0; i < j.n_metadata; i++)
+        if (strcmp(j.metadata[i].key, "job_id") != 0 &&
+            strcmp(j.metadata[i].key, "scheduled_at") != 0)
+            meta[nm++] = j.metadata[i];
+    meta[nm++] = (mc_kv){"job_id", j.job_id};
+    meta[nm++] = (mc_kv){"scheduled_at", at_text};
+    mc_command c = {.kind = MC_CMD_SUBMIT};
+    c.submit = (mc_task){
+        .app_id = j.app_id,
+        .task_id = id,
+        .due_at = due,
+        .callback = j.callback,
+        .has_retry = j.has_retry,
+        .retry = j.retry,
+        .attempt = 1,
+        .created_at = now,
+        .metadata = meta,
+        .n_metadata = nm,
+    };
+    c.submit.callback.headers = headers;
+    c.submit.callback.n_headers = nh;
+    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
+    mc_buf_reset(&s->buf);
+    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
+        return -1;
+    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
+                       s->buf.data, s->buf.len) != 0)
+        return -1;
+    mc_counter_add(s->submitted, 1);
+    return 0;
+}
+
+/* Writes the Cancel of the occurrence scheduled at `at`. */
+static int cancel(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
+{
+    mc_arena_reset(s->arena);
+    mc_job j;
+    if (decode_job(s, e, &j) != 0)
+        return -1;
+    char id[MC_JOB_MAX_ID_LEN + 32];
+    mc_occurrence_id(j.job_id, at, id, sizeof id);
+    mc_command c = {.kind = MC_CMD_CANCEL};
+    c.cancel = (mc_cancel){.app_id = j.app_id, .task_id = id, .requested_at = now};
+    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
+    mc_buf_reset(&s->buf);
+    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
+        return -1;
+    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
+                       s->buf.data, s->buf.len) != 0)
+        return -1;
+    mc_counter_add(s->cancelled, 1);
+    return 0;
+}
+
+/* Cancels every occurrence written for after `from` (the moment an update,
+ * pause or delete was requested, at most now): those written ahead, and
+ * those an outage let fall due before the command could be applied, which
+ * the cancel may still stop. Returns how many, or -1. *first gets the
+ * earliest (or -1). */
+static long cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ctx *ctx,
+                         int64_t *first)
+{
+    long n = 0;
+    *first = -1;
+    if (from > now)
+        from = now;
+    if (from < now - CANCEL_LOOKBACK_MS)
+        from = now - CANCEL_LOOKBACK_MS; /* a client clock far behind: older ones ran long ago */
+    if (tracked(e)) {
+        for (uint8_t i = 0; i < e->n_running;) {
+            int64_t at = e->running[i];
+            if (at <= from) {
+                i++;
+                continue;
+            }
+            if (cancel(s, e, at, now, ctx) != 0)
+                return -1;
+            running_remove(e, at);
+            if (*first < 0 || at < *first)
+                *first = at;
+            n++;
+        }
+    } else if (e->last_scheduled_at > from) {
+        for (int64_t at = mc_job_schedule_next(&e->sched, from);
+             at >= 0 && at <= e->last_scheduled_at; at = mc_job_schedule_next(&e->sched, at)) {
+            if (cancel(s, e, at, now, ctx) != 0)
+                return -1;
+            if (*first < 0)
+                *first = at;
+            n++;
+        }
+    }
+    if (n > 0) {
+        e->runs -= n;
+        if (e->runs < 0)
+            e->runs = 0;
+        if (e->last_scheduled_at > from)
+            e->last_scheduled_at = from;
+    }
+    return n;
+}
+
+/* ---- the schedule -------------------------------------------------------------------- */
+
+static int64_t schedule_after(const job_entry *e, int64_t at)
+{
+    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY)
+        return -1; /* the next one follows the finished one */
+    return mc_job_schedule_next(&e->sched, at);
+}
+
+static bool ended(const job_entry *e)
+{
+    return e->max_runs > 0 && e->runs >= e->max_runs;
+}
+
+/* An occurrence is due (or written ahead): the overlap policy decides
+ * whether it runs. due is when its task is due. */
+static int offer(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
+{
+    if (at > e->last_scheduled_at)
+        e->last_scheduled_at = at;
+    if (!tracked(e) || e->n_running == 0) {
+        if (submit(s, e, at, due, now, ctx) != 0)
+            return -1;
+        if (tracked(e))
+            running_add(e, at);
+        e->runs++;
+        return 0;
+    }
+    switch (e->overlap) {
+    case MC_OVERLAP_DISCARD_LATER:
+        e->skipped++;
+        mc_counter_add(s->skipped, 1);
+        return 0;
+    case MC_OVERLAP_COVER_EARLY:
+        while (e->n_running > 0) {
+            if (cancel(s, e, e->running[0], now, ctx) != 0)
+                return -1;
+            running_remove(e, e->running[0]);
+        }
+        if (submit(s, e, at, due, now, ctx) != 0)
+            return -1;
+        running_add(e, at);
+        e->runs++;
+        return 0;
+    case MC_OVERLAP_SERIAL:
+        if (e->queued_at < 0) {
+            e->queued_at = at;
+            e->runs++;
+        } else {
+            e->skipped++;
+            mc_counter_add(s->skipped, 1);
+        }
+        return 0;
+    case MC_OVERLAP_PARALLEL:
+        break;
+    }
+    return 0;
+}
+
+/* next_at is more than the threshold late: the misfire policy picks which
+ * of the missed occurrences run now, and the schedule moves on to the
+ * first one that is not missed. */
+static int misfire(jobs *s, job_entry *e, int64_t now, mc_ctx *ctx)
+{
+    mc_counter_add(s->misfired, 1);
+    int64_t cutoff = now - e->misfire_threshold_ms; /* before it: missed */
+    int keep = e->misfire == MC_MISFIRE_DO_NOTHING      ? 0
+               : e->misfire == MC_MISFIRE_FIRE_ONCE_NOW ? 1
+                                                        : e->catch_up_limit;
+    int64_t last[MC_JOB_MAX_CATCH_UP];
+    int kept = 0, head = 0;
+    int64_t missed = 0, at = e->next_at, scanned = 0;
+    while (at >= 0 && at < cutoff) {
+        if (keep > 0) {
+            last[(head + kept) % keep] = at;
+            if (kept < keep)
+                kept++;
+            else
+                head = (head + 1) % keep;
+        }
+        missed++;
+        if (++scanned == MISS_SCAN_LIMIT && cutoff - DAY_MS > at) {
+            /* Too many to count: count from a day before the cutoff. The
+             * skipped count is then a lower bound. */
+            at = mc_job_schedule_next(&e->sched, cutoff - DAY_MS);
+            continue;
+        }
+        at = schedule_after(e, at);
+    }
+    e->next_at = at;
+    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->next_at < 0 && keep == 0)
+        e->next_at = now + e->sched.interval_ms; /* skipped: the delay starts now */
+    e->skipped += missed - kept;
+    mc_counter_add(s->skipped, (uint64_t)(missed - kept));
+    for (int i = 0; i < kept && !ended(e); i++)
+        if (offer(s, e, last[(head + i) % keep], now, now, ctx) != 0)
+            return -1;
+    return 0;
+}
+
+/* Occurrences whose final Result never came within the stale bound. */
+static void expire_running(jobs *s, job_entry *e, int64_t now)
+{
+    for (uint8_t i = 0; i < e->n_running;) {
+        if (e->running[i] + e->stale_ms > now) {
+            i++;
+            continue;
+        }
+        running_remove(e, e->running[i]);
+        mc_counter_add(s->expired, 1);
+        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->next_at < 0)
+            e->next_at = now + e->sched.interval_ms;
+    }
+}
+
+/* Does whatever the job needs at `now`: write the occurrences that are due
+ * or within ahead_ms (and not after `until`), decide overlaps, apply the
+ * misfire policy, end it. *dirty tells whether its state changed (the
+ * caller writes it). */
+static int step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budget, bool *dirty,
+                mc_ctx *ctx)
+{
+    uint8_t had = e->n_running;
+    expire_running(s, e, now);
+    if (e->n_running != had)
+        *dirty = true;
+    if (e->status != MC_JOB_ACTIVE)
+        return 0;
+    if (e->queued_at >= 0 && e->n_running == 0) {
+        if (submit(s, e, e->queued_at, now, now, ctx) != 0)
+            return -1;
+        running_add(e, e->queued_at);
+        e->queued_at = -1;
+        *dirty = true;
+    }
+    while (*budget > 0 && e->next_at >= 0) {
+        if (ended(e)) {
+            e->status = MC_JOB_ENDED;
+            e->next_at = -1;
+            *dirty = true;
+            break;
+        }
+        if (now - e->next_at > e->misfire_threshold_ms) {
+            if (misfire(s, e, now, ctx) != 0)
+                return -1;
+            *dirty = true;
+            (*budget)--;
+            continue;
+        }
+        if (e->next_at - now > s->ahead_ms || e->next_at > until)
+            break;
+        if (tracked(e) && e->n_running > 0 && now < e->next_at)
+            break; /* decided at its due time, if the running one is still running */
+        int64_t at = e->next_at;
+        if (offer(s, e, at, at, now, ctx) != 0)
+            return -1;
+        e->next_at = schedule_after(e, at);
+        *dirty = true;
+        (*budget)--;
+    }
+    if (e->next_at < 0 && e->status == MC_JOB_ACTIVE && e->n_running == 0 && e->queued_at < 0 &&
+        (e->sched.kind != MC_SCHEDULE_FIXED_DELAY || ended(e))) {
+        e->status = MC_JOB_ENDED; /* past end_at or max_runs */
+        *dirty = true;
+    }
+    return 0;
+}
+
+/* step(), then the state and the next timer. */
+static int attend(jobs *s, job_part *p, job_entry *e, int64_t now, size_t *budget, bool dirty,
+                  mc_ctx *ctx)
+{
+    if (step(s, e, now, INT64_MAX, budget, &dirty, ctx) != 0)
+        return -1;
+    if (dirty && write_state(s, p, e, now, ctx) != 0)
+        return -1;
+    return arm(s, p, e, now, ctx);
+}
+
+/* ---- commands ------------------------------------------------------------------------- */
+
+/* Before an update, pause or delete requested at `at`: the occurrences due
+ * by then that an outage kept from being written are written first (late),
+ * so a command cancels only what it supersedes, never what was due before
+ * it was sent. */
+static int catch_up(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
+{
+    if (e->status != MC_JOB_ACTIVE || e->next_at < 0 || e->next_at > at || e->next_at > now)
+        return 0;
+    size_t budget = FIRE_BATCH;
+    bool dirty = false; /* every caller writes the state (or its tombstone) next */
+    return step(s, e, now, at < now ? at : now, &budget, &dirty, ctx);
+}
+
+static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c, mc_ctx *ctx)
+{
+    int64_t now = mc_ctx_now_ms(ctx);
+    char why[512];
+    if (!mc_job_ok(&c->put, now, s->zones, &mc_job_avro_names, why, sizeof why)) {
+        char reason[600];
+        snprintf(reason, sizeof reason, "jobs: invalid job: %s", why);
+        return mc_ctx_dead_letter(ctx, r, reason, NULL);
+    }
+    job_entry *e =
+        entry_new(s, r->key, r->key_len, &c->put, c->put_raw, c->put_raw_len, why, sizeof why);
+    if (!e)
+        return -1; /* mc_job_ok compiled the same schedule: only memory is left */
+    job_entry *old = find_entry(p, r->key, r->key_len);
+    e->status = c->put.paused ? MC_JOB_PAUSED : MC_JOB_ACTIVE;
+    int64_t from = now - 1;
+    if (old) {
+        int64_t first;
+        if (catch_up(s, old, c->put.created_at, now, ctx) != 0 ||
+            cancel_after(s, old, c->put.created_at, now, ctx, &first) < 0) {
+            entry_free(e);
+            return -1;
+        }
+        if (old->status == MC_JOB_PAUSED)
+            e->status = MC_JOB_PAUSED;
+        e->runs = old->runs;
+        e->skipped = old->skipped;
+        e->last_scheduled_at = old->last_scheduled_at;
+        /* What still runs keeps counting against the overlap policy. */
+        if (tracked(e))
+            for (uint8_t i = 0; i < old->n_running; i++)
+                running_add(e, old->running[i]);
+        if (old->last_scheduled_at > from)
+            from = old->last_scheduled_at;
+        remove_entry(p, old);
+    }
+    e->version = r->offset;
+    e->next_at = mc_job_schedule_next(&e->sched, from);
+    mc_keymap_insert(p->jobs, &e->node);
+    size_t budget = FIRE_BATCH;
+    return attend(s, p, e, now, &budget, true, ctx);
+}
+
+static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_action *a, mc_ctx *ctx)
+{
+    int64_t now = mc_ctx_now_ms(ctx);
+    job_entry *e = find_entry(p, r->key, r->key_len);
+    if (!e) {
+        char reason[600];
+        snprintf(reason, sizeof reason, "jobs: no job %.*s to %s", (int)r->key_len,
+                 (const char *)r->key,
+                 a->action == MC_JOB_PAUSE    ? "pause"
+                 : a->action == MC_JOB_RESUME ? "resume"
+                 : a->action == MC_JOB_DELETE ? "delete"
+                                              : "trigger");
+        return mc_ctx_dead_letter(ctx, r, reason, NULL);
+    }
+    int64_t first;
+    size_t budget = FIRE_BATCH;
+    if ((a->action == MC_JOB_PAUSE || a->action == MC_JOB_DELETE) &&
+        catch_up(s, e, a->requested_at, now, ctx) != 0)
+        return -1;
+    switch (a->action) {
+    case MC_JOB_PAUSE:
+        if (e->status != MC_JOB_ACTIVE)
+            return 0;
+        if (cancel_after(s, e, a->requested_at, now, ctx, &first) < 0)
+            return -1;
+        /* The cancelled ones are due again when resumed: the misfire policy
+         * then decides about them like about any missed one. */
+        if (first >= 0 && (e->next_at < 0 || first < e->next_at))
+            e->next_at = first;
+        e->status = MC_JOB_PAUSED;
+        return attend(s, p, e, now, &budget, true, ctx);
+    case MC_JOB_RESUME:
+        if (e->status != MC_JOB_PAUSED)
+            return 0;
+        e->status = MC_JOB_ACTIVE;
+        return attend(s, p, e, now, &budget, true, ctx);
+    case MC_JOB_DELETE:
+        if (cancel_after(s, e, a->requested_at, now, ctx, &first) < 0 ||
+            write_tombstone(s, p, e, ctx) != 0)
+            return -1;
+        remove_entry(p, e);
+        return 0;
+    case MC_JOB_TRIGGER:
+        /* Runs whatever the schedule, the state and the overlap policy
+         * say, as XXL-JOB's manual trigger does. */
+        return submit(s, e, a->requested_at, now, now, ctx);
+    }
+    return 0;
+}
+
+static int occurrence_done(jobs *s, job_part *p, const mc_record *r, const mc_occurrence_done *d,
+                           mc_ctx *ctx)
+{
+    job_entry *e = find_entry(p, r->key, r->key_len);
+    if (!e || !running_remove(e, d->scheduled_at))
+        return 0; /* not waited for: parallel, expired, covered, or deleted */
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0) {
+        e->next_at = d->finished_at + e->sched.interval_ms;
+        if (e->sched.end_at > 0 && e->next_at > e->sched.end_at)
+            e->next_at = -1;
+    }
+    size_t budget = FIRE_BATCH;
+    return attend(s, p, e, now, &budget, true, ctx);
+}
+
+/* A command whose partition is not its key's home (written with another
+ * partitioner) goes home unchanged, as the router does with tasks: all of
+ * a job's commands must meet in one partition. */
+static int send_home(jobs *s, const mc_record *r, int32_t home, mc_ctx *ctx)
+{
+    return mc_ctx_forward(ctx, s->commands, home, r->key, r->key_len, r->value, r->value_len);
+}
+
+static bool key_matches(const mc_record *r, const char *app_id, const char *job_id)
+{
+    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    size_t n = mc_task_key(app_id, job_id, key, sizeof key);
+    return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
+}
+
+static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
+{
+    job_part *p = mc_part_table_get(&s->parts, r->partition);
+    if (!p)
+        return 0;
+    if (!r->value || !r->key)
+        return mc_ctx_dead_letter(ctx, r, "jobs: a job command needs a key and a value", NULL);
+    int32_t home = mc_key_partition(r->key, r->key_len, s->command_partitions);
+    if (home != r->partition)
+        return send_home(s, r, home, ctx);
+    mc_arena_reset(s->arena);
+    mc_job_command c;
+    char detail[256];
+    mc_codec_err err =
+        mc_decode_job_command(r->value, r->value_len, s->arena, &c, detail, sizeof detail);
+    if (err != MC_CODEC_OK) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "jobs: undecodable JobCommand: %s: %s",
+                 mc_codec_strerror(err), detail);
+        return mc_ctx_dead_letter(ctx, r, reason, NULL);
+    }
+    const char *app = c.kind == MC_JOBCMD_PUT      ? c.put.app_id
+                      : c.kind == MC_JOBCMD_ACTION ? c.action.app_id
+                                                   : c.done.app_id;
+    const char *job = c.kind == MC_JOBCMD_PUT      ? c.put.job_id
+                      : c.kind == MC_JOBCMD_ACTION ? c.action.job_id
+                                                   : c.done.job_id;
+    if (!key_matches(r, app, job))
+        return mc_ctx_dead_letter(ctx, r, "jobs: the record key is not app_id/job_id", NULL);
+    switch (c.kind) {
+    case MC_JOBCMD_PUT:
+        return put_job(s, p, r, &c, ctx);
+    case MC_JOBCMD_ACTION:
+        return job_action(s, p, r, &c.action, ctx);
+    case MC_JOBCMD_DONE:
+        return occurrence_done(s, p, r, &c.done, ctx);
+    }
+    return 0;
+}
+
+/* A final Result of an occurrence goes to its job as an OccurrenceDone. */
+static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
+{
+    if (!r->value)
+        return 0;
+    mc_arena_reset(s->arena);
+    mc_result res;
+    if (mc_decode_result(r->value, r->value_len, s->arena, &res, NULL, 0) != MC_CODEC_OK)
+        return 0; /* not ours to judge: the results topic is the executor's log */
+    if (res.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+        return 0;
+    size_t job_len;
+    int64_t at;
+    if (!mc_occurrence_parse(res.task_id, &job_len, &at) || job_len > MC_JOB_MAX_ID_LEN)
+        return 0;
+    char job_id[MC_JOB_MAX_ID_LEN + 1];
+    memcpy(job_id, res.task_id, job_len);
+    job_id[job_len] = '\0';
+    mc_job_command c = {.kind = MC_JOBCMD_DONE};
+    c.done = (mc_occurrence_done){.app_id = res.app_id,
+                                  .job_id = job_id,
+                                  .scheduled_at = at,
+                                  .outcome = res.outcome,
+                                  .finished_at = res.finished_at};
+    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    size_t klen = mc_task_key(res.app_id, job_id, key, sizeof key);
+    mc_buf_reset(&s->buf);
+    if (klen >= sizeof key || mc_encode_job_command(&c, &s->buf) != 0)
+        return klen >= sizeof key ? 0 : -1;
+    if (mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
+                       klen, s->buf.data, s->buf.len) != 0)
+        return -1;
+    mc_counter_add(s->relayed, 1);
+    return 0;
+}
+
+static int jobs_process(void *self, const mc_record *r, mc_ctx *ctx)
+{
+    jobs *s = self;
+    if (strcmp(r->topic, s->results_topic) == 0)
+        return relay_result(s, r, ctx);
+    return process_command(s, r, ctx);
+}
+
+/* ---- timers --------------------------------------------------------------------------- */
+
+static void update_gauges(jobs *s)
+{
+    size_t n = 0;
+    job_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
+        n += mc_keymap_count(p->jobs);
+    mc_gauge_set(s->jobs_gauge, (double)n);
+}
+
+static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
+{
+    jobs *s = self;
+    size_t budget = FIRE_BATCH;
+    int64_t next = INT64_MAX;
+    job_part *p;
+    mc_timer *due[256];
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
+        while (budget > 0) {
+            size_t want = budget < 256 ? budget : 256;
+            size_t got = mc_wheel_advance(p->timers, now, due, want);
+            for (size_t k = 0; k < got; k++)
+                if (attend(s, p, MC_TIMER_OWNER(due[k], job_entry, timer), now, &budget, false,
+                           ctx) != 0)
+                    return -1;
+            if (got < want)
+                break;
+        }
+        int64_t d = mc_wheel_next_deadline(p->timers);
+        if (d < next)
+            next = d;
+    }
+    if (budget == 0)
+        next = now;
+    if (next != INT64_MAX)
+        mc_ctx_wakeup_at(ctx, next);
+    update_gauges(s);
+    return 0;
+}
+
+/* ---- assignment and restore ------------------------------------------------------------ */
+
+typedef struct restoring {
+    jobs *s;
+    job_part **parts;
+    size_t n;
+    bool nomem;
+} restoring;
+
+static void restore_record(void *arg, const mc_record *m)
+{
+    restoring *rs = arg;
+    jobs *s = rs->s;
+    job_part *p = NULL;
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->parts[i]->partition == m->partition)
+            p = rs->parts[i];
+    if (!p || !m->key)
+        return;
+    job_entry *old = find_entry(p, m->key, m->key_len);
+    if (old)
+        remove_entry(p, old);
+    if (!m->value)
+        return;
+    mc_arena_reset(s->arena);
+    mc_job_state st;
+    char detail[256], why[512];
+    job_entry *e = NULL;
+    if (mc_decode_job_state(m->value, m->value_len, s->arena, &st, detail, sizeof detail) !=
+        MC_CODEC_OK)
+        snprintf(why, sizeof why, "undecodable: %s", detail);
+    else
+        e = entry_new(s, m->key, m->key_len, &st.job, st.job_raw, st.job_raw_len, why, sizeof why);
+    if (!e) {
+        /* Only we write it: a bug, tampering, or a zone gone from the
+         * system's tzdata. Say so loudly; the rest of the partition holds. */
+        char off[24];
+        snprintf(off, sizeof off, "%" PRId64, m->offset);
+        mc_log(s->logger, MC_LOG_ERROR, "jobs changelog record skipped", "topic",
+               s->changelog_topic, "offset", off, "error", why, (const char *)NULL);
+        return;
+    }
+    e->version = st.version;
+    e->status = st.status;
+    e->next_at = st.next_at;
+    e->runs = st.runs;
+    e->last_scheduled_at = st.last_scheduled_at;
+    for (size_t i = 0; i < st.n_running; i++)
+        running_add(e, st.running[i]);
+    e->queued_at = st.queued_at;
+    e->skipped = st.skipped;
+    mc_keymap_insert(p->jobs, &e->node);
+    mc_counter_add(s->restored, 1);
+}
+
+static void arm_one(mc_keynode *n, void *arg)
+{
+    void **a = arg;
+    jobs *s = a[0];
+    job_part *p = a[1];
+    mc_ctx *ctx = a[2];
+    int64_t *now = a[3];
+    if (arm(s, p, (job_entry *)n, *now, ctx) != 0)
+        *(bool *)a[4] = true;
+}
+
+static int partition_counts(jobs *s, mc_ctx *ctx)
+{
+    char err[256];
+    int t = mc_ctx_partition_count(ctx, "tasks", err, sizeof err);
+    int c = t >= 0 ? mc_ctx_partition_count(ctx, "job-commands", err, sizeof err) : -1;
+    if (t <= 0 || c <= 0) {
+        mc_log(s->logger, MC_LOG_ERROR, "cannot read partition counts", "error", err,
+               (const char *)NULL);
+        return -1;
+    }
+    s->task_partitions = t;
+    s->command_partitions = c;
+    return 0;
+}
+
+static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    jobs *s = self;
+    mc_ctx_set_ready(ctx, false);
+    if (partition_counts(s, ctx) != 0)
+        return -1;
+    job_part **fresh = calloc((size_t)parts->cnt + 1, sizeof *fresh);
+    int32_t *ids = calloc((size_t)parts->cnt + 1, sizeof *ids);
+    if (!fresh || !ids) {
+        free(fresh);
+        free(ids);
+        return -1;
+    }
+    size_t n = 0;
+    int64_t now = mc_ctx_now_ms(ctx);
+    int rc = 0;
+    for (int i = 0; i < parts->cnt && rc == 0; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (strcmp(tp->topic, s->commands_topic) != 0 ||
+            mc_part_table_get(&s->parts, tp->partition))
+            continue;
+        job_part *p = calloc(1, sizeof *p);
+        if (p) {
+            p->partition = tp->partition;
+            p->jobs = mc_keymap_new(ENTRY_KEY_OFFSET);
+            p->timers = mc_wheel_new(now);
+        }
+        if (!p || !p->jobs || !p->timers || mc_part_table_put(&s->parts, tp->partition, p) != 0) {
+            part_free(p);
+            rc = -1;
+            break;
+        }
+        ids[n] = p->partition;
+        fresh[n++] = p;
+    }
+    mc_restore_stats st = {0, 0};
+    restoring rs = {s, fresh, n, false};
+    if (rc == 0 && n > 0)
+        rc = mc_ctx_restore(ctx, "jobs", ids, n, restore_record, &rs, &st);
+    now = mc_ctx_now_ms(ctx);
+    bool failed = false;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        void *a[] = {s, fresh[i], ctx, &now, &failed};
+        mc_keymap_each(fresh[i]->jobs, arm_one, a);
+    }
+    if (failed)
+        rc = -1;
+    if (rc == 0 && n > 0) {
+        char jobs_text[24];
+        snprintf(jobs_text, sizeof jobs_text, "%" PRIu64, st.records);
+        mc_log(s->logger, MC_LOG_INFO, "restored jobs", "records", jobs_text, (const char *)NULL);
+        mc_gauge_set(s->restore_seconds, st.seconds);
+    }
+    free(fresh);
+    free(ids);
+    update_gauges(s);
+    mc_ctx_wakeup_at(ctx, now);
+    mc_ctx_set_ready(ctx, rc == 0);
+    return rc;
+}
+
+static void jobs_on_revoke(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    (void)ctx;
+    jobs *s = self;
+    for (int i = 0; i < parts->cnt; i++)
+        if (strcmp(parts->elems[i].topic, s->commands_topic) == 0)
+            part_free(mc_part_table_take(&s->parts, parts->elems[i].partition));
+    update_gauges(s);
+}
+
+static int jobs_check_config(const mc_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->jobs_ahead_ms < 100) {
+        snprintf(err, errlen, "--jobs-ahead-ms must be at least 100");
+        return -1;
+    }
+    return 0;
+}
+
+static void jobs_destroy(void *self)
+{
+    jobs *s = self;
+    if (!s)
+        return;
+    job_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
+        part_free(p);
+    mc_part_table_free(&s->parts);
+    mc_zone_cache_free(s->zones);
+    mc_arena_free(s->arena);
+    mc_buf_free(&s->buf);
+    free(s);
+}
+
+static const char *const jobs_inputs[] = {"job-commands", "results", NULL};
+
+const mc_processor mc_jobs_processor = {
+    .name = "jobs",
+    .input_topics = jobs_inputs,
+    .check_config = jobs_check_config,
+    .create = jobs_create,
+    .process = jobs_process,
+    .punctuate = jobs_punctuate,
+    .on_assign = jobs_on_assign,
+    .on_revoke = jobs_on_revoke,
+    .destroy = jobs_destroy,
+};

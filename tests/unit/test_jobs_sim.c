@@ -1,0 +1,520 @@
+/* The jobs processor driven record by record through tests/sim: each
+ * occurrence of a recurring job written to `tasks` exactly once across
+ * crashes, aborts and restores; updates, pauses and deletes cancelling what
+ * was written ahead; the misfire and overlap policies; fixed delay; and
+ * bad jobs dead-lettered with the field named. What each test asserts is
+ * what a user would see: the Submits and Cancels in `tasks`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "jobs.h"
+#include "kafka.h"
+#include "simkit.h"
+
+#define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
+#define P 3
+
+static uint64_t rng_state = 7;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * UINT64_C(2685821657736338717);
+}
+
+static mc_job base_job(const char *id)
+{
+    return (mc_job){
+        .app_id = "a",
+        .job_id = id,
+        .kind = MC_SCHEDULE_FIXED_RATE,
+        .cron = "",
+        .time_zone = "UTC",
+        .interval_ms = 1000,
+        .start_at = T0,
+        .misfire = MC_MISFIRE_FIRE_ONCE_NOW,
+        .catch_up_limit = 10,
+        .misfire_threshold_ms = 5000,
+        .overlap = MC_OVERLAP_PARALLEL,
+        .callback = {.url = "http://e/job", .method = "POST", .timeout_ms = 1000},
+        .created_at = T0,
+    };
+}
+
+static int64_t append_command(sim_kafka *k, const mc_job_command *c, const char *job_id)
+{
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(c, &b) == 0);
+    char key[256];
+    size_t kl = mc_task_key("a", job_id, key, sizeof key);
+    int64_t off = sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl,
+                             b.data, b.len, NULL, 0);
+    mc_buf_free(&b);
+    return off;
+}
+
+static void put(sim_kafka *k, const mc_job *j)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = *j};
+    append_command(k, &c, j->job_id);
+}
+
+static void act(sim_kafka *k, const char *id, mc_job_action_kind a, int64_t at)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_ACTION,
+                        .action = {.app_id = "a", .job_id = id, .action = a, .requested_at = at}};
+    append_command(k, &c, id);
+}
+
+/* A final Result of an occurrence, as the executor writes it. */
+static void result(sim_kafka *k, const char *task_id, mc_outcome o, int64_t at)
+{
+    mc_result r = {.app_id = "a",
+                   .task_id = task_id,
+                   .attempt = 1,
+                   .due_at = at,
+                   .started_at = at,
+                   .finished_at = at,
+                   .outcome = o,
+                   .error = ""};
+    mc_buf b = {0};
+    CHECK(mc_encode_result(&r, &b) == 0);
+    char key[256];
+    size_t kl = mc_task_key("a", task_id, key, sizeof key);
+    sim_append(k, kit_topic("results"), mc_key_partition(key, kl, P), key, kl, b.data, b.len, NULL,
+               0);
+    mc_buf_free(&b);
+}
+
+/* What `tasks` holds for one job, in order: Submits and Cancels by
+ * scheduled instant, and each Submit's due time. */
+typedef struct seen {
+    int64_t at[4096];
+    int64_t due[4096];
+    bool cancel[4096];
+    size_t n;
+} seen;
+
+static void read_tasks(sim_kafka *k, const char *job_id, seen *out)
+{
+    memset(out, 0, sizeof *out);
+    mc_arena *a = mc_arena_new();
+    size_t jl = strlen(job_id);
+    for (int32_t q = 0; q < P; q++) {
+        sim_rec *r;
+        size_t n = sim_read(k, kit_topic("tasks"), q, &r);
+        for (size_t i = 0; i < n; i++) {
+            mc_command c;
+            mc_arena_reset(a);
+            if (mc_decode_command(NULL, r[i].value, r[i].value_len, a, &c, NULL, 0) != MC_CODEC_OK)
+                continue;
+            const char *id = c.kind == MC_CMD_SUBMIT ? c.submit.task_id : c.cancel.task_id;
+            if (strncmp(id, job_id, jl) != 0 || id[jl] != '@' || out->n == 4096)
+                continue;
+            char expect_key[256];
+            size_t kl = mc_task_key("a", id, expect_key, sizeof expect_key);
+            CHECK(mc_key_partition(expect_key, kl, P) == q, "%s written to its home partition", id);
+            out->at[out->n] = strtoll(id + jl + 1, NULL, 10);
+            out->cancel[out->n] = c.kind == MC_CMD_CANCEL;
+            out->due[out->n] = c.kind == MC_CMD_SUBMIT ? c.submit.due_at : 0;
+            out->n++;
+        }
+        free(r);
+    }
+    mc_arena_free(a);
+    /* By instant (a stable sort: a Submit stays before its Cancel). */
+    for (size_t i = 1; i < out->n; i++)
+        for (size_t j = i; j > 0 && out->at[j - 1] > out->at[j]; j--) {
+            int64_t at = out->at[j], due = out->due[j];
+            bool c = out->cancel[j];
+            out->at[j] = out->at[j - 1], out->due[j] = out->due[j - 1];
+            out->cancel[j] = out->cancel[j - 1];
+            out->at[j - 1] = at, out->due[j - 1] = due, out->cancel[j - 1] = c;
+        }
+}
+
+static size_t count(const seen *s, int64_t at, bool cancel)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += s->at[i] == at && s->cancel[i] == cancel;
+    return n;
+}
+
+static size_t submits(const seen *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += !s->cancel[i];
+    return n;
+}
+
+static void run_until(sim_kafka *k, sim_inst *in, int64_t until, int64_t step)
+{
+    while (sim_now(k) < until) {
+        int64_t next = sim_now(k) + step;
+        sim_set_now(k, next < until ? next : until);
+        CHECK(sim_settle(in, 50) == 0);
+    }
+}
+
+static sim_inst *start(sim_kafka *k, const mc_config *cfg, const char *id)
+{
+    sim_inst *in = sim_inst_new(k, &mc_jobs_processor, cfg, id);
+    CHECK(in != NULL);
+    CHECK(sim_assign_all(in) == 0);
+    CHECK(sim_settle(in, 50) == 0);
+    return in;
+}
+
+static mc_config *config(void)
+{
+    static const char *flags[] = {"--jobs-ahead-ms=3000", "--horizon-ms=60000", NULL};
+    mc_config *cfg = kit_config("jobs", flags);
+    return cfg;
+}
+
+/* A fixed-rate job every second for two minutes, with the instance killed
+ * (its open transaction left behind) at random moments, aborted, and
+ * replaced: every scheduled instant is written exactly once, due on its
+ * instant, and nothing is written before ahead_ms. */
+static void every_occurrence_once_across_kills_and_aborts(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0 - 10000);
+    mc_job j = base_job("rate");
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    int gen = 1;
+    while (sim_now(k) < T0 + 120000) {
+        sim_advance(k, 1 + (int64_t)(rnd() % 400));
+        switch (rnd() % 10) {
+        case 0: { /* kill -9 with whatever the open transaction holds */
+            CHECK(sim_turn(in, 100, false) == 0);
+            sim_crash(in);
+            /* Restarted under its own id (a StatefulSet pod: the open
+             * transaction is aborted at once), or replaced by another
+             * instance once the coordinator expired it. */
+            char id[16];
+            if (rnd() % 2) {
+                snprintf(id, sizeof id, "j%d", ++gen);
+                sim_expire_transactions(k);
+            } else {
+                snprintf(id, sizeof id, "j%d", gen);
+            }
+            in = start(k, cfg, id);
+            break;
+        }
+        case 1:
+            CHECK(sim_turn(in, 100, false) == 0);
+            CHECK(sim_abort(in) == 0);
+            break;
+        default:
+            CHECK(sim_turn(in, 100, true) == 0);
+        }
+    }
+    CHECK(sim_settle(in, 50) == 0);
+    seen s;
+    read_tasks(k, "rate", &s);
+    for (int64_t at = T0; at <= T0 + 120000; at += 1000)
+        CHECK(count(&s, at, false) == 1, "occurrence %lld written %zu times", (long long)(at - T0),
+              count(&s, at, false));
+    for (size_t i = 0; i < s.n; i++) {
+        CHECK(!s.cancel[i]);
+        CHECK(s.due[i] == s.at[i], "due on its instant");
+        CHECK(s.at[i] <= sim_now(k) + 3000, "never more than ahead_ms early");
+        CHECK((s.at[i] - T0) % 1000 == 0);
+    }
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A cron job in a zone: "at second 0 of every 15th minute" in
+ * Asia/Kolkata (UTC+05:30) fires at :00, :15, :30, :45 local time. */
+static void cron_in_a_time_zone(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("cron");
+    j.kind = MC_SCHEDULE_CRON;
+    j.cron = "0 */15 * * * ?";
+    j.time_zone = "Asia/Kolkata";
+    j.interval_ms = 0;
+    j.start_at = 0;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 3600000, 1000);
+    seen s;
+    read_tasks(k, "cron", &s);
+    /* T0 is 08:00 UTC = 13:30 IST: 13:30, 13:45, 14:00, 14:15, 14:30 IST. */
+    CHECK(s.n == 5, "%zu occurrences in an hour", s.n);
+    for (size_t i = 0; i < s.n && i < 5; i++)
+        CHECK(s.at[i] == T0 + 900000 * (int64_t)i, "occurrence %zu at %lld", i,
+              (long long)(s.at[i] - T0));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* An update cancels what was written ahead under the old schedule and goes
+ * on with the new one; a delete cancels and stops; a trigger runs once. */
+static void update_delete_and_trigger(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("u");
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 10500, 100);
+    seen s;
+    read_tasks(k, "u", &s);
+    CHECK(count(&s, T0 + 13000, false) == 1, "written 3 s ahead");
+    CHECK(count(&s, T0 + 14000, false) == 0);
+    j.interval_ms = 7000;
+    j.start_at = T0 + 500;
+    j.created_at = T0 + 10500;
+    put(k, &j);
+    run_until(k, in, T0 + 30000, 100);
+    read_tasks(k, "u", &s);
+    for (int64_t at = T0 + 11000; at <= T0 + 13000; at += 1000)
+        CHECK(count(&s, at, true) == 1, "the update cancels %lld", (long long)(at - T0));
+    CHECK(count(&s, T0 + 10000, true) == 0, "what is due already is not cancelled");
+    CHECK(count(&s, T0 + 14500, false) == 1 && count(&s, T0 + 21500, false) == 1 &&
+              count(&s, T0 + 28500, false) == 1,
+          "the new schedule from its anchor");
+    CHECK(count(&s, T0 + 7500, false) == 0, "nothing of the new schedule before the update");
+    act(k, "u", MC_JOB_TRIGGER, T0 + 30000);
+    run_until(k, in, T0 + 33000, 100);
+    act(k, "u", MC_JOB_DELETE, T0 + 33000);
+    run_until(k, in, T0 + 60000, 100);
+    read_tasks(k, "u", &s);
+    CHECK(count(&s, T0 + 30000, false) == 1, "the trigger ran once");
+    CHECK(count(&s, T0 + 35500, false) == 1 && count(&s, T0 + 35500, true) == 1,
+          "the delete cancelled the one written ahead");
+    CHECK(count(&s, T0 + 42500, false) == 0, "nothing after the delete");
+    size_t dead = kit_count_keyed(k, "dead", 0) + kit_count_keyed(k, "dead", 1) +
+                  kit_count_keyed(k, "dead", 2);
+    CHECK(dead == 0, "no dead letters");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A pause of 30 s, then a resume, under each misfire policy. */
+static void misfire_after_a_pause(mc_misfire_policy policy, size_t expect_now)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("m");
+    j.interval_ms = 10000;
+    j.misfire = policy;
+    j.catch_up_limit = 2;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 5000, 100);
+    act(k, "m", MC_JOB_PAUSE, T0 + 5000);
+    run_until(k, in, T0 + 48000, 100);
+    seen s;
+    read_tasks(k, "m", &s);
+    CHECK(submits(&s) == 1, "only the first before the pause (%zu)", submits(&s));
+    /* Missed by more than the 5 s threshold: 10, 20, 30 and 40 s. */
+    act(k, "m", MC_JOB_RESUME, T0 + 48000);
+    run_until(k, in, T0 + 48050, 10);
+    read_tasks(k, "m", &s);
+    size_t now_ones = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (!s.cancel[i] && s.at[i] > T0 && s.at[i] < T0 + 48000) {
+            now_ones++;
+            CHECK(s.due[i] >= T0 + 48000, "a missed one runs now, not in the past");
+        }
+    CHECK(now_ones == expect_now, "policy %d ran %zu missed occurrences", (int)policy, now_ones);
+    if (policy == MC_MISFIRE_FIRE_ONCE_NOW)
+        CHECK(count(&s, T0 + 40000, false) == 1, "the latest missed one");
+    if (policy == MC_MISFIRE_CATCH_UP)
+        CHECK(count(&s, T0 + 30000, false) == 1 && count(&s, T0 + 40000, false) == 1,
+              "the latest two missed ones");
+    run_until(k, in, T0 + 60000, 100);
+    read_tasks(k, "m", &s);
+    CHECK(count(&s, T0 + 50000, false) == 1 && count(&s, T0 + 60000, false) == 1,
+          "then the schedule goes on");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* The overlap policies: the first occurrence never finishes until a
+ * Result comes; what happens to the ones due meanwhile. */
+static void overlap(mc_overlap_policy policy)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("o");
+    j.interval_ms = 2000;
+    j.overlap = policy;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 7000, 50); /* T0 runs; T0+2000, +4000, +6000 are due meanwhile */
+    seen s;
+    read_tasks(k, "o", &s);
+    switch (policy) {
+    case MC_OVERLAP_DISCARD_LATER:
+        CHECK(submits(&s) == 1 && count(&s, T0, false) == 1, "later ones discarded (%zu)",
+              submits(&s));
+        break;
+    case MC_OVERLAP_SERIAL:
+        CHECK(submits(&s) == 1, "one runs, one waits (%zu)", submits(&s));
+        break;
+    case MC_OVERLAP_COVER_EARLY:
+        CHECK(count(&s, T0 + 6000, false) == 1, "the newest runs");
+        CHECK(count(&s, T0, true) == 1 && count(&s, T0 + 2000, true) == 1 &&
+                  count(&s, T0 + 4000, true) == 1,
+              "each older one cancelled");
+        break;
+    default:
+        break;
+    }
+    /* The running one finishes. */
+    int64_t running = policy == MC_OVERLAP_COVER_EARLY ? T0 + 6000 : T0;
+    char id[64];
+    snprintf(id, sizeof id, "o@%lld", (long long)running);
+    result(k, id, MC_OUTCOME_SUCCEEDED, T0 + 7000);
+    run_until(k, in, T0 + 7500, 50);
+    read_tasks(k, "o", &s);
+    if (policy == MC_OVERLAP_SERIAL) {
+        CHECK(count(&s, T0 + 2000, false) == 1, "the queued one runs after it");
+        CHECK(count(&s, T0 + 4000, false) == 0 && count(&s, T0 + 6000, false) == 0,
+              "the rest coalesced");
+        for (size_t i = 0; i < s.n; i++)
+            if (s.at[i] == T0 + 2000)
+                CHECK(s.due[i] >= T0 + 7000, "queued: runs when the previous finished");
+    }
+    if (policy == MC_OVERLAP_DISCARD_LATER)
+        CHECK(count(&s, T0 + 8000, false) == 1, "the next one written ahead again");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Fixed delay: the next occurrence is due interval_ms after the previous
+ * finished, whenever that is. */
+static void fixed_delay_follows_the_finish(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("d");
+    j.kind = MC_SCHEDULE_FIXED_DELAY;
+    j.interval_ms = 5000;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 20000, 100);
+    seen s;
+    read_tasks(k, "d", &s);
+    CHECK(submits(&s) == 1 && count(&s, T0, false) == 1, "one, waiting for it to finish");
+    result(k, "d@1800000000000", MC_OUTCOME_EXHAUSTED, T0 + 20000);
+    run_until(k, in, T0 + 30000, 100);
+    read_tasks(k, "d", &s);
+    CHECK(count(&s, T0 + 25000, false) == 1, "5 s after it finished");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* end_at and max_runs end a job. */
+static void a_job_ends(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("e1");
+    j.max_runs = 3;
+    put(k, &j);
+    mc_job j2 = base_job("e2");
+    j2.end_at = T0 + 4500;
+    put(k, &j2);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 20000, 100);
+    seen s;
+    read_tasks(k, "e1", &s);
+    CHECK(submits(&s) == 3, "max_runs 3: %zu", submits(&s));
+    read_tasks(k, "e2", &s);
+    CHECK(submits(&s) == 5, "end_at after the fifth: %zu", submits(&s));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Bad jobs go to the dead topic with the field named; good ones are not
+ * held up. */
+static void bad_jobs_are_dead_lettered(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job bad_cron = base_job("b1");
+    bad_cron.kind = MC_SCHEDULE_CRON;
+    bad_cron.cron = "0 0 25 * * ?";
+    put(k, &bad_cron);
+    mc_job bad_zone = base_job("b2");
+    bad_zone.kind = MC_SCHEDULE_CRON;
+    bad_zone.cron = "0 0 * * * ?";
+    bad_zone.time_zone = "Mars/Olympus";
+    put(k, &bad_zone);
+    mc_job zero = base_job("b3");
+    zero.interval_ms = 0;
+    put(k, &zero);
+    mc_job never = base_job("b4");
+    never.kind = MC_SCHEDULE_CRON;
+    never.cron = "0 0 0 30 2 ?";
+    put(k, &never);
+    act(k, "nope", MC_JOB_PAUSE, T0);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 1000, 100);
+    const char *want[] = {"schedule.cron", "schedule.time_zone", "schedule.interval_ms",
+                          "schedule.cron", "no job a/nope"};
+    bool found[5] = {false};
+    mc_arena *a = mc_arena_new();
+    size_t total = 0;
+    for (int32_t q = 0; q < P; q++) {
+        sim_rec *r;
+        size_t n = sim_read(k, kit_topic("dead"), q, &r);
+        for (size_t i = 0; i < n; i++) {
+            mc_dead_letter d;
+            mc_arena_reset(a);
+            if (mc_decode_dead_letter(r[i].value, r[i].value_len, a, &d, NULL, 0) != MC_CODEC_OK)
+                continue;
+            total++;
+            for (int w = 0; w < 5; w++)
+                if (strstr(d.reason, want[w]) && !found[w]) {
+                    found[w] = true;
+                    break;
+                }
+        }
+        free(r);
+    }
+    mc_arena_free(a);
+    CHECK(total == 5, "%zu dead letters", total);
+    for (int w = 0; w < 5; w++)
+        CHECK(found[w], "a dead letter names %s", want[w]);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+int main(void)
+{
+    every_occurrence_once_across_kills_and_aborts();
+    cron_in_a_time_zone();
+    update_delete_and_trigger();
+    misfire_after_a_pause(MC_MISFIRE_FIRE_ONCE_NOW, 1);
+    misfire_after_a_pause(MC_MISFIRE_DO_NOTHING, 0);
+    misfire_after_a_pause(MC_MISFIRE_CATCH_UP, 2);
+    overlap(MC_OVERLAP_DISCARD_LATER);
+    overlap(MC_OVERLAP_SERIAL);
+    overlap(MC_OVERLAP_COVER_EARLY);
+    fixed_delay_follows_the_finish();
+    a_job_ends();
+    bad_jobs_are_dead_lettered();
+    return check_exit("test_jobs_sim");
+}
