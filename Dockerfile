@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # mooncake's container image: built by the repository's own set-up script and CMake
 # commands (what CI builds is what ships), run as a non-root user on a slim Debian with
-# only the shared libraries the two binaries link against, plus curl and CA
+# only the shared libraries the two binaries link against, the IANA time zone files
+# (tzdata: /usr/share/zoneinfo, read by the jobs role and the gateway), plus curl and CA
 # certificates for the Helm chart's test Pod. Nothing in it is written at run time, so
 # it runs with a read-only root filesystem. tests/unit/dockerfile_test.py lints this
 # file and checks both stages against tools/setup and the binaries' libraries.
@@ -20,7 +21,7 @@ LABEL org.opencontainers.image.title="mooncake" \
       org.opencontainers.image.version="0.1.0"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates curl libcurl4 libjansson4 libmicrohttpd12 librdkafka1 \
+      ca-certificates curl libcurl4 libjansson4 libmicrohttpd12 librdkafka1 tzdata \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 mooncake \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -1,9 +1,11 @@
 """What the chart tests share: where helm and the validator are (tools/setup builds
-them into $MOONCAKE_CACHE/bin), rendering the chart with a value set, and the value
+them into $MOONCAKE_CACHE/bin), rendering the chart with a value set, the value
 sets CI checks (the defaults and helm/mooncake/ci/*.yaml) with the Secrets each
-expects to exist outside the chart."""
+expects to exist outside the chart, and the roles and role-scoped settings the built
+binary has (from `mooncake --help`)."""
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -55,6 +57,33 @@ def render(values_file, *extra):
         cmd += ["-f", values_file]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
+
+
+def binary_help():
+    p = subprocess.run([os.path.join(BUILD, "mooncake"), "--help"], capture_output=True,
+                       text=True, timeout=30)
+    return p.stdout + p.stderr
+
+
+def roles():
+    """The roles `mooncake --help` lists, in its order ("all" is not a Deployment)."""
+    section = binary_help().split("Roles:", 1)[1].split("\n\n", 1)[0]
+    return [r for r in re.findall(r"^  ([a-z]+)\s", section, flags=re.M) if r != "all"]
+
+
+def role_scoped_env():
+    """MOONCAKE_* variable -> the roles it is for, for the settings whose help names
+    them ("executor: ...", "jobs and gateway: ..."); the rest are every role's."""
+    scoped = {}
+    known = set(roles())
+    for m in re.finditer(r"^\s+(?:-\w, )?--[a-z-]+\s+(.*)\n\s+env (MOONCAKE_[A-Z0-9_]+)",
+                         binary_help(), flags=re.M):
+        prefix = re.match(r"([a-z]+(?:(?:, | and )[a-z]+)*): ", m.group(1))
+        if prefix:
+            named = set(re.split(r", | and ", prefix.group(1)))
+            if named <= known:
+                scoped[m.group(2)] = named
+    return scoped
 
 
 def documents(text):

@@ -7,8 +7,10 @@
   `cmake --install`, which ships exactly the binaries the COPY names;
 - the runtime stage installs exactly the Debian packages that provide the shared
   libraries mooncake and mooncakectl link against (this machine is Debian 12, as the
-  image is), plus curl and ca-certificates for the chart's test Pod: a new library
-  dependency fails here until the Dockerfile gains its package."""
+  image is), the package of the time zone files the binary reads by default
+  (--zoneinfo-dir: tzdata's /usr/share/zoneinfo), plus curl and ca-certificates for the
+  chart's test Pod: a new library dependency fails here until the Dockerfile gains its
+  package."""
 import os
 import re
 import subprocess
@@ -91,10 +93,26 @@ for binary in (os.path.join(BUILD, "mooncake"), os.path.join(BUILD, "tools", "mo
         if owner:
             needed.add(owner)
 needed.discard("libc6")  # in every Debian image
+# The data files the binary reads at run time: the IANA time zone files (the jobs role
+# and the gateway), at the default of --zoneinfo-dir.
+usage = subprocess.run([os.path.join(BUILD, "mooncake"), "--help"], capture_output=True,
+                       text=True).stdout
+zoneinfo = re.search(r"env MOONCAKE_ZONEINFO_DIR, default (\S+)", usage)
+c.check(zoneinfo is not None, "mooncake --help gives the default --zoneinfo-dir")
+data = set()
+if zoneinfo:
+    q = subprocess.run(["dpkg", "-S", zoneinfo.group(1)], capture_output=True, text=True)
+    owner = q.stdout.split(":")[0].strip() if q.returncode == 0 else None
+    c.check(owner == "tzdata" and os.path.exists(os.path.join(zoneinfo.group(1), "Etc", "UTC")),
+            f"the default --zoneinfo-dir {zoneinfo.group(1)} holds tzdata's files (owner: {owner})")
+    if owner:
+        data.add(owner)
+        c.check(owner in re.search(r"\nAPT_PACKAGES=\(([^)]*)\)", setup).group(1).split(),
+                f"tools/setup installs {owner} too (the unit tests read the time zone files)")
 install = re.search(r"apt-get install -y --no-install-recommends ([^&]*)", runtime).group(1).split()
-c.check(sorted(install) == sorted(needed | {"curl", "ca-certificates"}),
-        f"the runtime stage installs {sorted(install)}; the binaries need {sorted(needed)} "
-        "plus curl and ca-certificates")
+c.check(sorted(install) == sorted(needed | data | {"curl", "ca-certificates"}),
+        f"the runtime stage installs {sorted(install)}; the binaries need {sorted(needed)}, "
+        f"their data {sorted(data)}, plus curl and ca-certificates")
 c.check(re.search(r"^USER 10001:10001$", runtime, flags=re.M) is not None,
         "the image runs as uid 10001, the chart's runAsUser")
 c.exit()

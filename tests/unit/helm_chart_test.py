@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chart_tools import (CHART, SOURCE, Checks, documents, external_secrets, render,  # noqa: E402
-                         tool, value_sets)
+                         roles, tool, value_sets)
 
 
 c = Checks()
@@ -71,11 +71,42 @@ c.check(read and all(n in secrets and "pre-install" in hook(secrets[n])[0] and
                      hook(secrets[n])[1] < hook(job)[1] for n in read) and
         "pre-install" in hook(job)[0],
         f"the Secrets the topics Job reads ({sorted(read)}) are hooks created before it")
+# Every role `mooncake --help` lists gets its Deployment and (maxUnavailable set) its PDB.
+ROLES = roles()
+c.check("jobs" in ROLES, f"the binary's roles {ROLES} include jobs")
+for name, docs in rendered.items():
+    deploys = [d for d in docs if d["kind"] == "Deployment"]
+    names = sorted(d["spec"]["template"]["spec"]["containers"][0]["name"] for d in deploys)
+    c.check(names == sorted(ROLES), f"{name}: one Deployment per role ({names})")
 deploys = [d for d in rendered["default-values.yaml"] if d["kind"] == "Deployment"]
-c.check(sorted(d["spec"]["template"]["spec"]["containers"][0]["name"] for d in deploys) ==
-        ["executor", "gateway", "retry", "router", "store", "wheel"], "one Deployment per role")
 c.check(all(d["spec"]["template"]["spec"]["enableServiceLinks"] is False for d in deploys),
         "no service links (their <SERVICE>_PORT variables could read as MOONCAKE_* settings)")
+pdbs = sorted(d["metadata"]["labels"]["app.kubernetes.io/component"]
+              for d in rendered["default-values.yaml"] if d["kind"] == "PodDisruptionBudget")
+c.check(pdbs == sorted(ROLES), f"the defaults give every role a PodDisruptionBudget ({pdbs})")
+
+
+def role_container(name, role):
+    return next(d["spec"]["template"]["spec"]["containers"][0] for d in rendered[name]
+                if d["kind"] == "Deployment" and
+                d["metadata"]["labels"]["app.kubernetes.io/component"] == role)
+
+
+def env_of(ct):
+    return {e["name"]: e.get("value") for e in ct["env"]}
+
+
+# The jobs role, like the store, holds state in memory: its own resources and settings.
+jobs = role_container("default-values.yaml", "jobs")
+c.check(jobs["args"] == ["jobs"] and env_of(jobs).get("MOONCAKE_JOBS_AHEAD_MS") == "5000",
+        "the jobs Deployment runs `mooncake jobs` with MOONCAKE_JOBS_AHEAD_MS=5000 (jobs.aheadMs)")
+c.check(jobs["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"},
+                              "limits": {"memory": "2Gi"}},
+        f"the jobs Deployment has jobs.resources ({jobs['resources']})")
+c.check(env_of(role_container("keda-external-secrets-values.yaml", "jobs"))
+        .get("MOONCAKE_JOBS_AHEAD_MS") == "2000", "jobs.aheadMs reaches the jobs role")
+c.check(all("MOONCAKE_JOBS_AHEAD_MS" not in env_of(role_container("default-values.yaml", r))
+            for r in ROLES if r != "jobs"), "only the jobs role gets MOONCAKE_JOBS_AHEAD_MS")
 
 # Without a token the gateway could not start: the chart says so instead.
 rc, _, err = render(None)
@@ -101,7 +132,9 @@ c.check(v.returncode == 1 and "Secret kafka-credentials is neither in the stream
 for bad, needle in ((["--set", "gateway.replicas=abc"], "want integer"),
                     (["--set", "router.replicaCount=2"], "additional properties"),
                     (["--set", "auth.appTokens.shop=short"], "minLength"),
-                    (["--set", "config.logLevel=verbose"], "logLevel")):
+                    (["--set", "config.logLevel=verbose"], "logLevel"),
+                    (["--set", "jobs.aheadMs=50"], "minimum"),
+                    (["--set", "jobs.replicaCount=2"], "additional properties")):
     rc, _, err = render(DEFAULTS, *bad)
     c.check(rc != 0 and needle in err, f"values.schema.json refuses {' '.join(bad[1:])}")
 

@@ -4,8 +4,11 @@ the defaults and every CI value set, the real `mooncake <role> --check-config` r
 with exactly that container's arguments and environment (references to Secrets and
 the downward API filled with samples, mounted files written to a temp dir) and must
 answer "config ok": an environment variable the binary does not know, a librdkafka
-property librdkafka does not know, a bad token or schema file all fail here. The
-topics Job's mooncakectl flags must be ones `mooncakectl topics create -h` lists."""
+property librdkafka does not know, a bad token or schema file all fail here. A
+role-scoped setting (its help begins "executor: ", "jobs and gateway: ", ...) must be
+set only on the roles it names: the binary would accept the executor's settings on the
+store, and ignore them. The topics Job's mooncakectl flags must be ones
+`mooncakectl topics create -h` lists."""
 import base64
 import os
 import subprocess
@@ -13,7 +16,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chart_tools import BUILD, Checks, documents, render, value_sets  # noqa: E402
+from chart_tools import (BUILD, Checks, documents, render, role_scoped_env, roles,  # noqa: E402
+                         value_sets)
 
 c = Checks()
 MOONCAKE = os.path.join(BUILD, "mooncake")
@@ -64,6 +68,17 @@ def environment(ct, configmaps, tmp):
     return env
 
 
+SCOPED = role_scoped_env()
+ROLES = roles()
+
+
+def misplaced(role, env):
+    """The role-scoped variables in env that are not for role."""
+    return sorted(n for n in env if n in SCOPED and role not in SCOPED[n])
+
+
+c.check(len(ROLES) >= 7 and "jobs" in ROLES and SCOPED.get("MOONCAKE_JOBS_AHEAD_MS") == {"jobs"},
+        f"mooncake --help lists the roles {ROLES} and which settings belong to which")
 ctl_help = subprocess.run([CTL, "topics", "create", "-h"], capture_output=True,
                           text=True).stdout + subprocess.run([CTL, "-h"], capture_output=True,
                                                              text=True).stdout
@@ -92,14 +107,18 @@ for name, values in value_sets():
             else:
                 role = ct["args"][0]
                 c.check(role == ct["name"], f"{what}: runs the role it is named after")
+                wrong = misplaced(role, env)
+                c.check(not wrong, f"{what}: sets only its own role-scoped settings" +
+                        (f": {wrong} are not {role}'s" if wrong else ""))
                 argv = [MOONCAKE, *ct["args"], "--check-config"]
             p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
             c.check(p.returncode == 0 and "config ok" in p.stdout,
                     f"{what}: mooncake {argv[1]} --check-config" +
                     ("" if p.returncode == 0 else f": exit {p.returncode}: {p.stderr.strip()}"))
             checked += 1
-c.check(checked == 8 * len(value_sets()),
-        f"{checked} containers checked (6 roles, the topics Job, the test Pod per value set)")
+c.check(checked == (len(ROLES) + 2) * len(value_sets()),
+        f"{checked} containers checked ({len(ROLES)} roles, the topics Job, the test Pod "
+        "per value set)")
 
 # And the check can fail: the same gateway with a variable the binary does not know.
 rc, out, _ = render(value_sets()[0][1])
@@ -113,5 +132,8 @@ for d, ct in containers(docs):
                                capture_output=True, text=True, timeout=30)
             c.check(p.returncode == 2 and "MOONCAKE_GATEWAY_THREAD" in p.stderr,
                     "a misspelt variable in the chart would fail this test")
+            c.check(misplaced("gateway", dict(env, MOONCAKE_JOBS_AHEAD_MS="5000")) ==
+                    ["MOONCAKE_JOBS_AHEAD_MS"],
+                    "the jobs role's setting on the gateway would fail this test")
         break
 c.exit()

@@ -257,6 +257,9 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ include "mooncake.str" $v.multiplier | quote }}
 - name: MOONCAKE_RETRY_MAX_BACKOFF_MS
   value: {{ $v.maxBackoffMs | int64 | quote }}
+{{- else if eq .role "jobs" }}
+- name: MOONCAKE_JOBS_AHEAD_MS
+  value: {{ $v.aheadMs | int64 | quote }}
 {{- else if eq .role "gateway" }}
 - name: MOONCAKE_GATEWAY_THREADS
   value: {{ $v.threads | int64 | quote }}
