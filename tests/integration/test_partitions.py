@@ -5,6 +5,8 @@ on the new layout, so a cancel written after the growth - by a client that has
 noticed it or by one that has not - still meets its task, and every other
 task is called once at its time. Growing `tasks` behind mooncake's back stops
 the router, which says why, until the same command completes the growth.
+A recurring job keeps firing through the growth, each occurrence once: its
+topics (job-commands, jobs) keep their partition count.
 
 What is checked is what a user sees: the calls reaching a local endpoint, the
 command's exit status and output, and the router's log and /readyz."""
@@ -20,6 +22,7 @@ from harness import (BOOTSTRAP, CallbackServer, Env, cancel_value, home_partitio
 from test_executor import ALLOW_LOOPBACK, wait_until
 from test_store_wheel import FAST_FAILOVER, readyz, sleep_until
 
+from test_jobs import job, occurrences, put
 from test_mooncakectl import CTL as MOONCAKECTL
 OLD, NEW = 3, 6
 # Tasks due within 15 s go to the wheel; later ones wait in the store.
@@ -58,6 +61,10 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         env.wait_ready(env.procs[0], timeout=90)
         old = producer(OLD)
         t0 = now_ms()
+        job_start = (t0 // 1000 + 2) * 1000
+        put(env, job("g", "every-second", server.url("/job"), start_at=job_start,
+                     threshold=600000))
+        env.flush()
         due = {}
         keys = [f"g/k{i}" for i in range(60)]
         for i, key in enumerate(keys):
@@ -109,6 +116,16 @@ def test_grow_with_tasks_near_far_and_cancels_after():
               f"{len(cancelled)} cancelled after the growth never called ({len(racing)} of them "
               "submitted by a client that had noticed it, cancelled by one that had not)",
               flush=True)
+        subs, _, _ = occurrences(env, "every-second")
+        twice = [a for a, n in subs.items() if n != 1]
+        gaps = [a for a in range(job_start, max(subs) + 1, 1000) if a not in subs]
+        assert not twice and not gaps, (twice, gaps)
+        assert max(subs) > grown_at + 10000, "the job goes on after the growth"
+        called_at = {int(c["headers"]["mooncake-scheduled-at"]) for c in server.calls_to("/job")}
+        uncalled = [a for a in subs if a < now_ms() - 3000 and a not in called_at]
+        assert not uncalled, f"occurrences due and not called: {uncalled}"
+        print(f"     a job every second fired {len(subs)} occurrences through the growth, "
+              "each once", flush=True)
         r = mooncakectl(env, "partitions", "grow", "--to", str(NEW))
         assert r.returncode == 0 and "already" in r.stderr, (r.returncode, r.stderr)
         r = mooncakectl(env, "partitions", "grow", "--to", str(OLD))
