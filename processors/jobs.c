@@ -840,9 +840,23 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
 }
 
 /* A final Result of an occurrence goes to its job as an OccurrenceDone. */
+/* Whether a results key "app/<job_id>@<digits>" can be an occurrence's:
+ * most Results are of one-shot tasks, and this spares them a decode. */
+static bool occurrence_key(const mc_record *r)
+{
+    const char *k = r->key;
+    size_t i = r->key_len;
+    if (!k || i < 4)
+        return false;
+    size_t digits = 0;
+    while (i > 0 && k[i - 1] >= '0' && k[i - 1] <= '9')
+        i--, digits++;
+    return digits > 0 && digits <= 18 && i > 1 && k[i - 1] == '@';
+}
+
 static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
 {
-    if (!r->value)
+    if (!r->value || !occurrence_key(r))
         return 0;
     mc_arena_reset(s->arena);
     mc_result res;
