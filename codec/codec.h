@@ -237,6 +237,12 @@ typedef enum mc_job_status {
     MC_JOB_ENDED = 2,
 } mc_job_status;
 
+/* A submitted occurrence whose final Result has not been seen. */
+typedef struct mc_running_occurrence {
+    int64_t scheduled_at;
+    int64_t due_at; /* when its task was due: the job waits for it from here */
+} mc_running_occurrence;
+
 /* jobs topic value (the jobs processor's changelog). */
 typedef struct mc_job_state {
     int64_t version; /* job-commands offset of the PutJob */
@@ -244,7 +250,7 @@ typedef struct mc_job_state {
     int64_t next_at; /* -1: none */
     int64_t runs;
     int64_t last_scheduled_at; /* -1: none yet */
-    const int64_t *running;    /* scheduled instants still running */
+    const mc_running_occurrence *running;
     size_t n_running;
     int64_t queued_at; /* -1: none */
     int64_t skipped;
@@ -293,8 +299,8 @@ typedef struct mc_writer_schema mc_writer_schema;
 
 /* ---- framing -------------------------------------------------------------- */
 typedef struct mc_codec_writer {
-    const mc_writer_schema *schema; /* another version of Command */
-    int32_t confluent_id;           /* its schema-registry id, or -1 */
+    const mc_writer_schema *schema; /* another version of the schema decoded */
+    int32_t confluent_id;           /* its schema-registry id (Command only), or -1 */
 } mc_codec_writer;
 
 typedef struct mc_codec_options {
@@ -302,11 +308,12 @@ typedef struct mc_codec_options {
      * framed 00 + id is accepted only when id is one of these. */
     const int32_t *confluent_command_ids;
     size_t n_confluent_command_ids;
-    /* Other versions of Command clients write with: a single-object record
-     * whose fingerprint is one of theirs, or a Confluent record with their
-     * id, is read through schema resolution. */
-    const mc_codec_writer *command_writers;
-    size_t n_command_writers;
+    /* Other versions of the schema decoded (Command, JobCommand) that clients
+     * write with: a single-object record whose fingerprint is one of theirs,
+     * or (Command) a Confluent record with their id, is read through schema
+     * resolution. */
+    const mc_codec_writer *writers;
+    size_t n_writers;
 } mc_codec_options;
 
 /* Error codes returned by decoders; mc_codec_strerror() names them. */
@@ -362,9 +369,11 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
                                    mc_dead_letter *out, char *detail, size_t detail_len);
 
 /* Recurring jobs (single-object framing). A job-commands value may come
- * from outside: decoding treats it as hostile like a Command. */
-mc_codec_err mc_decode_job_command(const void *data, size_t len, mc_arena *arena,
-                                   mc_job_command *out, char *detail, size_t detail_len);
+ * from outside: decoding treats it as hostile like a Command, and reads the
+ * other versions of JobCommand in opts (NULL: none) by schema resolution. */
+mc_codec_err mc_decode_job_command(const mc_codec_options *opts, const void *data, size_t len,
+                                   mc_arena *arena, mc_job_command *out, char *detail,
+                                   size_t detail_len);
 mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, mc_job_state *out,
                                  char *detail, size_t detail_len);
 /* Decodes a job's bare Avro binary (job_raw / put_raw above). */

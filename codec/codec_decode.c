@@ -476,24 +476,34 @@ static mc_codec_err rd_job_raw(rd *r, mc_job *j, const uint8_t **raw, size_t *ra
     return MC_CODEC_OK;
 }
 
-/* array<long>. Like rd_string_map: a first pass validates the blocks and
- * counts the items (each takes at least one byte), then the array is
- * allocated exactly sized (8 bytes per input byte at most) and filled. */
-static mc_codec_err rd_long_array(rd *r, const char *field, const int64_t **out, size_t *out_n)
+/* One RunningOccurrence; the caller has pushed "running" and set its index. */
+static mc_codec_err rd_running_occurrence(rd *r, mc_running_occurrence *o)
+{
+    TRY(rd_long(r, "scheduled_at", &o->scheduled_at));
+    TRY(rd_long(r, "due_at", &o->due_at));
+    return MC_CODEC_OK;
+}
+
+/* array<RunningOccurrence>. Like rd_string_map: a first pass validates the
+ * blocks and reads the items (each takes at least two bytes, one per long),
+ * then the array is allocated exactly sized (16 bytes per 2 input bytes at
+ * most) and filled by a second pass. */
+static mc_codec_err rd_running(rd *r, const char *field, const mc_running_occurrence **out,
+                               size_t *out_n)
 {
     const uint8_t *start = r->p;
     size_t total = 0;
-    int64_t v;
+    mc_running_occurrence o;
     push(r, field);
     for (;;) {
         size_t count;
         const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        TRY(rd_block(r, NULL, 2, &count, &block_end));
         if (count == 0)
             break;
         for (size_t i = 0; i < count; i++) {
             r->path[r->depth - 1].index = (int64_t)(total + i);
-            TRY(rd_long(r, NULL, &v));
+            TRY(rd_running_occurrence(r, &o));
         }
         r->path[r->depth - 1].index = -1;
         if (block_end && r->p != block_end)
@@ -507,7 +517,7 @@ static mc_codec_err rd_long_array(rd *r, const char *field, const int64_t **out,
         pop(r);
         return MC_CODEC_OK;
     }
-    int64_t *items = mc_arena_alloc(r->arena, total * sizeof *items);
+    mc_running_occurrence *items = mc_arena_alloc(r->arena, total * sizeof *items);
     if (!items)
         return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
     r->p = start;
@@ -515,11 +525,11 @@ static mc_codec_err rd_long_array(rd *r, const char *field, const int64_t **out,
     for (;;) {
         size_t count;
         const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        TRY(rd_block(r, NULL, 2, &count, &block_end));
         if (count == 0)
             break;
         for (size_t k = 0; k < count; k++, i++)
-            TRY(rd_long(r, NULL, &items[i]));
+            TRY(rd_running_occurrence(r, &items[i]));
     }
     pop(r);
     *out = items;
@@ -605,11 +615,9 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
             fp = (fp << 8) | d[i];
         uint64_t want = mc_schema_fingerprint(id);
         if (fp != want) {
-            for (size_t i = 0;
-                 id == MC_SCHEMA_COMMAND && confluent && i < confluent->n_command_writers; i++)
-                if (mc_writer_schema_fingerprint(confluent->command_writers[i].schema) == fp)
-                    return resolve_body(r, confluent->command_writers[i].schema, d, len,
-                                        MC_SO_HEADER_LEN);
+            for (size_t i = 0; confluent && i < confluent->n_writers; i++)
+                if (mc_writer_schema_fingerprint(confluent->writers[i].schema) == fp)
+                    return resolve_body(r, confluent->writers[i].schema, d, len, MC_SO_HEADER_LEN);
             return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
                         "fingerprint %016" PRIx64 " is not %s (%016" PRIx64
                         ") nor a configured writer schema",
@@ -627,9 +635,9 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
         bool known = false;
         for (size_t i = 0; confluent && i < confluent->n_confluent_command_ids; i++)
             known |= confluent->confluent_command_ids[i] == sid;
-        for (size_t i = 0; !known && confluent && i < confluent->n_command_writers; i++)
-            if (confluent->command_writers[i].confluent_id == sid)
-                return resolve_body(r, confluent->command_writers[i].schema, d, len,
+        for (size_t i = 0; !known && confluent && i < confluent->n_writers; i++)
+            if (confluent->writers[i].confluent_id == sid)
+                return resolve_body(r, confluent->writers[i].schema, d, len,
                                     MC_CONFLUENT_HEADER_LEN);
         if (!known)
             return FAIL(r, NULL, MC_CODEC_UNKNOWN_SCHEMA,
@@ -787,12 +795,13 @@ static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
 
 /* A job-commands value: single-object framing only, hostile input. On a PUT,
  * put_raw points at the job's bytes inside data (not the arena). */
-mc_codec_err mc_decode_job_command(const void *data, size_t len, mc_arena *arena,
-                                   mc_job_command *out, char *detail, size_t detail_len)
+mc_codec_err mc_decode_job_command(const mc_codec_options *opts, const void *data, size_t len,
+                                   mc_arena *arena, mc_job_command *out, char *detail,
+                                   size_t detail_len)
 {
     rd r;
     *out = (mc_job_command){0};
-    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_COMMAND, NULL));
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_COMMAND, opts));
     TRY(rd_job_payload(&r, out));
     return finish(&r, "JobCommand");
 }
@@ -812,7 +821,7 @@ mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, 
     TRY(rd_long(&r, "next_at", &out->next_at));
     TRY(rd_long(&r, "runs", &out->runs));
     TRY(rd_long(&r, "last_scheduled_at", &out->last_scheduled_at));
-    TRY(rd_long_array(&r, "running", &out->running, &out->n_running));
+    TRY(rd_running(&r, "running", &out->running, &out->n_running));
     TRY(rd_long(&r, "queued_at", &out->queued_at));
     TRY(rd_long(&r, "skipped", &out->skipped));
     TRY(rd_long(&r, "updated_at", &out->updated_at));

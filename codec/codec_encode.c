@@ -334,11 +334,13 @@ int mc_encode_job_state(const mc_job_state *s, mc_buf *out)
     put_long(&w, s->next_at);
     put_long(&w, s->runs);
     put_long(&w, s->last_scheduled_at);
-    /* array<long>, canonical like the maps: one block, then 0. */
+    /* array<RunningOccurrence>, canonical like the maps: one block, then 0. */
     if (s->running && s->n_running) {
         put_long(&w, (int64_t)s->n_running);
-        for (size_t i = 0; i < s->n_running; i++)
-            put_long(&w, s->running[i]);
+        for (size_t i = 0; i < s->n_running; i++) {
+            put_long(&w, s->running[i].scheduled_at);
+            put_long(&w, s->running[i].due_at);
+        }
     }
     put_long(&w, 0);
     put_long(&w, s->queued_at);

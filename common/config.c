@@ -134,6 +134,10 @@ static const opt options[] = {
      OFF(command_writer_schemas), 0, 0, "",
      "router: other versions of Command clients write with, read by schema resolution: .avsc "
      "files, comma-separated; ID=FILE also maps Confluent schema id ID to it"},
+    {"job-command-writer-schemas", 0, "MOONCAKE_JOB_COMMAND_WRITER_SCHEMAS", OPT_LIST,
+     OFF(job_command_writer_schemas), 0, 0, "",
+     "jobs: other versions of JobCommand clients write with, read by schema resolution: .avsc "
+     "files, comma-separated"},
     {"log-level", 0, "MOONCAKE_LOG_LEVEL", OPT_SPECIAL, 0, 0, 0, "info", "debug|info|warn|error"},
     {"log-format", 0, "MOONCAKE_LOG_FORMAT", OPT_SPECIAL, 0, 0, 0, "logfmt", "logfmt|json"},
 };

@@ -59,8 +59,9 @@ typedef struct mc_config {
     int commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;
-    char *instance_id;            /* stable per replica: part of the transactional.id */
-    char *command_writer_schemas; /* .avsc paths (ID=path for Confluent); "" for none */
+    char *instance_id;                /* stable per replica: part of the transactional.id */
+    char *command_writer_schemas;     /* .avsc paths (ID=path for Confluent); "" for none */
+    char *job_command_writer_schemas; /* .avsc paths of other JobCommand versions */
     int32_t *confluent_ids;
     size_t n_confluent_ids;
     mc_log_level log_level;

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A client clock this far ahead of ours is a bug (seconds for ms, say), not skew. */
+#define MAX_CLOCK_AHEAD_MS INT64_C(86400000)
+
 const mc_job_field_names mc_job_avro_names = {
     .app_id = "app_id",
     .job_id = "job_id",
@@ -18,6 +21,7 @@ const mc_job_field_names mc_job_avro_names = {
     .max_runs = "max_runs",
     .catch_up_limit = "catch_up_limit",
     .misfire_threshold_ms = "misfire_threshold_ms",
+    .created_at = "created_at",
     .task = &mc_task_avro_names,
 };
 
@@ -170,6 +174,18 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
         return false;
     if (strlen(j->job_id) > MC_JOB_MAX_ID_LEN) {
         snprintf(why, whylen, "%s is longer than %d bytes", names->job_id, MC_JOB_MAX_ID_LEN);
+        return false;
+    }
+    /* app_id/job_id@<up to 20 digits>: the occurrence's task key. */
+    if (strlen(j->app_id) + strlen(j->job_id) + 22 >= MC_JOB_MAX_KEY_LEN) {
+        snprintf(why, whylen, "%s and %s together are longer than %d bytes", names->app_id,
+                 names->job_id, MC_JOB_MAX_KEY_LEN - 23);
+        return false;
+    }
+    if (j->created_at < MC_MIN_DUE_AT_MS || j->created_at > now + MAX_CLOCK_AHEAD_MS) {
+        snprintf(why, whylen,
+                 "%s is %" PRId64 ": not epoch milliseconds within a day of mooncake's clock",
+                 names->created_at, j->created_at);
         return false;
     }
     if (j->start_at < 0 || j->end_at < 0) {

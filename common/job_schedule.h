@@ -21,6 +21,9 @@
 #define MC_JOB_MIN_INTERVAL_MS 1000
 #define MC_JOB_MAX_CATCH_UP 1000
 #define MC_JOB_MAX_ID_LEN 200
+/* An occurrence's task key, app_id/job_id@<ms>, fits in this many bytes
+ * (with its NUL): mc_job_ok() refuses longer ids. */
+#define MC_JOB_MAX_KEY_LEN 512
 
 /* Time zones by name, each loaded once from the zoneinfo directory and kept
  * until the cache is freed (there are a few hundred names at most). Owned by
@@ -48,7 +51,7 @@ typedef struct mc_job_schedule {
  * API's (schedule.cron as well, but interval_ms is intervalMs ...). */
 typedef struct mc_job_field_names {
     const char *app_id, *job_id, *kind, *cron, *time_zone, *interval_ms, *start_at, *end_at,
-        *max_runs, *catch_up_limit, *misfire_threshold_ms;
+        *max_runs, *catch_up_limit, *misfire_threshold_ms, *created_at;
     const mc_task_field_names *task; /* the callback's and retry's fields */
 } mc_job_field_names;
 extern const mc_job_field_names mc_job_avro_names;

@@ -45,6 +45,7 @@
 #include "keymap.h"
 #include "part_table.h"
 #include "timing_wheel.h"
+#include "writer_schemas.h"
 
 /* Occurrences written per punctuate call, so a hundred thousand jobs due in
  * the same second leave room for input and commits. */
@@ -71,7 +72,7 @@ typedef struct job_entry {
     int64_t version;
     mc_job_status status;
     int64_t next_at, runs, last_scheduled_at, queued_at, skipped;
-    int64_t running[MAX_RUNNING];
+    mc_running_occurrence running[MAX_RUNNING];
     uint8_t n_running;
     /* from the definition */
     mc_job_schedule sched;
@@ -101,10 +102,13 @@ typedef struct jobs {
     int32_t task_partitions, command_partitions;
     mc_part_table parts;
     mc_zone_cache *zones;
+    mc_codec_writer *writers; /* other versions of JobCommand */
+    size_t n_writers;
+    mc_codec_options codec;
     mc_arena *arena;
     mc_buf buf;
     mc_gauge *jobs_gauge, *restore_seconds;
-    mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired;
+    mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired, *refused;
 } jobs;
 
 static void jobs_destroy(void *self);
@@ -131,6 +135,14 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     s->tasks = mc_ctx_output(ctx, "tasks");
     s->commands = mc_ctx_output(ctx, "job-commands");
     s->changelog = mc_ctx_output(ctx, "jobs");
+    if (mc_writer_schemas_load(cfg->job_command_writer_schemas, MC_SCHEMA_JOB_COMMAND,
+                               "--job-command-writer-schemas", &s->writers, &s->n_writers, err,
+                               errlen) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->codec.writers = s->writers;
+    s->codec.n_writers = s->n_writers;
     s->zones = mc_zone_cache_new(cfg->zoneinfo_dir[0] ? cfg->zoneinfo_dir : NULL);
     s->arena = mc_arena_new();
     if (!s->tasks || !s->commands || !s->changelog || !s->zones || !s->arena) {
@@ -157,6 +169,9 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
                                     "Final Results of occurrences relayed to their job", NULL);
     s->restored = mc_metrics_counter(m, "mooncake_jobs_restored_records_total",
                                      "Changelog records replayed on assignment", NULL);
+    s->refused = mc_metrics_counter(
+        m, "mooncake_jobs_paused_refused_total",
+        "Jobs paused because Kafka refused their occurrence (larger than a record may be)", NULL);
     s->expired = mc_metrics_counter(
         m, "mooncake_jobs_stale_occurrences_total",
         "Occurrences given up on after their stale bound without a final Result", NULL);
@@ -213,8 +228,11 @@ static int64_t stale_bound(const mc_job *j, const mc_config *cfg)
     int64_t backoff = j->has_retry ? j->retry.max_backoff_ms : cfg->retry_max_backoff_ms;
     if (attempts < 1)
         attempts = 1;
-    int64_t t =
-        attempts * ((int64_t)j->callback.timeout_ms + 1000) + (attempts - 1) * backoff + 60000;
+    /* A task without a timeout gets the executor's (this role's flag: the
+     * same configuration in a deployment). */
+    int64_t timeout =
+        j->callback.timeout_ms > 0 ? j->callback.timeout_ms : cfg->executor_timeout_ms;
+    int64_t t = attempts * (timeout + 1000) + (attempts - 1) * backoff + 60000;
     return t > MAX_STALE_MS || t < 0 ? MAX_STALE_MS : t;
 }
 
@@ -257,19 +275,20 @@ static bool tracked(const job_entry *e)
     return e->overlap != MC_OVERLAP_PARALLEL;
 }
 
-static void running_add(job_entry *e, int64_t at)
+/* The occurrence scheduled at `at`, whose task is due at `due`, runs. */
+static void running_add(job_entry *e, int64_t at, int64_t due)
 {
     if (e->n_running == MAX_RUNNING) {
         memmove(e->running, e->running + 1, (MAX_RUNNING - 1) * sizeof e->running[0]);
         e->n_running--;
     }
-    e->running[e->n_running++] = at;
+    e->running[e->n_running++] = (mc_running_occurrence){at, due};
 }
 
 static bool running_remove(job_entry *e, int64_t at)
 {
     for (uint8_t i = 0; i < e->n_running; i++)
-        if (e->running[i] == at) {
+        if (e->running[i].scheduled_at == at) {
             memmove(e->running + i, e->running + i + 1,
                     (size_t)(e->n_running - i - 1) * sizeof e->running[0]);
             e->n_running--;
@@ -288,8 +307,8 @@ static int64_t action_at(const jobs *s, const job_entry *e, int64_t now)
         return now;
     int64_t t = -1;
     for (uint8_t i = 0; i < e->n_running; i++)
-        if (t < 0 || e->running[i] + e->stale_ms < t)
-            t = e->running[i] + e->stale_ms;
+        if (t < 0 || e->running[i].due_at + e->stale_ms < t)
+            t = e->running[i].due_at + e->stale_ms;
     if (e->next_at >= 0) {
         int64_t a = e->n_running > 0 ? e->next_at : e->next_at - s->ahead_ms;
         if (!tracked(e))
@@ -353,14 +372,18 @@ static int decode_job(jobs *s, const job_entry *e, mc_job *j)
     return 0;
 }
 
-/* Writes the Submit of the occurrence scheduled at `at`, due at `due`. */
+/* Writes the Submit of the occurrence scheduled at `at`, due at `due`.
+ * Returns 0; -1 on failure; or 1 when Kafka refuses it for good (larger
+ * than a record may be): then nothing was written, and the job is paused
+ * with a line saying why - a job whose every occurrence would be refused
+ * must not take its partition down with it. */
 static int submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
 {
     mc_arena_reset(s->arena);
     mc_job j;
     if (decode_job(s, e, &j) != 0)
         return -1;
-    char id[MC_JOB_MAX_ID_LEN + 32], at_text[24];
+    char id[MC_JOB_MAX_KEY_LEN], at_text[24];
     mc_occurrence_id(j.job_id, at, id, sizeof id);
     snprintf(at_text, sizeof at_text, "%" PRId64, at);
     /* The job's headers, then who and when (replacing a job header of the
@@ -398,13 +421,25 @@ static int submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, m
     };
     c.submit.callback.headers = headers;
     c.submit.callback.n_headers = nh;
-    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
     mc_buf_reset(&s->buf);
     if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
         return -1;
-    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
-                       s->buf.data, s->buf.len) != 0)
+    int rc = mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key,
+                            klen, s->buf.data, s->buf.len);
+    if (rc == MC_FORWARD_REFUSED) {
+        char size[24];
+        snprintf(size, sizeof size, "%zu", s->buf.len);
+        mc_log(s->logger, MC_LOG_ERROR,
+               "job paused: Kafka refuses its occurrences (too large a record); replace it with a "
+               "smaller callback and resume it",
+               "job", key, "bytes", size, (const char *)NULL);
+        mc_counter_add(s->refused, 1);
+        e->status = MC_JOB_PAUSED;
+        return 1;
+    }
+    if (rc != 0)
         return -1;
     mc_counter_add(s->submitted, 1);
     return 0;
@@ -417,11 +452,11 @@ static int cancel(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
     mc_job j;
     if (decode_job(s, e, &j) != 0)
         return -1;
-    char id[MC_JOB_MAX_ID_LEN + 32];
+    char id[MC_JOB_MAX_KEY_LEN];
     mc_occurrence_id(j.job_id, at, id, sizeof id);
     mc_command c = {.kind = MC_CMD_CANCEL};
     c.cancel = (mc_cancel){.app_id = j.app_id, .task_id = id, .requested_at = now};
-    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
     mc_buf_reset(&s->buf);
     if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
@@ -433,15 +468,26 @@ static int cancel(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
     return 0;
 }
 
+/* FIXED_DELAY: the next occurrence is due interval_ms after `from` (the
+ * previous one finished, or was given up on, or skipped), unless that is
+ * past end_at: then there is none, and step() ends the job. */
+static void delay_from(job_entry *e, int64_t from)
+{
+    int64_t at = from + e->sched.interval_ms;
+    e->next_at = e->sched.end_at > 0 && at > e->sched.end_at ? -1 : at;
+}
+
 /* Cancels every occurrence written for after `from` (the moment an update,
  * pause or delete was requested, at most now): those written ahead, and
  * those an outage let fall due before the command could be applied, which
- * the cancel may still stop. Returns how many, or -1. *first gets the
- * earliest (or -1). */
-static long cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ctx *ctx,
-                         int64_t *first)
+ * the cancel may still stop. Only the ones not due yet (after now) are given
+ * back to the schedule (runs, *first: the earliest of them, or -1): a due
+ * one has most likely run, and running it again after a resume would call
+ * it twice. Returns 0, or -1. */
+static int cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ctx *ctx,
+                        int64_t *first)
 {
-    long n = 0;
+    long back = 0;
     *first = -1;
     if (from > now)
         from = now;
@@ -449,7 +495,7 @@ static long cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ct
         from = now - CANCEL_LOOKBACK_MS; /* a client clock far behind: older ones ran long ago */
     if (tracked(e)) {
         for (uint8_t i = 0; i < e->n_running;) {
-            int64_t at = e->running[i];
+            int64_t at = e->running[i].scheduled_at;
             if (at <= from) {
                 i++;
                 continue;
@@ -457,28 +503,35 @@ static long cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ct
             if (cancel(s, e, at, now, ctx) != 0)
                 return -1;
             running_remove(e, at);
-            if (*first < 0 || at < *first)
-                *first = at;
-            n++;
+            if (at > now) {
+                back++;
+                if (*first < 0 || at < *first)
+                    *first = at;
+            }
         }
+        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0 &&
+            *first < 0)
+            delay_from(e, now); /* what ran is cancelled: the delay starts now */
     } else if (e->last_scheduled_at > from) {
         for (int64_t at = mc_job_schedule_next(&e->sched, from);
              at >= 0 && at <= e->last_scheduled_at; at = mc_job_schedule_next(&e->sched, at)) {
             if (cancel(s, e, at, now, ctx) != 0)
                 return -1;
-            if (*first < 0)
-                *first = at;
-            n++;
+            if (at > now) {
+                back++;
+                if (*first < 0)
+                    *first = at;
+            }
         }
     }
-    if (n > 0) {
-        e->runs -= n;
+    if (back > 0) {
+        e->runs -= back;
         if (e->runs < 0)
             e->runs = 0;
-        if (e->last_scheduled_at > from)
-            e->last_scheduled_at = from;
+        if (e->last_scheduled_at > now)
+            e->last_scheduled_at = now;
     }
-    return n;
+    return 0;
 }
 
 /* ---- the schedule -------------------------------------------------------------------- */
@@ -501,11 +554,12 @@ static int offer(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc
 {
     if (at > e->last_scheduled_at)
         e->last_scheduled_at = at;
+    int rc;
     if (!tracked(e) || e->n_running == 0) {
-        if (submit(s, e, at, due, now, ctx) != 0)
-            return -1;
+        if ((rc = submit(s, e, at, due, now, ctx)) != 0)
+            return rc < 0 ? -1 : 0;
         if (tracked(e))
-            running_add(e, at);
+            running_add(e, at, due);
         e->runs++;
         return 0;
     }
@@ -516,13 +570,13 @@ static int offer(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc
         return 0;
     case MC_OVERLAP_COVER_EARLY:
         while (e->n_running > 0) {
-            if (cancel(s, e, e->running[0], now, ctx) != 0)
+            if (cancel(s, e, e->running[0].scheduled_at, now, ctx) != 0)
                 return -1;
-            running_remove(e, e->running[0]);
+            running_remove(e, e->running[0].scheduled_at);
         }
-        if (submit(s, e, at, due, now, ctx) != 0)
-            return -1;
-        running_add(e, at);
+        if ((rc = submit(s, e, at, due, now, ctx)) != 0)
+            return rc < 0 ? -1 : 0;
+        running_add(e, at, due);
         e->runs++;
         return 0;
     case MC_OVERLAP_SERIAL:
@@ -572,7 +626,7 @@ static int misfire(jobs *s, job_entry *e, int64_t now, mc_ctx *ctx)
     }
     e->next_at = at;
     if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->next_at < 0 && keep == 0)
-        e->next_at = now + e->sched.interval_ms; /* skipped: the delay starts now */
+        delay_from(e, now); /* skipped: the delay starts now */
     e->skipped += missed - kept;
     mc_counter_add(s->skipped, (uint64_t)(missed - kept));
     for (int i = 0; i < kept && !ended(e); i++)
@@ -585,14 +639,14 @@ static int misfire(jobs *s, job_entry *e, int64_t now, mc_ctx *ctx)
 static void expire_running(jobs *s, job_entry *e, int64_t now)
 {
     for (uint8_t i = 0; i < e->n_running;) {
-        if (e->running[i] + e->stale_ms > now) {
+        if (e->running[i].due_at + e->stale_ms > now) {
             i++;
             continue;
         }
-        running_remove(e, e->running[i]);
+        running_remove(e, e->running[i].scheduled_at);
         mc_counter_add(s->expired, 1);
-        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->next_at < 0)
-            e->next_at = now + e->sched.interval_ms;
+        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0)
+            delay_from(e, now);
     }
 }
 
@@ -610,13 +664,18 @@ static int step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budge
     if (e->status != MC_JOB_ACTIVE)
         return 0;
     if (e->queued_at >= 0 && e->n_running == 0) {
-        if (submit(s, e, e->queued_at, now, now, ctx) != 0)
+        int rc = submit(s, e, e->queued_at, now, now, ctx);
+        if (rc < 0)
             return -1;
-        running_add(e, e->queued_at);
+        if (rc > 0) {
+            *dirty = true; /* paused: the queued one waits for the resume */
+            return 0;
+        }
+        running_add(e, e->queued_at, now);
         e->queued_at = -1;
         *dirty = true;
     }
-    while (*budget > 0 && e->next_at >= 0) {
+    while (*budget > 0 && e->next_at >= 0 && e->status == MC_JOB_ACTIVE) {
         if (ended(e)) {
             e->status = MC_JOB_ENDED;
             e->next_at = -1;
@@ -641,9 +700,10 @@ static int step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budge
         *dirty = true;
         (*budget)--;
     }
-    if (e->next_at < 0 && e->status == MC_JOB_ACTIVE && e->n_running == 0 && e->queued_at < 0 &&
-        (e->sched.kind != MC_SCHEDULE_FIXED_DELAY || ended(e))) {
-        e->status = MC_JOB_ENDED; /* past end_at or max_runs */
+    /* Nothing to write, wait for or run: past end_at or max_runs (a fixed
+     * delay with nothing running always has its next one, see delay_from). */
+    if (e->next_at < 0 && e->status == MC_JOB_ACTIVE && e->n_running == 0 && e->queued_at < 0) {
+        e->status = MC_JOB_ENDED;
         *dirty = true;
     }
     return 0;
@@ -666,13 +726,34 @@ static int attend(jobs *s, job_part *p, job_entry *e, int64_t now, size_t *budge
  * by then that an outage kept from being written are written first (late),
  * so a command cancels only what it supersedes, never what was due before
  * it was sent. */
-static int catch_up(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
+static int catch_up(jobs *s, job_entry *e, int64_t at, int64_t now, bool *dirty, mc_ctx *ctx)
 {
     if (e->status != MC_JOB_ACTIVE || e->next_at < 0 || e->next_at > at || e->next_at > now)
         return 0;
     size_t budget = FIRE_BATCH;
-    bool dirty = false; /* every caller writes the state (or its tombstone) next */
-    return step(s, e, now, at < now ? at : now, &budget, &dirty, ctx);
+    return step(s, e, now, at < now ? at : now, &budget, dirty, ctx);
+}
+
+/* Where an edited job's schedule goes on from. A fixed rate given no
+ * start_at keeps its phase (the anchor is written into the job kept, so a
+ * restore finds it); a fixed delay keeps its pending occurrence, or waits
+ * for the running one; the others start after now and after the last one
+ * written, so no occurrence id is used twice. */
+static int64_t resume_point(const job_entry *e, const job_entry *old, int64_t first, int64_t now)
+{
+    int64_t from = now - 1;
+    if (old && old->last_scheduled_at > from)
+        from = old->last_scheduled_at;
+    if (old && e->sched.kind == MC_SCHEDULE_FIXED_DELAY &&
+        old->sched.kind == MC_SCHEDULE_FIXED_DELAY) {
+        if (old->n_running > 0)
+            return -1;
+        if (old->next_at >= 0)
+            return old->next_at;
+        if (first >= 0)
+            return first;
+    }
+    return mc_job_schedule_next(&e->sched, from);
 }
 
 static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c, mc_ctx *ctx)
@@ -684,35 +765,44 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
         snprintf(reason, sizeof reason, "jobs: invalid job: %s", why);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
     }
-    job_entry *e =
-        entry_new(s, r->key, r->key_len, &c->put, c->put_raw, c->put_raw_len, why, sizeof why);
+    job_entry *old = find_entry(p, r->key, r->key_len);
+    int64_t first = -1;
+    bool caught = false;
+    if (old && (catch_up(s, old, c->put.created_at, now, &caught, ctx) != 0 ||
+                cancel_after(s, old, c->put.created_at, now, ctx, &first) != 0))
+        return -1;
+    mc_job j = c->put;
+    mc_buf anchored = {0};
+    const uint8_t *raw = c->put_raw;
+    size_t raw_len = c->put_raw_len;
+    if (j.kind == MC_SCHEDULE_FIXED_RATE && j.start_at == 0) {
+        j.start_at =
+            old && old->sched.kind == MC_SCHEDULE_FIXED_RATE ? old->sched.anchor : j.created_at;
+        if (mc_encode_job(&j, &anchored) != 0)
+            return -1;
+        raw = anchored.data;
+        raw_len = anchored.len;
+    }
+    job_entry *e = entry_new(s, r->key, r->key_len, &j, raw, raw_len, why, sizeof why);
+    mc_buf_free(&anchored);
     if (!e)
         return -1; /* mc_job_ok compiled the same schedule: only memory is left */
-    job_entry *old = find_entry(p, r->key, r->key_len);
-    e->status = c->put.paused ? MC_JOB_PAUSED : MC_JOB_ACTIVE;
-    int64_t from = now - 1;
+    /* A replace keeps a paused job paused (resume it), and its counters. */
+    e->status =
+        c->put.paused || (old && old->status == MC_JOB_PAUSED) ? MC_JOB_PAUSED : MC_JOB_ACTIVE;
+    e->next_at = resume_point(e, old, first, now);
     if (old) {
-        int64_t first;
-        if (catch_up(s, old, c->put.created_at, now, ctx) != 0 ||
-            cancel_after(s, old, c->put.created_at, now, ctx, &first) < 0) {
-            entry_free(e);
-            return -1;
-        }
-        if (old->status == MC_JOB_PAUSED)
-            e->status = MC_JOB_PAUSED;
         e->runs = old->runs;
         e->skipped = old->skipped;
         e->last_scheduled_at = old->last_scheduled_at;
+        e->queued_at = old->queued_at;
         /* What still runs keeps counting against the overlap policy. */
         if (tracked(e))
             for (uint8_t i = 0; i < old->n_running; i++)
-                running_add(e, old->running[i]);
-        if (old->last_scheduled_at > from)
-            from = old->last_scheduled_at;
+                running_add(e, old->running[i].scheduled_at, old->running[i].due_at);
         remove_entry(p, old);
     }
     e->version = r->offset;
-    e->next_at = mc_job_schedule_next(&e->sched, from);
     mc_keymap_insert(p->jobs, &e->node);
     size_t budget = FIRE_BATCH;
     return attend(s, p, e, now, &budget, true, ctx);
@@ -734,14 +824,16 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
     }
     int64_t first;
     size_t budget = FIRE_BATCH;
+    bool caught = false;
+    int rc;
     if ((a->action == MC_JOB_PAUSE || a->action == MC_JOB_DELETE) &&
-        catch_up(s, e, a->requested_at, now, ctx) != 0)
+        catch_up(s, e, a->requested_at, now, &caught, ctx) != 0)
         return -1;
     switch (a->action) {
     case MC_JOB_PAUSE:
-        if (e->status != MC_JOB_ACTIVE)
-            return 0;
-        if (cancel_after(s, e, a->requested_at, now, ctx, &first) < 0)
+        if (e->status != MC_JOB_ACTIVE) /* paused already, or the catch-up ended it */
+            return caught ? write_state(s, p, e, now, ctx) : 0;
+        if (cancel_after(s, e, a->requested_at, now, ctx, &first) != 0)
             return -1;
         /* The cancelled ones are due again when resumed: the misfire policy
          * then decides about them like about any missed one. */
@@ -755,7 +847,7 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
         e->status = MC_JOB_ACTIVE;
         return attend(s, p, e, now, &budget, true, ctx);
     case MC_JOB_DELETE:
-        if (cancel_after(s, e, a->requested_at, now, ctx, &first) < 0 ||
+        if (cancel_after(s, e, a->requested_at, now, ctx, &first) != 0 ||
             write_tombstone(s, p, e, ctx) != 0)
             return -1;
         remove_entry(p, e);
@@ -763,7 +855,8 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
     case MC_JOB_TRIGGER:
         /* Runs whatever the schedule, the state and the overlap policy
          * say, as XXL-JOB's manual trigger does. */
-        return submit(s, e, a->requested_at, now, now, ctx);
+        rc = submit(s, e, a->requested_at, now, now, ctx);
+        return rc <= 0 ? rc : write_state(s, p, e, now, ctx); /* refused: paused */
     }
     return 0;
 }
@@ -775,11 +868,8 @@ static int occurrence_done(jobs *s, job_part *p, const mc_record *r, const mc_oc
     if (!e || !running_remove(e, d->scheduled_at))
         return 0; /* not waited for: parallel, expired, covered, or deleted */
     int64_t now = mc_ctx_now_ms(ctx);
-    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0) {
-        e->next_at = d->finished_at + e->sched.interval_ms;
-        if (e->sched.end_at > 0 && e->next_at > e->sched.end_at)
-            e->next_at = -1;
-    }
+    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0)
+        delay_from(e, d->finished_at);
     size_t budget = FIRE_BATCH;
     return attend(s, p, e, now, &budget, true, ctx);
 }
@@ -794,7 +884,7 @@ static int send_home(jobs *s, const mc_record *r, int32_t home, mc_ctx *ctx)
 
 static bool key_matches(const mc_record *r, const char *app_id, const char *job_id)
 {
-    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    char key[MC_JOB_MAX_KEY_LEN];
     size_t n = mc_task_key(app_id, job_id, key, sizeof key);
     return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
 }
@@ -812,8 +902,8 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
     mc_arena_reset(s->arena);
     mc_job_command c;
     char detail[256];
-    mc_codec_err err =
-        mc_decode_job_command(r->value, r->value_len, s->arena, &c, detail, sizeof detail);
+    mc_codec_err err = mc_decode_job_command(&s->codec, r->value, r->value_len, s->arena, &c,
+                                             detail, sizeof detail);
     if (err != MC_CODEC_OK) {
         char reason[400];
         snprintf(reason, sizeof reason, "jobs: undecodable JobCommand: %s: %s",
@@ -877,7 +967,7 @@ static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
                                   .scheduled_at = at,
                                   .outcome = res.outcome,
                                   .finished_at = res.finished_at};
-    char key[MC_JOB_MAX_ID_LEN * 2 + 64];
+    char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(res.app_id, job_id, key, sizeof key);
     mc_buf_reset(&s->buf);
     if (klen >= sizeof key || mc_encode_job_command(&c, &s->buf) != 0)
@@ -986,11 +1076,46 @@ static void restore_record(void *arg, const mc_record *m)
     e->runs = st.runs;
     e->last_scheduled_at = st.last_scheduled_at;
     for (size_t i = 0; i < st.n_running; i++)
-        running_add(e, st.running[i]);
+        running_add(e, st.running[i].scheduled_at, st.running[i].due_at);
     e->queued_at = st.queued_at;
     e->skipped = st.skipped;
     mc_keymap_insert(p->jobs, &e->node);
     mc_counter_add(s->restored, 1);
+}
+
+typedef struct homes {
+    int32_t partition, partitions;
+    const job_entry *stray; /* a job whose key's home is another partition */
+} homes;
+
+static void check_home(mc_keynode *n, void *arg)
+{
+    homes *h = arg;
+    const job_entry *e = (const job_entry *)n;
+    if (!h->stray && mc_key_partition(e->key, e->node.key_len, h->partitions) != h->partition)
+        h->stray = e;
+}
+
+/* The jobs topics keep the partition count they were made with: a job's
+ * state is where its commands land. If they grew (behind mooncake's back),
+ * its later commands would land elsewhere and find no job, while it fires
+ * on; so the role stops and says what to do. Returns 0, or -1. */
+static int check_homes(jobs *s, job_part *p)
+{
+    homes h = {p->partition, s->command_partitions, NULL};
+    mc_keymap_each(p->jobs, check_home, &h);
+    if (!h.stray)
+        return 0;
+    char key[MC_JOB_MAX_KEY_LEN], part[16], parts[16];
+    snprintf(key, sizeof key, "%.*s", (int)h.stray->node.key_len, h.stray->key);
+    snprintf(part, sizeof part, "%" PRId32, p->partition);
+    snprintf(parts, sizeof parts, "%" PRId32, s->command_partitions);
+    mc_log(s->logger, MC_LOG_ERROR,
+           "job-commands has more partitions than when its jobs were placed: the jobs topics must "
+           "never grow (mooncakectl partitions grow leaves them alone); delete the extra "
+           "partitions' topics and recreate them with the old count, or re-put every job",
+           "job", key, "partition", part, "job_commands_partitions", parts, (const char *)NULL);
+    return -1;
 }
 
 static void arm_one(mc_keynode *n, void *arg)
@@ -1058,6 +1183,8 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     restoring rs = {s, fresh, n, false};
     if (rc == 0 && n > 0)
         rc = mc_ctx_restore(ctx, "jobs", ids, n, restore_record, &rs, &st);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = check_homes(s, fresh[i]);
     now = mc_ctx_now_ms(ctx);
     bool failed = false;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1090,12 +1217,15 @@ static void jobs_on_revoke(void *self, const rd_kafka_topic_partition_list_t *pa
     update_gauges(s);
 }
 
+/* The writer schemas load (files readable, each resolvable to ours). */
 static int jobs_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->jobs_ahead_ms < 100) {
-        snprintf(err, errlen, "--jobs-ahead-ms must be at least 100");
+    mc_codec_writer *w;
+    size_t n;
+    if (mc_writer_schemas_load(cfg->job_command_writer_schemas, MC_SCHEMA_JOB_COMMAND,
+                               "--job-command-writer-schemas", &w, &n, err, errlen) != 0)
         return -1;
-    }
+    mc_writer_schemas_free(w, n);
     return 0;
 }
 
@@ -1109,6 +1239,7 @@ static void jobs_destroy(void *self)
         part_free(p);
     mc_part_table_free(&s->parts);
     mc_zone_cache_free(s->zones);
+    mc_writer_schemas_free(s->writers, s->n_writers);
     mc_arena_free(s->arena);
     mc_buf_free(&s->buf);
     free(s);

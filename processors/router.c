@@ -46,6 +46,7 @@
 #include "kafka.h"
 #include "layout.h"
 #include "task_rules.h"
+#include "writer_schemas.h"
 #include "wheel_topic.h"
 
 /* How often the layout is read again. */
@@ -81,85 +82,15 @@ typedef struct router {
     mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
 } router;
 
-static void command_writers_free(mc_codec_writer *w, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        mc_writer_schema_free((mc_writer_schema *)w[i].schema);
-    free(w);
-}
-
-/* The other versions of Command the router accepts (--command-writer-schemas:
- * "file.avsc" or "ID=file.avsc", comma-separated), each loaded and checked
- * against ours: 0 with *out (free with command_writers_free) and *n; -1 with
- * a line in err naming the file and what makes it unreadable as our Command. */
-static int command_writers_load(const char *spec, mc_codec_writer **out, size_t *n, char *err,
-                                size_t errlen)
-{
-    *out = NULL;
-    *n = 0;
-    if (!spec || !*spec)
-        return 0;
-    size_t cap = 1;
-    for (const char *p = spec; *p; p++)
-        cap += *p == ',';
-    mc_codec_writer *w = calloc(cap, sizeof *w);
-    char *copy = strdup(spec);
-    if (!w || !copy) {
-        free(w);
-        free(copy);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    size_t count = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        int32_t id = -1;
-        char *eq = strchr(tok, '=');
-        if (eq) {
-            *eq = '\0';
-            int64_t v;
-            if (!mc_parse_int64(tok, 0, INT32_MAX, &v)) {
-                snprintf(err, errlen,
-                         "--command-writer-schemas: '%s' is not a Confluent schema id "
-                         "(ID=FILE)",
-                         tok);
-                goto fail;
-            }
-            id = (int32_t)v;
-            tok = eq + 1;
-        }
-        char why[600];
-        char *text = mc_config_read_file(tok, "--command-writer-schemas", NULL, err, errlen);
-        if (!text)
-            goto fail;
-        mc_writer_schema *ws = mc_writer_schema_new(text, MC_SCHEMA_COMMAND, why, sizeof why);
-        free(text);
-        if (!ws) {
-            snprintf(err, errlen, "--command-writer-schemas: %s: %s", tok, why);
-            goto fail;
-        }
-        w[count++] = (mc_codec_writer){ws, id};
-    }
-    free(copy);
-    *out = w;
-    *n = count;
-    return 0;
-fail:
-    free(copy);
-    command_writers_free(w, count);
-    return -1;
-}
-
 /* The writer schemas load (files readable, each one resolvable to ours). */
 static int router_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
     mc_codec_writer *w;
     size_t n;
-    if (command_writers_load(cfg->command_writer_schemas, &w, &n, err, errlen) != 0)
+    if (mc_writer_schemas_load(cfg->command_writer_schemas, MC_SCHEMA_COMMAND,
+                               "--command-writer-schemas", &w, &n, err, errlen) != 0)
         return -1;
-    command_writers_free(w, n);
+    mc_writer_schemas_free(w, n);
     return 0;
 }
 
@@ -185,14 +116,15 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     }
     r->codec.confluent_command_ids = cfg->confluent_ids;
     r->codec.n_confluent_command_ids = cfg->n_confluent_ids;
-    if (command_writers_load(cfg->command_writer_schemas, &r->writers, &r->n_writers, err,
-                             errlen) != 0) {
+    if (mc_writer_schemas_load(cfg->command_writer_schemas, MC_SCHEMA_COMMAND,
+                               "--command-writer-schemas", &r->writers, &r->n_writers, err,
+                               errlen) != 0) {
         mc_arena_free(r->arena);
         free(r);
         return NULL;
     }
-    r->codec.command_writers = r->writers;
-    r->codec.n_command_writers = r->n_writers;
+    r->codec.writers = r->writers;
+    r->codec.n_writers = r->n_writers;
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
     mc_metrics *m = mc_ctx_metrics(ctx);
@@ -451,7 +383,7 @@ static void router_destroy(void *self)
     free(r->owned);
     mc_layout_free(&r->layout);
     mc_arena_free(r->arena);
-    command_writers_free(r->writers, r->n_writers);
+    mc_writer_schemas_free(r->writers, r->n_writers);
     mc_buf_free(&r->out);
     free(r);
 }

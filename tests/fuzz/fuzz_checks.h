@@ -13,8 +13,9 @@
 
 static void fuzz_check_decode(mc_arena *arena, size_t size, mc_codec_err e, const char *detail)
 {
-    /* Strings cost at most their length + 1, map entries 16 bytes per two
-     * input bytes; blocks double, so twice that plus the first block. */
+    /* Strings cost at most their length + 1, map entries and JobState
+     * running items 16 bytes per two input bytes; blocks double, so twice
+     * that plus the first block. */
     if (mc_arena_footprint(arena) > 4096 + 40 * size) {
         fprintf(stderr, "decode of %zu bytes holds %zu bytes\n", size, mc_arena_footprint(arena));
         abort();

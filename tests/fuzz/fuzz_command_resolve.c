@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const versions *v = load_versions();
     const mc_codec_writer writers[] = {{v->previous, 7}, {v->next, -1}};
-    const mc_codec_options opts = {.command_writers = writers, .n_command_writers = 2};
+    const mc_codec_options opts = {.writers = writers, .n_writers = 2};
     uint8_t *rec = malloc(size + 10);
     if (!rec)
         return 0;

@@ -23,13 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     mc_job_command c;
     char detail[256];
-    mc_codec_err e = mc_decode_job_command(data, size, arena, &c, detail, sizeof detail);
+    mc_codec_err e = mc_decode_job_command(NULL, data, size, arena, &c, detail, sizeof detail);
     fuzz_check_decode(arena, size, e, detail);
     if (e == MC_CODEC_OK) {
         mc_buf b1 = {0}, b2 = {0};
         mc_job_command c2;
         if (mc_encode_job_command(&c, &b1) != 0 ||
-            mc_decode_job_command(b1.data, b1.len, arena, &c2, detail, sizeof detail) !=
+            mc_decode_job_command(NULL, b1.data, b1.len, arena, &c2, detail, sizeof detail) !=
                 MC_CODEC_OK ||
             mc_encode_job_command(&c2, &b2) != 0 || b1.len != b2.len ||
             memcmp(b1.data, b2.data, b1.len) != 0) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
 corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/job_command_decode/,
-corpus/job_state_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done). Valid records are
+corpus/job_state_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done) and
+corpus/job_json/ (the jobs' JSON bodies, 0 = /jobs, 1 = an action, 2 = /jobs/preview). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
-    python3 tests/fuzz/make_corpus.py
+    python3 tests/fuzz/make_corpus.py [CORPUS...]
 Files named found-* were found by libFuzzer and are kept as they are."""
 import io
 import json
@@ -19,6 +20,7 @@ except ImportError:
     sys.exit("make_corpus.py needs fastavro: pip install fastavro")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ONLY = set(sys.argv[1:])  # corpus names to write (default: all)
 SCHEMAS = os.path.join(HERE, "..", "..", "schemas")
 
 
@@ -56,6 +58,8 @@ def s(text):
 
 
 def write(dirname, files):
+    if ONLY and dirname not in ONLY:
+        return
     d = os.path.join(HERE, "corpus", dirname)
     os.makedirs(d, exist_ok=True)
     for old in os.listdir(d):
@@ -293,7 +297,10 @@ for o in OUTCOMES:
         "outcome": o, "finished_at": 1767225601234})
 
 STATE = {"version": 4242, "status": "PAUSED", "next_at": 1767312000000, "runs": 17,
-         "last_scheduled_at": 1767225600000, "running": [1767139200000, 1767225600000, -1],
+         "last_scheduled_at": 1767225600000,
+         "running": [{"scheduled_at": 1767139200000, "due_at": 1767139200000},
+                     {"scheduled_at": 1767225600000, "due_at": 1767225660000},
+                     {"scheduled_at": -1, "due_at": 0}],
          "queued_at": 1767312000000, "skipped": 2, "updated_at": 1767225601000, "job": JOB}
 state_body = avro(job_state, STATE)
 
@@ -311,23 +318,31 @@ js = {
     "valid-ended-unicode": JOBSTATE + avro(job_state, dict(STATE, status="ENDED",
                                                            job=JOB_UNICODE)),
     "valid-crafted": JOBSTATE + state_head() + job_head() + job_tail(),
+    # running: [{5, 8}] then, with a byte size, [{6, 9}, {-7, -1}].
     "valid-array-blocks": JOBSTATE + state_head(
-        running=zz(1) + zz(5) + zz(-2) + zz(2) + zz(6) + zz(-7) + zz(0)) + job_head() + job_tail(),
+        running=zz(1) + zz(5) + zz(8) + zz(-2) + zz(4) + zz(6) + zz(9) + zz(-7) + zz(-1) + zz(0))
+    + job_head() + job_tail(),
     "empty": b"",
     "header-only": JOBSTATE,
     "job-command-fingerprint": JOBCMD + state_body,
     "confluent-framing": b"\x00" + struct.pack(">i", 1) + state_body,
     "truncated": (JOBSTATE + state_body)[:-3],
-    "truncated-running": JOBSTATE + zz(1) + zz(0) + zz(0) + zz(0) + zz(0) + zz(3) + zz(1),
+    # One item, cut after its scheduled_at (2 bytes, so the count fits).
+    "truncated-running": JOBSTATE + zz(1) + zz(0) + zz(0) + zz(0) + zz(0) + zz(1) + zz(100),
     "trailing": JOBSTATE + state_body + b"\x01",
     "bad-enum-status": JOBSTATE + state_head(status=3) + job_head() + job_tail(),
     "bad-enum-job-kind": JOBSTATE + state_head() + job_head(kind=7) + job_tail(),
     "huge-array-count": JOBSTATE + state_head(running=zz(1 << 40) + zz(1)),
-    "array-block-size-mismatch": JOBSTATE + state_head(running=zz(-1) + zz(3) + zz(5) + zz(0))
+    # 3 items need 6 bytes; 1 + 3 remain.
+    "array-count-exceeds-items": JOBSTATE + state_head(running=zz(3) + zz(1)),
+    "array-block-size-mismatch": JOBSTATE + state_head(
+        running=zz(-1) + zz(3) + zz(5) + zz(8) + zz(0))
     + job_head() + job_tail(),
     "array-count-int64-min": JOBSTATE + zz(1) + zz(0) + zz(0) + zz(0) + zz(0)
     + b"\xff" * 9 + b"\x01",
     "array-varint-overflow": JOBSTATE + state_head(running=zz(1) + b"\xff" * 9 + b"\x02"),
+    "array-varint-overflow-due-at": JOBSTATE + state_head(
+        running=zz(1) + zz(3) + b"\xff" * 9 + b"\x02"),
     "bad-utf8-time-zone": JOBSTATE + state_head() + s("a") + s("j") + zz(0) + s("") + s(b"\xff"),
 }
 
@@ -388,6 +403,56 @@ task_json = {
     "cancel-empty-app": body(1, {"appId": "", "uuid": "x"}),
 }
 
+# The jobs' JSON bodies (fuzz_job_json.c): first byte 0 = POST /jobs, 1 = an
+# action, 2 = /jobs/preview.
+JOB_CB = {"url": "https://shop.example.com/report"}
+job_json = {
+    "put-cron": body(0, {"appId": "shop", "jobId": "nightly-report",
+                         "schedule": {"cron": "0 0 2 * * ?", "timeZone": "Asia/Shanghai"},
+                         "overlap": "SERIAL", "callback": JOB_CB}),
+    "put-full": body(0, {"appId": "shop", "jobId": "j1",
+                         "schedule": {"cron": "0 30 2 L-2 * ?", "timeZone": "Europe/Berlin"},
+                         "startTime": 1795000000000, "endTime": 1900000000000, "maxRuns": 10,
+                         "misfire": "catch_up", "catchUpLimit": 3, "misfireThresholdMs": 1000,
+                         "overlap": "COVER_EARLY", "paused": True,
+                         "callback": {"url": "http://a.example/x", "method": "put",
+                                      "headers": {"X-A": "1"}, "body": "caf\u00e9",
+                                      "timeoutMs": 5000},
+                         "retry": {"maxAttempts": 3}, "metadata": {"k": "v"}, "x": [1]}),
+    "put-rate": body(0, {"appId": "a", "jobId": "r", "schedule": {"fixedRateMs": 60000},
+                         "callback": JOB_CB}),
+    "put-delay": body(0, {"appId": "a", "jobId": "d", "schedule": {"fixedDelayMs": 1000},
+                          "startTime": 1800000000000, "callback": JOB_CB}),
+    "put-classic-five": body(0, {"appId": "a", "jobId": "c",
+                                 "schedule": {"cron": "*/15 9-17 * * MON-FRI"},
+                                 "callback": JOB_CB}),
+    "never-fires": body(0, {"appId": "a", "jobId": "n", "schedule": {"cron": "0 0 0 30 2 ?"},
+                            "callback": JOB_CB}),
+    "unknown-zone": body(0, {"appId": "a", "jobId": "z",
+                             "schedule": {"cron": "@daily", "timeZone": "Mars/Base"},
+                             "callback": JOB_CB}),
+    "two-kinds": body(0, {"appId": "a", "jobId": "k",
+                          "schedule": {"cron": "@daily", "fixedRateMs": 5000},
+                          "callback": JOB_CB}),
+    "rate-zero": body(0, {"appId": "a", "jobId": "k", "schedule": {"fixedRateMs": 0},
+                          "callback": JOB_CB}),
+    "seconds": body(0, {"appId": "a", "jobId": "s", "schedule": {"cron": "@hourly"},
+                        "startTime": 1795000000, "callback": JOB_CB}),
+    "bad-enum": body(0, {"appId": "a", "jobId": "e", "schedule": {"cron": "@hourly"},
+                         "misfire": "LATER", "callback": JOB_CB}),
+    "wrong-types": body(0, {"appId": 1, "jobId": [], "schedule": "x"}),
+    "duplicate-key": body(0, '{"appId":"a","appId":"b"}'),
+    "empty": body(0, ""),
+    "action": body(1, {"appId": "shop", "jobId": "nightly-report"}),
+    "action-trigger": body(10, {"appId": "shop", "jobId": "nightly-report"}),
+    "action-slash-app": body(1, {"appId": "a/b", "jobId": "j"}),
+    "preview": body(2, {"schedule": {"cron": "0 30 2 * * ?", "timeZone": "Europe/Berlin"},
+                        "count": 20}),
+    "preview-rate": body(2, {"schedule": {"fixedRateMs": 1000}, "startTime": 1795330000000,
+                             "endTime": 1795330003000, "count": 100}),
+    "preview-count": body(2, {"schedule": {"cron": "@daily"}, "count": 0}),
+}
+
 # Schema resolution: bodies written with the previous and the next version
 # of Command; the first byte picks the framing (see fuzz_command_resolve.c).
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -422,3 +487,4 @@ write("job_command_decode", jc)
 write("job_state_decode", js)
 write("retry_after", retry_after)
 write("task_json", task_json)
+write("job_json", job_json)

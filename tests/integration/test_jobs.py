@@ -7,17 +7,28 @@ sees at their endpoint and in Kafka.
 2. Every schedule kind and policy against a slow endpoint: cron in a zone, PARALLEL,
    DISCARD_LATER, SERIAL, COVER_EARLY, FIXED_DELAY; pause and resume under
    FIRE_ONCE_NOW and DO_NOTHING; update, trigger and delete.
+3. Schema evolution: JobCommands written with the previous version of the schema (fields
+   since added missing) and with a newer one (a field this build lacks) are read through
+   --job-command-writer-schemas; a record of an unknown version is dead-lettered.
 
 Jobs are Avro JobCommands produced straight to job-commands (the client contract);
 occurrences are the tasks <job_id>@<scheduled ms>, and each call carries the
 mooncake-job-id and mooncake-scheduled-at headers.
 
 Run one test: python3 test_jobs.py NAME [NAME...]."""
+import copy
+import io
+import json
+import os
 import signal
 import sys
+import tempfile
 import time
 
-from harness import CallbackServer, Env, decode, encode, home_partition, now_ms, run
+import fastavro
+import fastavro.schema
+
+from harness import SOURCE_DIR, CallbackServer, Env, decode, encode, home_partition, now_ms, run
 from test_executor import ALLOW_LOOPBACK
 
 AHEAD_MS = 2000
@@ -294,8 +305,77 @@ def test_every_schedule_kind_and_policy():
         server.close()
 
 
+# ---- 3 --------------------------------------------------------------------------------------
+
+def other_version(change):
+    """JobCommand.avsc changed by change(job_record_fields): (schema text, parsed, header)."""
+    with open(os.path.join(SOURCE_DIR, "schemas", "JobCommand.avsc")) as f:
+        schema = json.load(f)
+    job = schema["fields"][0]["type"][0]["fields"][0]["type"]
+    change(job["fields"])
+    text = json.dumps(schema)
+    pcf = fastavro.schema.to_parsing_canonical_form(json.loads(text))
+    header = b"\xc3\x01" + bytes.fromhex(fastavro.schema.fingerprint(pcf, "CRC-64-AVRO"))
+    return text, fastavro.parse_schema(json.loads(text)), header
+
+
+def test_older_and_newer_job_commands_are_read():
+    """Promise (README "Recurring jobs", schema evolution): JobCommand evolves like
+    Command; a job written with another version the role was told about fires."""
+    def previous(fields):  # before paused, metadata and catch_up_limit were added
+        fields[:] = [f for f in fields if f["name"] not in ("paused", "metadata",
+                                                            "catch_up_limit")]
+
+    def newer(fields):  # a field this build does not know
+        fields.insert(3, {"name": "owner", "type": "string", "default": ""})
+
+    env = Env(partitions=3)
+    try:
+        files, versions = [], {}
+        for name, change in (("previous", previous), ("newer", newer)):
+            text, parsed, header = other_version(change)
+            f = tempfile.NamedTemporaryFile("w", suffix=".avsc", delete=False)
+            f.write(text)
+            f.close()
+            files.append(f.name)
+            versions[name] = (parsed, header)
+        env.start("jobs", instance="j", MOONCAKE_JOB_COMMAND_WRITER_SCHEMAS=",".join(files))
+        start = (now_ms() // 1000 + 2) * 1000
+        for name, (parsed, header) in versions.items():
+            j = job("a", name, "http://127.0.0.1:9/x", start_at=start)
+            if name == "previous":
+                for k in ("paused", "metadata", "catch_up_limit"):
+                    del j[k]
+            else:
+                j["owner"] = "team-x"
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, parsed, {"payload": ("mooncake.PutJob", {"job": j})})
+            key = f"a/{name}".encode()
+            env.produce("job-commands", key, header + buf.getvalue(),
+                        partition=home_partition(key, env.partitions))
+        unknown = copy.deepcopy(versions["newer"])
+        key = b"a/unknown"
+        env.produce("job-commands", key, b"\xc3\x01" + bytes(8) + b"\x00",
+                    partition=home_partition(key, env.partitions))
+        env.flush()
+        time.sleep(4)
+        tasks = read_tasks(env)
+        for name in versions:
+            subs, _, _ = occurrences(env, name, tasks)
+            assert start in subs, f"the {name} version's job did not fire: {sorted(subs)}"
+        dead = [decode("DeadLetter", m.value()) for m in env.read_all("dead", idle=2.0)]
+        assert any("fingerprint 0000000000000000" in d["reason"] for d in dead), \
+            [d["reason"] for d in dead]
+        assert unknown
+        for f in files:
+            os.unlink(f)
+    finally:
+        env.stop_all()
+
+
 if __name__ == "__main__":
     tests = [test_forty_every_second_jobs_survive_kill_9_of_each_role,
-             test_every_schedule_kind_and_policy]
+             test_every_schedule_kind_and_policy,
+             test_older_and_newer_job_commands_are_read]
     pick = sys.argv[1:]
     run([t for t in tests if not pick or any(n in t.__name__ for n in pick)])

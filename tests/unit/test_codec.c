@@ -937,7 +937,8 @@ static bool job_state_eq(const mc_job_state *a, const mc_job_state *b)
     if (a->n_running != b->n_running)
         return false;
     for (size_t i = 0; i < a->n_running; i++)
-        if (a->running[i] != b->running[i])
+        if (a->running[i].scheduled_at != b->running[i].scheduled_at ||
+            a->running[i].due_at != b->running[i].due_at)
             return false;
     return a->version == b->version && a->status == b->status && a->next_at == b->next_at &&
            a->runs == b->runs && a->last_scheduled_at == b->last_scheduled_at &&
@@ -1020,7 +1021,9 @@ static mc_job unicode_job(void)
     return j;
 }
 
-static const int64_t running3[] = {1767139200000, 1767225600000, -1};
+/* On time, misfired by a minute, and odd values a decoder must keep. */
+static const mc_running_occurrence running3[] = {
+    {1767139200000, 1767139200000}, {1767225600000, 1767225660000}, {-1, 0}};
 
 /* make_corpus.py's STATE. */
 static mc_job_state typical_state(void)
@@ -1048,7 +1051,7 @@ static void roundtrip_job_command(const mc_job_command *c, mc_arena *arena)
     mc_job_command got;
     char detail[256];
     CHECK(mc_encode_job_command(c, &b) == 0);
-    CHECK_ERR(mc_decode_job_command(b.data, b.len, arena, &got, detail, sizeof detail),
+    CHECK_ERR(mc_decode_job_command(NULL, b.data, b.len, arena, &got, detail, sizeof detail),
               MC_CODEC_OK);
     CHECK(job_command_eq(c, &got));
     CHECK(mc_encode_job_command(&got, &b2) == 0);
@@ -1179,12 +1182,13 @@ static void test_job_roundtrips(void)
     mc_job_command empty_action = {.kind = MC_JOBCMD_ACTION, .action = {"", "", MC_JOB_PAUSE, 0}};
     roundtrip_job_command(&empty_action, arena);
 
-    /* States: every status; no, one, many running instants; the jobs above. */
-    static int64_t many_running[2000];
+    /* States: every status; no, one, many running occurrences; the jobs above. */
+    static mc_running_occurrence many_running[2000];
     for (int i = 0; i < 2000; i++)
-        many_running[i] = i % 3 ? (int64_t)i * 1000 : -(int64_t)i;
-    many_running[7] = INT64_MIN;
-    many_running[8] = INT64_MAX;
+        many_running[i] = (mc_running_occurrence){i % 3 ? (int64_t)i * 1000 : -(int64_t)i,
+                                                  i % 5 ? (int64_t)i * 1000 + i : INT64_MIN + i};
+    many_running[7] = (mc_running_occurrence){INT64_MIN, INT64_MAX};
+    many_running[8] = (mc_running_occurrence){INT64_MAX, INT64_MIN};
     for (int st = MC_JOB_ACTIVE; st <= MC_JOB_ENDED; st++) {
         mc_job_state s = typical_state();
         s.status = (mc_job_status)st;
@@ -1247,7 +1251,7 @@ static void test_job_roundtrips(void)
     mc_buf_reset(&b);
     CHECK(mc_encode_job_command(&nulls, &b) == 0);
     mc_job_command got;
-    CHECK_ERR(mc_decode_job_command(b.data, b.len, arena, &got, NULL, 0), MC_CODEC_OK);
+    CHECK_ERR(mc_decode_job_command(NULL, b.data, b.len, arena, &got, NULL, 0), MC_CODEC_OK);
     CHECK(got.put.app_id && got.put.app_id[0] == '\0' && got.put.time_zone &&
           got.put.time_zone[0] == '\0' && got.put.callback.body == NULL &&
           got.put.metadata == NULL);
@@ -1290,7 +1294,8 @@ static void check_fastavro_job_command(const char *name, const mc_job_command *w
     mc_job_command got;
     char detail[256];
     mc_buf b = {0};
-    CHECK_ERR(mc_decode_job_command(data, len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK_ERR(mc_decode_job_command(NULL, data, len, arena, &got, detail, sizeof detail),
+              MC_CODEC_OK);
     CHECK(job_command_eq(&got, want), "%s", name);
     CHECK(mc_encode_job_command(want, &b) == 0);
     CHECK(bytes_eq(b.data, b.len, data, len), "%s: our encoding differs from fastavro's", name);
@@ -1436,10 +1441,18 @@ static void test_job_avro_c_interop(void)
         size_t n = 0;
         avro_value_get_size(&f, &n);
         CHECK(n == 3);
-        int64_t last = 0;
-        avro_value_get_by_index(&f, 2, &g, NULL);
-        avro_value_get_long(&g, &last);
-        CHECK(last == -1);
+        /* Each item is a record: both fields, in order, for every item. */
+        for (size_t i = 0; i < n && i < 3; i++) {
+            avro_value_t item;
+            int64_t sched = 0, due = 0;
+            avro_value_get_by_index(&f, i, &item, NULL);
+            avro_value_get_by_name(&item, "scheduled_at", &g, NULL);
+            avro_value_get_long(&g, &sched);
+            avro_value_get_by_name(&item, "due_at", &g, NULL);
+            avro_value_get_long(&g, &due);
+            CHECK(sched == running3[i].scheduled_at && due == running3[i].due_at, "running[%zu]",
+                  i);
+        }
         const char *tz = avro_str(&v, "job.schedule.time_zone");
         CHECK(tz && strcmp(tz, "Europe/Z\xc3\xbcrich") == 0);
         avro_value_get_by_name(&v, "job", &f, NULL);
@@ -1505,7 +1518,7 @@ static void w_state_head(mc_buf *b, int64_t status, const void *running, size_t 
 
 static mc_codec_err decode_jc(const mc_buf *b, mc_arena *a, mc_job_command *c, char *detail)
 {
-    return mc_decode_job_command(b->data, b->len, a, c, detail, 256);
+    return mc_decode_job_command(NULL, b->data, b->len, a, c, detail, 256);
 }
 
 static mc_codec_err decode_js(const mc_buf *b, mc_arena *a, mc_job_state *s, char *detail)
@@ -1529,7 +1542,8 @@ static void check_job_prefixes(int which, const mc_buf *rec, mc_arena *a)
         memcpy(copy, rec->data, n <= rec->len ? n : rec->len);
         if (n > rec->len)
             copy[rec->len] = 0;
-        mc_codec_err e = which == 0   ? mc_decode_job_command(copy, n, a, &c, detail, sizeof detail)
+        mc_codec_err e = which == 0
+                             ? mc_decode_job_command(NULL, copy, n, a, &c, detail, sizeof detail)
                          : which == 1 ? mc_decode_job_state(copy, n, a, &s, detail, sizeof detail)
                                       : mc_decode_job(copy, n, a, &j, detail, sizeof detail);
         if (n == rec->len) {
@@ -1727,26 +1741,53 @@ static void test_job_errors(void)
     mc_buf rb = {blocks, 0, sizeof blocks};
     w_long(&rb, 1);
     w_long(&rb, 5);
+    w_long(&rb, 8);
     w_long(&rb, -2);
-    size_t size_at = rb.len;
-    w_long(&rb, 2); /* two one-byte longs */
+    w_long(&rb, 4); /* two items of two one-byte longs */
     w_long(&rb, 6);
+    w_long(&rb, 9);
     w_long(&rb, -7);
+    w_long(&rb, -1);
     w_long(&rb, 0);
     b.len = 0;
     w_state_head(&b, 0, rb.data, rb.len);
     w_job_head(&b, 0);
     w_job_tail(&b, 0, 0, 0, 0);
     CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_OK);
-    CHECK(s.n_running == 3 && s.running[0] == 5 && s.running[1] == 6 && s.running[2] == -7);
+    CHECK(s.n_running == 3 && s.running[0].scheduled_at == 5 && s.running[0].due_at == 8 &&
+          s.running[1].scheduled_at == 6 && s.running[1].due_at == 9 &&
+          s.running[2].scheduled_at == -7 && s.running[2].due_at == -1);
+    /* Re-encoded canonically: one block of three. */
+    mc_buf canon = {0};
+    CHECK(mc_encode_job_state(&s, &canon) == 0);
+    rb.len = 0;
+    w_long(&rb, 3);
+    w_long(&rb, 5);
+    w_long(&rb, 8);
+    w_long(&rb, 6);
+    w_long(&rb, 9);
+    w_long(&rb, -7);
+    w_long(&rb, -1);
+    w_long(&rb, 0);
+    b.len = 0;
+    w_state_head(&b, 0, rb.data, rb.len);
+    w_job_head(&b, 0);
+    w_job_tail(&b, 0, 0, 0, 0);
+    CHECK(bytes_eq(canon.data, canon.len, b.data, b.len));
+    mc_buf_free(&canon);
     /* A byte size that disagrees with the items. */
-    blocks[size_at] = 6; /* 3 bytes */
+    rb.len = 0;
+    w_long(&rb, -1);
+    w_long(&rb, 3); /* the item takes 2 bytes */
+    w_long(&rb, 5);
+    w_long(&rb, 8);
+    w_long(&rb, 0);
     b.len = 0;
     w_state_head(&b, 0, rb.data, rb.len);
     w_job_head(&b, 0);
     w_job_tail(&b, 0, 0, 0, 0);
     CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
-    expect_detail(detail, "running: block byte size disagrees");
+    expect_detail(detail, "running: block byte size disagrees with its items by -1 bytes");
     /* A count the remaining bytes cannot hold; INT64_MIN; a bad item. */
     rb.len = 0;
     w_long(&rb, (int64_t)1 << 40);
@@ -1755,13 +1796,38 @@ static void test_job_errors(void)
     w_state_head(&b, 0, rb.data, rb.len);
     CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
     expect_detail(detail, "running: block of 1099511627776 entries cannot fit");
+    /* Each item takes two bytes: after a count of 3 come 1 + 3 bytes (the
+     * item's first byte, queued_at, skipped, updated_at), room for 2. */
+    b.len = 0;
+    w_state_head(&b, 0, "\x06\x02", 2);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "running: block of 3 entries cannot fit in the 4 bytes left");
+    b.len = 0;
+    /* 2 items fit in 3 + 3 bytes; item 0's scheduled_at takes 4 of them. */
+    w_state_head(&b, 0, "\x04\x80\x80\x80", 4);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_TRUNCATED);
+    expect_detail(detail, "running[1].due_at: varint runs past the end of the record");
     b.len = 0;
     w_state_head(&b, 0, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10);
     CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "running: block count -9223372036854775808 cannot be negated");
+    /* The varint of item 3's due_at, after two blocks. */
+    rb.len = 0;
+    w_long(&rb, 2);
+    for (int i = 0; i < 4; i++)
+        w_long(&rb, i);
+    w_long(&rb, 2);
+    for (int i = 0; i < 3; i++)
+        w_long(&rb, i);
+    w_raw(&rb, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10);
     b.len = 0;
-    w_state_head(&b, 0, "\x04\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 12);
+    w_state_head(&b, 0, rb.data, rb.len);
     CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_VARINT);
-    expect_detail(detail, "running[1]: varint overflows 64 bits");
+    expect_detail(detail, "running[3].due_at: varint overflows 64 bits");
+    b.len = 0;
+    w_state_head(&b, 0, "\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12);
+    CHECK_ERR(decode_js(&b, a, &s, detail), MC_CODEC_BAD_VARINT);
+    expect_detail(detail, "running[0].scheduled_at: varint longer than 10 bytes");
     mc_arena_free(a);
 }
 

@@ -300,7 +300,7 @@ static void test_previous_and_next_commands(void)
     free(pcf);
 
     mc_codec_writer writers[] = {{wp, 7}, {wn, -1}};
-    mc_codec_options with = {.command_writers = writers, .n_command_writers = 2};
+    mc_codec_options with = {.writers = writers, .n_writers = 2};
     mc_codec_options without = {0};
     mc_arena *arena = mc_arena_new();
     mc_command c;

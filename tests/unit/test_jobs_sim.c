@@ -502,6 +502,311 @@ static void bad_jobs_are_dead_lettered(void)
     kit_config_free(cfg);
 }
 
+/* ---- Found by an adversarial review; each of these failed before its fix, and
+ * each comment says what went wrong then. ---- */
+
+/* A job the gateway's limits allow (appId up to 255, job_id up to 200):
+ * app/job (456 bytes) fits key_matches()' 464-byte buffer, but the
+ * occurrence's key app/job@<ms> (470) does not fit submit()'s, which
+ * returns -1: fatal, and the PutJob comes back after every restart. */
+static void long_ids_do_not_stall_the_partition(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    char app[256], jid[201];
+    memset(app, 'x', 255);
+    app[255] = 0;
+    memset(jid, 'j', 200);
+    jid[200] = 0;
+    mc_job j = base_job(jid);
+    j.app_id = app;
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = j};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    char key[600];
+    size_t kl = mc_task_key(app, jid, key, sizeof key);
+    sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl, b.data, b.len,
+               NULL, 0);
+    mc_buf_free(&b);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        char id[8];
+        snprintf(id, sizeof id, "j%d", attempt);
+        sim_inst *in = sim_inst_new(k, &mc_jobs_processor, cfg, id);
+        CHECK(sim_assign_all(in) == 0);
+        int rc = sim_settle(in, 50);
+        CHECK(rc == 0, "restart %d: the partition goes on past a long-id job (settle %d)", attempt,
+              rc);
+        sim_crash(in);
+    }
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A pause whose catch_up() writes the last occurrence (max_runs reached)
+ * ends the job in memory, then job_action's PAUSE returns 0 because the
+ * status is no longer ACTIVE: the Submit is committed, the state that says
+ * so is not. After a restart the old state writes the occurrence again. */
+static void a_pause_that_ends_the_job_is_logged(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("pe");
+    j.interval_ms = 10000;
+    j.max_runs = 2;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 1000, 100);
+    sim_crash(in); /* down from T0+1s: T0+10s not written yet */
+    act(k, "pe", MC_JOB_PAUSE, T0 + 11000);
+    sim_set_now(k, T0 + 12000);
+    in = start(k, cfg, "j2"); /* the pause is read before the timer */
+    seen s;
+    read_tasks(k, "pe", &s);
+    CHECK(count(&s, T0 + 10000, false) == 1, "catch_up wrote T0+10s before the pause");
+    sim_crash(in);
+    sim_set_now(k, T0 + 13000);
+    in = start(k, cfg, "j3");
+    run_until(k, in, T0 + 20000, 100);
+    read_tasks(k, "pe", &s);
+    CHECK(count(&s, T0 + 10000, false) == 1,
+          "T0+10s (fired at T0+12s) submitted %zu times after a restart",
+          count(&s, T0 + 10000, false));
+    CHECK(submits(&s) == 2, "max_runs 2, %zu submits", submits(&s));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A pause whose requested_at is 10 s behind the processor's clock (a
+ * client clock behind, or a lagging partition): cancel_after() "cancels"
+ * occurrences that were due and fired 1..10 s ago, rewinds next_at to the
+ * first of them and gives back their runs; the resume 100 ms later writes
+ * them all again. Each of those calls is made twice. */
+static void a_late_pause_does_not_fire_again_what_ran(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("pr");
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 20000, 100);
+    act(k, "pr", MC_JOB_PAUSE, T0 + 10000);
+    run_until(k, in, T0 + 20100, 100);
+    act(k, "pr", MC_JOB_RESUME, T0 + 20100);
+    run_until(k, in, T0 + 20200, 100);
+    seen s;
+    read_tasks(k, "pr", &s);
+    size_t twice = 0;
+    for (int64_t at = T0 + 11000; at <= T0 + 20000; at += 1000)
+        twice += count(&s, at, false) > 1; /* first Submit due at `at` <= T0+20s: fired */
+    CHECK(twice == 0, "%zu occurrences that had already fired were submitted again", twice);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Staleness is measured from the scheduled instant, not from when the
+ * occurrence was submitted. A misfired occurrence run now (FIRE_ONCE_NOW),
+ * or a SERIAL queued one, can be stale the moment it is submitted: the next
+ * one runs beside it though DISCARD_LATER says it must be discarded. */
+static void a_misfired_occurrence_runs_from_when_it_started(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0 - 10000);
+    mc_job j = base_job("st");
+    j.interval_ms = 120000;
+    j.overlap = MC_OVERLAP_DISCARD_LATER;
+    j.has_retry = true;
+    j.retry = (mc_retry_policy){.max_attempts = 1,
+                                .initial_backoff_ms = 1000,
+                                .multiplier = 2,
+                                .max_backoff_ms = 1000}; /* stale bound 62 s */
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    act(k, "st", MC_JOB_PAUSE, T0 - 5000);
+    run_until(k, in, T0 + 100000, 1000);
+    act(k, "st", MC_JOB_RESUME, T0 + 100000);
+    run_until(k, in, T0 + 121000, 100);
+    seen s;
+    read_tasks(k, "st", &s);
+    CHECK(count(&s, T0, false) == 1, "the missed one runs at the resume");
+    CHECK(count(&s, T0 + 120000, false) == 0,
+          "T0+120s written while T0 (started 20 s before, no Result) still runs");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* FIXED_DELAY ignores end_at when misfire (DO_NOTHING) or expiry sets
+ * next_at = now + interval. */
+static void fixed_delay_stops_at_end_at(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("fe");
+    j.kind = MC_SCHEDULE_FIXED_DELAY;
+    j.interval_ms = 5000;
+    j.end_at = T0 + 30000;
+    j.misfire = MC_MISFIRE_DO_NOTHING;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 1000, 100);
+    result(k, "fe@1800000000000", MC_OUTCOME_SUCCEEDED, T0 + 1000);
+    run_until(k, in, T0 + 2000, 100);
+    act(k, "fe", MC_JOB_PAUSE, T0 + 2000);
+    run_until(k, in, T0 + 40000, 1000);
+    act(k, "fe", MC_JOB_RESUME, T0 + 40000);
+    run_until(k, in, T0 + 60000, 100);
+    seen s;
+    read_tasks(k, "fe", &s);
+    for (size_t i = 0; i < s.n; i++)
+        CHECK(s.cancel[i] || s.at[i] <= T0 + 30000, "occurrence at %lld after end_at (+30000)",
+              (long long)(s.at[i] - T0));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* An update whose created_at is 30 s behind "cancels" (and gives back
+ * the runs of) occurrences that already fired: max_runs is exceeded. */
+static void a_late_update_keeps_max_runs(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("mr");
+    j.max_runs = 10;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 5500, 100);
+    j.callback.url = "http://e/job2";
+    j.created_at = T0 - 30000;
+    put(k, &j);
+    run_until(k, in, T0 + 60000, 100);
+    seen s;
+    read_tasks(k, "mr", &s);
+    /* what ran: each instant whose last command is a Submit, plus those whose
+     * Cancel came after they were due (T0..T0+5s fired before the update) */
+    size_t ran = 0;
+    for (int64_t at = T0; at <= T0 + 60000; at += 1000) {
+        size_t sub = count(&s, at, false), can = count(&s, at, true);
+        if (sub > can || (sub > 0 && at <= T0 + 5500))
+            ran++;
+    }
+    CHECK(ran <= 10, "max_runs 10, %zu occurrences ran", ran);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A Submit that Kafka refuses for good in punctuate (the occurrence is
+ * ~2x job_id + 70 bytes bigger than the job state that was accepted) is
+ * fatal: the role exits and does so again after every restart. */
+static void an_occurrence_kafka_refuses_pauses_its_job(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    char jid[201];
+    memset(jid, 'q', 200);
+    jid[200] = 0;
+    mc_job j = base_job(jid);
+    j.start_at = T0 + 60000; /* first one written in punctuate */
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = j};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    size_t limit = b.len + 202 + 120; /* the state fits; the Submit does not */
+    mc_buf_free(&b);
+    sim_set_max_bytes(k, kit_topic("tasks"), limit);
+    sim_set_max_bytes(k, kit_topic("jobs"), limit);
+    put(k, &j);
+    mc_job other = base_job("other");
+    put(k, &other);
+    sim_inst *in = start(k, cfg, "j1");
+    int rc = 0;
+    while (sim_now(k) < T0 + 70000 && rc == 0) {
+        sim_advance(k, 100);
+        rc = sim_settle(in, 50);
+    }
+    CHECK(rc == 0, "the role survives a refused occurrence (settle %d at +%lld)", rc,
+          (long long)(sim_now(k) - T0));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* job-commands grown from 3 to 6 partitions: a job's state stays in
+ * its old partition's changelog, its commands now go home to the new
+ * partition. A DELETE is dead-lettered ("no job") and the job fires on. */
+static void growing_the_jobs_topics_stops_the_role(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    const char *id = NULL;
+    char ids[64][8];
+    for (int i = 0; i < 64 && !id; i++) { /* a key whose home moves */
+        snprintf(ids[i], sizeof ids[i], "g%d", i);
+        char key[64];
+        size_t kl = mc_task_key("a", ids[i], key, sizeof key);
+        if (mc_key_partition(key, kl, 3) != mc_key_partition(key, kl, 6))
+            id = ids[i];
+    }
+    mc_job j = base_job(id);
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 5000, 100);
+    sim_stop(in);
+    sim_set_partitions(k, kit_topic("job-commands"), 6);
+    sim_set_partitions(k, kit_topic("jobs"), 6);
+    sim_set_partitions(k, kit_topic("dead"), 6);
+    sim_set_partitions(k, kit_topic("results"), 6);
+    mc_job_command c = {
+        .kind = MC_JOBCMD_ACTION,
+        .action = {
+            .app_id = "a", .job_id = id, .action = MC_JOB_DELETE, .requested_at = T0 + 5000}};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    char key[64];
+    size_t kl = mc_task_key("a", id, key, sizeof key);
+    sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, 6), key, kl, b.data, b.len,
+               NULL, 0);
+    mc_buf_free(&b);
+    in = sim_inst_new(k, &mc_jobs_processor, cfg, "j2");
+    CHECK(sim_assign_all(in) != 0, "the role refuses the grown jobs topics");
+    seen s;
+    read_tasks(k, id, &s);
+    CHECK(count(&s, T0 + 15000, false) == 0, "the job does not fire on where its delete missed it");
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A FIXED_RATE (or FIXED_DELAY) job without start_at is anchored at
+ * created_at: an update (a new URL) carries the update's created_at, so it
+ * runs at once and its phase moves to the minute of the edit. */
+static void an_update_keeps_the_rate_phase(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("ra");
+    j.interval_ms = 60000;
+    j.start_at = 0;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 30500, 100);
+    j.callback.url = "http://e/v2";
+    j.created_at = T0 + 30500;
+    put(k, &j);
+    run_until(k, in, T0 + 125000, 100);
+    seen s;
+    read_tasks(k, "ra", &s);
+    CHECK(count(&s, T0 + 60000, false) == 1 && count(&s, T0 + 120000, false) == 1 &&
+              submits(&s) == 3,
+          "an edit keeps the rate's phase (%zu submits, first after the edit at +%lld)",
+          submits(&s), s.n > 1 ? (long long)(s.at[1] - T0) : -1LL);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     every_occurrence_once_across_kills_and_aborts();
@@ -516,5 +821,14 @@ int main(void)
     fixed_delay_follows_the_finish();
     a_job_ends();
     bad_jobs_are_dead_lettered();
+    long_ids_do_not_stall_the_partition();
+    a_pause_that_ends_the_job_is_logged();
+    a_late_pause_does_not_fire_again_what_ran();
+    a_misfired_occurrence_runs_from_when_it_started();
+    fixed_delay_stops_at_end_at();
+    a_late_update_keeps_max_runs();
+    an_occurrence_kafka_refuses_pauses_its_job();
+    growing_the_jobs_topics_stops_the_role();
+    an_update_keeps_the_rate_phase();
     return check_exit("test_jobs_sim");
 }
