@@ -215,9 +215,10 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
         if (j->end_at > 0 && j->end_at <= now)
             snprintf(why, whylen, "%s is in the past: the job would never fire", names->end_at);
         else
-            snprintf(why, whylen, "%s never fires%s",
+            snprintf(why, whylen, "%s never fires%s%s",
                      j->kind == MC_SCHEDULE_CRON ? names->cron : names->interval_ms,
-                     j->end_at > 0 ? " before end_at" : " (no matching instant in 5 years)");
+                     j->end_at > 0 ? " before " : " (no matching instant in 8 years)",
+                     j->end_at > 0 ? names->end_at : "");
         return false;
     }
     /* The callback and retry policy as an occurrence will carry them. */

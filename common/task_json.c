@@ -15,7 +15,7 @@
 #include "crypto.h"
 #include "task_rules.h"
 
-static const mc_task_field_names json_names = {
+const mc_task_field_names mc_task_json_names = {
     .app_id = "appId",
     .task_id = "uuid",
     .due_at = "expireTime",
@@ -35,7 +35,7 @@ static const mc_task_field_names json_names = {
         return -1;                                                                                 \
     } while (0)
 
-static const char *type_name(const json_t *v)
+const char *mc_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -57,8 +57,7 @@ static const char *type_name(const json_t *v)
     return "something else";
 }
 
-/* Parses the body; it must be one JSON object. */
-static json_t *parse_object(const char *body, size_t len, char *why, size_t whylen)
+json_t *mc_json_parse_object(const char *body, size_t len, char *why, size_t whylen)
 {
     json_error_t e;
     /* JSON_DECODE_ANY: "shop" is valid JSON, just not an object; say so. */
@@ -69,18 +68,15 @@ static json_t *parse_object(const char *body, size_t len, char *why, size_t whyl
         return NULL;
     }
     if (!json_is_object(root)) {
-        snprintf(why, whylen, "body must be a JSON object, not %s", type_name(root));
+        snprintf(why, whylen, "body must be a JSON object, not %s", mc_json_type_name(root));
         json_decref(root);
         return NULL;
     }
     return root;
 }
 
-/* A string field copied into the arena. A missing (or null) optional field
- * leaves *out NULL. Identifiers (max_len == MC_JSON_MAX_ID_LEN) also refuse
- * control characters: they end up in a Kafka key and in HTTP headers. */
-static int get_string(json_t *obj, const char *key, const char *name, bool required, size_t max_len,
-                      mc_arena *a, const char **out, char *why, size_t whylen)
+int mc_json_get_string(json_t *obj, const char *key, const char *name, bool required,
+                       size_t max_len, mc_arena *a, const char **out, char *why, size_t whylen)
 {
     *out = NULL;
     json_t *v = json_object_get(obj, key);
@@ -90,7 +86,7 @@ static int get_string(json_t *obj, const char *key, const char *name, bool requi
         return 0;
     }
     if (!json_is_string(v))
-        FAIL("%s must be a string, not %s", name, type_name(v));
+        FAIL("%s must be a string, not %s", name, mc_json_type_name(v));
     size_t n = json_string_length(v);
     if (n > max_len)
         FAIL("%s is %zu bytes, more than %zu", name, n, max_len);
@@ -107,17 +103,15 @@ static int get_string(json_t *obj, const char *key, const char *name, bool requi
     return 0;
 }
 
-/* An integer field in [min, max]; a missing or null field leaves *out and
- * *present untouched/false. */
-static int get_int(json_t *obj, const char *key, const char *name, int64_t min, int64_t max,
-                   bool *present, int64_t *out, char *why, size_t whylen)
+int mc_json_get_int(json_t *obj, const char *key, const char *name, int64_t min, int64_t max,
+                    bool *present, int64_t *out, char *why, size_t whylen)
 {
     *present = false;
     json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_integer(v))
-        FAIL("%s must be an integer, not %s", name, type_name(v));
+        FAIL("%s must be an integer, not %s", name, mc_json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < min || i > max)
         FAIL("%s %lld is outside [%lld, %lld]", name, (long long)i, (long long)min, (long long)max);
@@ -126,10 +120,8 @@ static int get_int(json_t *obj, const char *key, const char *name, int64_t min, 
     return 0;
 }
 
-/* A JSON object of strings -> mc_kv array. Headers are checked as HTTP
- * header lines; metadata only for size. */
-static int get_map(json_t *obj, const char *key, const char *name, bool headers, mc_arena *a,
-                   const mc_kv **out, size_t *n_out, char *why, size_t whylen)
+int mc_json_get_map(json_t *obj, const char *key, const char *name, bool headers, mc_arena *a,
+                    const mc_kv **out, size_t *n_out, char *why, size_t whylen)
 {
     *out = NULL;
     *n_out = 0;
@@ -137,7 +129,7 @@ static int get_map(json_t *obj, const char *key, const char *name, bool headers,
     if (!m || json_is_null(m))
         return 0;
     if (!json_is_object(m))
-        FAIL("%s must be an object of strings, not %s", name, type_name(m));
+        FAIL("%s must be an object of strings, not %s", name, mc_json_type_name(m));
     size_t n = json_object_size(m);
     if (headers && n > MC_JSON_MAX_HEADERS)
         FAIL("%s has %zu entries, more than %d", name, n, MC_JSON_MAX_HEADERS);
@@ -150,7 +142,7 @@ static int get_map(json_t *obj, const char *key, const char *name, bool headers,
     json_object_foreach(m, k, v)
     {
         if (!json_is_string(v))
-            FAIL("%s.%.100s must be a string, not %s", name, k, type_name(v));
+            FAIL("%s.%.100s must be a string, not %s", name, k, mc_json_type_name(v));
         if (headers) {
             if (!mc_header_name_ok(k))
                 FAIL("%s: '%.100s' is not a valid header name", name, k);
@@ -172,32 +164,34 @@ static int get_map(json_t *obj, const char *key, const char *name, bool headers,
     return 0;
 }
 
-static int get_retry(json_t *root, const mc_retry_policy *def, mc_task *t, char *why, size_t whylen)
+int mc_json_get_retry(json_t *root, const mc_retry_policy *def, bool *has_retry,
+                      mc_retry_policy *retry, char *why, size_t whylen)
 {
+    *has_retry = false;
     json_t *r = json_object_get(root, "retry");
     if (!r || json_is_null(r))
         return 0;
     if (!json_is_object(r))
-        FAIL("retry must be an object, not %s", type_name(r));
-    t->has_retry = true;
-    t->retry = *def;
+        FAIL("retry must be an object, not %s", mc_json_type_name(r));
+    *has_retry = true;
+    *retry = *def;
     bool present;
     int64_t v;
-    if (get_int(r, "maxAttempts", "retry.maxAttempts", 1, MC_MAX_ATTEMPTS, &present, &v, why,
-                whylen))
+    if (mc_json_get_int(r, "maxAttempts", "retry.maxAttempts", 1, MC_MAX_ATTEMPTS, &present, &v,
+                        why, whylen))
         return -1;
     if (present)
-        t->retry.max_attempts = (int32_t)v;
-    if (get_int(r, "initialBackoffMs", "retry.initialBackoffMs", 0, INT64_MAX, &present,
-                &t->retry.initial_backoff_ms, why, whylen) ||
-        get_int(r, "maxBackoffMs", "retry.maxBackoffMs", 0, INT64_MAX, &present,
-                &t->retry.max_backoff_ms, why, whylen))
+        retry->max_attempts = (int32_t)v;
+    if (mc_json_get_int(r, "initialBackoffMs", "retry.initialBackoffMs", 0, INT64_MAX, &present,
+                        &retry->initial_backoff_ms, why, whylen) ||
+        mc_json_get_int(r, "maxBackoffMs", "retry.maxBackoffMs", 0, INT64_MAX, &present,
+                        &retry->max_backoff_ms, why, whylen))
         return -1;
     json_t *m = json_object_get(r, "multiplier");
     if (m && !json_is_null(m)) {
         if (!json_is_number(m))
-            FAIL("retry.multiplier must be a number, not %s", type_name(m));
-        t->retry.multiplier = json_number_value(m);
+            FAIL("retry.multiplier must be a number, not %s", mc_json_type_name(m));
+        retry->multiplier = json_number_value(m);
     }
     return 0;
 }
@@ -207,9 +201,10 @@ static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char
 {
     bool at, delay;
     int64_t expire = 0, delay_ms = 0;
-    if (get_int(root, "expireTime", "expireTime", INT64_MIN, INT64_MAX, &at, &expire, why,
-                whylen) ||
-        get_int(root, "delayMs", "delayMs", 0, o->max_due_ms, &delay, &delay_ms, why, whylen))
+    if (mc_json_get_int(root, "expireTime", "expireTime", INT64_MIN, INT64_MAX, &at, &expire, why,
+                        whylen) ||
+        mc_json_get_int(root, "delayMs", "delayMs", 0, o->max_due_ms, &delay, &delay_ms, why,
+                        whylen))
         return -1;
     if (at && delay)
         FAIL("give expireTime or delayMs, not both");
@@ -219,20 +214,21 @@ static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char
     return 0;
 }
 
-static int get_callback(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *c, char *why, size_t whylen)
 {
+    memset(c, 0, sizeof *c);
     json_t *cb = json_object_get(root, "callback");
     if (!cb || json_is_null(cb))
         FAIL("callback is required (an object with at least url)");
     if (!json_is_object(cb))
-        FAIL("callback must be an object, not %s", type_name(cb));
-    mc_callback *c = &t->callback;
+        FAIL("callback must be an object, not %s", mc_json_type_name(cb));
     const char *method, *body;
-    if (get_string(cb, "url", "callback.url", true, MC_MAX_URL_LEN, a, &c->url, why, whylen) ||
-        get_string(cb, "method", "callback.method", false, 16, a, &method, why, whylen) ||
-        get_string(cb, "body", "callback.body", false, SIZE_MAX, a, &body, why, whylen) ||
-        get_map(cb, "headers", "callback.headers", true, a, &c->headers, &c->n_headers, why,
-                whylen))
+    if (mc_json_get_string(cb, "url", "callback.url", true, MC_MAX_URL_LEN, a, &c->url, why,
+                           whylen) ||
+        mc_json_get_string(cb, "method", "callback.method", false, 16, a, &method, why, whylen) ||
+        mc_json_get_string(cb, "body", "callback.body", false, SIZE_MAX, a, &body, why, whylen) ||
+        mc_json_get_map(cb, "headers", "callback.headers", true, a, &c->headers, &c->n_headers, why,
+                        whylen))
         return -1;
     if (method) {
         for (char *p = (char *)method; *p; p++)
@@ -246,8 +242,8 @@ static int get_callback(json_t *root, mc_arena *a, mc_task *t, char *why, size_t
     c->body_len = body ? json_string_length(bv) : 0;
     bool present;
     int64_t timeout = 0;
-    if (get_int(cb, "timeoutMs", "callback.timeoutMs", 0, MC_MAX_TIMEOUT_MS, &present, &timeout,
-                why, whylen))
+    if (mc_json_get_int(cb, "timeoutMs", "callback.timeoutMs", 0, MC_MAX_TIMEOUT_MS, &present,
+                        &timeout, why, whylen))
         return -1;
     c->timeout_ms = (int32_t)timeout;
     return 0;
@@ -257,18 +253,20 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
                       mc_task *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = parse_object(body, len, why, whylen);
+    json_t *root = mc_json_parse_object(body, len, why, whylen);
     if (!root)
         return -1;
     int rc = -1;
     const char *uuid;
-    if (get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id, why,
-                   whylen) ||
-        get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why, whylen) ||
-        get_due(root, o, out, why, whylen) || get_callback(root, arena, out, why, whylen) ||
-        get_retry(root, &o->retry_defaults, out, why, whylen) ||
-        get_map(root, "metadata", "metadata", false, arena, &out->metadata, &out->n_metadata, why,
-                whylen))
+    if (mc_json_get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id,
+                           why, whylen) ||
+        mc_json_get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why,
+                           whylen) ||
+        get_due(root, o, out, why, whylen) ||
+        mc_json_get_callback(root, arena, &out->callback, why, whylen) ||
+        mc_json_get_retry(root, &o->retry_defaults, &out->has_retry, &out->retry, why, whylen) ||
+        mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
+                        &out->n_metadata, why, whylen))
         goto done;
     if (!uuid) {
         char *id = mc_arena_alloc(arena, MC_JSON_MAX_ID_LEN + 1);
@@ -282,7 +280,7 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
     out->task_id = uuid;
     out->attempt = 1;
     out->created_at = o->now_ms;
-    if (!mc_task_ok(out, o->now_ms, o->max_due_ms, &json_names, why, whylen))
+    if (!mc_task_ok(out, o->now_ms, o->max_due_ms, &mc_task_json_names, why, whylen))
         goto done;
     rc = 0;
 done:
@@ -294,17 +292,17 @@ int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *
                         mc_cancel *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = parse_object(body, len, why, whylen);
+    json_t *root = mc_json_parse_object(body, len, why, whylen);
     if (!root)
         return -1;
     int rc = -1;
-    if (get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id, why,
-                   whylen) ||
-        get_string(root, "uuid", "uuid", true, MC_JSON_MAX_ID_LEN, arena, &out->task_id, why,
-                   whylen))
+    if (mc_json_get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id,
+                           why, whylen) ||
+        mc_json_get_string(root, "uuid", "uuid", true, MC_JSON_MAX_ID_LEN, arena, &out->task_id,
+                           why, whylen))
         goto done;
     out->requested_at = now_ms;
-    if (!mc_task_ids_ok(out->app_id, out->task_id, &json_names, why, whylen))
+    if (!mc_task_ids_ok(out->app_id, out->task_id, &mc_task_json_names, why, whylen))
         goto done;
     rc = 0;
 done:
@@ -344,7 +342,7 @@ void mc_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n)
     json_object_set_new(obj, b64name, mc_json_base64(p, n));
 }
 
-static json_t *kv_object(const mc_kv *kv, size_t n)
+json_t *mc_json_kv_object(const mc_kv *kv, size_t n)
 {
     json_t *o = json_object();
     for (size_t i = 0; i < n; i++)
@@ -352,21 +350,32 @@ static json_t *kv_object(const mc_kv *kv, size_t n)
     return o;
 }
 
+json_t *mc_callback_to_json(const mc_callback *cb, bool api_names)
+{
+    json_t *j = json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
+                          mc_json_kv_object(cb->headers, cb->n_headers),
+                          api_names ? "timeoutMs" : "timeout_ms", (json_int_t)cb->timeout_ms);
+    mc_json_set_bytes(j, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
+    return j;
+}
+
+json_t *mc_retry_to_json(bool has_retry, const mc_retry_policy *r, bool api_names)
+{
+    if (!has_retry)
+        return json_null();
+    return json_pack("{s:I, s:I, s:f, s:I}", api_names ? "maxAttempts" : "max_attempts",
+                     (json_int_t)r->max_attempts,
+                     api_names ? "initialBackoffMs" : "initial_backoff_ms",
+                     (json_int_t)r->initial_backoff_ms, "multiplier", r->multiplier,
+                     api_names ? "maxBackoffMs" : "max_backoff_ms", (json_int_t)r->max_backoff_ms);
+}
+
 json_t *mc_task_to_json(const mc_task *t)
 {
-    const mc_callback *cb = &t->callback;
-    json_t *jcb =
-        json_pack("{s:s, s:s, s:o, s:I}", "url", cb->url, "method", cb->method, "headers",
-                  kv_object(cb->headers, cb->n_headers), "timeout_ms", (json_int_t)cb->timeout_ms);
-    mc_json_set_bytes(jcb, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
-    json_t *retry =
-        t->has_retry
-            ? json_pack("{s:I, s:I, s:f, s:I}", "max_attempts", (json_int_t)t->retry.max_attempts,
-                        "initial_backoff_ms", (json_int_t)t->retry.initial_backoff_ms, "multiplier",
-                        t->retry.multiplier, "max_backoff_ms", (json_int_t)t->retry.max_backoff_ms)
-            : json_null();
     return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
-                     t->task_id, "due_at", (json_int_t)t->due_at, "callback", jcb, "retry", retry,
-                     "attempt", (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
-                     "metadata", kv_object(t->metadata, t->n_metadata));
+                     t->task_id, "due_at", (json_int_t)t->due_at, "callback",
+                     mc_callback_to_json(&t->callback, false), "retry",
+                     mc_retry_to_json(t->has_retry, &t->retry, false), "attempt",
+                     (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at, "metadata",
+                     mc_json_kv_object(t->metadata, t->n_metadata));
 }

@@ -6,10 +6,12 @@
 #ifndef MOONCAKE_TASK_JSON_H
 #define MOONCAKE_TASK_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "codec.h"
+#include "task_rules.h"
 
 #include <jansson.h>
 
@@ -49,5 +51,42 @@ void mc_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
 /* A task as JSON, field names as in the schema, for people to read
  * (mooncakectl results/dead, mooncake-schema decode); caller owns it. */
 json_t *mc_task_to_json(const mc_task *t);
+
+/* ---- the pieces, shared with the jobs' JSON (job_json.c) ----------------------
+ * Each getter reads one field of obj, names it `name` in its sentence, and
+ * returns 0, or -1 with the sentence in why. Strings go into the arena. Any
+ * thread. */
+
+/* The task API's field names (appId, uuid, callback.timeoutMs, ...). */
+extern const mc_task_field_names mc_task_json_names;
+/* "an object", "a string", ...: what a value is, for messages. */
+const char *mc_json_type_name(const json_t *v);
+/* Parses a body that must be one JSON object (duplicate keys refused);
+ * caller owns the result. NULL with a sentence in why. */
+json_t *mc_json_parse_object(const char *body, size_t len, char *why, size_t whylen);
+/* A string field; a missing or null optional one leaves *out NULL.
+ * Identifiers (max_len == MC_JSON_MAX_ID_LEN) also refuse control
+ * characters: they end up in a Kafka key and in HTTP headers. */
+int mc_json_get_string(json_t *obj, const char *key, const char *name, bool required,
+                       size_t max_len, mc_arena *a, const char **out, char *why, size_t whylen);
+/* An integer field in [min, max]; a missing or null one leaves *out as it
+ * is and *present false. */
+int mc_json_get_int(json_t *obj, const char *key, const char *name, int64_t min, int64_t max,
+                    bool *present, int64_t *out, char *why, size_t whylen);
+/* An object of strings -> an mc_kv array; headers are checked as HTTP
+ * header lines (and reserved names refused), other maps only for size. */
+int mc_json_get_map(json_t *obj, const char *key, const char *name, bool headers, mc_arena *a,
+                    const mc_kv **out, size_t *n_out, char *why, size_t whylen);
+/* root.callback (required): url, method (default POST, upper-cased),
+ * headers, body, timeoutMs. */
+int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *out, char *why, size_t whylen);
+/* root.retry (optional): a partial object takes the rest from def. */
+int mc_json_get_retry(json_t *root, const mc_retry_policy *def, bool *has_retry,
+                      mc_retry_policy *out, char *why, size_t whylen);
+/* JSON of a map, a callback and a retry policy (null when !has_retry), with
+ * the API's names (timeoutMs) or the schema's (timeout_ms). Caller owns. */
+json_t *mc_json_kv_object(const mc_kv *kv, size_t n);
+json_t *mc_callback_to_json(const mc_callback *cb, bool api_names);
+json_t *mc_retry_to_json(bool has_retry, const mc_retry_policy *r, bool api_names);
 
 #endif

@@ -1,4 +1,6 @@
-/* The gateway: HTTP requests in, Commands to the tasks topic out.
+/* The gateway: HTTP requests in, Commands to the tasks topic and
+ * JobCommands to the job-commands topic out (and, for /jobs/preview, fire
+ * times computed here).
  *
  * Threads. libmicrohttpd's threads parse requests, check them and hand the
  * encoded Command to librdkafka; the connection is then suspended, so no
@@ -37,6 +39,7 @@
 #include "auth.h"
 #include "codec.h"
 #include "idempotency.h"
+#include "job_json.h"
 #include "kafka.h"
 #include "task_json.h"
 #include "uuid7.h"
@@ -46,7 +49,20 @@
 #define MAX_IDEMPOTENCY_KEY 255
 #define READY_PROBE_MS 1000
 
-typedef enum route_id { R_SUBMIT, R_INNER_SUBMIT, R_DONE, R_UUID, R_OTHER, N_ROUTES } route_id;
+typedef enum route_id {
+    R_SUBMIT,
+    R_INNER_SUBMIT,
+    R_DONE,
+    R_UUID,
+    R_JOBS,
+    R_JOBS_PAUSE,
+    R_JOBS_RESUME,
+    R_JOBS_DELETE,
+    R_JOBS_TRIGGER,
+    R_JOBS_PREVIEW,
+    R_OTHER,
+    N_ROUTES
+} route_id;
 
 typedef struct route {
     const char *path;
@@ -59,6 +75,12 @@ static const route routes[N_ROUTES] = {
     [R_INNER_SUBMIT] = {"/inner/submit", "POST", "POST"},
     [R_DONE] = {"/api/task/done", "POST", "POST"},
     [R_UUID] = {"/uuid", "GET", "GET, HEAD"},
+    [R_JOBS] = {"/jobs", "POST", "POST"},
+    [R_JOBS_PAUSE] = {"/jobs/pause", "POST", "POST"},
+    [R_JOBS_RESUME] = {"/jobs/resume", "POST", "POST"},
+    [R_JOBS_DELETE] = {"/jobs/delete", "POST", "POST"},
+    [R_JOBS_TRIGGER] = {"/jobs/trigger", "POST", "POST"},
+    [R_JOBS_PREVIEW] = {"/jobs/preview", "POST", "POST"},
     [R_OTHER] = {"other", NULL, NULL},
 };
 
@@ -82,8 +104,13 @@ struct mc_gateway {
     mc_uuid7 uuids;
     char *tls_cert, *tls_key; /* PEM text, or NULL */
     rd_kafka_t *producer;
-    rd_kafka_topic_t *tasks;
-    char tasks_name[256];
+    rd_kafka_topic_t *tasks, *job_commands;
+    char tasks_name[256], job_commands_name[256];
+    /* Time zones of the jobs' schedules, shared by the HTTP threads: the
+     * cache is one thread's at a time (the zones it hands out are
+     * immutable). */
+    mc_zone_cache *zones;
+    pthread_mutex_t zones_lock;
 
     pthread_t delivery_thread;
     bool delivery_started;
@@ -121,8 +148,9 @@ typedef struct request {
     char idem_key[MAX_IDEMPOTENCY_KEY + 1];
     char *idem_scope; /* route, app and key; set while a reservation is held */
     size_t idem_scope_len;
-    /* What to answer after the acknowledgement. */
-    char task_id[MC_JSON_MAX_ID_LEN + 1];
+    /* What to answer after the acknowledgement: the envelope's data (JSON
+     * text, malloc'd; NULL: null). */
+    char *data;
     mc_buf out;
     pthread_mutex_t lock; /* orders suspend (handler) before resume (delivery) */
     rd_kafka_resp_err_t delivery_err;
@@ -211,31 +239,54 @@ answer_error(request *rq, unsigned status, const char *fmt, ...)
     return ret;
 }
 
-/* The success envelope with data {"uuid": id}, or data null. malloc'd. */
-static char *ok_body(const char *uuid)
+/* The success envelope around data (JSON text; NULL: null). malloc'd. */
+static char *ok_body(const char *data)
 {
     char *body = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&body, &len);
-    if (!f)
+    if (asprintf(&body, "{\"code\":0,\"msg\":\"ok\",\"data\":%s}", data ? data : "null") < 0)
         return NULL;
-    if (uuid) {
-        fputs("{\"code\":0,\"msg\":\"ok\",\"data\":{\"uuid\":\"", f);
-        json_escape(f, uuid);
-        fputs("\"}}", f);
-    } else {
-        fputs("{\"code\":0,\"msg\":\"ok\",\"data\":null}", f);
-    }
-    if (fclose(f) != 0) {
-        free(body);
-        return NULL;
-    }
     return body;
+}
+
+/* obj (released here) as compact JSON text, malloc'd; NULL on ENOMEM. */
+static char *json_text(json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    return s;
+}
+
+/* Answers 200 with data (JSON text; NULL: null), remembering it for the
+ * request's Idempotency-Key if it holds one. */
+static enum MHD_Result answer_ok(request *rq, const char *data)
+{
+    char *body = ok_body(data);
+    if (!body)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    if (rq->idem_scope) {
+        mc_idem_finish(rq->g->idem, rq->idem_scope, rq->idem_scope_len, MHD_HTTP_OK, body);
+        free(rq->idem_scope);
+        rq->idem_scope = NULL;
+    }
+    enum MHD_Result ret = answer_json(rq, MHD_HTTP_OK, body, false);
+    free(body);
+    return ret;
 }
 
 /* ---------------------------------------------------------------------------
  * Requests
  * ------------------------------------------------------------------------ */
+
+static bool is_job_route(route_id r)
+{
+    return r >= R_JOBS && r <= R_JOBS_PREVIEW;
+}
+
+/* What the record is, in messages. */
+static const char *record_noun(route_id r)
+{
+    return is_job_route(r) ? "job command" : "task";
+}
 
 static route_id find_route(const char *url)
 {
@@ -251,6 +302,7 @@ static void request_free(request *rq)
         mc_idem_finish(rq->g->idem, rq->idem_scope, rq->idem_scope_len, 0, NULL);
     free(rq->idem_scope);
     free(rq->body);
+    free(rq->data);
     mc_buf_free(&rq->out);
     pthread_mutex_destroy(&rq->lock);
     free(rq);
@@ -425,13 +477,14 @@ static bool check_idempotency(request *rq, const char *app_id, enum MHD_Result *
     return true;
 }
 
-/* Hands the encoded command to librdkafka and suspends the connection until
- * its delivery report. */
-static enum MHD_Result produce(request *rq, const char *app_id, const char *task_id)
+/* Hands the encoded record (rq->out) to librdkafka for topic, keyed
+ * app_id/id, and suspends the connection until its delivery report. */
+static enum MHD_Result produce(request *rq, rd_kafka_topic_t *topic, const char *app_id,
+                               const char *id)
 {
     mc_gateway *g = rq->g;
     char key[2 * MC_JSON_MAX_ID_LEN + 2];
-    size_t klen = mc_task_key(app_id, task_id, key, sizeof key);
+    size_t klen = mc_task_key(app_id, id, key, sizeof key);
     atomic_fetch_add(&g->producing, 1);
     if (atomic_load(&g->stopping)) {
         atomic_fetch_sub(&g->producing, 1);
@@ -441,7 +494,7 @@ static enum MHD_Result produce(request *rq, const char *app_id, const char *task
     rq->phase = PH_PRODUCING;
     /* No copy of the value (flags 0): the request lives until its report. */
     rd_kafka_resp_err_t err =
-        rd_kafka_producev(g->producer, RD_KAFKA_V_RKT(g->tasks), RD_KAFKA_V_KEY(key, klen),
+        rd_kafka_producev(g->producer, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_KEY(key, klen),
                           RD_KAFKA_V_VALUE(rq->out.data, rq->out.len), RD_KAFKA_V_MSGFLAGS(0),
                           RD_KAFKA_V_OPAQUE(rq), RD_KAFKA_V_END);
     if (err) {
@@ -449,42 +502,38 @@ static enum MHD_Result produce(request *rq, const char *app_id, const char *task
         pthread_mutex_unlock(&rq->lock);
         atomic_fetch_sub(&g->producing, 1);
         mc_counter_add(g->produce_errors, 1);
-        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "cannot hand the task to Kafka: %s",
-                            rd_kafka_err2str(err));
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "cannot hand the %s to Kafka: %s",
+                            record_noun(rq->route), rd_kafka_err2str(err));
     }
     MHD_suspend_connection(rq->conn);
     pthread_mutex_unlock(&rq->lock);
     if (g->log.level <= MC_LOG_DEBUG)
-        mc_log(&g->log, MC_LOG_DEBUG, rq->route == R_DONE ? "cancel accepted" : "task accepted",
-               "key", key, (const char *)NULL);
+        mc_log(&g->log, MC_LOG_DEBUG, "accepted", "route", routes[rq->route].path, "key", key,
+               (const char *)NULL);
     atomic_fetch_sub(&g->producing, 1);
     return MHD_YES;
 }
 
-static enum MHD_Result handle_post(request *rq)
+/* What a POST becomes: the record in rq->out, for topic, keyed app_id/id,
+ * and the answer's data in rq->data. */
+typedef struct prepared {
+    rd_kafka_topic_t *topic;
+    const char *app_id, *id;
+} prepared;
+
+/* /submit, /inner/submit, /api/task/done: a Command for tasks. Returns 0,
+ * or the HTTP status to answer with why. */
+static unsigned prepare_task(request *rq, mc_arena *arena, int64_t now, prepared *p, char *why,
+                             size_t whylen)
 {
     mc_gateway *g = rq->g;
-    if (rq->too_large)
-        return answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %zu bytes, more than %" PRId64,
-                            rq->len, g->cfg->gateway_max_body_bytes);
-    if (rq->len == 0)
-        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "body is empty: a JSON object is required");
-    mc_arena *arena = mc_arena_new();
-    if (!arena)
-        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    char why[512];
-    enum MHD_Result ret = MHD_NO;
     mc_command cmd = {0};
-    const char *app_id, *task_id;
-    int64_t now = mc_now_ms();
     if (rq->route == R_DONE) {
         cmd.kind = MC_CMD_CANCEL;
-        if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, why, sizeof why)) {
-            ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
-            goto out;
-        }
-        app_id = cmd.cancel.app_id;
-        task_id = cmd.cancel.task_id;
+        if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, why, whylen))
+            return MHD_HTTP_BAD_REQUEST;
+        p->app_id = cmd.cancel.app_id;
+        p->id = cmd.cancel.task_id;
     } else {
         const mc_config *cfg = g->cfg;
         mc_task_json_options o = {
@@ -496,27 +545,152 @@ static enum MHD_Result handle_post(request *rq)
             .make_id_arg = g,
         };
         cmd.kind = MC_CMD_SUBMIT;
-        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, sizeof why)) {
-            ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
-            goto out;
+        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, whylen))
+            return MHD_HTTP_BAD_REQUEST;
+        p->app_id = cmd.submit.app_id;
+        p->id = cmd.submit.task_id;
+        if (!(rq->data = json_text(json_pack("{s:s}", "uuid", p->id))))
+            goto nomem;
+    }
+    p->topic = g->tasks;
+    if (mc_encode_command(&cmd, &rq->out) != 0)
+        goto nomem;
+    return 0;
+nomem:
+    snprintf(why, whylen, "out of memory");
+    return MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+static mc_job_json_options job_options(mc_gateway *g, int64_t now)
+{
+    const mc_config *cfg = g->cfg;
+    return (mc_job_json_options){
+        .now_ms = now,
+        .retry_defaults = {cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
+                           cfg->retry_multiplier, cfg->retry_max_backoff_ms},
+        .zones = g->zones,
+    };
+}
+
+/* An array of epoch ms. */
+static json_t *instants_json(const int64_t *at, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(at[i]));
+    return a;
+}
+
+/* /jobs and the job actions: a JobCommand for job-commands. Returns 0, or
+ * the HTTP status to answer with why. */
+static unsigned prepare_job(request *rq, mc_arena *arena, int64_t now, prepared *p, char *why,
+                            size_t whylen)
+{
+    mc_gateway *g = rq->g;
+    mc_job_command cmd = {0};
+    json_t *data = NULL;
+    if (rq->route == R_JOBS) {
+        cmd.kind = MC_JOBCMD_PUT;
+        mc_job_json_options o = job_options(g, now);
+        int64_t at[MC_JOB_NEXT_FIRES];
+        int n = 0;
+        pthread_mutex_lock(&g->zones_lock);
+        int bad = mc_job_from_json(rq->body, rq->len, &o, arena, &cmd.put, why, whylen);
+        if (!bad)
+            n = mc_job_next_fires(&cmd.put, now, g->zones, at, MC_JOB_NEXT_FIRES, why, whylen);
+        pthread_mutex_unlock(&g->zones_lock);
+        if (bad || n < 0)
+            return MHD_HTTP_BAD_REQUEST;
+        p->app_id = cmd.put.app_id;
+        p->id = cmd.put.job_id;
+        data = json_pack("{s:s, s:s, s:o}", "appId", p->app_id, "jobId", p->id, "nextFireTimes",
+                         instants_json(at, n));
+    } else {
+        static const mc_job_action_kind actions[N_ROUTES] = {
+            [R_JOBS_PAUSE] = MC_JOB_PAUSE,
+            [R_JOBS_RESUME] = MC_JOB_RESUME,
+            [R_JOBS_DELETE] = MC_JOB_DELETE,
+            [R_JOBS_TRIGGER] = MC_JOB_TRIGGER,
+        };
+        cmd.kind = MC_JOBCMD_ACTION;
+        if (mc_job_action_from_json(rq->body, rq->len, actions[rq->route], now, arena, &cmd.action,
+                                    why, whylen))
+            return MHD_HTTP_BAD_REQUEST;
+        p->app_id = cmd.action.app_id;
+        p->id = cmd.action.job_id;
+        if (rq->route == R_JOBS_TRIGGER) {
+            /* The occurrence a trigger runs is <job_id>@<requested_at>. */
+            char occ[MC_JSON_MAX_ID_LEN + 32];
+            mc_occurrence_id(p->id, now, occ, sizeof occ);
+            data = json_pack("{s:s}", "taskId", occ);
         }
-        app_id = cmd.submit.app_id;
-        task_id = cmd.submit.task_id;
+    }
+    if ((data && !(rq->data = json_text(data))) || mc_encode_job_command(&cmd, &rq->out) != 0) {
+        snprintf(why, whylen, "out of memory");
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    p->topic = g->job_commands;
+    return 0;
+}
+
+/* /jobs/preview: the next fire times of a schedule, from here, no Kafka. */
+static enum MHD_Result answer_preview(request *rq)
+{
+    mc_gateway *g = rq->g;
+    mc_arena *arena = mc_arena_new();
+    if (!arena)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    int64_t now = mc_now_ms(), at[MC_JOB_PREVIEW_MAX];
+    mc_job_json_options o = job_options(g, now);
+    mc_job job;
+    int count = 0, n = -1;
+    char why[512];
+    pthread_mutex_lock(&g->zones_lock);
+    if (mc_job_preview_from_json(rq->body, rq->len, &o, arena, &job, &count, why, sizeof why) == 0)
+        n = mc_job_next_fires(&job, now, g->zones, at, count, why, sizeof why);
+    pthread_mutex_unlock(&g->zones_lock);
+    mc_arena_free(arena);
+    if (n < 0)
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+    char *data = json_text(json_pack("{s:o}", "nextFireTimes", instants_json(at, n)));
+    enum MHD_Result ret = data ? answer_ok(rq, data)
+                               : answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    free(data);
+    return ret;
+}
+
+static enum MHD_Result handle_post(request *rq)
+{
+    mc_gateway *g = rq->g;
+    if (rq->too_large)
+        return answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %zu bytes, more than %" PRId64,
+                            rq->len, g->cfg->gateway_max_body_bytes);
+    if (rq->len == 0)
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "body is empty: a JSON object is required");
+    if (rq->route == R_JOBS_PREVIEW)
+        return answer_preview(rq);
+    mc_arena *arena = mc_arena_new();
+    if (!arena)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    char why[512];
+    enum MHD_Result ret = MHD_NO;
+    prepared p = {0};
+    int64_t now = mc_now_ms();
+    unsigned status = is_job_route(rq->route) ? prepare_job(rq, arena, now, &p, why, sizeof why)
+                                              : prepare_task(rq, arena, now, &p, why, sizeof why);
+    if (status) {
+        ret = answer_error(rq, status, "%s", why);
+        goto out;
     }
     if (!g->cfg->gateway_no_auth && rq->route != R_INNER_SUBMIT &&
-        !mc_grant_allows(g->tokens, &rq->grant, app_id)) {
-        ret =
-            answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'", app_id);
+        !mc_grant_allows(g->tokens, &rq->grant, p.app_id)) {
+        ret = answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                           p.app_id);
         goto out;
     }
-    if (check_idempotency(rq, app_id, &ret))
+    if (check_idempotency(rq, p.app_id, &ret))
         goto out;
-    snprintf(rq->task_id, sizeof rq->task_id, "%s", task_id);
-    if (mc_encode_command(&cmd, &rq->out) != 0) {
-        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        goto out;
-    }
-    ret = produce(rq, app_id, task_id);
+    ret = produce(rq, p.topic, p.app_id, p.id);
 out:
     mc_arena_free(arena);
     return ret;
@@ -530,24 +704,18 @@ static enum MHD_Result answer_acked(request *rq)
     if (err) {
         mc_counter_add(g->produce_errors, 1);
         if (err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
-            return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                "Kafka did not acknowledge the task within %d ms; it may or may "
-                                "not have been written: retry with the same uuid",
-                                g->cfg->gateway_produce_timeout_ms);
-        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "Kafka refused the task: %s",
-                            rd_kafka_err2str(err));
+            return answer_error(
+                rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                "Kafka did not acknowledge the %s within %d ms; it may or may not have been "
+                "written: %s",
+                record_noun(rq->route), g->cfg->gateway_produce_timeout_ms,
+                is_job_route(rq->route)
+                    ? "retrying is harmless, except that a trigger may then run twice"
+                    : "retry with the same uuid");
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "Kafka refused the %s: %s",
+                            record_noun(rq->route), rd_kafka_err2str(err));
     }
-    char *body = ok_body(rq->route == R_DONE ? NULL : rq->task_id);
-    if (!body)
-        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    if (rq->idem_scope) {
-        mc_idem_finish(g->idem, rq->idem_scope, rq->idem_scope_len, MHD_HTTP_OK, body);
-        free(rq->idem_scope);
-        rq->idem_scope = NULL;
-    }
-    enum MHD_Result ret = answer_json(rq, MHD_HTTP_OK, body, false);
-    free(body);
-    return ret;
+    return answer_ok(rq, rq->data);
 }
 
 static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -591,11 +759,11 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
     if (rq->route == R_UUID) {
         char id[MC_UUID_STR_LEN + 1];
         mc_uuid7_next(&g->uuids, mc_now_ms(), id);
-        char *body = ok_body(id);
-        if (!body)
-            return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        enum MHD_Result ret = answer_json(rq, MHD_HTTP_OK, body, false);
-        free(body);
+        char *data = json_text(json_pack("{s:s}", "uuid", id));
+        enum MHD_Result ret =
+            data ? answer_ok(rq, data)
+                 : answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        free(data);
         return ret;
     }
     return handle_post(rq);
@@ -836,6 +1004,7 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     g->log = *lg;
     g->metrics = metrics;
     pthread_mutex_init(&g->wait_lock, NULL);
+    pthread_mutex_init(&g->zones_lock, NULL);
     pthread_cond_init(&g->wait_cond, NULL);
     mc_uuid7_init(&g->uuids);
     snprintf(g->broker_why, sizeof g->broker_why, "not probed yet");
@@ -848,15 +1017,19 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     g->max_connections = fit_open_files(g, (unsigned)cfg->gateway_max_connections);
     g->idem =
         mc_idem_new((size_t)cfg->gateway_idempotency_max_keys, cfg->gateway_idempotency_ttl_ms);
-    if (!g->idem || register_metrics(g) != 0) {
+    g->zones = mc_zone_cache_new(cfg->zoneinfo_dir);
+    if (!g->idem || !g->zones || register_metrics(g) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
     if (!(g->producer = producer_new(g, err, errlen)))
         goto fail;
     mc_topic_name(cfg, "tasks", g->tasks_name, sizeof g->tasks_name);
-    if (!(g->tasks = rd_kafka_topic_new(g->producer, g->tasks_name, NULL))) {
-        snprintf(err, errlen, "topic handle for %s: %s", g->tasks_name,
+    mc_topic_name(cfg, "job-commands", g->job_commands_name, sizeof g->job_commands_name);
+    if (!(g->tasks = rd_kafka_topic_new(g->producer, g->tasks_name, NULL)) ||
+        !(g->job_commands = rd_kafka_topic_new(g->producer, g->job_commands_name, NULL))) {
+        snprintf(err, errlen, "topic handle for %s: %s",
+                 g->tasks ? g->job_commands_name : g->tasks_name,
                  rd_kafka_err2str(rd_kafka_last_error()));
         goto fail;
     }
@@ -977,14 +1150,18 @@ void mc_gateway_free(mc_gateway *g)
         pthread_join(g->delivery_thread, NULL);
     if (g->tasks)
         rd_kafka_topic_destroy(g->tasks);
+    if (g->job_commands)
+        rd_kafka_topic_destroy(g->job_commands);
     if (g->producer)
         rd_kafka_destroy(g->producer);
     mc_idem_free(g->idem);
+    mc_zone_cache_free(g->zones);
     mc_tokens_free(g->tokens);
     free(g->tls_cert);
     free(g->tls_key);
     mc_uuid7_destroy(&g->uuids);
     pthread_cond_destroy(&g->wait_cond);
     pthread_mutex_destroy(&g->wait_lock);
+    pthread_mutex_destroy(&g->zones_lock);
     free(g);
 }

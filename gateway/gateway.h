@@ -1,6 +1,8 @@
 /* `mooncake gateway`: the thin HTTP API of the Java system mooncake replaces
  * (POST /submit, POST /inner/submit, GET /uuid, POST /api/task/done), which
- * turns JSON into Avro Commands on the tasks topic. It is not a stream
+ * turns JSON into Avro Commands on the tasks topic, and the recurring jobs'
+ * (POST /jobs, /jobs/pause, /jobs/resume, /jobs/delete, /jobs/trigger: Avro
+ * JobCommands on the job-commands topic; /jobs/preview). It is not a stream
  * processor: it only produces, with an idempotent producer, and answers a
  * request once the broker has acknowledged its record (or with 503 when the
  * broker does not within --gateway-produce-timeout-ms). The contract is

@@ -15,6 +15,12 @@ What a client of the HTTP API sees, and what then lands in Kafka:
 - end to end: a task submitted here is called once, on time, with its body and
   headers, by router -> wheel -> executor (separate processes, and `mooncake all`);
   a task cancelled here is never called;
+- recurring jobs: POST /jobs writes one PutJob (the job sent, defaults filled) to its
+  key's murmur2 partition of job-commands and answers the next fire times; a bad job
+  (cron, zone, interval, a cron that never fires, two schedule kinds, ...) gets 400
+  naming the field and writes nothing; /jobs/pause, resume, delete and trigger write
+  JobActions (trigger answers its occurrence's task id); tokens act only on their own
+  app; /jobs/preview answers fire times and writes nothing;
 - the OpenAPI document is true: every route it lists answers a status it lists, its
   request examples are accepted, a route it does not list is 404 and every route the
   gateway serves is in it, and EVERY JSON answer any test here received validates
@@ -1122,6 +1128,234 @@ def test_mooncake_all_calls_what_its_gateway_took():
         env.stop_all()
 
 
+# ---- recurring jobs --------------------------------------------------------------------------
+
+def job_commands(env):
+    """Every record in job-commands now, as (key, partition, payload kind, payload)."""
+    out = []
+    for m in read_settled(env, "job-commands", timeout=20):
+        kind, payload = decode("JobCommand", m.value())["payload"]
+        out.append((m.key().decode(), m.partition(), kind, payload))
+    return out
+
+
+def job(**over):
+    j = {"appId": "shop", "jobId": "nightly-report",
+         "schedule": {"cron": "0 0 2 * * ?", "timeZone": "Asia/Shanghai"},
+         "callback": {"url": "https://shop.example.com/report"}}
+    j.update(over)
+    return j
+
+
+def test_a_job_put_lands_on_its_keys_partition_with_its_next_fire_times():
+    env = Env(partitions=6)
+    try:
+        port = start_gateway(env, *RETRY_FLAGS).http_port
+        t0 = now_ms()
+        a = req(port, "POST", "/jobs", job(
+            startTime=t0 - 1000, maxRuns=100, misfire="catch_up", catchUpLimit=3,
+            misfireThresholdMs=60000, overlap="SERIAL", paused=True,
+            callback={"url": "https://shop.example.com/report", "method": "put",
+                      "headers": {"X-Trace": "abc"}, "body": "{\"report\":\"daily\"}",
+                      "timeoutMs": 9000},
+            retry={"maxAttempts": 3}, metadata={"team": "bi"}, unknownField=[1]))
+        t1 = now_ms()
+        assert a.status == 200, a
+        data = a.json["data"]
+        assert (data["appId"], data["jobId"]) == ("shop", "nightly-report"), data
+        fires = data["nextFireTimes"]
+        # 02:00 in Shanghai (UTC+8, no DST) is 18:00 UTC, every day from now on
+        assert len(fires) == 5 and all(f % 86_400_000 == 64_800_000 for f in fires), fires
+        assert t0 < fires[0] <= t1 + 86_400_000 and all(
+            b - a_ == 86_400_000 for a_, b in zip(fires, fires[1:])), fires
+        # a fixed rate from a start time: exactly start + k * rate
+        start = (t0 // 1000 + 3600) * 1000
+        b = req(port, "POST", "/jobs", {"appId": "shop", "jobId": "sync", "startTime": start,
+                                         "schedule": {"fixedRateMs": 60_000},
+                                         "callback": {"url": "http://h.example"}})
+        assert b.status == 200 and b.json["data"]["nextFireTimes"] == [
+            start + k * 60_000 for k in range(5)], b
+        # fixed delay: only the first (the others follow finished occurrences)
+        c = req(port, "POST", "/jobs", {"appId": "shop", "jobId": "poll", "startTime": start,
+                                         "schedule": {"fixedDelayMs": 5000},
+                                         "callback": {"url": "http://h.example"}})
+        assert c.status == 200 and c.json["data"]["nextFireTimes"] == [start], c
+        ids = [f"j{i}" for i in range(12)]
+        for i in ids:
+            assert req(port, "POST", "/jobs", job(jobId=i)).status == 200
+        recs = job_commands(env)
+        assert sorted(k for k, _, _, _ in recs) == sorted(
+            ["shop/nightly-report", "shop/sync", "shop/poll"] + ["shop/" + i for i in ids]), recs
+        wrong = {k: p for k, p, _, _ in recs if p != home_partition(k, 6)}
+        assert not wrong, f"not on their murmur2 partition: {wrong}"
+        assert len({p for _, p, _, _ in recs}) > 1
+        assert all(kind == "mooncake.PutJob" for _, _, kind, _ in recs)
+        by_key = {k: p["job"] for k, _, _, p in recs}
+        j = by_key["shop/nightly-report"]
+        assert (j["app_id"], j["job_id"]) == ("shop", "nightly-report")
+        assert j["schedule"] == {"kind": "CRON", "cron": "0 0 2 * * ?",
+                                 "time_zone": "Asia/Shanghai", "interval_ms": 0}, j["schedule"]
+        assert (ms(j["start_at"]), ms(j["end_at"]), j["max_runs"]) == (t0 - 1000, 0, 100)
+        assert (j["misfire"], j["catch_up_limit"], j["misfire_threshold_ms"], j["overlap"],
+                j["paused"]) == ("CATCH_UP", 3, 60000, "SERIAL", True), j
+        cb = j["callback"]
+        assert (cb["url"], cb["method"], cb["headers"], cb["body"], cb["timeout_ms"]) == (
+            "https://shop.example.com/report", "PUT", {"X-Trace": "abc"},
+            b'{"report":"daily"}', 9000), cb
+        # a partial retry takes the rest from --retry-*
+        assert j["retry"] == ("mooncake.RetryPolicy", {
+            "max_attempts": 3, "initial_backoff_ms": 250, "multiplier": 3.0,
+            "max_backoff_ms": 9000}), j["retry"]
+        assert j["metadata"] == {"team": "bi"} and t0 <= ms(j["created_at"]) <= t1
+        # the defaults of the schema
+        d = by_key["shop/j0"]
+        assert (d["misfire"], d["catch_up_limit"], d["misfire_threshold_ms"], d["overlap"],
+                d["paused"], d["max_runs"], ms(d["start_at"]), ms(d["end_at"]), d["retry"],
+                d["metadata"], d["callback"]["method"]) == (
+            "FIRE_ONCE_NOW", 10, 5000, "PARALLEL", False, 0, 0, 0, None, {}, "POST"), d
+        s = by_key["shop/sync"]["schedule"]
+        assert s == {"kind": "FIXED_RATE", "cron": "", "time_zone": "UTC",
+                     "interval_ms": 60000}, s
+        assert by_key["shop/poll"]["schedule"]["kind"] == "FIXED_DELAY"
+    finally:
+        env.stop_all()
+
+
+def test_bad_jobs_get_400_naming_the_field_and_write_nothing():
+    env = Env()
+    try:
+        port = start_gateway(env).http_port
+        cron = lambda expr, **kw: job(schedule={"cron": expr, **kw})  # noqa: E731
+        cases = [
+            (cron("0 0 25 * * ?"), "schedule.cron: "),
+            (cron("0 0 2 * * ?", timeZone="Mars/Base"),
+             "schedule.timeZone: unknown time zone 'Mars/Base'"),
+            (job(schedule={"fixedRateMs": 0}),
+             "schedule.fixedRateMs is 0: it must be at least 1000 ms"),
+            (job(schedule={"fixedDelayMs": 10}),
+             "schedule.fixedDelayMs is 10: it must be at least 1000 ms"),
+            (cron("0 0 0 30 2 ?"), "schedule.cron never fires"),
+            (job(schedule={"cron": "@daily", "fixedRateMs": 60000}),
+             "schedule: give exactly one of cron, fixedRateMs, fixedDelayMs"),
+            (job(schedule={}), "schedule: give exactly one of cron, fixedRateMs, fixedDelayMs"),
+            (job(schedule=None), "schedule is required"),
+            (job(schedule={"fixedRateMs": 60000, "timeZone": "UTC"}),
+             "schedule.timeZone is only for cron"),
+            (job(endTime=now_ms() - 1000), "endTime is in the past: the job would never fire"),
+            (job(startTime=1767225600), "startTime 1767225600 is before 2000-01-01"),
+            (job(misfire="SOMETIMES"), "misfire 'SOMETIMES' is not one of FIRE_ONCE_NOW"),
+            (job(overlap="QUEUE"), "overlap 'QUEUE' is not one of PARALLEL"),
+            (job(catchUpLimit=0), "catchUpLimit 0 is outside [1, 1000]"),
+            (job(maxRuns=-1), "maxRuns -1 is outside"),
+            (job(paused="no"), "paused must be true or false"),
+            (job(jobId=""), "jobId is empty"),
+            (job(jobId="x" * 201), "jobId is longer than 200 bytes"),
+            (job(appId="sh/op"), "appId 'sh/op' contains '/'"),
+            (job(callback={"url": "ftp://x"}), "callback.url 'ftp://x' is not http:// or https://"),
+            (job(callback=None), "callback is required"),
+            (job(retry={"maxAttempts": 0}), "retry.maxAttempts 0 is outside [1, 1000]"),
+            ({k: v for k, v in job().items() if k != "jobId"}, "jobId is required"),
+            ("[1]", "body must be a JSON object"),
+        ]
+        for body, needle in cases:
+            check_error(req(port, "POST", "/jobs", body), 400, needle)
+        for path in ("/jobs/pause", "/jobs/resume", "/jobs/delete", "/jobs/trigger"):
+            check_error(req(port, "POST", path, {"appId": "shop"}), 400, "jobId is required")
+            check_error(req(port, "POST", path, {"appId": "shop", "jobId": 5}), 400,
+                        "jobId must be a string, not an integer")
+            check_error(req(port, "POST", path, "{"), 400, "body is not valid JSON")
+        assert job_commands(env) == []
+    finally:
+        env.stop_all()
+
+
+def test_job_actions_land_as_job_actions():
+    env = Env(partitions=4)
+    try:
+        port = start_gateway(env).http_port
+        t0 = now_ms()
+        answers = {}
+        for action in ("pause", "resume", "delete", "trigger"):
+            a = req(port, "POST", "/jobs/" + action, {"appId": "shop", "jobId": "nightly"})
+            assert a.status == 200, a
+            answers[action] = a.json["data"]
+        t1 = now_ms()
+        assert answers["pause"] is None and answers["resume"] is None and \
+            answers["delete"] is None, answers
+        task_id = answers["trigger"]["taskId"]
+        assert re.fullmatch(r"nightly@\d{13}", task_id), task_id
+        recs = job_commands(env)
+        assert [(k, p, kind) for k, p, kind, _ in recs] == [
+            ("shop/nightly", home_partition("shop/nightly", 4), "mooncake.JobAction")] * 4, recs
+        # one partition, so in the order sent
+        assert [p["action"] for _, _, _, p in recs] == ["PAUSE", "RESUME", "DELETE", "TRIGGER"]
+        for _, _, _, p in recs:
+            assert (p["app_id"], p["job_id"]) == ("shop", "nightly")
+            assert t0 <= ms(p["requested_at"]) <= t1, (t0, p, t1)
+        # the trigger's occurrence is <job_id>@<requested_at>
+        assert task_id == "nightly@%d" % ms(recs[3][3]["requested_at"]), (task_id, recs[3])
+    finally:
+        env.stop_all()
+
+
+def test_job_routes_take_only_their_apps_token():
+    env = Env()
+    try:
+        port = start_gateway(env).http_port
+        for path, body in (("/jobs", job()), ("/jobs/pause", {"appId": "shop", "jobId": "j"}),
+                           ("/jobs/trigger", {"appId": "shop", "jobId": "j"})):
+            check_error(req(port, "POST", path, body, token=None), 401, "Bearer")
+            check_error(req(port, "POST", path, body, token="not-a-token"), 401, "not valid")
+            check_error(req(port, "POST", path, body, token=BILLING), 403,
+                        "the token is not one of appId 'shop'")
+            check_error(req(port, "POST", path, body, token=INNER), 403, "inner tokens")
+        check_error(req(port, "POST", "/jobs/preview", {"schedule": {"cron": "@daily"}},
+                        token=None), 401, "Bearer")
+        check_error(req(port, "GET", "/jobs"), 405, "/jobs takes POST")
+        assert job_commands(env) == []
+        # billing's token acts on billing's jobs
+        a = req(port, "POST", "/jobs", job(appId="billing"), token=BILLING)
+        assert a.status == 200, a
+        assert [(k, kind) for k, _, kind, _ in job_commands(env)] == [
+            ("billing/nightly-report", "mooncake.PutJob")]
+    finally:
+        env.stop_all()
+
+
+def test_job_preview_answers_fire_times_and_writes_nothing():
+    env = Env()
+    try:
+        port = start_gateway(env).http_port
+        t0 = now_ms()
+        a = req(port, "POST", "/jobs/preview",
+                {"schedule": {"cron": "0 30 2 * * ?", "timeZone": "Europe/Berlin"}})
+        assert a.status == 200, a
+        fires = a.json["data"]["nextFireTimes"]
+        assert len(fires) == 5 and t0 < fires[0] and fires == sorted(fires), fires
+        # 02:30 Berlin is 00:30 or 01:30 UTC (or 01:00 on the spring-forward night)
+        assert all(f % 3_600_000 in (1_800_000, 0) for f in fires), fires
+        start = (t0 // 1000 + 60) * 1000
+        b = req(port, "POST", "/jobs/preview", {"schedule": {"fixedRateMs": 1000},
+                                                 "startTime": start, "endTime": start + 2500,
+                                                 "count": 100})
+        assert b.status == 200 and b.json["data"]["nextFireTimes"] == [
+            start, start + 1000, start + 2000], b
+        c = req(port, "POST", "/jobs/preview", {"schedule": {"cron": "*/10 * * * * ?"},
+                                                 "count": 100})
+        assert c.status == 200 and len(c.json["data"]["nextFireTimes"]) == 100, c
+        check_error(req(port, "POST", "/jobs/preview", {"schedule": {"cron": "0 0 0 30 2 ?"}}),
+                    400, "schedule.cron never fires")
+        check_error(req(port, "POST", "/jobs/preview", {"schedule": {"cron": "@daily"},
+                                                         "count": 101}),
+                    400, "count 101 is outside [1, 100]")
+        check_error(req(port, "POST", "/jobs/preview", {"schedule": {"cron": "@daily",
+                                                                      "timeZone": "Nowhere"}}),
+                    400, "schedule.timeZone: unknown time zone 'Nowhere'")
+        assert job_commands(env) == []
+    finally:
+        env.stop_all()
+
+
 # ---- the contract document ------------------------------------------------------------------
 
 def served_routes():
@@ -1130,7 +1364,7 @@ def served_routes():
         api = re.findall(r'\[R_\w+\]\s*=\s*\{"(/[^"]*)",\s*"(\w+)"', f.read())
     with open(os.path.join(SOURCE_DIR, "common", "http_server.c")) as f:
         probes = set(re.findall(r'strcmp\(url, "(/\w+)"\)', f.read()))
-    assert len(api) == 4 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
+    assert len(api) == 10 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
     return {(p, m.lower()) for p, m in api} | {(p, "get") for p in probes}
 
 
@@ -1156,8 +1390,8 @@ def test_the_openapi_document_is_true():
             for name, ex in examples.items():
                 a = req(port, method.upper(), path, ex["value"], token=token)
                 assert a.status == 200, f"example {name} of {method} {path}: {a!r}"
-                accepted.append((ex["value"]["appId"], a.json["data"]))
-        assert len(accepted) == 4, accepted
+                accepted.append((ex["value"].get("appId"), a.json["data"]))
+        assert len(accepted) == 11, accepted
         # ... and written as they say
         recs = commands(env)
         assert len(recs) == 4, recs
@@ -1169,6 +1403,11 @@ def test_the_openapi_document_is_true():
         assert t["retry"][1]["max_attempts"] == ex["retry"]["maxAttempts"]
         assert any(k.startswith("billing/") for k in subs), subs
         assert ("shop/order-42-reminder", "mooncake.Cancel") in [(k, kind) for k, kind, _ in recs]
+        # the jobs' examples: two puts and the four actions
+        jobs = job_commands(env)
+        assert sorted((k, kind) for k, _, kind, _ in jobs) == sorted(
+            [("shop/nightly-report", "mooncake.PutJob"), ("shop/sync-stock", "mooncake.PutJob")]
+            + [("shop/nightly-report", "mooncake.JobAction")] * 4), jobs
         # a route the document does not list is not served
         check_error(req(port, "GET", "/api/task/list"), 404, "no such route")
         check_error(req(port, "POST", "/api/task/submit", task()), 404, "no such route")
@@ -1250,5 +1489,10 @@ if __name__ == "__main__":
          test_past_the_connection_limit_new_connections_wait,
          test_a_gateway_task_is_called_once_on_time_and_a_cancelled_one_never,
          test_mooncake_all_calls_what_its_gateway_took,
+         test_a_job_put_lands_on_its_keys_partition_with_its_next_fire_times,
+         test_bad_jobs_get_400_naming_the_field_and_write_nothing,
+         test_job_actions_land_as_job_actions,
+         test_job_routes_take_only_their_apps_token,
+         test_job_preview_answers_fire_times_and_writes_nothing,
          test_the_openapi_document_is_true,
          test_every_answer_matches_the_document])

@@ -17,8 +17,8 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from harness import (BOOTSTRAP, MOONCAKE_BIN, CallbackServer, Env, decode, encode, now_ms, run,
-                     task)
+from harness import (BOOTSTRAP, MOONCAKE_BIN, CallbackServer, Env, decode, encode, home_partition,
+                     ms, now_ms, run, task)
 from test_executor import dead_letters, results, start_pipeline, wait_until
 from test_store_wheel import read_settled
 
@@ -81,7 +81,8 @@ def test_help_and_usage_errors():
     out = ctl("-h")
     assert out.out.startswith("usage: mooncakectl") and "requeue" in out.out
     for cmd, word in (("submit", "--at TIME"), ("results", "--since"), ("dead", "--reason"),
-                      ("requeue", "--dry-run"), ("topics", "describe"), ("cancel", "--id")):
+                      ("requeue", "--dry-run"), ("topics", "describe"), ("cancel", "--id"),
+                      ("jobs", "preview --cron")):
         out = ctl(cmd, "-h")
         assert out.out.startswith(f"usage: mooncakectl {cmd}") and word in out.out, out.out
     assert ctl("results", "--bogus", "-h").out.startswith("usage: mooncakectl results")
@@ -93,7 +94,17 @@ def test_help_and_usage_errors():
                          (["requeue"], "--all"), (["requeue", "--all", "-k", "a/b"], "--all"),
                          (["submit", "--app", "a", "--in", "5s"], "--url"),
                          (["-X", "no.such.property=1", "results"], "no.such.property"),
-                         (["-F", "/nonexistent/mooncakectl.conf", "results"], "nonexistent")):
+                         (["-F", "/nonexistent/mooncakectl.conf", "results"], "nonexistent"),
+                         (["jobs"], "jobs needs put, pause"), (["jobs", "stop"], "'stop'"),
+                         (["jobs", "pause", "--app", "a"], "--job"),
+                         (["jobs", "put"], "-f FILE"),
+                         (["jobs", "preview"], "--cron"),
+                         (["jobs", "preview", "--cron", "@daily", "-n", "0"], "-n '0'"),
+                         (["jobs", "preview", "--cron", "0 0 0 30 2 ?"], "--cron never fires"),
+                         (["jobs", "preview", "--cron", "@daily", "--tz", "Mars/Base"],
+                          "--tz: unknown time zone 'Mars/Base'"),
+                         (["results", "--job", "j"], "--app and --job"),
+                         (["results", "--app", "a", "--job", "j", "-k", "a/b"], "not both")):
         out = ctl(*args, expect=2)
         lines = out.err.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (args, out.err)
@@ -112,13 +123,14 @@ def test_topics_create_and_describe():
                     f"mooncake.topic.prefix={env.prefix}\nsocket.keepalive.enable=true\n")
         out = ctl("-F", f.name, "topics", "create", "--partitions", "2", "-J")
         made = {j["topic"]: j for j in out.json_lines()}
-        assert set(made) == {env.topic(t) for t in Env.TOPICS + ("mooncakectl-requeued",)}, made
+        assert set(made) == {env.topic(t) for t in Env.TOPICS + (
+            "job-commands", "jobs", "mooncakectl-requeued")}, made
         assert all(j["created"] for j in made.values()), made
         assert made[env.topic("tasks")]["partitions"] == 2
         assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
         assert made[env.topic("layout")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 9, again
+        assert again.count("exists") == 11, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         res = [ConfigResource("topic", env.topic(t)) for t in ("store", "dead", "results")]
@@ -400,6 +412,179 @@ def test_requeue_is_exactly_once_across_a_kill_9():
     assert ctl("-J", "requeue", "--all", prefix=env.prefix).out == ""
 
 
+# ---- recurring jobs ---------------------------------------------------------------------------
+
+def job_commands(env):
+    """Every committed JobCommand: (key, partition, payload kind, payload)."""
+    out = []
+    for m in read_settled(env, "job-commands", timeout=30):
+        kind, payload = decode("JobCommand", m.value())["payload"]
+        out.append((m.key().decode(), m.partition(), kind, payload))
+    return out
+
+
+def job_body(**over):
+    j = {"appId": "shop", "jobId": "nightly-report",
+         "schedule": {"cron": "0 0 2 * * ?", "timeZone": "Asia/Shanghai"},
+         "overlap": "SERIAL", "callback": {"url": "https://shop.example.com/report"}}
+    j.update(over)
+    return j
+
+
+def test_jobs_put_actions_and_preview():
+    """jobs put -f (a file, stdin) writes the PutJob the gateway would, to its
+    key's murmur2 partition, and prints the next fire times; an invalid job
+    is refused (exit 2, the field named, nothing sent); pause and trigger
+    write JobActions; preview needs no broker."""
+    env = Env(partitions=3)
+    try:
+        ctl("topics", "create", "--partitions", "3", prefix=env.prefix)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(job_body(retry={"maxAttempts": 2}), f)
+        t0 = now_ms()
+        out = ctl("jobs", "put", "-f", f.name, prefix=env.prefix, env={
+            "MOONCAKE_RETRY_INITIAL_BACKOFF_MS": "333"})
+        lines = out.out.splitlines()
+        assert lines[0] == "shop/nightly-report" and len(lines) == 6, out.out
+        fires = [int(line.split()[1]) for line in lines[1:]]
+        assert all(x % 86_400_000 == 64_800_000 for x in fires) and fires[0] > t0, fires
+        assert lines[1].split()[0].endswith("T18:00:00.000Z"), lines[1]
+        j = ctl("-J", "jobs", "put", "-f", "-", prefix=env.prefix,
+                stdin=json.dumps(job_body(jobId="every-minute", schedule={"fixedRateMs": 60000},
+                                          startTime=t0 + 3_600_000))).json_lines()
+        assert len(j) == 1 and j[0]["key"] == "shop/every-minute", j
+        assert j[0]["next_fire_times"] == [t0 + 3_600_000 + k * 60_000 for k in range(5)], j
+        assert j[0]["partition"] == home_partition("shop/every-minute", 3), j
+        # refused locally: exit 2, one line naming the field, nothing sent
+        for body, needle in ((job_body(schedule={"cron": "0 0 0 30 2 ?"}),
+                              "schedule.cron never fires"),
+                             (job_body(schedule={"cron": "@daily", "timeZone": "Mars/Base"}),
+                              "schedule.timeZone: unknown time zone 'Mars/Base'"),
+                             (job_body(schedule={"fixedRateMs": 0}),
+                              "schedule.fixedRateMs is 0"),
+                             (job_body(schedule={"cron": "@daily", "fixedDelayMs": 5000}),
+                              "schedule: give exactly one of cron, fixedRateMs, fixedDelayMs")):
+            bad = ctl("jobs", "put", "-f", "-", prefix=env.prefix, stdin=json.dumps(body),
+                      expect=2)
+            lines = bad.err.strip().splitlines()
+            assert len(lines) == 1 and needle in lines[0] and "nothing sent" in lines[0], bad.err
+        assert ctl("jobs", "pause", "--app", "shop", "--job", "nightly-report",
+                   prefix=env.prefix).out == "shop/nightly-report\n"
+        trig = ctl("jobs", "trigger", "--app", "shop", "--job", "nightly-report",
+                   prefix=env.prefix).out.strip()
+        assert re.fullmatch(r"shop/nightly-report@\d{13}", trig), trig
+        bad = ctl("jobs", "delete", "--app", "sh/op", "--job", "x", prefix=env.prefix, expect=2)
+        assert "--app 'sh/op' contains '/'" in bad.err, bad.err
+        recs = job_commands(env)
+        assert [(k, kind) for k, _, kind, _ in recs if k == "shop/nightly-report"] == [
+            ("shop/nightly-report", "mooncake.PutJob"), ("shop/nightly-report", "mooncake.JobAction"),
+            ("shop/nightly-report", "mooncake.JobAction")], recs
+        assert all(p == home_partition(k, 3) for k, p, _, _ in recs), recs
+        put = next(p["job"] for k, _, kind, p in recs if kind == "mooncake.PutJob"
+                   and k == "shop/nightly-report")
+        assert (put["schedule"]["cron"], put["schedule"]["time_zone"], put["overlap"]) == (
+            "0 0 2 * * ?", "Asia/Shanghai", "SERIAL"), put
+        # a partial retry takes the rest from MOONCAKE_RETRY_*
+        assert put["retry"][1]["max_attempts"] == 2 and \
+            put["retry"][1]["initial_backoff_ms"] == 333, put["retry"]
+        actions = [p for k, _, kind, p in recs if kind == "mooncake.JobAction"]
+        assert [a["action"] for a in actions] == ["PAUSE", "TRIGGER"], actions
+        assert trig.endswith("@%d" % ms(actions[1]["requested_at"])), (trig, actions[1])
+        # preview: no broker needed at all
+        out = ctl("-b", "127.0.0.1:1", "jobs", "preview", "--cron", "0 30 2 * * ?", "--tz",
+                  "Europe/Berlin", "-n", "3")
+        assert len(out.out.splitlines()) == 3, out.out
+        pj = ctl("-J", "jobs", "preview", "--cron", "*/15 * * * *", "-n", "4").json_lines()
+        fires = pj[0]["next_fire_times"]
+        assert len(fires) == 4 and all(b - a == 900_000 for a, b in zip(fires, fires[1:])), pj
+    finally:
+        env.stop_all()
+
+
+def job_state(app, jid, runs, status="ACTIVE", next_at=-1):
+    """A JobState record as the jobs role writes it (fastavro)."""
+    job = {"app_id": app, "job_id": jid,
+           "schedule": {"kind": "FIXED_RATE", "cron": "", "time_zone": "UTC",
+                        "interval_ms": 60000},
+           "start_at": 0, "end_at": 0, "max_runs": 0, "misfire": "DO_NOTHING",
+           "catch_up_limit": 10, "misfire_threshold_ms": 5000, "overlap": "DISCARD_LATER",
+           "paused": False,
+           "callback": {"url": "http://h.example/x", "method": "POST", "headers": {},
+                        "body": b"", "timeout_ms": 0},
+           "retry": None, "metadata": {}, "created_at": now_ms()}
+    return encode("JobState", {
+        "version": 1, "status": status, "next_at": next_at, "runs": runs,
+        "last_scheduled_at": -1, "running": [], "queued_at": -1, "skipped": 0,
+        "updated_at": now_ms(), "job": job})
+
+
+def test_jobs_list_and_a_jobs_results():
+    """jobs list shows what the jobs role wrote to <prefix>jobs (its table),
+    the latest value of each key, without deleted ones (tombstones), by
+    app; results --app --job lists every occurrence of one job."""
+    env = Env(partitions=3)
+    try:
+        ctl("topics", "create", "--partitions", "3", prefix=env.prefix)
+        ctl("jobs", "put", "-f", "-", prefix=env.prefix, stdin=json.dumps(job_body()))
+        ctl("jobs", "put", "-f", "-", prefix=env.prefix, stdin=json.dumps(
+            {"appId": "billing", "jobId": "invoices", "schedule": {"fixedRateMs": 3_600_000},
+             "startTime": now_ms() + 7_200_000, "paused": True, "misfire": "CATCH_UP",
+             "callback": {"url": "https://billing.example.com/run"}}))
+        env.start("jobs", instance="j")
+
+        def listed():
+            got = {j["key"]: j for j in ctl("-J", "jobs", "list", prefix=env.prefix).json_lines()}
+            return got if len(got) == 2 else None
+        got = wait_until("both jobs in the jobs topic", listed, 60)
+        shop, billing = got["shop/nightly-report"], got["billing/invoices"]
+        assert (shop["status"], shop["job"]["overlap"], shop["job"]["schedule"]) == (
+            "ACTIVE", "SERIAL", {"cron": "0 0 2 * * ?", "timeZone": "Asia/Shanghai"}), shop
+        assert shop["nextAt"] % 86_400_000 == 64_800_000, shop
+        assert (billing["status"], billing["job"]["misfire"]) == ("PAUSED", "CATCH_UP"), billing
+        # the listed job is what jobs put -f takes back
+        again = ctl("-J", "jobs", "put", "-f", "-", prefix=env.prefix,
+                    stdin=json.dumps(shop["job"])).json_lines()
+        assert again[0]["key"] == "shop/nightly-report", again
+        table = ctl("jobs", "list", prefix=env.prefix).out.splitlines()
+        assert table[0].split()[:4] == ["APP", "JOB", "STATUS", "SCHEDULE"], table
+        row = next(r for r in table if r.startswith("shop "))
+        assert "nightly-report" in row and "ACTIVE" in row and "cron '0 0 2 * * ?'" in row \
+            and "Asia/Shanghai" in row and "T18:00:00.000Z" in row and "SERIAL" in row, row
+        only = ctl("-J", "jobs", "list", "--app", "billing", prefix=env.prefix).json_lines()
+        assert [j["key"] for j in only] == ["billing/invoices"], only
+        env.stop_all()
+
+        # latest value per key wins, and a tombstone deletes
+        for key, value in (("shop/gone", job_state("shop", "gone", 1)),
+                           ("shop/gone", None),
+                           ("shop/twice", job_state("shop", "twice", 1)),
+                           ("shop/twice", job_state("shop", "twice", 7, "ENDED"))):
+            env.produce("jobs", key.encode(), value)
+        env.flush()
+        got = {j["key"]: j for j in ctl("-J", "jobs", "list", "--app", "shop",
+                                         prefix=env.prefix).json_lines()}
+        assert set(got) == {"shop/nightly-report", "shop/twice"}, got
+        assert (got["shop/twice"]["runs"], got["shop/twice"]["status"]) == (7, "ENDED")
+
+        # a job's occurrences' results: tasks <job>@<ms>, in any partition
+        def result(tid, app="shop"):
+            return encode("Result", {"app_id": app, "task_id": tid, "attempt": 1,
+                                     "due_at": now_ms(), "started_at": now_ms(),
+                                     "finished_at": now_ms(), "http_status": 200,
+                                     "outcome": "SUCCEEDED", "error": ""})
+        for tid in ("nightly-report@1795370400000", "nightly-report@1795456800000",
+                    "nightly-report-2@1795370400000", "nightly-report", "other@1"):
+            env.produce("results", f"shop/{tid}".encode(), result(tid))
+        env.produce("results", b"billing/nightly-report@1", result("nightly-report@1", "billing"))
+        env.flush()
+        occ = ctl("-J", "results", "--app", "shop", "--job", "nightly-report",
+                  prefix=env.prefix).json_lines()
+        assert sorted(r["task_id"] for r in occ) == [
+            "nightly-report@1795370400000", "nightly-report@1795456800000"], occ
+    finally:
+        env.stop_all()
+
+
 if __name__ == "__main__":
     t0 = time.time()
     run([
@@ -409,4 +594,6 @@ if __name__ == "__main__":
         test_invalid_tasks_are_refused_locally_and_cancel,
         test_results_dead_and_requeue_after_a_real_run,
         test_requeue_is_exactly_once_across_a_kill_9,
+        test_jobs_put_actions_and_preview,
+        test_jobs_list_and_a_jobs_results,
     ])

@@ -12,7 +12,9 @@
  *   requeue  dead letters back to <prefix>tasks, exactly once per letter
  *            (README, "requeue: how it is exactly-once");
  *   topics   create | describe the topic set, with the lag of every processor
- *            group and what pending work can be counted cheaply.
+ *            group and what pending work can be counted cheaply;
+ *   jobs     recurring jobs: put, pause, resume, delete, trigger (to
+ *            <prefix>job-commands), list (the compacted <prefix>jobs), preview.
  *
  * This file: options, configuration, the shared helpers, submit, cancel and
  * main; mooncakectl_read.c, mooncakectl_requeue.c and mooncakectl_topics.c
@@ -58,6 +60,7 @@ enum {
     SC_REQUEUE = 16,
     SC_TOPICS = 32,
     SC_PARTITIONS = 64,
+    SC_JOBS = 128,
 };
 
 typedef enum opt_kind { K_STR, K_FLAG, K_LIST } opt_kind;
@@ -81,8 +84,12 @@ static const opt_def opt_defs[] = {
     {"json", 'J', 0, K_FLAG, O(json)},
     {"quiet", 'q', 0, K_FLAG, O(quiet)},
     {"help", 'h', 0, K_FLAG, O(help)},
-    {"file", 'f', SC_SUBMIT, K_STR, O(file)},
-    {"app", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(app)},
+    {"file", 'f', SC_SUBMIT | SC_JOBS, K_STR, O(file)},
+    {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(app)},
+    {"job", 0, SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(job)},
+    {"cron", 0, SC_JOBS, K_STR, O(cron)},
+    {"tz", 0, SC_JOBS, K_STR, O(tz)},
+    {"count", 'n', SC_JOBS, K_STR, O(count)},
     {"id", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(id)},
     {"at", 0, SC_SUBMIT, K_STR, O(at)},
     {"in", 0, SC_SUBMIT, K_STR, O(in)},
@@ -119,7 +126,7 @@ static const struct {
     {"submit", SC_SUBMIT},         {"cancel", SC_CANCEL},
     {"results", SC_RESULTS},       {"dead", SC_DEAD},
     {"requeue", SC_REQUEUE},       {"topics", SC_TOPICS},
-    {"partitions", SC_PARTITIONS},
+    {"partitions", SC_PARTITIONS}, {"jobs", SC_JOBS},
 };
 
 /* ---- usage ------------------------------------------------------------------ */
@@ -137,6 +144,7 @@ static const char usage_global[] =
     "  requeue   move dead letters back to <prefix>tasks, exactly once\n"
     "  topics    create | describe: the topic set, partitions, configs, lag per group\n"
     "  partitions grow --to N: more partitions for every topic, keys moved safely\n"
+    "  jobs      recurring jobs: put | pause | resume | delete | trigger | list | preview\n"
     "\n"
     "Global options (before or after the command):\n"
     "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
@@ -194,7 +202,7 @@ static const char usage_cancel[] =
     "acknowledgement. A cancel that reaches the wheel before the task is due wins.\n";
 
 static const char usage_results[] =
-    "usage: mooncakectl results [-k APP/ID] [--since WHEN] [-f]\n"
+    "usage: mooncakectl results [-k APP/ID | --app APP --job JOB] [--since WHEN] [-f]\n"
     "\n"
     "Reads <prefix>results (read_committed, no consumer group) from the beginning\n"
     "to the end seen at start, then prints the count on stderr. Table columns:\n"
@@ -203,11 +211,13 @@ static const char usage_results[] =
     "\n"
     "  -k, --key APP/ID      only this task; reads the key's home partition (murmur2,\n"
     "                        as the router places it) and, when nothing is there, the others\n"
+    "  --app APP --job JOB   every occurrence of a recurring job (tasks JOB@<epoch ms>)\n"
     "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
     "  -f, --follow          keep reading new records until interrupted\n";
 
 static const char usage_dead[] =
-    "usage: mooncakectl dead [-k APP/ID] [--reason TEXT] [--since WHEN] [-f]\n"
+    "usage: mooncakectl dead [-k APP/ID | --app APP --job JOB] [--reason TEXT] [--since WHEN]\n"
+    "                        [-f]\n"
     "\n"
     "Reads <prefix>dead (read_committed, no consumer group) from the beginning to\n"
     "the end seen at start, then prints the count on stderr. Table columns: time\n"
@@ -216,6 +226,7 @@ static const char usage_dead[] =
     "\n"
     "  -k, --key APP/ID      only this task; reads the key's home partition (murmur2,\n"
     "                        as the router places it) and, when nothing is there, the others\n"
+    "  --app APP --job JOB   every occurrence of a recurring job (tasks JOB@<epoch ms>)\n"
     "  --reason TEXT         only letters whose reason contains TEXT (any case)\n"
     "  --since WHEN          from this time on: 10m (ago), epoch ms, or RFC 3339\n"
     "  -f, --follow          keep reading new records until interrupted\n";
@@ -271,6 +282,42 @@ static const char usage_partitions[] =
     "                        for calls made before the growth (their next attempts may\n"
     "                        then lose to nothing: a cancel sent meanwhile can miss them)\n";
 
+static const char usage_jobs[] =
+    "usage: mooncakectl jobs put -f FILE|-\n"
+    "       mooncakectl jobs (pause | resume | delete | trigger) --app APP --job JOB\n"
+    "       mooncakectl jobs list [--app APP]\n"
+    "       mooncakectl jobs preview --cron EXPR [--tz ZONE] [-n N]\n"
+    "\n"
+    "Recurring jobs (README, \"Recurring jobs\").\n"
+    "put       creates or replaces the job in FILE, the gateway's POST /jobs JSON body\n"
+    "          (gateway/openapi.yaml, Job; - reads stdin), checked with the jobs role's own\n"
+    "          rules first (exit 2 naming the field, nothing sent); sends a PutJob to\n"
+    "          <prefix>job-commands (key app/job, murmur2 partition, idempotent producer),\n"
+    "          waits for the broker's acknowledgement and prints the key and the next 5\n"
+    "          fire times (-J: one JSON object)\n"
+    "pause     no occurrence until resume (those written ahead are cancelled)\n"
+    "resume    occurrences again; the job's misfire policy decides about missed ones\n"
+    "delete    removes the job\n"
+    "trigger   runs one occurrence now (task JOB@<now>), whatever the schedule\n"
+    "          Each sends a JobAction and waits for the acknowledgement; an action on a job\n"
+    "          that does not exist is dead-lettered by the jobs role.\n"
+    "  --app APP             the job's application\n"
+    "  --job JOB             the job's id\n"
+    "list      reads <prefix>jobs (the jobs role's compacted table; read_committed, every\n"
+    "          partition to the end seen at start, the latest value per key) and prints\n"
+    "          app, job, status, schedule, next fire time (UTC), runs, skipped, running\n"
+    "          occurrences, overlap and misfire policy (-J: one JSON object per job, with\n"
+    "          the whole job as jobs put -f takes it)\n"
+    "  --app APP             only this application's jobs\n"
+    "preview   the next fire times of a cron expression, from now; no Kafka\n"
+    "  --cron EXPR           6 fields with seconds (Quartz), 7 with a year, the classic 5,\n"
+    "                        or @daily ...\n"
+    "  --tz ZONE             IANA time zone the expression is read in (default UTC)\n"
+    "  -n, --count N         how many (default 5, at most 100)\n"
+    "\n"
+    "The next occurrence of a job runs as the task APP/JOB@<epoch ms>; see them all with\n"
+    "`mooncakectl results --app APP --job JOB`.\n";
+
 static const char *usage_text(unsigned sc)
 {
     switch (sc) {
@@ -288,6 +335,8 @@ static const char *usage_text(unsigned sc)
         return usage_topics;
     case SC_PARTITIONS:
         return usage_partitions;
+    case SC_JOBS:
+        return usage_jobs;
     }
     return usage_global;
 }
@@ -351,11 +400,12 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
                 if (!o->command && !failed) {
                     snprintf(err, errlen,
                              "unknown command '%s' (submit, cancel, results, dead, requeue, "
-                             "topics, partitions; see -h)",
+                             "topics, partitions, jobs; see -h)",
                              a);
                     failed = true;
                 }
-            } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS) && !o->action) {
+            } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS || o->sc == SC_JOBS) &&
+                       !o->action) {
                 o->action = a;
             } else if (!failed) {
                 snprintf(err, errlen, "unexpected argument '%s' (see %s -h)", a, o->command);
@@ -431,7 +481,7 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
     if (!o->help && !o->command) {
         snprintf(err, errlen,
                  "no command given (submit, cancel, results, dead, requeue, topics, "
-                 "partitions; see -h)");
+                 "partitions, jobs; see -h)");
         return -1;
     }
     if (!o->help && o->sc == SC_TOPICS &&
@@ -439,6 +489,19 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
         snprintf(err, errlen, "topics needs create or describe%s%s%s", o->action ? ", not '" : "",
                  o->action ? o->action : "", o->action ? "'" : "");
         return -1;
+    }
+    if (!o->help && o->sc == SC_JOBS) {
+        static const char *const actions[] = {"put",     "pause", "resume", "delete",
+                                              "trigger", "list",  "preview"};
+        bool known = false;
+        for (size_t k = 0; o->action && k < sizeof actions / sizeof actions[0]; k++)
+            known |= strcmp(o->action, actions[k]) == 0;
+        if (!known) {
+            snprintf(err, errlen,
+                     "jobs needs put, pause, resume, delete, trigger, list or preview%s%s%s",
+                     o->action ? ", not '" : "", o->action ? o->action : "", o->action ? "'" : "");
+            return -1;
+        }
     }
     if (!o->help && o->sc == SC_PARTITIONS && (!o->action || strcmp(o->action, "grow"))) {
         snprintf(err, errlen, "partitions needs grow%s%s%s", o->action ? ", not '" : "",
@@ -776,14 +839,6 @@ rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen
     return rk;
 }
 
-/* Where one produced record ended up; filled by on_delivery. */
-typedef struct delivery {
-    bool done;
-    rd_kafka_resp_err_t err;
-    int32_t partition;
-    int64_t offset;
-} delivery;
-
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
@@ -896,13 +951,10 @@ int ctl_fail(int code, const char *fmt, ...)
 
 /* ---- submit and cancel -------------------------------------------------------- */
 
-/* Produces one Command to <prefix>tasks, partitioned by murmur2 as the
- * gateway does, and waits for the broker's acknowledgement; *d says where it
- * went. Returns 0 or an exit status. */
-static int send_command(ctl *c, const char *key, const mc_buf *value, delivery *d)
+int ctl_send(ctl *c, const char *suffix, const char *key, const mc_buf *value, delivery *d)
 {
     char err[1024], topic[300];
-    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    mc_topic_name(&c->cfg, suffix, topic, sizeof topic);
     rd_kafka_t *rk = ctl_new_producer(c, NULL, err, sizeof err);
     if (!rk)
         return ctl_fail(EXIT_KAFKA, "%s", err);
@@ -971,9 +1023,7 @@ int ctl_produce_wait(ctl *c, rd_kafka_t *rk, const char *topic, int32_t partitio
     return 0;
 }
 
-/* What the router (and the gateway) would say about an id: the same limits
- * as the gateway's JSON. */
-static bool id_ok(const char *flag, const char *v, char *why, size_t whylen)
+bool ctl_id_ok(const char *flag, const char *v, char *why, size_t whylen)
 {
     size_t n = strlen(v);
     if (n > MC_JSON_MAX_ID_LEN) {
@@ -1069,7 +1119,8 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         snprintf(why, whylen, "give the due time with --at TIME or --in DURATION (one of them)");
         return false;
     }
-    if (!id_ok("--app", o->app, why, whylen) || (o->id && !id_ok("--id", o->id, why, whylen)))
+    if (!ctl_id_ok("--app", o->app, why, whylen) ||
+        (o->id && !ctl_id_ok("--id", o->id, why, whylen)))
         return false;
     t->app_id = o->app;
     if (o->id) {
@@ -1292,7 +1343,7 @@ static int cmd_submit(ctl *c)
         rc = ctl_fail(EXIT_KAFKA, "out of memory");
     } else {
         delivery d = {0};
-        rc = send_command(c, key, &buf, &d);
+        rc = ctl_send(c, "tasks", key, &buf, &d);
         if (rc == 0)
             print_sent(c, "submit", key, t.app_id, t.task_id, t.due_at, &d);
     }
@@ -1309,7 +1360,8 @@ static int cmd_cancel(ctl *c)
     char why[512];
     if (!o->app || !o->id)
         return ctl_fail(EXIT_USAGE, "cancel needs --app APP and --id ID");
-    if (!id_ok("--app", o->app, why, sizeof why) || !id_ok("--id", o->id, why, sizeof why) ||
+    if (!ctl_id_ok("--app", o->app, why, sizeof why) ||
+        !ctl_id_ok("--id", o->id, why, sizeof why) ||
         !mc_task_ids_ok(o->app, o->id, &flag_names, why, sizeof why))
         return ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
     char key[1024];
@@ -1323,7 +1375,7 @@ static int cmd_cancel(ctl *c)
         rc = ctl_fail(EXIT_KAFKA, "out of memory");
     } else {
         delivery d = {0};
-        rc = send_command(c, key, &buf, &d);
+        rc = ctl_send(c, "tasks", key, &buf, &d);
         if (rc == 0)
             print_sent(c, "cancel", key, o->app, o->id, 0, &d);
     }
@@ -1388,6 +1440,9 @@ int main(int argc, char **argv, char **envp)
         break;
     case SC_PARTITIONS:
         rc = ctl_cmd_partitions_grow(&c);
+        break;
+    case SC_JOBS:
+        rc = ctl_cmd_jobs(&c);
         break;
     default:
         rc = EXIT_USAGE;

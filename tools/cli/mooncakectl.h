@@ -1,7 +1,7 @@
 /* What the files of mooncakectl share (tools/cli/mooncakectl.c: options,
  * configuration, submit, cancel and main; mooncakectl_read.c: reading a
  * topic, results and dead; mooncakectl_requeue.c; mooncakectl_topics.c;
- * mooncakectl_partitions.c):
+ * mooncakectl_partitions.c; mooncakectl_jobs.c):
  * the run's state, the Kafka clients, reading partitions to their end, and
  * the commands. Nothing here is global: everything hangs off one ctl. */
 #ifndef MOONCAKECTL_H
@@ -33,7 +33,7 @@ typedef struct str_list {
 
 /* What the command line said. Strings point into argv (not owned). */
 typedef struct ctl_opts {
-    const char *command, *action; /* topics: create | describe; partitions: grow */
+    const char *command, *action; /* topics: create | describe; partitions: grow; jobs: put ... */
     unsigned sc;                  /* SC_* of command */
     bool help, quiet, json;
     const char *brokers, *prefix, *config_file;
@@ -42,8 +42,10 @@ typedef struct ctl_opts {
     const char *file, *app, *id, *at, *in, *url, *method, *body, *body_file, *timeout_ms;
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
     str_list headers, metadata;
-    /* results / dead / requeue */
+    /* results / dead / requeue (and --app --job: one job's occurrences) */
     const char *key, *since, *reason;
+    /* jobs */
+    const char *job, *cron, *tz, *count;
     bool follow, all, dry_run;
     const char *batch; /* requeue: letters per transaction */
     /* topics create */
@@ -87,6 +89,15 @@ typedef struct topic_cfg {
     char retention[32];
 } topic_cfg;
 
+/* Where one produced record ended up; filled by the producer's delivery
+ * report. */
+typedef struct delivery {
+    bool done;
+    rd_kafka_resp_err_t err;
+    int32_t partition;
+    int64_t offset;
+} delivery;
+
 /* ---- mooncakectl.c ---- */
 
 /* ms as RFC 3339 UTC with milliseconds ("-" for 0 or less). */
@@ -125,6 +136,15 @@ int ctl_md_partitions(const rd_kafka_metadata_t *md, const char *topic);
  * missing or there is no metadata. */
 int ctl_topic_partitions(ctl *c, rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
 
+/* Produces one record keyed key to <prefix><suffix> ("tasks",
+ * "job-commands") with a new producer, partitioned by murmur2 as the
+ * gateway does, and waits for the broker's acknowledgement; *d says where
+ * it went. Returns 0 or an exit status (after saying why on stderr). */
+int ctl_send(ctl *c, const char *suffix, const char *key, const mc_buf *value, delivery *d);
+/* What the router (and the gateway) would say about an id given with flag:
+ * the gateway's JSON limits (length, no control characters). False with a
+ * line in why. */
+bool ctl_id_ok(const char *flag, const char *v, char *why, size_t whylen);
 /* Produces one record to topic's partition with rk (from ctl_new_producer)
  * and waits for the broker's acknowledgement. Returns 0, or -1 with a line
  * in err. */
@@ -150,6 +170,12 @@ bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *
                      const char *id);
 /* results (dead = false) and dead. Returns the exit status. */
 int ctl_cmd_read(ctl *c, bool dead);
+
+/* ---- mooncakectl_jobs.c ---- */
+
+/* jobs put | pause | resume | delete | trigger | list | preview. Returns
+ * the exit status. */
+int ctl_cmd_jobs(ctl *c);
 
 /* ---- mooncakectl_requeue.c ---- */
 

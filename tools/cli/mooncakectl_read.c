@@ -1,12 +1,13 @@
 /* mooncakectl: reading a topic to the end seen at start (or following it),
- * and the results and dead commands on top: a table or JSON lines, by key,
- * time and reason. See mooncakectl.h. */
+ * and the results and dead commands on top: a table or JSON lines, by key
+ * (or a recurring job's occurrences), time and reason. See mooncakectl.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "job_schedule.h"
 #include "kafka.h"
 #include "mooncakectl.h"
 
@@ -151,6 +152,7 @@ typedef struct reader {
     ctl *c;
     bool dead; /* dead letters, else results */
     const char *key, *reason;
+    const char *app, *job; /* --app --job: occurrences of this job */
     mc_arena *arena;
     uint64_t read, shown;
     int64_t total; /* records between start and end, for progress */
@@ -167,6 +169,37 @@ bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *
     char key[1024];
     size_t kn = mc_task_key(app, id, key, sizeof key);
     return kn < sizeof key && strcmp(key, want) == 0;
+}
+
+/* Is the record about an occurrence of job r->app/r->job (task id
+ * "<job>@<epoch ms>")? By the task it names, else by its record key. */
+static bool occurrence_matches(const reader *r, const rd_kafka_message_t *m, const char *app,
+                               const char *id)
+{
+    char key[1024];
+    if ((!app || !id) && m->key && m->key_len < sizeof key) {
+        memcpy(key, m->key, m->key_len);
+        key[m->key_len] = '\0';
+        char *slash = strchr(key, '/');
+        if (slash) {
+            *slash = '\0';
+            app = key;
+            id = slash + 1;
+        }
+    }
+    size_t job_len;
+    int64_t at;
+    return app && id && strcmp(app, r->app) == 0 && mc_occurrence_parse(id, &job_len, &at) &&
+           job_len == strlen(r->job) && strncmp(id, r->job, job_len) == 0;
+}
+
+/* Does the record pass -k or --app/--job (given the task it names, if
+ * any)? */
+static bool wanted(const reader *r, const rd_kafka_message_t *m, const char *app, const char *id)
+{
+    if (r->key)
+        return ctl_key_matches(r->key, m, app, id);
+    return !r->job || occurrence_matches(r, m, app, id);
 }
 
 /* The common fields of a JSON line about record m. */
@@ -187,7 +220,7 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
     mc_codec_err e =
         m->payload ? mc_decode_result(m->payload, m->len, r->arena, &res, detail, sizeof detail)
                    : MC_CODEC_EMPTY;
-    if (r->key && !ctl_key_matches(r->key, m, e ? NULL : res.app_id, e ? NULL : res.task_id))
+    if (!wanted(r, m, e ? NULL : res.app_id, e ? NULL : res.task_id))
         return 0;
     r->shown++;
     char why[400];
@@ -234,8 +267,7 @@ static int show_dead(reader *r, const rd_kafka_message_t *m)
         m->payload ? mc_decode_dead_letter(m->payload, m->len, r->arena, &d, detail, sizeof detail)
                    : MC_CODEC_EMPTY;
     bool task = !e && d.has_task;
-    if (r->key &&
-        !ctl_key_matches(r->key, m, task ? d.task.app_id : NULL, task ? d.task.task_id : NULL))
+    if (!wanted(r, m, task ? d.task.app_id : NULL, task ? d.task.task_id : NULL))
         return 0;
     char why[400];
     if (e)
@@ -302,6 +334,10 @@ int ctl_cmd_read(ctl *c, bool dead)
 {
     const ctl_opts *o = &c->o;
     int64_t since = -1;
+    if (!o->app != !o->job)
+        return ctl_fail(EXIT_USAGE, "give --app and --job together (a job's occurrences)");
+    if (o->job && o->key)
+        return ctl_fail(EXIT_USAGE, "give -k APP/ID or --app APP --job JOB, not both");
     if (o->since && !ctl_parse_since(o->since, &since))
         return ctl_fail(EXIT_USAGE,
                         "--since '%s' is not a duration (10m, 2h, 1d), epoch ms or RFC 3339",
@@ -311,7 +347,15 @@ int ctl_cmd_read(ctl *c, bool dead)
     rd_kafka_t *rk = ctl_new_consumer(c, NULL, err, sizeof err);
     if (!rk)
         return ctl_fail(EXIT_KAFKA, "%s", err);
-    reader r = {.c = c, .dead = dead, .key = o->key, .reason = o->reason, .arena = mc_arena_new()};
+    /* A job's occurrences are tasks of their own keys, so in every
+     * partition: they are read everywhere. */
+    reader r = {.c = c,
+                .dead = dead,
+                .key = o->key,
+                .reason = o->reason,
+                .app = o->app,
+                .job = o->job,
+                .arena = mc_arena_new()};
     part_scan *parts = NULL;
     int rc = 0;
     int n = ctl_topic_partitions(c, rk, topic, err, sizeof err);
@@ -362,7 +406,7 @@ int ctl_cmd_read(ctl *c, bool dead)
     fflush(stdout);
     if (rc == 0) {
         char of[64] = "";
-        if (o->key || o->reason)
+        if (o->key || o->job || o->reason)
             snprintf(of, sizeof of, " (of %" PRIu64 " read)", r.read);
         ctl_report(c, "%" PRIu64 " %s%s%s", r.shown, dead ? "dead letters" : "results", of,
                    c->stopping && !o->follow ? " (interrupted before the end)" : "");
