@@ -4,8 +4,9 @@ record straight to mooncake.tasks the way any Kafka client would, waits for them
 tells what became of each, from the committed records of mooncake.results and mooncake.dead and from the log
 of the local endpoint the tasks call (run with --serve): tasks called on time (with their
 lateness as the endpoint saw it), a cancelled task never called, a task whose first call
-fails and is retried, the dead-letter reason of a malformed record, and a task due beyond
-the horizon (MOONCAKE_HORIZON_MS, default 60000) held by the store.
+fails and is retried, the dead-letter reason of a malformed record, a task due beyond
+the horizon (MOONCAKE_HORIZON_MS, default 60000) held by the store, and a recurring job
+(POST /jobs: every 2 s, each occurrence a task) deleted after three occurrences.
 Usage: tools/quickstart-submit.py [BOOTSTRAP] [PREFIX] [--gateway URL] [--token TOKEN]
                                   [--endpoint URL] [--endpoint-log FILE]
                                   [--store-metrics URL] [--warm-up]
@@ -59,7 +60,7 @@ prefix = args.prefix
 # One line per request, logfmt after the local time:
 #   2025-01-31 12:00:03.001 POST /hook/x idempotency-key=shop/x:1 signature=valid late=+1ms status=200
 # late = arrival - the task's x-due header (its due time, epoch ms; a retry carries the
-# first attempt's), signature = valid | INVALID | unsigned | no-secret (Standard Webhooks:
+# first attempt's) or, for a job's occurrence, its mooncake-scheduled-at header, signature = valid | INVALID | unsigned | no-secret (Standard Webhooks:
 # v1,base64(HMAC-SHA256(key, webhook-id "." webhook-timestamp "." body))).
 LINE = re.compile(r"^(\S+ \S+) (\S+) (\S+)((?: \S+=\S*)*)$")
 
@@ -115,7 +116,8 @@ def serve(port):
                 seen.add(path)
             status = 500 if first and path.startswith("/flaky/") else 200
             try:
-                late = "%+dms" % round(at * 1000 - int(self.headers.get("x-due")))
+                due = self.headers.get("x-due") or self.headers.get("mooncake-scheduled-at")
+                late = "%+dms" % round(at * 1000 - int(due))
             except (TypeError, ValueError):
                 late = "?"
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) + ".%03d" % (at % 1 * 1000)
@@ -315,6 +317,18 @@ bad_http["callback"]["url"] = "ftp://127.0.0.1/x"
 bad_status, bad_answer = gateway("/submit", bad_http)
 print(f"  {run + '-bad-url':<16} a task with an ftp:// callback: the gateway answers "
       f"{bad_status} {json.dumps(bad_answer)}")
+# A recurring job: every 2 s from the next whole second + 2 s, each occurrence the task
+# <jobId>@<scheduled ms>; deleted after its third occurrence (below).
+job_id = f"{run}-every-2s"
+job_start = (now // 1000 + 2) * 1000
+job_answer = send("/jobs", {"appId": "shop", "jobId": job_id, "startTime": job_start,
+                            "schedule": {"fixedRateMs": 2000},
+                            "callback": {"url": f"{endpoint}/hook/{job_id}", "method": "POST",
+                                         "body": '{"report":"tick"}', "timeoutMs": 10000}})
+next_fires = job_answer.get("data", {}).get("nextFireTimes", [])
+print(f"  {job_id:<16} a recurring job every 2 s (POST /jobs; next fire times "
+      f"{', '.join(f't+{(t - now) / 1000:.0f}s' for t in next_fires[:3])}), deleted after "
+      "its third occurrence")
 # A client producing straight to Kafka has no one to answer it: the router dead-letters.
 p.produce(prefix + "tasks", key=key["bad"], value=b"{not avro at all}")
 print(f"  {T['bad'][0]:<16} a malformed record produced straight to {prefix}tasks (not Avro)")
@@ -326,16 +340,27 @@ def outcomes(n):
     return [r["outcome"] for r in results.get(key[n], [])]
 
 
+def job_results():
+    return {k: v for k, v in results.items() if k.startswith(f"shop/{job_id}@")}
+
+
 def settled():
     return ("SUCCEEDED" in outcomes("3s") and "SUCCEEDED" in outcomes("6s")
             and "SUCCEEDED" in outcomes("flaky") and key["bad"] in dead
-            and time.time() * 1000 >= T["6s"][1] + 500)
+            and time.time() * 1000 >= T["6s"][1] + 500 and len(job_results()) >= 3)
 
 
 print("waiting for the calls (about 7 s) ...")
 end = now / 1000 + args.follow
-while time.time() < end and not settled():
+deleted_at = None
+while time.time() < end and not (settled() and deleted_at):
+    if deleted_at is None and len(job_results()) >= 3:
+        send("/jobs/delete", {"appId": "shop", "jobId": job_id})
+        deleted_at = int(time.time() * 1000)
     poll(min(0.2, max(0.0, end - time.time())))
+# What the job would have fired after the delete: nothing must come.
+while time.time() * 1000 < (deleted_at or 0) + 4500:
+    poll(0.2)
 c.close()
 
 # The endpoint's log: its lines for this run's tasks.
@@ -350,6 +375,7 @@ try:
             at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
             ik = kv.get("idempotency-key", "-")
             calls.setdefault(ik.rsplit(":", 1)[0], []).append({
+                "late_ms": int(kv["late"][:-2]) if kv.get("late", "?") != "?" else None,
                 "at": round(at * 1000), "method": m.group(2), "path": m.group(3),
                 "attempt": int(ik.rsplit(":", 1)[1]) if ":" in ik else 0, "key": ik,
                 "signature": kv.get("signature"), "status": kv.get("status")})
@@ -413,6 +439,17 @@ check([x["status"] for x in cl] == ["500", "200"] and oc == ["FAILED_WILL_RETRY"
          if len(cl) == 2 else "") + f"; Results: {', '.join(oc) or 'none'}")
 check(bad_status == 400 and "callback.url" in bad_answer.get("msg", ""),
       f"{run}-bad-url: refused by the gateway with {bad_status} ({bad_answer.get('msg')})")
+job_calls = sorted((cl for k, lst in calls.items() if k.startswith(f"shop/{job_id}@")
+                    for cl in lst), key=lambda cl: cl["at"])
+occurrences = sorted(int(k.rsplit("@", 1)[1]) for k in job_results())
+after_delete = [cl for cl in job_calls if deleted_at and cl["at"] > deleted_at + 1000]
+check(len(occurrences) >= 3 and all(b - a == 2000 for a, b in zip(occurrences, occurrences[1:]))
+      and len(job_calls) == len(occurrences) and not after_delete,
+      f"{job_id}: {len(occurrences)} occurrences 2 s apart ("
+      + ", ".join(f"t+{(o - now) / 1000:.0f}s" for o in occurrences) + "), each called once"
+      + (f", {max(cl['late_ms'] or 0 for cl in job_calls)} ms late at most" if job_calls else "")
+      + ("; nothing after the delete" if not after_delete
+         else f"; {len(after_delete)} call(s) AFTER the delete"))
 d = dead.get(key["bad"])
 check(d is not None, f"{T['bad'][0]}: " + (f"in {prefix}dead, with the reason above" if d
                                              else f"did NOT reach {prefix}dead: see the router's log"))

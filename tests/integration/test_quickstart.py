@@ -47,8 +47,10 @@ def test_quickstart_runs_to_the_end():
         print(out)
         assert run.returncode == 0, f"tools/quickstart exited {run.returncode}"
         checks = re.findall(r"^  (ok  |FAIL)  (\S+)", out, re.M)
-        # on time x2, cancelled, retried, refused by the gateway, dead letter, held by the store
-        assert len(checks) == 7, f"expected 7 checks, got {checks}"
+        # on time x2, cancelled, retried, refused by the gateway, a recurring job, dead letter,
+        # held by the store
+        assert len(checks) == 8, f"expected 8 checks, got {checks}"
+        assert any(c[1].endswith("-every-2s:") for c in checks), checks
         assert all(c[0] == "ok  " for c in checks), checks
         assert "Submit your own task" in out and "tools/quickstart stop" in out
     finally:
