@@ -5,19 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The jobs changelog takes a JobState per occurrence written: with the
+ * broker's 1 GiB segments (compaction never touches the active one) a
+ * restore would replay minutes of history. Small segments, rolled at least
+ * every 10 minutes, and an eager cleaner keep it near one record per job. */
+static const char *const jobs_changelog_configs[] = {
+    "segment.bytes", "67108864", "segment.ms", "600000", "min.cleanable.dirty.ratio", "0.1", NULL};
+
 const mc_topic_spec mc_topic_specs[] = {
-    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0},
-    {"store", "compact", NULL, "far-future tasks: the task table", 0},
-    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0},
-    {"ready", "delete", "604800000", "tasks due now, for the executor", 0},
-    {"retry", "delete", "604800000", "failed attempts", 0},
-    {"results", "delete", "259200000", "the result of every attempt", 0},
-    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0},
+    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0, NULL},
+    {"store", "compact", NULL, "far-future tasks: the task table", 0, NULL},
+    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0, NULL},
+    {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL},
+    {"retry", "delete", "604800000", "failed attempts", 0, NULL},
+    {"results", "delete", "259200000", "the result of every attempt", 0, NULL},
+    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL},
     {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
-     MC_TOPIC_OWN_COUNT},
+     MC_TOPIC_OWN_COUNT, NULL},
     {"jobs", "compact", NULL, "recurring jobs: the job table (the jobs processor's changelog)",
-     MC_TOPIC_OWN_COUNT},
-    {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1},
+     MC_TOPIC_OWN_COUNT, jobs_changelog_configs},
+    {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1, NULL},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
 _Static_assert(sizeof mc_topic_specs / sizeof mc_topic_specs[0] == MC_N_TOPIC_SPECS,
@@ -150,6 +157,8 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
         rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy", s->cleanup_policy);
         if (s->retention_ms)
             rd_kafka_NewTopic_set_config(nt[n], "retention.ms", s->retention_ms);
+        for (const char *const *c = s->configs; c && c[0] && c[1]; c += 2)
+            rd_kafka_NewTopic_set_config(nt[n], c[0], c[1]);
         n++;
     }
     if (n == 0)

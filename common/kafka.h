@@ -21,6 +21,8 @@ typedef struct mc_topic_spec {
      * lives in the partition its commands land in, so its key must keep its
      * home); otherwise exactly this many. */
     int partitions;
+    /* More topic configs, key, value, ..., NULL; NULL for none. */
+    const char *const *configs;
 } mc_topic_spec;
 #define MC_TOPIC_OWN_COUNT (-1)
 #define MC_N_TOPIC_SPECS 10

@@ -288,8 +288,8 @@ static void update_delete_and_trigger(void)
           "the new schedule from its anchor");
     CHECK(count(&s, T0 + 7500, false) == 0, "nothing of the new schedule before the update");
     act(k, "u", MC_JOB_TRIGGER, T0 + 30000);
-    run_until(k, in, T0 + 33000, 100);
-    act(k, "u", MC_JOB_DELETE, T0 + 33000);
+    run_until(k, in, T0 + 34500, 100); /* 35500 is written from 34000 (half of ahead) */
+    act(k, "u", MC_JOB_DELETE, T0 + 34500);
     run_until(k, in, T0 + 60000, 100);
     read_tasks(k, "u", &s);
     CHECK(count(&s, T0 + 30000, false) == 1, "the trigger ran once");
