@@ -163,6 +163,14 @@ int64_t mc_job_schedule_next(const mc_job_schedule *s, int64_t after)
     return t;
 }
 
+int64_t mc_job_first_after(const mc_job *j, int64_t now)
+{
+    int64_t from = j->created_at < now ? j->created_at : now;
+    if (from < now - j->misfire_threshold_ms)
+        from = now - j->misfire_threshold_ms;
+    return from - 1;
+}
+
 /* ---- rules ------------------------------------------------------------------------- */
 
 bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_field_names *names,
@@ -209,7 +217,7 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
     mc_job_schedule s;
     if (mc_job_schedule_init(&s, j, zones, names, why, whylen) != 0)
         return false;
-    int64_t first = mc_job_schedule_next(&s, now > s.anchor ? now - 1 : s.anchor - 1);
+    int64_t first = mc_job_schedule_next(&s, mc_job_first_after(j, now));
     mc_job_schedule_clear(&s);
     if (first < 0) {
         if (j->end_at > 0 && j->end_at <= now)

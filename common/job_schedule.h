@@ -66,6 +66,13 @@ void mc_job_schedule_clear(mc_job_schedule *s);
  * occurrence is scheduled this way (the others follow finished ones). */
 int64_t mc_job_schedule_next(const mc_job_schedule *s, int64_t after);
 
+/* Where a new job's schedule starts, at time now: its first occurrence is
+ * the first scheduled instant after this - from its creation (created_at,
+ * the instant the gateway's nextFireTimes count from), but never more than
+ * its misfire threshold in the past (a job re-put from an old export does
+ * not start a year ago). */
+int64_t mc_job_first_after(const mc_job *j, int64_t now);
+
 /* Checks every field of a job at time now: ids, schedule (it must fire at
  * least once from now on), policies, and the callback and retry policy as a
  * task's (task_rules.h). true, or false with a reason naming the field. */

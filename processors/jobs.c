@@ -553,58 +553,49 @@ static bool ended(const job_entry *e)
 }
 
 /* An occurrence is due (or written ahead): the overlap policy decides
- * whether it runs. due is when its task is due. */
+ * whether it runs. due is when its task is due. Returns 0; -1 on failure;
+ * 1 when Kafka refused it (the job is paused, and the occurrence is left
+ * pending for the misfire policy at the resume). */
 static int offer(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
 {
-    if (at > e->last_scheduled_at)
-        e->last_scheduled_at = at;
     int rc;
     if (!tracked(e) || e->n_running == 0) {
         if ((rc = submit(s, e, at, due, now, ctx)) != 0)
-            return rc < 0 ? -1 : 0;
+            return rc;
         if (tracked(e))
             running_add(e, at, due);
         e->runs++;
-        return 0;
-    }
-    switch (e->overlap) {
-    case MC_OVERLAP_DISCARD_LATER:
-        e->skipped++;
-        mc_counter_add(s->skipped, 1);
-        return 0;
-    case MC_OVERLAP_COVER_EARLY:
+    } else if (e->overlap == MC_OVERLAP_COVER_EARLY) {
         while (e->n_running > 0) {
             if (cancel(s, e, e->running[0].scheduled_at, now, ctx) != 0)
                 return -1;
             running_remove(e, e->running[0].scheduled_at);
         }
         if ((rc = submit(s, e, at, due, now, ctx)) != 0)
-            return rc < 0 ? -1 : 0;
+            return rc;
         running_add(e, at, due);
         e->runs++;
-        return 0;
-    case MC_OVERLAP_SERIAL:
-        if (e->queued_at < 0) {
-            e->queued_at = at;
-            e->runs++;
-        } else {
-            e->skipped++;
-            mc_counter_add(s->skipped, 1);
-        }
-        return 0;
-    case MC_OVERLAP_PARALLEL:
-        break;
+    } else if (e->overlap == MC_OVERLAP_SERIAL && e->queued_at < 0) {
+        e->queued_at = at;
+        e->runs++;
+    } else { /* DISCARD_LATER, or SERIAL with one queued already */
+        e->skipped++;
+        mc_counter_add(s->skipped, 1);
     }
+    if (at > e->last_scheduled_at)
+        e->last_scheduled_at = at;
     return 0;
 }
 
 /* next_at is more than the threshold late: the misfire policy picks which
- * of the missed occurrences run now, and the schedule moves on to the
- * first one that is not missed. */
-static int misfire(jobs *s, job_entry *e, int64_t now, mc_ctx *ctx)
+ * of the missed occurrences (none after `until`) run now, and the schedule
+ * moves on to the first one that is not missed. */
+static int misfire(jobs *s, job_entry *e, int64_t now, int64_t until, mc_ctx *ctx)
 {
     mc_counter_add(s->misfired, 1);
     int64_t cutoff = now - e->misfire_threshold_ms; /* before it: missed */
+    if (until < INT64_MAX && cutoff > until + 1)
+        cutoff = until + 1; /* a command requested at `until` is applied next */
     int keep = e->misfire == MC_MISFIRE_DO_NOTHING      ? 0
                : e->misfire == MC_MISFIRE_FIRE_ONCE_NOW ? 1
                                                         : e->catch_up_limit;
@@ -633,9 +624,15 @@ static int misfire(jobs *s, job_entry *e, int64_t now, mc_ctx *ctx)
         delay_from(e, now); /* skipped: the delay starts now */
     e->skipped += missed - kept;
     mc_counter_add(s->skipped, (uint64_t)(missed - kept));
-    for (int i = 0; i < kept && !ended(e); i++)
-        if (offer(s, e, last[(head + i) % keep], now, now, ctx) != 0)
+    for (int i = 0; i < kept && !ended(e); i++) {
+        int rc = offer(s, e, last[(head + i) % keep], now, now, ctx);
+        if (rc < 0)
             return -1;
+        if (rc > 0) {
+            e->next_at = last[(head + i) % keep]; /* refused: pending again */
+            break;
+        }
+    }
     return 0;
 }
 
@@ -681,27 +678,31 @@ static int step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budge
     }
     while (*budget > 0 && e->next_at >= 0 && e->status == MC_JOB_ACTIVE) {
         if (ended(e)) {
-            e->status = MC_JOB_ENDED;
-            e->next_at = -1;
+            e->next_at = -1; /* ENDED below, once nothing runs or waits */
             *dirty = true;
             break;
         }
+        if (e->next_at > until)
+            break;
         if (now - e->next_at > e->misfire_threshold_ms) {
-            if (misfire(s, e, now, ctx) != 0)
+            if (misfire(s, e, now, until, ctx) != 0)
                 return -1;
             *dirty = true;
             (*budget)--;
             continue;
         }
-        if (e->next_at - now > s->ahead_ms || e->next_at > until)
+        if (e->next_at - now > s->ahead_ms)
             break;
         if (tracked(e) && e->n_running > 0 && now < e->next_at)
             break; /* decided at its due time, if the running one is still running */
         int64_t at = e->next_at;
-        if (offer(s, e, at, at, now, ctx) != 0)
-            return -1;
-        e->next_at = schedule_after(e, at);
+        int rc = offer(s, e, at, at, now, ctx);
         *dirty = true;
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            break; /* refused, the job paused: `at` stays pending */
+        e->next_at = schedule_after(e, at);
         (*budget)--;
     }
     /* Nothing to write, wait for or run: past end_at or max_runs (a fixed
@@ -743,9 +744,10 @@ static int catch_up(jobs *s, job_entry *e, int64_t at, int64_t now, bool *dirty,
  * restore finds it); a fixed delay keeps its pending occurrence, or waits
  * for the running one; the others start after now and after the last one
  * written, so no occurrence id is used twice. */
-static int64_t resume_point(const job_entry *e, const job_entry *old, int64_t first, int64_t now)
+static int64_t resume_point(const job_entry *e, const job_entry *old, const mc_job *j,
+                            int64_t first, int64_t now)
 {
-    int64_t from = now - 1;
+    int64_t from = old ? now - 1 : mc_job_first_after(j, now);
     if (old && old->last_scheduled_at > from)
         from = old->last_scheduled_at;
     if (old && e->sched.kind == MC_SCHEDULE_FIXED_DELAY &&
@@ -794,7 +796,7 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
     /* A replace keeps a paused job paused (resume it), and its counters. */
     e->status =
         c->put.paused || (old && old->status == MC_JOB_PAUSED) ? MC_JOB_PAUSED : MC_JOB_ACTIVE;
-    e->next_at = resume_point(e, old, first, now);
+    e->next_at = resume_point(e, old, &j, first, now);
     if (old) {
         e->runs = old->runs;
         e->skipped = old->skipped;

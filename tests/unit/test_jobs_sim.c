@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "job_json.h"
 #include "jobs.h"
 #include "kafka.h"
 #include "simkit.h"
@@ -807,6 +808,156 @@ static void an_update_keeps_the_rate_phase(void)
     kit_config_free(cfg);
 }
 
+/* ---- Found by a second adversarial review (failing before a fix). ---- */
+
+/* A pause requested at +10 s reaches the role at +30 s (it was down):
+ * catch_up() must write the occurrences due by +10 s first, late, so the
+ * pause never cancels what was due before it was sent. But step()'s
+ * misfire() is not bounded by catch_up's `until`: it lumps +5..+24 s
+ * together, FIRE_ONCE_NOW picks +24 s (after the pause), and cancel_after()
+ * cancels it in the same transaction. Nothing due before the pause runs. */
+static void a_pause_after_an_outage_runs_what_was_due_before_it(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("cu");
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 1000, 100); /* written up to +4 s */
+    sim_crash(in);
+    act(k, "cu", MC_JOB_PAUSE, T0 + 10000);
+    sim_set_now(k, T0 + 30000);
+    in = start(k, cfg, "j2");
+    run_until(k, in, T0 + 31000, 100);
+    seen s;
+    read_tasks(k, "cu", &s);
+    size_t ran_before = 0;
+    for (int64_t at = T0 + 5000; at <= T0 + 10000; at += 1000)
+        ran_before += count(&s, at, false) > count(&s, at, true);
+    size_t submit_cancel_after = 0;
+    for (int64_t at = T0 + 11000; at <= T0 + 30000; at += 1000)
+        submit_cancel_after += count(&s, at, false) > 0 && count(&s, at, true) > 0;
+    CHECK(ran_before == 1,
+          "FIRE_ONCE_NOW: %zu of the occurrences due before the pause run (want the latest, +10 s)",
+          ran_before);
+    CHECK(submit_cancel_after == 0,
+          "%zu occurrences after the pause's request were submitted and cancelled at once",
+          submit_cancel_after);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* SERIAL with max_runs 2: T0 runs and does not finish, T0+2s is queued
+ * (runs 2, counted as run). At T0+4s step() sees ended() and sets ENDED;
+ * when T0's Result comes, step() returns at once for a job not ACTIVE, so
+ * the queued occurrence, counted in runs, is never written. */
+static void a_queued_occurrence_runs_after_max_runs_is_reached(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("sq");
+    j.interval_ms = 2000;
+    j.overlap = MC_OVERLAP_SERIAL;
+    j.max_runs = 2;
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 5000, 50);
+    result(k, "sq@1800000000000", MC_OUTCOME_SUCCEEDED, T0 + 5000);
+    run_until(k, in, T0 + 20000, 50);
+    seen s;
+    read_tasks(k, "sq", &s);
+    CHECK(count(&s, T0 + 2000, false) == 1,
+          "the queued occurrence (counted as the 2nd run) was written %zu times",
+          count(&s, T0 + 2000, false));
+    CHECK(submits(&s) == 2, "max_runs 2: %zu submits", submits(&s));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A FIXED_DELAY job whose occurrence Kafka refuses is paused, but offer()'s
+ * caller has already moved next_at on with schedule_after(), which is -1 for
+ * a fixed delay: nothing pending, nothing running. Once the operator raises
+ * the topic's limit and resumes it, step() finds "nothing to write, wait for
+ * or run" and ENDS the job: it never fires again. */
+static void a_refused_fixed_delay_job_fires_after_its_resume(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    char jid[201];
+    memset(jid, 'z', 200);
+    jid[200] = 0;
+    mc_job j = base_job(jid);
+    j.kind = MC_SCHEDULE_FIXED_DELAY;
+    j.interval_ms = 5000;
+    j.start_at = T0 + 60000; /* first one written in punctuate */
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = j};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    size_t limit = b.len + 202 + 120; /* the state fits; the Submit does not */
+    mc_buf_free(&b);
+    sim_set_max_bytes(k, kit_topic("tasks"), limit);
+    put(k, &j);
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 58000, 1000);          /* refused at +57 s: paused */
+    sim_set_max_bytes(k, kit_topic("tasks"), 0); /* the operator raises the limit */
+    act(k, jid, MC_JOB_RESUME, T0 + 58000);
+    run_until(k, in, T0 + 70000, 100);
+    seen s;
+    read_tasks(k, jid, &s);
+    CHECK(submits(&s) >= 1, "resumed fixed-delay job wrote %zu occurrences", submits(&s));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A FIXED_RATE job without start_at is anchored at created_at, and the
+ * gateway (mc_job_next_fires, with its now == created_at) answers
+ * nextFireTimes [created_at, +N, ...]; mc_job_ok() at the gateway finds
+ * created_at as the first fire. The processor reads the PutJob a few ms
+ * later and starts after now - 1: the occurrence at created_at is never
+ * written, and with end_at before created_at + N the job the gateway
+ * accepted is dead-lettered ("never fires before end_at"), against
+ * job_schedule.h's "a job the gateway accepts is never dead-lettered". */
+static void a_new_fixed_rate_job_fires_at_its_anchor(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    mc_job j = base_job("fa");
+    j.interval_ms = 60000;
+    j.start_at = 0;
+    j.created_at = T0;
+    int64_t want[1];
+    char why[256];
+    mc_zone_cache *z = mc_zone_cache_new(NULL);
+    CHECK(mc_job_next_fires(&j, T0, z, want, 1, why, sizeof why) == 1 && want[0] == T0,
+          "the gateway promises created_at first");
+    mc_job e = base_job("fe2");
+    e.interval_ms = 60000;
+    e.start_at = 0;
+    e.end_at = T0 + 30000;
+    CHECK(mc_job_ok(&e, T0, z, &mc_job_avro_names, why, sizeof why), "the gateway accepts fe2");
+    mc_zone_cache_free(z);
+    put(k, &j);
+    put(k, &e);
+    sim_set_now(k, T0 + 20); /* the role reads them 20 ms later */
+    sim_inst *in = start(k, cfg, "j1");
+    run_until(k, in, T0 + 70000, 100);
+    seen s;
+    read_tasks(k, "fa", &s);
+    CHECK(count(&s, T0, false) == 1, "the promised first occurrence (created_at) written %zu times",
+          count(&s, T0, false));
+    read_tasks(k, "fe2", &s);
+    size_t dead = kit_count_keyed(k, "dead", 0) + kit_count_keyed(k, "dead", 1) +
+                  kit_count_keyed(k, "dead", 2);
+    CHECK(dead == 0 && count(&s, T0, false) == 1,
+          "a job the gateway accepted: %zu dead letters, %zu submits", dead, submits(&s));
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     every_occurrence_once_across_kills_and_aborts();
@@ -830,5 +981,9 @@ int main(void)
     an_occurrence_kafka_refuses_pauses_its_job();
     growing_the_jobs_topics_stops_the_role();
     an_update_keeps_the_rate_phase();
+    a_pause_after_an_outage_runs_what_was_due_before_it();
+    a_queued_occurrence_runs_after_max_runs_is_reached();
+    a_refused_fixed_delay_job_fires_after_its_resume();
+    a_new_fixed_rate_job_fires_at_its_anchor();
     return check_exit("test_jobs_sim");
 }
