@@ -182,11 +182,11 @@ def test_forty_every_second_jobs_survive_kill_9_of_each_role():
                     lateness.append(first - at)
                     repeats += len(by_at[at]) - 1
                 if at > stop_at:
-                    # Written ahead before the delete: cancelled, the way a client's cancel
-                    # is (it wins when it reaches the wheel before the due time).
+                    # Written before the delete was applied (ahead, or by a role catching
+                    # up after its restart): cancelled, the way a client's cancel is (it
+                    # wins when it reaches the wheel before the due time).
                     assert cancels.get(at, 0) >= 1, f"{tid}: written for after the delete, " \
                         "never cancelled"
-                    assert at <= stop_at + AHEAD_MS + 500, f"{tid} written after the delete"
                     raced += at in by_at
         assert not missing, f"occurrences never called: {missing[:10]} ({len(missing)})"
         assert early == 0, f"{early} calls more than 5 ms early"
