@@ -1054,19 +1054,34 @@ static void restore_record(void *arg, const mc_record *m)
     if (!p || !m->key)
         return;
     job_entry *old = find_entry(p, m->key, m->key_len);
-    if (old)
-        remove_entry(p, old);
-    if (!m->value)
+    if (!m->value) {
+        if (old)
+            remove_entry(p, old);
         return;
+    }
     mc_arena_reset(s->arena);
     mc_job_state st;
     char detail[256], why[512];
     job_entry *e = NULL;
-    if (mc_decode_job_state(m->value, m->value_len, s->arena, &st, detail, sizeof detail) !=
-        MC_CODEC_OK)
+    bool decoded = mc_decode_job_state(m->value, m->value_len, s->arena, &st, detail,
+                                       sizeof detail) == MC_CODEC_OK;
+    if (decoded && old && old->job_len == st.job_raw_len &&
+        memcmp(old->job_raw, st.job_raw, st.job_raw_len) == 0) {
+        /* The same job, further on (most of an uncompacted changelog): only
+         * where its schedule stands changes, not the compiled schedule. */
+        e = old;
+        e->n_running = 0;
+        old = NULL;
+    } else if (old) {
+        remove_entry(p, old);
+        old = NULL;
+    }
+    if (!decoded)
         snprintf(why, sizeof why, "undecodable: %s", detail);
-    else
+    else if (!e)
         e = entry_new(s, m->key, m->key_len, &st.job, st.job_raw, st.job_raw_len, why, sizeof why);
+    else
+        mc_keymap_remove(p->jobs, &e->node); /* inserted again below */
     if (!e) {
         /* Only we write it: a bug, tampering, or a zone gone from the
          * system's tzdata. Say so loudly; the rest of the partition holds. */
