@@ -41,18 +41,6 @@ struct mc_cron {
     bool day_or;           /* both restricted: a day matches when either does */
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int64_t floor_div(int64_t a, int64_t b)
 {
     return a / b - (a % b != 0 && (a < 0) != (b < 0));
@@ -427,7 +415,7 @@ mc_cron *mc_cron_parse(const char *expr, char *err, size_t errlen)
     while (end > s && (is_space(end[-1]) || end[-1] == '\n' || end[-1] == '\r'))
         end--;
     if (s == end) {
-        set_err(err, errlen, "empty expression");
+        snprintf(err, errlen, "empty expression");
         return NULL;
     }
     if (*s == '@') {
@@ -440,10 +428,10 @@ mc_cron *mc_cron_parse(const char *expr, char *err, size_t errlen)
             if (j == len && m[j] == '\0')
                 return mc_cron_parse(macros[i].expansion, err, errlen);
         }
-        set_err(err, errlen,
-                "unknown macro '%.*s' (known: @yearly @annually @monthly @weekly "
-                "@daily @midnight @hourly)",
-                (int)(len > 32 ? 32 : len), s);
+        snprintf(err, errlen,
+                 "unknown macro '%.*s' (known: @yearly @annually @monthly @weekly "
+                 "@daily @midnight @hourly)",
+                 (int)(len > 32 ? 32 : len), s);
         return NULL;
     }
     field f[F_COUNT];
@@ -462,7 +450,7 @@ mc_cron *mc_cron_parse(const char *expr, char *err, size_t errlen)
             s++;
     }
     if (n < 5 || n > 7) {
-        set_err(err, errlen, "expected 5, 6 or 7 fields, got %d", n);
+        snprintf(err, errlen, "expected 5, 6 or 7 fields, got %d", n);
         return NULL;
     }
     static const int kinds5[] = {F_MIN, F_HOUR, F_DOM, F_MON, F_DOW};
@@ -482,7 +470,7 @@ mc_cron *mc_cron_parse(const char *expr, char *err, size_t errlen)
     field *dom = &by_kind[F_DOM], *dow = &by_kind[F_DOW];
     mc_cron *c = calloc(1, sizeof *c);
     if (!c) {
-        set_err(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     if (n == 5) {
@@ -496,10 +484,10 @@ mc_cron *mc_cron_parse(const char *expr, char *err, size_t errlen)
         c->day_or = !c->dom_any && !c->dow_any;
     } else {
         if (dom->question == dow->question) {
-            set_err(err, errlen,
-                    "fields 4 and 6 (day of month, day of week): exactly one of them must be '?' "
-                    "in the %d-field (Quartz) form",
-                    n);
+            snprintf(err, errlen,
+                     "fields 4 and 6 (day of month, day of week): exactly one of them must be '?' "
+                     "in the %d-field (Quartz) form",
+                     n);
             free(c);
             return NULL;
         }

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,18 +42,6 @@ struct mc_tz {
     bool has_rule;      /* the footer governs t >= trans[n-1] (all t if n == 0) */
     posix_rule rule;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int64_t mc_days_from_civil(int64_t y, int m, int d)
 {
@@ -383,12 +370,12 @@ static bool read_header(const uint8_t *p, size_t avail, header *h, int *version,
                         uint64_t *block, char *err, size_t errlen)
 {
     if (avail < 44 || memcmp(p, "TZif", 4) != 0) {
-        set_err(err, errlen, avail < 44 ? "truncated TZif header" : "not a TZif file");
+        snprintf(err, errlen, avail < 44 ? "truncated TZif header" : "not a TZif file");
         return false;
     }
     *version = p[4] == 0 ? 1 : p[4] - '0';
     if (*version < 1 || *version > 4) {
-        set_err(err, errlen, "unsupported TZif version byte 0x%02x", p[4]);
+        snprintf(err, errlen, "unsupported TZif version byte 0x%02x", p[4]);
         return false;
     }
     h->isutcnt = be32(p + 20);
@@ -399,13 +386,13 @@ static bool read_header(const uint8_t *p, size_t avail, header *h, int *version,
     h->charcnt = be32(p + 40);
     if (h->typecnt == 0 || (h->isutcnt != 0 && h->isutcnt != h->typecnt) ||
         (h->isstdcnt != 0 && h->isstdcnt != h->typecnt)) {
-        set_err(err, errlen, "inconsistent TZif counts");
+        snprintf(err, errlen, "inconsistent TZif counts");
         return false;
     }
     *block = (uint64_t)h->timecnt * ts + h->timecnt + (uint64_t)h->typecnt * 6 + h->charcnt +
              (uint64_t)h->leapcnt * (ts + 4) + h->isstdcnt + h->isutcnt;
     if (*block > avail - 44) {
-        set_err(err, errlen, "truncated TZif data");
+        snprintf(err, errlen, "truncated TZif data");
         return false;
     }
     return true;
@@ -430,7 +417,7 @@ mc_tz *mc_tz_parse(const char *name, const uint8_t *data, size_t len, char *err,
         ts = 8;
     }
     if (h.leapcnt) {
-        set_err(err, errlen, "leap-second TZif files are not supported");
+        snprintf(err, errlen, "leap-second TZif files are not supported");
         return NULL;
     }
     const uint8_t *times = p, *idx = p + (size_t)h.timecnt * ts, *types = idx + h.timecnt;
@@ -448,7 +435,7 @@ mc_tz *mc_tz_parse(const char *name, const uint8_t *data, size_t len, char *err,
     for (uint32_t i = 0; i < h.typecnt; i++) {
         int32_t off = (int32_t)be32(types + 6 * i);
         if (off < OFF_MIN || off > OFF_MAX || types[6 * i + 4] > 1) {
-            set_err(err, errlen, "TZif time type %u is invalid", i);
+            snprintf(err, errlen, "TZif time type %u is invalid", i);
             goto fail;
         }
     }
@@ -456,12 +443,12 @@ mc_tz *mc_tz_parse(const char *name, const uint8_t *data, size_t len, char *err,
     for (uint32_t i = 0; i < h.timecnt; i++) {
         tz->trans[i] = ts == 8 ? be64(times + 8 * i) : (int32_t)be32(times + 4 * i);
         if (i > 0 && tz->trans[i] <= tz->trans[i - 1]) {
-            set_err(err, errlen, "TZif transitions are not in increasing order");
+            snprintf(err, errlen, "TZif transitions are not in increasing order");
             goto fail;
         }
         if (idx[i] >= h.typecnt) {
-            set_err(err, errlen, "TZif transition %u names time type %u of %u", i, idx[i],
-                    h.typecnt);
+            snprintf(err, errlen, "TZif transition %u names time type %u of %u", i, idx[i],
+                     h.typecnt);
             goto fail;
         }
         tz->off_after[i] = (int32_t)be32(types + 6 * idx[i]);
@@ -470,19 +457,19 @@ mc_tz *mc_tz_parse(const char *name, const uint8_t *data, size_t len, char *err,
         /* The footer: "\n" TZ-string "\n", the end of the file. */
         const uint8_t *q = after;
         if (q >= end || *q != '\n') {
-            set_err(err, errlen, "TZif footer is missing");
+            snprintf(err, errlen, "TZif footer is missing");
             goto fail;
         }
         const uint8_t *nl = memchr(q + 1, '\n', (size_t)(end - q - 1));
         if (!nl || nl + 1 != end) {
-            set_err(err, errlen, "TZif footer is not one line at the end of the file");
+            snprintf(err, errlen, "TZif footer is not one line at the end of the file");
             goto fail;
         }
         size_t flen = (size_t)(nl - q - 1);
         if (flen > 0) {
             char footer[256];
             if (flen >= sizeof footer || memchr(q + 1, '\0', flen)) {
-                set_err(err, errlen, "TZif footer is malformed");
+                snprintf(err, errlen, "TZif footer is malformed");
                 goto fail;
             }
             memcpy(footer, q + 1, flen);
@@ -490,18 +477,18 @@ mc_tz *mc_tz_parse(const char *name, const uint8_t *data, size_t len, char *err,
             if (!parse_posix(footer, &tz->rule) || tz->rule.std_off < OFF_MIN ||
                 tz->rule.std_off > OFF_MAX || tz->rule.dst_off < OFF_MIN ||
                 tz->rule.dst_off > OFF_MAX) {
-                set_err(err, errlen, "TZif footer \"%s\" is not a valid POSIX TZ string", footer);
+                snprintf(err, errlen, "TZif footer \"%s\" is not a valid POSIX TZ string", footer);
                 goto fail;
             }
             tz->has_rule = true;
         }
     } else if (after != end) {
-        set_err(err, errlen, "trailing bytes after TZif data");
+        snprintf(err, errlen, "trailing bytes after TZif data");
         goto fail;
     }
     return tz;
 oom:
-    set_err(err, errlen, "out of memory");
+    snprintf(err, errlen, "out of memory");
 fail:
     mc_tz_free(tz);
     return NULL;
@@ -515,7 +502,7 @@ static mc_tz *make_utc(const char *name, char *err, size_t errlen)
         tz->name = strdup(name);
     if (!tz || !tz->name) {
         free(tz);
-        set_err(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     return tz;
@@ -544,7 +531,7 @@ static bool name_ok(const char *name)
 mc_tz *mc_tz_load(const char *dir, const char *name, char *err, size_t errlen)
 {
     if (!name || !name_ok(name)) {
-        set_err(err, errlen, "invalid time zone name '%.64s'", name ? name : "(null)");
+        snprintf(err, errlen, "invalid time zone name '%.64s'", name ? name : "(null)");
         return NULL;
     }
     if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0)
@@ -552,7 +539,7 @@ mc_tz *mc_tz_load(const char *dir, const char *name, char *err, size_t errlen)
     char path[4096];
     int n = snprintf(path, sizeof path, "%s/%s", dir ? dir : MC_TZ_DEFAULT_DIR, name);
     if (n < 0 || (size_t)n >= sizeof path) {
-        set_err(err, errlen, "time zone path for '%s' is too long", name);
+        snprintf(err, errlen, "time zone path for '%s' is too long", name);
         return NULL;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -562,14 +549,14 @@ mc_tz *mc_tz_load(const char *dir, const char *name, char *err, size_t errlen)
         if (fd >= 0)
             close(fd);
         if (fd < 0 && e != ENOENT && e != ENOTDIR)
-            set_err(err, errlen, "cannot open time zone file %s (errno %d)", path, e);
+            snprintf(err, errlen, "cannot open time zone file %s (errno %d)", path, e);
         else
-            set_err(err, errlen, "unknown time zone '%s'", name);
+            snprintf(err, errlen, "unknown time zone '%s'", name);
         return NULL;
     }
     if (st.st_size > FILE_MAX) {
         close(fd);
-        set_err(err, errlen, "time zone file %s is too large", path);
+        snprintf(err, errlen, "time zone file %s is too large", path);
         return NULL;
     }
     size_t size = (size_t)st.st_size;
@@ -586,9 +573,9 @@ mc_tz *mc_tz_load(const char *dir, const char *name, char *err, size_t errlen)
     close(fd);
     if (!buf || got != size) {
         if (buf)
-            set_err(err, errlen, "cannot read time zone file %s", path);
+            snprintf(err, errlen, "cannot read time zone file %s", path);
         else
-            set_err(err, errlen, "out of memory");
+            snprintf(err, errlen, "out of memory");
         free(buf);
         return NULL;
     }
@@ -596,6 +583,6 @@ mc_tz *mc_tz_load(const char *dir, const char *name, char *err, size_t errlen)
     mc_tz *tz = mc_tz_parse(name, buf, size, why, sizeof why);
     free(buf);
     if (!tz)
-        set_err(err, errlen, "time zone '%s': %s", name, why);
+        snprintf(err, errlen, "time zone '%s': %s", name, why);
     return tz;
 }
