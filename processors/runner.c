@@ -1407,14 +1407,6 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
         r->txn_records--;
         return 0;
     }
-    if (rc == 0 && r->poison_found) {
-        /* The processor stood in for the refused output itself (the jobs
-         * role pauses the job): should this transaction abort, the record
-         * comes back to process(), not to refused() or the dead topic. */
-        poisoned_input *own = find_poison(r, &in);
-        if (own)
-            remove_poison(r, own);
-    }
     if (rc != 0 && r->poison_found) {
         /* Its other outputs may be in the transaction: abort, and the
          * rewind brings it back to be handled as refused. */
