@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_kafka.h"
 #include "clock.h"
 #include "codec.h"
 #include "kafka.h"
@@ -30,19 +31,6 @@
 #define APP_ID "bench"
 #define CALLBACK_URL "https://hooks.example.com/orders/tick"
 #define CALLBACK_BODY "tick"
-
-static void die(const char *what, const char *why)
-{
-    fprintf(stderr, "bench_jobs_produce: %s: %s\n", what, why);
-    exit(1);
-}
-
-static void set(rd_kafka_conf_t *c, const char *k, const char *v)
-{
-    char err[512];
-    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
-        die(k, err);
-}
 
 static double cpu_s(void)
 {

@@ -15,21 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_kafka.h"
 #include "clock.h"
 #include "codec.h"
-
-static void die(const char *what, const char *why)
-{
-    fprintf(stderr, "bench_jobs_read: %s: %s\n", what, why);
-    exit(1);
-}
-
-static void set(rd_kafka_conf_t *c, const char *k, const char *v)
-{
-    char err[512];
-    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
-        die(k, err);
-}
 
 /* "j<i>@<at>" -> i, at; false for any other id. */
 static bool parse_id(const char *id, int64_t *i, int64_t *at)

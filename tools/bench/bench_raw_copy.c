@@ -15,25 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_kafka.h"
 #include "clock.h"
-
-static void die(const char *what, const char *why)
-{
-    fprintf(stderr, "bench_raw_copy: %s: %s\n", what, why);
-    exit(1);
-}
 
 static void check(rd_kafka_error_t *e, const char *what)
 {
     if (e)
         die(what, rd_kafka_error_string(e)); /* a benchmark has no one to retry for */
-}
-
-static void set(rd_kafka_conf_t *c, const char *k, const char *v)
-{
-    char err[512];
-    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
-        die(k, err);
 }
 
 static void commit(rd_kafka_t *consumer, rd_kafka_t *producer)

@@ -24,20 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_kafka.h"
 #include "clock.h"
-
-static void die(const char *what, const char *why)
-{
-    fprintf(stderr, "bench_raw_read: %s: %s\n", what, why);
-    exit(1);
-}
-
-static void set(rd_kafka_conf_t *c, const char *k, const char *v)
-{
-    char err[512];
-    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
-        die(k, err);
-}
 
 int main(int argc, char **argv)
 {
