@@ -376,6 +376,11 @@ mc_codec_err mc_decode_job_command(const mc_codec_options *opts, const void *dat
                                    size_t detail_len);
 mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, mc_job_state *out,
                                  char *detail, size_t detail_len);
+/* Decodes a jobs-topic value up to its job, which is left in job_raw
+ * (unchecked) for mc_decode_job: a restore skips decoding a job whose bytes
+ * it already holds. */
+mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *arena,
+                                      mc_job_state *out, char *detail, size_t detail_len);
 /* Decodes a job's bare Avro binary (job_raw / put_raw above). */
 mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job *out, char *detail,
                            size_t detail_len);

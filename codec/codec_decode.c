@@ -806,27 +806,47 @@ mc_codec_err mc_decode_job_command(const mc_codec_options *opts, const void *dat
     return finish(&r, "JobCommand");
 }
 
+/* A JobState's fields before its job. */
+static mc_codec_err rd_job_state_head(rd *r, mc_job_state *out)
+{
+    int sym;
+    TRY(rd_long(r, "version", &out->version));
+    TRY(rd_enum(r, "status", MC_JOB_ENDED + 1, &sym));
+    out->status = (mc_job_status)sym;
+    TRY(rd_long(r, "next_at", &out->next_at));
+    TRY(rd_long(r, "runs", &out->runs));
+    TRY(rd_long(r, "last_scheduled_at", &out->last_scheduled_at));
+    TRY(rd_running(r, "running", &out->running, &out->n_running));
+    TRY(rd_long(r, "queued_at", &out->queued_at));
+    TRY(rd_long(r, "skipped", &out->skipped));
+    TRY(rd_long(r, "updated_at", &out->updated_at));
+    return MC_CODEC_OK;
+}
+
 /* A jobs-topic value: single-object framing only. job_raw points at the
  * job's bytes inside data (not the arena). */
 mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, mc_job_state *out,
                                  char *detail, size_t detail_len)
 {
     rd r;
-    int sym;
     *out = (mc_job_state){0};
     TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_STATE, NULL));
-    TRY(rd_long(&r, "version", &out->version));
-    TRY(rd_enum(&r, "status", MC_JOB_ENDED + 1, &sym));
-    out->status = (mc_job_status)sym;
-    TRY(rd_long(&r, "next_at", &out->next_at));
-    TRY(rd_long(&r, "runs", &out->runs));
-    TRY(rd_long(&r, "last_scheduled_at", &out->last_scheduled_at));
-    TRY(rd_running(&r, "running", &out->running, &out->n_running));
-    TRY(rd_long(&r, "queued_at", &out->queued_at));
-    TRY(rd_long(&r, "skipped", &out->skipped));
-    TRY(rd_long(&r, "updated_at", &out->updated_at));
+    TRY(rd_job_state_head(&r, out));
     TRY(rd_job_raw(&r, &out->job, &out->job_raw, &out->job_raw_len));
     return finish(&r, "JobState");
+}
+
+/* The same up to its job: job_raw is the rest of data, not checked. */
+mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *arena,
+                                      mc_job_state *out, char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_job_state){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_JOB_STATE, NULL));
+    TRY(rd_job_state_head(&r, out));
+    out->job_raw = r.p;
+    out->job_raw_len = left(&r);
+    return MC_CODEC_OK;
 }
 
 /* A job's bare Avro binary (a put_raw or job_raw), no framing; errors name

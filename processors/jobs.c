@@ -1063,18 +1063,23 @@ static void restore_record(void *arg, const mc_record *m)
     mc_job_state st;
     char detail[256], why[512];
     job_entry *e = NULL;
-    bool decoded = mc_decode_job_state(m->value, m->value_len, s->arena, &st, detail,
-                                       sizeof detail) == MC_CODEC_OK;
+    bool decoded = mc_decode_job_state_head(m->value, m->value_len, s->arena, &st, detail,
+                                            sizeof detail) == MC_CODEC_OK;
     if (decoded && old && old->job_len == st.job_raw_len &&
         memcmp(old->job_raw, st.job_raw, st.job_raw_len) == 0) {
         /* The same job, further on (most of an uncompacted changelog): only
-         * where its schedule stands changes, not the compiled schedule. */
+         * where its schedule stands changes, so neither the job's bytes
+         * (checked when they were first read) nor its schedule are read
+         * again. This keeps a restore at the store's pace. */
         e = old;
         e->n_running = 0;
         old = NULL;
-    } else if (old) {
-        remove_entry(p, old);
+    } else {
+        if (old)
+            remove_entry(p, old);
         old = NULL;
+        decoded = decoded && mc_decode_job(st.job_raw, st.job_raw_len, s->arena, &st.job, detail,
+                                           sizeof detail) == MC_CODEC_OK;
     }
     if (!decoded)
         snprintf(why, sizeof why, "undecodable: %s", detail);

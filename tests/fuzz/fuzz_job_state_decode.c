@@ -3,7 +3,8 @@
  * cleanly too. Same checks as fuzz_command_decode.c (no crash, errors
  * explained, memory proportional to input, re-encoding stable), and job_raw
  * is the job: inside the input, decoding alone to the same job, and written
- * back verbatim by the encoder gives the same state as encoding the job. */
+ * back verbatim by the encoder gives the same state as encoding the job;
+ * decoding only the head agrees with decoding the whole. */
 #include "codec.h"
 #include "codec_internal.h"
 #include "fuzz_checks.h"
@@ -24,6 +25,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char detail[256];
     mc_codec_err e = mc_decode_job_state(data, size, arena, &s, detail, sizeof detail);
     fuzz_check_decode(arena, size, e, detail);
+    /* The head alone (a restore's fast path) fails only where the whole does,
+     * and finds the job where the whole did. */
+    mc_job_state head;
+    mc_codec_err he = mc_decode_job_state_head(data, size, arena, &head, detail, sizeof detail);
+    if (e == MC_CODEC_OK &&
+        (he != MC_CODEC_OK || head.job_raw != s.job_raw || head.job_raw_len != s.job_raw_len ||
+         head.version != s.version || head.n_running != s.n_running || head.next_at != s.next_at)) {
+        fprintf(stderr, "the head disagrees with the whole record\n");
+        abort();
+    }
     if (e == MC_CODEC_OK) {
         mc_buf job = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         fuzz_check_job_raw(arena, data, size, &s.job, s.job_raw, s.job_raw_len, &job);

@@ -1103,6 +1103,14 @@ static void roundtrip_job_state(const mc_job_state *s, mc_arena *arena)
     CHECK(mc_encode_job(&s->job, &job) == 0);
     CHECK(got.job_raw >= b.data && got.job_raw + got.job_raw_len == b.data + b.len);
     CHECK(bytes_eq(got.job_raw, got.job_raw_len, job.data, job.len));
+    /* The head alone (a restore's fast path) reads the same state and points
+     * at the same job bytes without decoding them. */
+    mc_job_state head;
+    CHECK_ERR(mc_decode_job_state_head(b.data, b.len, arena, &head, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(head.job_raw == got.job_raw && head.job_raw_len == got.job_raw_len);
+    head.job = got.job;
+    CHECK(job_state_eq(&got, &head));
     /* Re-encoding, spliced (job_raw set, as decoded) or not, gives the same bytes. */
     CHECK(mc_encode_job_state(&got, &b2) == 0);
     CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
