@@ -95,6 +95,10 @@ static const opt options[] = {
      "gateway: service-to-service tokens for /inner/submit (any appId), comma-separated or @file"},
     {"gateway-no-auth", 0, "MOONCAKE_GATEWAY_NO_AUTH", OPT_BOOL, OFF(gateway_no_auth), 0, 1,
      "false", "gateway: serve without tokens, every caller may act on every appId (local use)"},
+    {"gateway-jobs-view", 0, "MOONCAKE_GATEWAY_JOBS_VIEW", OPT_BOOL, OFF(gateway_jobs_view), 0, 1,
+     "true",
+     "gateway: read the jobs table into memory for GET /jobs (about each job's state bytes + 40 "
+     "B)"},
     {"gateway-max-body-bytes", 0, "MOONCAKE_GATEWAY_MAX_BODY_BYTES", OPT_INT64,
      OFF(gateway_max_body_bytes), 1024, 900000, "262144",
      "gateway: larger request bodies get 413 (a task must fit in one Kafka record)"},

@@ -250,6 +250,15 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
     return true;
 }
 
+int64_t mc_job_state_next_fire(const mc_job_state *s, int64_t now)
+{
+    int64_t next = s->status == MC_JOB_ACTIVE && s->next_at >= 0 ? s->next_at : -1;
+    for (size_t i = 0; i < s->n_running; i++)
+        if (s->running[i].due_at > now && (next < 0 || s->running[i].due_at < next))
+            next = s->running[i].due_at;
+    return next;
+}
+
 /* ---- occurrence ids ----------------------------------------------------------------- */
 
 size_t mc_occurrence_id(const char *job_id, int64_t at, char *buf, size_t buflen)

@@ -79,6 +79,12 @@ int64_t mc_job_first_after(const mc_job *j, int64_t now);
 bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_field_names *names,
                char *why, size_t whylen);
 
+/* The earliest instant one of a job's calls is still to be due, after now:
+ * an occurrence written ahead and not yet due, or the next scheduled instant
+ * of an ACTIVE job; -1 when none is known (paused, ended, or a fixed delay
+ * waiting for its previous occurrence). Any thread. */
+int64_t mc_job_state_next_fire(const mc_job_state *s, int64_t now);
+
 /* The task id of the occurrence scheduled at `at`: "<job_id>@<at>", into
  * buf; returns the length it needs (like snprintf). */
 size_t mc_occurrence_id(const char *job_id, int64_t at, char *buf, size_t buflen);

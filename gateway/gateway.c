@@ -40,6 +40,7 @@
 #include "codec.h"
 #include "idempotency.h"
 #include "job_json.h"
+#include "jobs_view.h"
 #include "kafka.h"
 #include "task_json.h"
 #include "uuid7.h"
@@ -60,6 +61,7 @@ typedef enum route_id {
     R_JOBS_DELETE,
     R_JOBS_TRIGGER,
     R_JOBS_PREVIEW,
+    R_JOBS_LIST,
     R_OTHER,
     N_ROUTES
 } route_id;
@@ -68,6 +70,7 @@ typedef struct route {
     const char *path;
     const char *method; /* the one it answers */
     const char *allow;  /* the Allow header of its 405 */
+    const char *label;  /* its metrics' route label; NULL: the path */
 } route;
 
 static const route routes[N_ROUTES] = {
@@ -75,14 +78,20 @@ static const route routes[N_ROUTES] = {
     [R_INNER_SUBMIT] = {"/inner/submit", "POST", "POST"},
     [R_DONE] = {"/api/task/done", "POST", "POST"},
     [R_UUID] = {"/uuid", "GET", "GET, HEAD"},
-    [R_JOBS] = {"/jobs", "POST", "POST"},
+    [R_JOBS] = {"/jobs", "POST", "GET, POST"},
     [R_JOBS_PAUSE] = {"/jobs/pause", "POST", "POST"},
     [R_JOBS_RESUME] = {"/jobs/resume", "POST", "POST"},
     [R_JOBS_DELETE] = {"/jobs/delete", "POST", "POST"},
     [R_JOBS_TRIGGER] = {"/jobs/trigger", "POST", "POST"},
     [R_JOBS_PREVIEW] = {"/jobs/preview", "POST", "POST"},
+    [R_JOBS_LIST] = {"/jobs", "GET", "GET, POST", "GET /jobs"},
     [R_OTHER] = {"other", NULL, NULL},
 };
+
+static const char *route_label(route_id r)
+{
+    return routes[r].label ? routes[r].label : routes[r].path;
+}
 
 /* Statuses whose counters are made up front; others are registered when
  * first answered. */
@@ -111,6 +120,7 @@ struct mc_gateway {
      * immutable). */
     mc_zone_cache *zones;
     pthread_mutex_t zones_lock;
+    mc_jobs_view *jobs_view; /* NULL: --gateway-jobs-view false */
 
     pthread_t delivery_thread;
     bool delivery_started;
@@ -181,7 +191,7 @@ static void count_answer(mc_gateway *g, route_id r, unsigned status, int64_t sta
             c = g->rm[r].by_status[i];
     if (!c) {
         char labels[128];
-        snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", routes[r].path, status);
+        snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", route_label(r), status);
         c = mc_metrics_counter(g->metrics, "mooncake_gateway_requests_total",
                                "Gateway requests answered, by route and HTTP status", labels);
     }
@@ -288,12 +298,19 @@ static const char *record_noun(route_id r)
     return is_job_route(r) ? "job command" : "task";
 }
 
-static route_id find_route(const char *url)
+/* The route of this path and method; a path's first route when no method
+ * matches (it answers 405). */
+static route_id find_route(const char *url, const char *method)
 {
+    route_id by_path = R_OTHER;
     for (int r = 0; r < R_OTHER; r++)
-        if (strcmp(url, routes[r].path) == 0)
-            return (route_id)r;
-    return R_OTHER;
+        if (strcmp(url, routes[r].path) == 0) {
+            if (strcmp(method, routes[r].method) == 0)
+                return (route_id)r;
+            if (by_path == R_OTHER)
+                by_path = (route_id)r;
+        }
+    return by_path;
 }
 
 static void request_free(request *rq)
@@ -333,7 +350,7 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
     bool head_ok = rq->route == R_UUID && strcmp(method, "HEAD") == 0;
     if (strcmp(method, rt->method) != 0 && !head_ok) {
         *ret = answer_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s, not %.20s", rt->path,
-                            rt->method, method);
+                            rt->allow, method);
         return true;
     }
     if (rq->route == R_UUID)
@@ -342,15 +359,17 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
         *ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is shutting down");
         return true;
     }
+    bool has_body = strcmp(rt->method, "POST") == 0;
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!content_type_ok(ct)) {
+    if (has_body && !content_type_ok(ct)) {
         *ret = answer_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                             "Content-Type must be application/json, not '%.100s'", ct);
         return true;
     }
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)g->cfg->gateway_max_body_bytes) {
+    if (has_body && cl &&
+        strtoull(cl, NULL, 10) > (unsigned long long)g->cfg->gateway_max_body_bytes) {
         *ret =
             answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %.20s bytes, more than %" PRId64,
                          cl, g->cfg->gateway_max_body_bytes);
@@ -387,7 +406,7 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
         }
     }
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
-    if (key) {
+    if (key && has_body) { /* a GET changes nothing: the key means nothing there */
         size_t n = strlen(key);
         bool visible = n >= 1 && n <= MAX_IDEMPOTENCY_KEY;
         for (size_t i = 0; visible && i < n; i++)
@@ -659,6 +678,112 @@ static enum MHD_Result answer_preview(request *rq)
     return ret;
 }
 
+/* GET /jobs's query string, as given. */
+typedef struct list_args {
+    mc_jobs_query q;
+    const char *limit;
+    const char *unknown; /* the first parameter GET /jobs does not take */
+    bool empty;          /* a parameter without a value */
+} list_args;
+
+static enum MHD_Result take_list_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    list_args *a = cls;
+    const char **slot = strcmp(key, "appId") == 0    ? &a->q.app_id
+                        : strcmp(key, "jobId") == 0  ? &a->q.job_id
+                        : strcmp(key, "status") == 0 ? &a->q.status
+                        : strcmp(key, "after") == 0  ? &a->q.after
+                        : strcmp(key, "limit") == 0  ? &a->limit
+                                                     : NULL;
+    if (!slot) {
+        if (!a->unknown)
+            a->unknown = key;
+        return MHD_YES;
+    }
+    *slot = value ? value : "";
+    a->empty = a->empty || !value || !value[0];
+    return MHD_YES;
+}
+
+/* Checks GET /jobs's parameters into a->q; returns true when it queued an
+ * answer. */
+static bool check_list_args(request *rq, list_args *a, enum MHD_Result *ret)
+{
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_list_arg, a);
+    char *end = NULL;
+    long limit = MC_JOBS_VIEW_DEFAULT_LIMIT;
+    if (a->limit) {
+        errno = 0;
+        limit = strtol(a->limit, &end, 10);
+    }
+    const char *st = a->q.status;
+    if (a->unknown)
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST,
+                            "unknown parameter '%.100s': GET /jobs takes appId, jobId, status, "
+                            "after, limit",
+                            a->unknown);
+    else if (!a->q.app_id || !a->q.app_id[0])
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "appId is required: GET /jobs?appId=...");
+    else if (a->empty)
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "a parameter of GET /jobs has no value");
+    else if (a->limit && (*end || errno || limit < 1 || limit > MC_JOBS_VIEW_MAX_LIMIT))
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "limit must be 1 to %d, not '%.40s'",
+                            MC_JOBS_VIEW_MAX_LIMIT, a->limit);
+    else if (st && strcmp(st, "ACTIVE") != 0 && strcmp(st, "PAUSED") != 0 &&
+             strcmp(st, "ENDED") != 0)
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST,
+                            "status must be ACTIVE, PAUSED or ENDED, not '%.40s'", st);
+    else {
+        a->q.limit = (int)limit;
+        return false;
+    }
+    return true;
+}
+
+/* GET /jobs: an app's jobs, or one, from the gateway's view of the jobs
+ * table (jobs_view.h): what the jobs role has committed, not what was just
+ * sent. */
+static enum MHD_Result answer_list(request *rq)
+{
+    mc_gateway *g = rq->g;
+    list_args a = {0};
+    enum MHD_Result ret;
+    if (check_list_args(rq, &a, &ret))
+        return ret;
+    if (!g->cfg->gateway_no_auth && !mc_grant_allows(g->tokens, &rq->grant, a.q.app_id))
+        return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                            a.q.app_id);
+    if (!g->jobs_view)
+        return answer_error(rq, MHD_HTTP_NOT_IMPLEMENTED,
+                            "this gateway keeps no view of the jobs (--gateway-jobs-view false)");
+    char *data = NULL;
+    switch (mc_jobs_view_list(g->jobs_view, &a.q, mc_now_ms(), &data)) {
+    case MC_JOBS_VIEW_OK:
+        ret = answer_ok(rq, data);
+        break;
+    case MC_JOBS_VIEW_LOADING:
+        ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           "the gateway is still reading the jobs table (%zu jobs so far)",
+                           mc_jobs_view_count(g->jobs_view));
+        break;
+    case MC_JOBS_VIEW_NOT_FOUND:
+        ret = answer_error(rq, MHD_HTTP_NOT_FOUND, "no job '%.255s' in appId '%.255s'%s%.20s",
+                           a.q.job_id, a.q.app_id, a.q.status ? " with status " : "",
+                           a.q.status ? a.q.status : "");
+        break;
+    case MC_JOBS_VIEW_FAILED:
+        ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           "the gateway's view of the jobs failed (see its log)");
+        break;
+    default:
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    }
+    free(data);
+    return ret;
+}
+
 static enum MHD_Result handle_post(request *rq)
 {
     mc_gateway *g = rq->g;
@@ -732,7 +857,7 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         rq->g = g;
         rq->conn = conn;
         rq->start_ns = mc_mono_ns();
-        rq->route = find_route(url);
+        rq->route = find_route(url, method);
         *req_cls = rq;
         mc_gauge_add(g->in_flight, 1);
         enum MHD_Result ret;
@@ -766,6 +891,8 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         free(data);
         return ret;
     }
+    if (rq->route == R_JOBS_LIST)
+        return answer_list(rq);
     return handle_post(rq);
 }
 
@@ -968,13 +1095,13 @@ static int register_metrics(mc_gateway *g)
     for (int r = 0; r < N_ROUTES; r++) {
         char labels[128];
         for (size_t i = 0; i < N_COMMON; i++) {
-            snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", routes[r].path,
+            snprintf(labels, sizeof labels, "route=\"%s\",status=\"%u\"", route_label(r),
                      common_statuses[i]);
             g->rm[r].by_status[i] =
                 mc_metrics_counter(g->metrics, "mooncake_gateway_requests_total",
                                    "Gateway requests answered, by route and HTTP status", labels);
         }
-        snprintf(labels, sizeof labels, "route=\"%s\"", routes[r].path);
+        snprintf(labels, sizeof labels, "route=\"%s\"", route_label(r));
         g->rm[r].duration = mc_metrics_histogram(
             g->metrics, "mooncake_gateway_request_duration_seconds",
             "Time from a request's headers to its answer (includes Kafka's acknowledgement)",
@@ -1018,10 +1145,13 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     g->idem =
         mc_idem_new((size_t)cfg->gateway_idempotency_max_keys, cfg->gateway_idempotency_ttl_ms);
     g->zones = mc_zone_cache_new(cfg->zoneinfo_dir);
-    if (!g->idem || !g->zones || register_metrics(g) != 0) {
+    if (!g->idem || !g->zones || register_metrics(g) != 0 ||
+        (cfg->gateway_jobs_view && !(g->jobs_view = mc_jobs_view_new(metrics)))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    if (g->jobs_view && mc_jobs_view_start(g->jobs_view, cfg, lg, err, errlen) != 0)
+        goto fail;
     if (!(g->producer = producer_new(g, err, errlen)))
         goto fail;
     mc_topic_name(cfg, "tasks", g->tasks_name, sizeof g->tasks_name);
@@ -1154,6 +1284,7 @@ void mc_gateway_free(mc_gateway *g)
         rd_kafka_topic_destroy(g->job_commands);
     if (g->producer)
         rd_kafka_destroy(g->producer);
+    mc_jobs_view_free(g->jobs_view);
     mc_idem_free(g->idem);
     mc_zone_cache_free(g->zones);
     mc_tokens_free(g->tokens);
