@@ -757,7 +757,7 @@ static enum MHD_Result answer_list(request *rq)
                             a.q.app_id);
     if (!g->jobs_view)
         return answer_error(rq, MHD_HTTP_NOT_IMPLEMENTED,
-                            "this gateway keeps no view of the jobs (--gateway-jobs-view false)");
+                            "this gateway keeps no view of the jobs (--gateway-jobs-view=false)");
     char *data = NULL;
     switch (mc_jobs_view_list(g->jobs_view, &a.q, mc_now_ms(), &data)) {
     case MC_JOBS_VIEW_OK:

@@ -28,6 +28,8 @@
 
 #define RETRY_MS 1000
 #define POLL_MS 200
+/* Short, so a stop during a broker outage is not held up by it. */
+#define METADATA_TIMEOUT_MS 1000
 
 /* One job: its key, then its latest state's bytes, in one allocation. */
 typedef struct view_entry {
@@ -352,7 +354,7 @@ static void nap(mc_jobs_view *v, int ms)
 static int assign_all(mc_jobs_view *v, rd_kafka_t *rk, const char *topic, bool *warned)
 {
     char err[256];
-    int n = mc_topic_partition_count(rk, topic, 5000, err, sizeof err);
+    int n = mc_topic_partition_count(rk, topic, METADATA_TIMEOUT_MS, err, sizeof err);
     rd_kafka_topic_partition_list_t *parts = n > 0 ? rd_kafka_topic_partition_list_new(n) : NULL;
     for (int i = 0; parts && i < n; i++)
         rd_kafka_topic_partition_list_add(parts, topic, i)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -442,8 +444,9 @@ static void *reader_main(void *arg)
         }
     }
     free(at_end);
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
+    /* In no group and committing nothing, there is nothing to close
+     * gracefully; a close would wait on the broker during an outage. */
+    rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     return NULL;
 }
 

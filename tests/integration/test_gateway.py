@@ -90,7 +90,8 @@ class Answer:
 
 def record(path, method, status, headers, body):
     a = Answer(status, {k.lower(): v for k, v in headers}, body)
-    SEEN.append((path, method.lower(), status, a.headers.get("content-type", ""), body))
+    SEEN.append((path.split("?")[0], method.lower(), status, a.headers.get("content-type", ""),
+                 body))
     return a
 
 
@@ -1311,7 +1312,10 @@ def test_job_routes_take_only_their_apps_token():
             check_error(req(port, "POST", path, body, token=INNER), 403, "inner tokens")
         check_error(req(port, "POST", "/jobs/preview", {"schedule": {"cron": "@daily"}},
                         token=None), 401, "Bearer")
-        check_error(req(port, "GET", "/jobs"), 405, "/jobs takes POST")
+        check_error(req(port, "PUT", "/jobs", job()), 405, "/jobs takes GET, POST, not PUT")
+        check_error(req(port, "GET", "/jobs?appId=shop", token=None), 401, "Bearer")
+        check_error(req(port, "GET", "/jobs?appId=shop", token=BILLING), 403,
+                    "the token is not one of appId 'shop'")
         assert job_commands(env) == []
         # billing's token acts on billing's jobs
         a = req(port, "POST", "/jobs", job(appId="billing"), token=BILLING)
@@ -1364,8 +1368,86 @@ def served_routes():
         api = re.findall(r'\[R_\w+\]\s*=\s*\{"(/[^"]*)",\s*"(\w+)"', f.read())
     with open(os.path.join(SOURCE_DIR, "common", "http_server.c")) as f:
         probes = set(re.findall(r'strcmp\(url, "(/\w+)"\)', f.read()))
-    assert len(api) == 10 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
+    assert len(api) == 11 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
     return {(p, m.lower()) for p, m in api} | {(p, "get") for p in probes}
+
+
+def test_get_jobs_lists_what_the_jobs_role_committed():
+    """GET /jobs answers from the gateway's view of the jobs table: a put shows once
+    the jobs role has taken it, with its next fire time; a pause and a delete show
+    too; pages follow each other; a restarted gateway reads the table again and
+    lists the same; other apps' jobs are not listed and their tokens cannot list."""
+    env = Env(partitions=3)
+    try:
+        env.start("jobs", instance="j", MOONCAKE_JOBS_AHEAD_MS=2000)
+        port = start_gateway(env).http_port
+        t0 = now_ms()
+        start = (t0 // 1000 + 3600) * 1000  # an hour from now: nothing fires in the test
+        ids = ["e", "a", "d", "b", "c"]
+        for i in ids:
+            a = req(port, "POST", "/jobs", job(jobId=i, schedule={"fixedRateMs": 60_000},
+                                               startTime=start))
+            assert a.status == 200, a
+        assert req(port, "POST", "/jobs", job(appId="billing", jobId="a"),
+                   token=BILLING).status == 200
+
+        def page(q, token=SHOP):
+            a = req(port, "GET", "/jobs?" + q, token=token)
+            assert a.status == 200, a
+            return a.json["data"]
+
+        def five():
+            # 503 while the gateway reads the table after its start, then a page
+            a = req(port, "GET", "/jobs?appId=shop")
+            assert a.status in (200, 503), a
+            return a.json["data"] if a.status == 200 and len(a.json["data"]["jobs"]) == 5 \
+                else None
+
+        listed = wait_until("the five jobs listed", five)
+        assert [j["jobId"] for j in listed["jobs"]] == ["a", "b", "c", "d", "e"], listed
+        assert listed["next"] is None
+        for j in listed["jobs"]:
+            assert j["appId"] == "shop" and j["status"] == "ACTIVE", j
+            assert j["nextFireAt"] == start and j["job"]["schedule"]["fixedRateMs"] == 60_000, j
+        # pages of two
+        p1 = page("appId=shop&limit=2")
+        p2 = page("appId=shop&limit=2&after=" + p1["next"])
+        p3 = page("appId=shop&limit=2&after=" + p2["next"])
+        assert [[j["jobId"] for j in p["jobs"]] for p in (p1, p2, p3)] == [
+            ["a", "b"], ["c", "d"], ["e"]], (p1, p2, p3)
+        assert p3["next"] is None
+        # billing's job is billing's
+        assert [j["jobId"] for j in page("appId=billing", token=BILLING)["jobs"]] == ["a"]
+        # a pause and a delete
+        assert req(port, "POST", "/jobs/pause", {"appId": "shop", "jobId": "b"}).status == 200
+        assert req(port, "POST", "/jobs/delete", {"appId": "shop", "jobId": "c"}).status == 200
+        wait_until("the pause listed", lambda: page("appId=shop&jobId=b")["status"] == "PAUSED")
+        wait_until("the delete listed",
+                   lambda: req(port, "GET", "/jobs?appId=shop&jobId=c").status == 404)
+        one = page("appId=shop&jobId=b")
+        assert one["nextFireAt"] is None, one
+        assert [j["jobId"] for j in page("appId=shop&status=PAUSED")["jobs"]] == ["b"]
+        assert [j["jobId"] for j in page("appId=shop&status=ACTIVE")["jobs"]] == ["a", "d", "e"]
+        check_error(req(port, "GET", "/jobs?appId=shop&jobId=c"), 404, "no job 'c'")
+        # bad queries name what is wrong
+        for q, needle in (("", "appId is required"), ("appId=shop&limit=0", "limit must be"),
+                          ("appId=shop&limit=x", "limit must be"),
+                          ("appId=shop&status=RUNNING", "status must be"),
+                          ("appId=shop&sort=jobId", "unknown parameter 'sort'"),
+                          ("appId=shop&after=", "has no value")):
+            check_error(req(port, "GET", "/jobs?" + q), 400, needle)
+        # a new gateway reads the table from the start and lists the same
+        port2 = start_gateway(env, instance="g2").http_port
+        again = wait_until("the second gateway loaded", lambda: (
+            lambda a: a.json["data"] if a.status == 200 else None)(
+                req(port2, "GET", "/jobs?appId=shop")))
+        assert [(j["jobId"], j["status"]) for j in again["jobs"]] == [
+            ("a", "ACTIVE"), ("b", "PAUSED"), ("d", "ACTIVE"), ("e", "ACTIVE")], again
+        # a gateway told to keep no view says so
+        port3 = start_gateway(env, "--gateway-jobs-view=false", instance="g3").http_port
+        check_error(req(port3, "GET", "/jobs?appId=shop"), 501, "--gateway-jobs-view=false")
+    finally:
+        env.stop_all()
 
 
 def test_the_openapi_document_is_true():
@@ -1494,5 +1576,6 @@ if __name__ == "__main__":
          test_job_actions_land_as_job_actions,
          test_job_routes_take_only_their_apps_token,
          test_job_preview_answers_fire_times_and_writes_nothing,
+         test_get_jobs_lists_what_the_jobs_role_committed,
          test_the_openapi_document_is_true,
          test_every_answer_matches_the_document])
