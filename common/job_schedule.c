@@ -250,12 +250,26 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
     return true;
 }
 
-int64_t mc_job_state_next_fire(const mc_job_state *s, int64_t now)
+int64_t mc_job_state_next_fire(const mc_job_state *s, mc_zone_cache *zones, int64_t now)
 {
     int64_t next = s->status == MC_JOB_ACTIVE && s->next_at >= 0 ? s->next_at : -1;
     for (size_t i = 0; i < s->n_running; i++)
         if (s->running[i].due_at > now && (next < 0 || s->running[i].due_at < next))
             next = s->running[i].due_at;
+    /* A PARALLEL job's occurrences are not kept in running (nothing waits
+     * for them): those written ahead are the schedule's instants after now
+     * up to the last written (a pause or an update that cancels them moves
+     * last_scheduled_at back). A fixed delay is never PARALLEL. */
+    mc_job_schedule sched;
+    char why[256];
+    if (zones && s->job.overlap == MC_OVERLAP_PARALLEL && s->job.kind != MC_SCHEDULE_FIXED_DELAY &&
+        s->last_scheduled_at > now &&
+        mc_job_schedule_init(&sched, &s->job, zones, &mc_job_avro_names, why, sizeof why) == 0) {
+        int64_t ahead = mc_job_schedule_next(&sched, now);
+        if (ahead > now && ahead <= s->last_scheduled_at && (next < 0 || ahead < next))
+            next = ahead;
+        mc_job_schedule_clear(&sched);
+    }
     return next;
 }
 

@@ -82,8 +82,10 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
 /* The earliest instant one of a job's calls is still to be due, after now:
  * an occurrence written ahead and not yet due, or the next scheduled instant
  * of an ACTIVE job; -1 when none is known (paused, ended, or a fixed delay
- * waiting for its previous occurrence). Any thread. */
-int64_t mc_job_state_next_fire(const mc_job_state *s, int64_t now);
+ * waiting for its previous occurrence). zones (NULL: a PARALLEL job's
+ * occurrences written ahead are not seen) compiles the schedule; the caller
+ * serialises its use. */
+int64_t mc_job_state_next_fire(const mc_job_state *s, mc_zone_cache *zones, int64_t now);
 
 /* The task id of the occurrence scheduled at `at`: "<job_id>@<at>", into
  * buf; returns the length it needs (like snprintf). */

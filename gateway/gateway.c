@@ -726,6 +726,8 @@ static bool check_list_args(request *rq, list_args *a, enum MHD_Result *ret)
                             a->unknown);
     else if (!a->q.app_id || !a->q.app_id[0])
         *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "appId is required: GET /jobs?appId=...");
+    else if (strchr(a->q.app_id, '/'))
+        *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "appId must not contain '/'");
     else if (a->empty)
         *ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "a parameter of GET /jobs has no value");
     else if (a->limit && (*end || errno || limit < 1 || limit > MC_JOBS_VIEW_MAX_LIMIT))
@@ -1146,7 +1148,8 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
         mc_idem_new((size_t)cfg->gateway_idempotency_max_keys, cfg->gateway_idempotency_ttl_ms);
     g->zones = mc_zone_cache_new(cfg->zoneinfo_dir);
     if (!g->idem || !g->zones || register_metrics(g) != 0 ||
-        (cfg->gateway_jobs_view && !(g->jobs_view = mc_jobs_view_new(metrics)))) {
+        (cfg->gateway_jobs_view &&
+         !(g->jobs_view = mc_jobs_view_new(metrics, cfg->zoneinfo_dir)))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

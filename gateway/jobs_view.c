@@ -48,6 +48,10 @@ struct mc_jobs_view {
     atomic_size_t count;
     int64_t warned_ns; /* reader: when a read error was last logged */
     mc_gauge *jobs_gauge, *loaded_gauge;
+    /* The schedules' time zones: the cache is one thread's at a time (the
+     * zones it hands out are immutable). */
+    mc_zone_cache *zones;
+    pthread_mutex_t zones_lock;
 
     const mc_config *cfg;
     pthread_t reader;
@@ -55,15 +59,24 @@ struct mc_jobs_view {
     atomic_bool stop;
 };
 
-mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics)
+mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics, const char *zoneinfo_dir)
 {
     mc_jobs_view *v = calloc(1, sizeof *v);
     if (!v)
         return NULL;
-    if (pthread_rwlock_init(&v->lock, NULL) != 0) {
+    /* Writers first: a stream of overlapping GETs must not keep the reader
+     * thread, and so the view, waiting. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&v->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (rc != 0) {
         free(v);
         return NULL;
     }
+    pthread_mutex_init(&v->zones_lock, NULL);
+    v->zones = mc_zone_cache_new(zoneinfo_dir);
     v->jobs = mc_keymap_new(ENTRY_KEY_OFFSET);
     if (metrics) {
         v->jobs_gauge = mc_metrics_gauge(metrics, "mooncake_gateway_jobs_view_jobs",
@@ -72,7 +85,7 @@ mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics)
             metrics, "mooncake_gateway_jobs_view_loaded",
             "1 once the gateway has read the jobs table to its end (GET /jobs answers)", NULL);
     }
-    if (!v->jobs || (metrics && (!v->jobs_gauge || !v->loaded_gauge))) {
+    if (!v->jobs || !v->zones || (metrics && (!v->jobs_gauge || !v->loaded_gauge))) {
         mc_jobs_view_free(v);
         return NULL;
     }
@@ -96,6 +109,8 @@ void mc_jobs_view_free(mc_jobs_view *v)
         mc_keymap_drain(v->jobs, entry_free, NULL);
         mc_keymap_free(v->jobs);
     }
+    mc_zone_cache_free(v->zones);
+    pthread_mutex_destroy(&v->zones_lock);
     pthread_rwlock_destroy(&v->lock);
     free(v);
 }
@@ -192,20 +207,35 @@ static int entry_cmp(const void *a, const void *b)
     return key_cmp(x->key, x->node.key_len, y->key, y->node.key_len);
 }
 
+/* When the job's next call is due (see mc_job_state_next_fire); -1: none. */
+static int64_t next_fire(mc_jobs_view *v, const mc_job_state *st, int64_t now)
+{
+    pthread_mutex_lock(&v->zones_lock);
+    int64_t next = mc_job_state_next_fire(st, v->zones, now);
+    pthread_mutex_unlock(&v->zones_lock);
+    return next;
+}
+
 /* One job as the query shows it; NULL on ENOMEM. A record the codec refuses
  * (only the jobs role writes the topic: a bug or tampering) is shown with
  * its key and why, not hidden. */
-static json_t *entry_json(const view_entry *e, int64_t now, mc_arena *arena)
+static json_t *entry_json(mc_jobs_view *v, const view_entry *e, int64_t now, mc_arena *arena)
 {
     mc_job_state st;
     char detail[256] = "";
     mc_codec_err err = mc_decode_job_state(e->key + e->node.key_len, e->value_len, arena, &st,
                                            detail, sizeof detail);
-    if (err != MC_CODEC_OK)
-        return json_pack("{s:s%, s:s++}", "key", e->key, (size_t)e->node.key_len, "undecodable",
-                         mc_codec_strerror(err), detail[0] ? ": " : "", detail);
+    if (err != MC_CODEC_OK) {
+        json_t *bad =
+            json_pack("{s:s%, s:s++}", "key", e->key, (size_t)e->node.key_len, "undecodable",
+                      mc_codec_strerror(err), detail[0] ? ": " : "", detail);
+        /* Tampered bytes: a key that is not UTF-8 cannot be shown as it is. */
+        return bad ? bad
+                   : json_pack("{s:s, s:s++}", "key", "(not UTF-8)", "undecodable",
+                               mc_codec_strerror(err), detail[0] ? ": " : "", "");
+    }
     json_t *j = mc_job_state_to_json(&st);
-    int64_t next = mc_job_state_next_fire(&st, now);
+    int64_t next = next_fire(v, &st, now);
     if (j && json_object_set_new(j, "nextFireAt",
                                  next >= 0 ? json_integer((json_int_t)next) : json_null()) != 0) {
         json_decref(j);
@@ -226,7 +256,8 @@ static bool status_matches(const view_entry *e, const char *status, mc_arena *ar
 }
 
 /* The query over the collected entries, sorted; the lock is held. */
-static json_t *page_json(app_scan *s, const mc_jobs_query *q, int64_t now, mc_arena *arena)
+static json_t *page_json(mc_jobs_view *v, app_scan *s, const mc_jobs_query *q, int64_t now,
+                         mc_arena *arena)
 {
     if (s->n)
         qsort(s->v, s->n, sizeof *s->v, entry_cmp);
@@ -239,7 +270,7 @@ static json_t *page_json(app_scan *s, const mc_jobs_query *q, int64_t now, mc_ar
         mc_arena_reset(arena);
         if (!status_matches(s->v[i], q->status, arena))
             continue;
-        json_t *j = entry_json(s->v[i], now, arena);
+        json_t *j = entry_json(v, s->v[i], now, arena);
         if (!j || json_array_append_new(jobs, j) != 0)
             goto nomem;
         shown++;
@@ -291,7 +322,7 @@ mc_jobs_view_result mc_jobs_view_list(mc_jobs_view *v, const mc_jobs_query *q, i
         if (!e || !status_matches(e, q->status, arena))
             res = MC_JOBS_VIEW_NOT_FOUND;
         else
-            out = entry_json(e, now, arena);
+            out = entry_json(v, e, now, arena);
     } else {
         app_scan s = {.prefix = prefix,
                       .prefix_len = (size_t)plen,
@@ -299,7 +330,7 @@ mc_jobs_view_result mc_jobs_view_list(mc_jobs_view *v, const mc_jobs_query *q, i
                       .after_len = (size_t)(alen > 0 ? alen : 0)};
         mc_keymap_each(v->jobs, collect_app, &s);
         if (!s.nomem)
-            out = page_json(&s, q, now, arena);
+            out = page_json(v, &s, q, now, arena);
         free(s.v);
     }
     pthread_rwlock_unlock(&v->lock);

@@ -21,9 +21,10 @@
 
 typedef struct mc_jobs_view mc_jobs_view;
 
-/* Makes an empty view; metrics (may be NULL) gets its gauges. Caller owns it
- * (mc_jobs_view_free). NULL on ENOMEM. */
-mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics);
+/* Makes an empty view; metrics (may be NULL) gets its gauges; zoneinfo_dir
+ * (NULL: the system's) has the time zones of the schedules it shows. Caller
+ * owns it (mc_jobs_view_free). NULL on ENOMEM. */
+mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics, const char *zoneinfo_dir);
 /* Stops the reader (if started) and frees the view. */
 void mc_jobs_view_free(mc_jobs_view *v);
 

@@ -22,14 +22,15 @@ typedef struct fixture {
 } fixture;
 
 /* Writes the jobs topic's record for app/job as the jobs role would: the
- * job (every minute), its status, next_at, and occurrences written ahead. */
+ * job (every minute, SERIAL), its status, next_at, and occurrences written
+ * ahead (a SERIAL job's are in running). */
 static void put(fixture *f, const char *app, const char *job, mc_job_status status, int64_t next_at,
                 const int64_t *ahead, size_t n_ahead)
 {
     char json[512], why[512] = "";
     snprintf(json, sizeof json,
              "{\"appId\":\"%s\",\"jobId\":\"%s\",\"schedule\":{\"fixedRateMs\":60000},"
-             "\"callback\":{\"url\":\"https://shop.example.com/tick\"}}",
+             "\"overlap\":\"SERIAL\",\"callback\":{\"url\":\"https://shop.example.com/tick\"}}",
              app, job);
     mc_job_json_options o = {
         .now_ms = NOW, .retry_defaults = {5, 1000, 2.0, 3600000}, .zones = f->zones};
@@ -93,7 +94,7 @@ static void page_ids(json_t *page, char *ids, size_t n, char *next, size_t nn)
 
 static fixture fixture_new(void)
 {
-    fixture f = {mc_zone_cache_new(NULL), mc_arena_new(), mc_jobs_view_new(NULL)};
+    fixture f = {mc_zone_cache_new(NULL), mc_arena_new(), mc_jobs_view_new(NULL, NULL)};
     CHECK(f.zones && f.arena && f.view);
     return f;
 }
@@ -218,6 +219,55 @@ static void test_next_fire_time(void)
     fixture_free(&f);
 }
 
+/* A PARALLEL job (the default) keeps no running list: the role writes an
+ * every-second job's next occurrences ahead and moves next_at past them, so
+ * the next call is the schedule's next instant, not next_at. */
+static void test_next_fire_of_a_parallel_job_written_ahead(void)
+{
+    fixture f = fixture_new();
+    char json[512], why[512] = "";
+    snprintf(json, sizeof json,
+             "{\"appId\":\"shop\",\"jobId\":\"tick\",\"schedule\":{\"fixedRateMs\":1000},"
+             "\"startTime\":%lld,\"callback\":{\"url\":\"https://shop.example.com/tick\"}}",
+             (long long)(NOW - 500));
+    mc_job_json_options o = {
+        .now_ms = NOW, .retry_defaults = {5, 1000, 2.0, 3600000}, .zones = f.zones};
+    mc_job_state st = {.version = 7,
+                       .status = MC_JOB_ACTIVE,
+                       .next_at = NOW + 4500,
+                       .runs = 4,
+                       .last_scheduled_at = NOW + 3500,
+                       .queued_at = -1,
+                       .updated_at = NOW};
+    CHECK(mc_job_from_json(json, strlen(json), &o, f.arena, &st.job, why, sizeof why) == 0, "%s",
+          why);
+    CHECK(st.job.overlap == MC_OVERLAP_PARALLEL);
+    mc_buf b = {0};
+    CHECK(mc_encode_job_state(&st, &b) == 0);
+    CHECK(mc_jobs_view_apply(f.view, "shop/tick", 9, b.data, b.len) == 0);
+    /* Its last occurrence written, the job ended (max runs): the call is
+     * still to come. */
+    st.status = MC_JOB_ENDED;
+    st.next_at = -1;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_job_state(&st, &b) == 0);
+    CHECK(mc_jobs_view_apply(f.view, "shop/last", 9, b.data, b.len) == 0);
+    /* Paused: what was written ahead was cancelled and last_scheduled_at
+     * moved back. */
+    st.status = MC_JOB_PAUSED;
+    st.last_scheduled_at = NOW - 2000;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_job_state(&st, &b) == 0);
+    CHECK(mc_jobs_view_apply(f.view, "shop/held", 9, b.data, b.len) == 0);
+    mc_buf_free(&b);
+    mc_arena_reset(f.arena);
+    mc_jobs_view_set_loaded(f.view);
+    CHECK(next_fire(&f, "tick") == NOW + 500, "%lld", (long long)(next_fire(&f, "tick") - NOW));
+    CHECK(next_fire(&f, "last") == NOW + 500);
+    CHECK(next_fire(&f, "held") == -1);
+    fixture_free(&f);
+}
+
 static void test_a_corrupt_record_is_shown_not_hidden(void)
 {
     fixture f = fixture_new();
@@ -242,6 +292,7 @@ int main(void)
     test_an_apps_jobs_in_pages();
     test_updates_deletes_and_the_status_filter();
     test_next_fire_time();
+    test_next_fire_of_a_parallel_job_written_ahead();
     test_a_corrupt_record_is_shown_not_hidden();
     return check_exit("test_jobs_view");
 }

@@ -255,7 +255,7 @@ static int rec_cmp(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static void print_job(ctl *c, const job_rec *r, mc_arena *arena)
+static void print_job(ctl *c, const job_rec *r, mc_zone_cache *zones, mc_arena *arena)
 {
     mc_job_state s;
     char detail[256] = "";
@@ -266,6 +266,10 @@ static void print_job(ctl *c, const job_rec *r, mc_arena *arena)
                  detail[0] ? ": " : "", detail);
     if (c->o.json) {
         json_t *j = e ? json_object() : mc_job_state_to_json(&s);
+        if (!e) {
+            int64_t next = mc_job_state_next_fire(&s, zones, mc_now_ms());
+            json_object_set_new(j, "nextFireAt", next >= 0 ? json_integer(next) : json_null());
+        }
         json_object_set_new(j, "key", json_string(r->key));
         json_object_set_new(j, "partition", json_integer(r->partition));
         json_object_set_new(j, "offset", json_integer(r->offset));
@@ -285,7 +289,7 @@ static void print_job(ctl *c, const job_rec *r, mc_arena *arena)
     ctl_printable(s.job.job_id, strlen(s.job.job_id), job, sizeof job);
     mc_job_schedule_text(&s.job, sc, sizeof sc);
     ctl_printable(sc, strlen(sc), sched, sizeof sched);
-    ctl_fmt_time(s.next_at, next);
+    ctl_fmt_time(mc_job_state_next_fire(&s, zones, mc_now_ms()), next);
     printf("%-12s %-24s %-7s %-36s %-24s %6" PRId64 " %7" PRId64 " %7zu %-13s %s\n", app, job,
            mc_job_status_name(s.status), sched, next, s.runs, s.skipped, s.n_running,
            mc_overlap_name(s.job.overlap), mc_misfire_name(s.job.misfire));
@@ -301,6 +305,8 @@ static int cmd_list(ctl *c)
         return ctl_fail(EXIT_KAFKA, "%s", err);
     job_table t = {.app = o->app};
     mc_arena *arena = mc_arena_new();
+    /* For the next fire of a PARALLEL job with occurrences written ahead. */
+    mc_zone_cache *zones = mc_zone_cache_new(c->cfg.zoneinfo_dir);
     part_scan *parts = NULL;
     int rc = 0;
     int n = ctl_topic_partitions(c, rk, topic, err, sizeof err);
@@ -331,7 +337,7 @@ static int cmd_list(ctl *c)
         if (!latest || !t.v[i].value) /* superseded, or deleted (a tombstone) */
             continue;
         mc_arena_reset(arena);
-        print_job(c, &t.v[i], arena);
+        print_job(c, &t.v[i], zones, arena);
         shown++;
     }
     fflush(stdout);
@@ -344,6 +350,7 @@ out:
     free(t.v);
     free(parts);
     mc_arena_free(arena);
+    mc_zone_cache_free(zones);
     rd_kafka_destroy(rk);
     return rc;
 }
