@@ -48,7 +48,13 @@ mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *er
         /* The last fetch of each partition waits for data that will not
          * come: without this, a small restore takes a second. */
         mc_kafka_conf_default(cfg, conf, "fetch.wait.max.ms", "20", err, errlen) ||
-        mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "16384", err, errlen) ||
+        /* A consumer whose queue is full stops fetching for a second
+         * (librdkafka before 2.1 has no fetch.queue.backoff.ms): a restore
+         * faster than one queue per second would spend most of its time
+         * waiting. 64 MiB and a million records refill it rarely; the
+         * memory is given back after the restore (malloc_trim). */
+        mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "65536", err, errlen) ||
+        mc_kafka_conf_set(conf, "queued.min.messages", "1000000", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen)) {
         if (conf)

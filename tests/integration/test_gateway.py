@@ -1390,6 +1390,10 @@ def test_get_jobs_lists_what_the_jobs_role_committed():
             assert a.status == 200, a
         assert req(port, "POST", "/jobs", job(appId="billing", jobId="a"),
                    token=BILLING).status == 200
+        # every second, PARALLEL (the default): its occurrences are written 1-2 s ahead
+        assert req(port, "POST", "/jobs", job(appId="billing", jobId="tick",
+                                              schedule={"fixedRateMs": 1000}),
+                   token=BILLING).status == 200
 
         def page(q, token=SHOP):
             a = req(port, "GET", "/jobs?" + q, token=token)
@@ -1416,8 +1420,15 @@ def test_get_jobs_lists_what_the_jobs_role_committed():
         assert [[j["jobId"] for j in p["jobs"]] for p in (p1, p2, p3)] == [
             ["a", "b"], ["c", "d"], ["e"]], (p1, p2, p3)
         assert p3["next"] is None
-        # billing's job is billing's
-        assert [j["jobId"] for j in page("appId=billing", token=BILLING)["jobs"]] == ["a"]
+        # billing's jobs are billing's
+        assert [j["jobId"] for j in page("appId=billing", token=BILLING)["jobs"]] == ["a", "tick"]
+        # the every-second job's next call is within a second, though the role has
+        # written the next ones ahead and moved nextAt past them
+        for _ in range(5):
+            t = now_ms()
+            tick = page("appId=billing&jobId=tick", token=BILLING)
+            assert t < tick["nextFireAt"] <= t + 1000 + 100, (t, tick)
+            time.sleep(0.3)
         # a pause and a delete
         assert req(port, "POST", "/jobs/pause", {"appId": "shop", "jobId": "b"}).status == 200
         assert req(port, "POST", "/jobs/delete", {"appId": "shop", "jobId": "c"}).status == 200
@@ -1434,7 +1445,8 @@ def test_get_jobs_lists_what_the_jobs_role_committed():
                           ("appId=shop&limit=x", "limit must be"),
                           ("appId=shop&status=RUNNING", "status must be"),
                           ("appId=shop&sort=jobId", "unknown parameter 'sort'"),
-                          ("appId=shop&after=", "has no value")):
+                          ("appId=shop&after=", "has no value"),
+                          ("appId=shop/c&jobId=x", "must not contain '/'")):
             check_error(req(port, "GET", "/jobs?" + q), 400, needle)
         # a new gateway reads the table from the start and lists the same
         port2 = start_gateway(env, instance="g2").http_port
