@@ -54,6 +54,18 @@ int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
     return 0;
 }
 
+int mc_kafka_conf_reader(rd_kafka_conf_t *conf, const char *group, char *err, size_t errlen)
+{
+    return mc_kafka_conf_set(conf, "group.id", group, err, errlen) ||
+                   mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
+                   mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
+                   mc_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
+                   mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
+                   mc_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen)
+               ? -1
+               : 0;
+}
+
 int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
                           const char *value, char *err, size_t errlen)
 {

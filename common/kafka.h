@@ -39,6 +39,11 @@ rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char 
 int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
                       size_t errlen);
 
+/* Sets conf up to read topics to their end, committed records only, never
+ * committing offsets: group.id group, read_committed, no auto commit or
+ * offset store, partition EOF events, earliest reset. 0, or -1 with err. */
+int mc_kafka_conf_reader(rd_kafka_conf_t *conf, const char *group, char *err, size_t errlen);
+
 /* Sets key to value unless the user passed key with -X / MOONCAKE_KAFKA_*:
  * our defaults, their last word. */
 int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,

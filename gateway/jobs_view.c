@@ -355,12 +355,7 @@ static rd_kafka_t *reader_new(mc_jobs_view *v, char *err, size_t errlen)
         return NULL;
     /* No group: the reader assigns itself every partition, commits nothing,
      * and starts from the beginning each time, like a restore. */
-    if (mc_kafka_conf_set(conf, "group.id", "mooncake-gateway-jobs-view", err, errlen) ||
-        mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
-        mc_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen)) {
+    if (mc_kafka_conf_reader(conf, "mooncake-gateway-jobs-view", err, errlen)) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }

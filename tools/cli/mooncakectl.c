@@ -820,12 +820,7 @@ rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen
         return NULL;
     char reader[300];
     snprintf(reader, sizeof reader, "%smooncakectl-reader", c->cfg.topic_prefix);
-    if (mc_kafka_conf_set(conf, "group.id", group ? group : reader, err, errlen) ||
-        mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
-        mc_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen)) {
+    if (mc_kafka_conf_reader(conf, group ? group : reader, err, errlen)) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
