@@ -80,9 +80,9 @@ typedef struct job_entry {
     mc_misfire_policy misfire;
     int32_t catch_up_limit;
     int64_t misfire_threshold_ms, max_runs, stale_ms;
-    uint8_t *job_raw; /* the Job's Avro binary, malloc'd */
+    uint8_t *job_raw; /* the Job's Avro binary: after the key, in this allocation */
     uint32_t job_len;
-    char key[]; /* node.key_len bytes */
+    char key[]; /* node.key_len bytes, then job_len bytes */
 } job_entry;
 
 #define ENTRY_KEY_OFFSET (offsetof(job_entry, key) - offsetof(job_entry, node))
@@ -185,7 +185,6 @@ static void entry_free(job_entry *e)
     if (!e)
         return;
     mc_job_schedule_clear(&e->sched);
-    free(e->job_raw);
     free(e);
 }
 
@@ -241,23 +240,21 @@ static int64_t stale_bound(const mc_job *j, const mc_config *cfg)
 static job_entry *entry_new(jobs *s, const void *key, size_t keylen, const mc_job *j,
                             const uint8_t *raw, size_t raw_len, char *why, size_t whylen)
 {
-    job_entry *e = calloc(1, sizeof *e + keylen);
+    /* One allocation per job: a restore of a million jobs spends much of
+     * its time growing the heap. */
+    job_entry *e = calloc(1, sizeof *e + keylen + raw_len);
     if (!e) {
         snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    if (mc_job_schedule_init(&e->sched, j, s->zones, &mc_job_avro_names, why, whylen) != 0) {
+        free(e);
         return NULL;
     }
     e->node.key_len = (uint32_t)keylen;
     e->node.hash = mc_keymap_hash(key, keylen);
     memcpy(e->key, key, keylen);
-    e->job_raw = malloc(raw_len ? raw_len : 1);
-    if (!e->job_raw ||
-        mc_job_schedule_init(&e->sched, j, s->zones, &mc_job_avro_names, why, whylen) != 0) {
-        if (!e->job_raw)
-            snprintf(why, whylen, "out of memory");
-        free(e->job_raw);
-        free(e);
-        return NULL;
-    }
+    e->job_raw = (uint8_t *)e->key + keylen;
     memcpy(e->job_raw, raw, raw_len);
     e->job_len = (uint32_t)raw_len;
     e->overlap = j->kind == MC_SCHEDULE_FIXED_DELAY ? MC_OVERLAP_SERIAL : j->overlap;
