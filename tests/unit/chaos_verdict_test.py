@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""tools/chaos's judge of repeated calls, on made-up evidence: a repeat is expected
+only when an executor turn (an abort, a revoke) lies between the two calls, where the
+first call counts from when it may have reached the endpoint - earlier than the
+endpoint logged it by as much as the endpoint's loop was measured behind, and not a
+millisecond more."""
+import importlib.machinery
+import importlib.util
+import os
+import sqlite3
+import sys
+import tempfile
+
+SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+loader = importlib.machinery.SourceFileLoader("chaos", os.path.join(SOURCE, "tools", "chaos"))
+spec = importlib.util.spec_from_loader("chaos", loader)
+chaos = importlib.util.module_from_spec(spec)
+loader.exec_module(chaos)
+
+
+class NoDisruptions:
+    def hits(self, roles, a, b):
+        return []
+
+
+def judge(calls, turns, lags):
+    """(expected, unexpected) for calls [(at, ikey)] of one sid."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE calls (at REAL, kind TEXT, sid INTEGER, key TEXT, ikey TEXT, "
+               "attempt INTEGER, status INTEGER, delay INTEGER)")
+    db.executemany("INSERT INTO calls VALUES (?, 'task', 7, 'chaos/t7', ?, 1, 200, 0)", calls)
+    v = chaos.Verdict.__new__(chaos.Verdict)
+    v.db = db
+    v.db.row_factory = sqlite3.Row
+    v.dis = NoDisruptions()
+    v.executor_turns = [(t, "aborting transaction (executor-1)") for t in turns]
+    v.endpoint_lag = lags
+    return v.repeats("1")
+
+
+def main():
+    failures = 0
+
+    def check(cond, what):
+        nonlocal failures
+        if not cond:
+            failures += 1
+            print("FAIL:", what)
+
+    ik = "chaos/t7:1"
+    # an abort between the two logged calls: expected
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [1500.0], [])
+    check(len(e) == 1 and not u and not e[0]["by_lag"], "abort between the calls")
+    # the abort logged 10 ms before the endpoint logged the first call, the loop keeping
+    # up: unexpected (the call was started after the abort began)
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [])
+    check(len(u) == 1 and not e, "abort before the call, no endpoint lag")
+    # the same with the endpoint's loop 40 ms behind right after: the call may have
+    # reached it 45 ms before it was logged, so before the abort: expected, by lag
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1030.0, 40.0)])
+    check(len(e) == 1 and not u and e[0]["by_lag"] and e[0]["endpoint_lag_ms"] == 45.0,
+          "abort within the endpoint's lag")
+    # a lag measured long after the call does not count
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1200.0, 40.0)])
+    check(len(u) == 1, "a lag 200 ms later")
+    # nor does a lag smaller than the gap: the abort 100 ms before the call
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [900.0], [(1030.0, 40.0)])
+    check(len(u) == 1, "abort 100 ms before a call logged 45 ms late at most")
+    # the endpoint log's lag lines are read, and its call lines left to load_calls
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
+        f.write("1000.0\t/fast/7\tchaos/t7:1\t200\t0\nLAG\t1030.5\t40.5\nLAG\t900.0\t3.0\n")
+    try:
+        check(chaos.endpoint_lags(f.name) == [(900.0, 3.0), (1030.5, 40.5)], "endpoint_lags")
+    finally:
+        os.unlink(f.name)
+    print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
