@@ -67,6 +67,12 @@ def main():
     # nor does a lag smaller than the gap: the abort 100 ms before the call
     e, u = judge([(1000.0, ik), (2000.0, ik)], [900.0], [(1030.0, 40.0)])
     check(len(u) == 1, "abort 100 ms before a call logged 45 ms late at most")
+    # the executor logs in whole milliseconds: an abort logged at 990 happened before
+    # 991, so a call the endpoint logged at 990.3 may have come before it
+    e, u = judge([(990.3, ik), (2000.0, ik)], [990.0], [])
+    check(len(e) == 1 and not u, "abort in the same millisecond as the call")
+    e, u = judge([(991.5, ik), (2000.0, ik)], [990.0], [])
+    check(len(u) == 1, "abort a millisecond and more before the call")
     # the endpoint log's lag lines are read, and its call lines left to load_calls
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
         f.write("1000.0\t/fast/7\tchaos/t7:1\t200\t0\nLAG\t1030.5\t40.5\nLAG\t900.0\t3.0\n")
