@@ -51,10 +51,12 @@ mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *er
         /* A consumer whose queue is full stops fetching for a second
          * (librdkafka before 2.1 has no fetch.queue.backoff.ms): a restore
          * faster than one queue per second would spend most of its time
-         * waiting. 64 MiB and a million records refill it rarely; the
-         * memory is given back after the restore (malloc_trim). */
+         * waiting. 64 MiB (librdkafka's default) refills it rarely; 300k
+         * records is about as much at a changelog's 200 B a record, and
+         * bounds a run of tombstones, whose bytes the limit does not count.
+         * The memory is given back after the restore (malloc_trim). */
         mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "65536", err, errlen) ||
-        mc_kafka_conf_set(conf, "queued.min.messages", "1000000", err, errlen) ||
+        mc_kafka_conf_set(conf, "queued.min.messages", "300000", err, errlen) ||
         mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen)) {
         if (conf)

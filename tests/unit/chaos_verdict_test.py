@@ -56,26 +56,38 @@ def main():
     # up: unexpected (the call was started after the abort began)
     e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [])
     check(len(u) == 1 and not e, "abort before the call, no endpoint lag")
-    # the same with the endpoint's loop 40 ms behind right after: the call may have
-    # reached it 45 ms before it was logged, so before the abort: expected, by lag
-    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1030.0, 40.0)])
-    check(len(e) == 1 and not u and e[0]["by_lag"] and e[0]["endpoint_lag_ms"] == 45.0,
+    # the same with the endpoint's loop busy from 980 to 1030 (a tick 45 ms late at
+    # 1030): the call logged at 1000 may have waited since 980, so before the abort:
+    # expected, by lag
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1030.0, 45.0)])
+    check(len(e) == 1 and not u and e[0]["by_lag"] and e[0]["endpoint_lag_ms"] == 20.0,
           "abort within the endpoint's lag")
+    # a tick at the very instant of the call counts
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1000.0, 30.0)])
+    check(len(e) == 1 and e[0]["endpoint_lag_ms"] == 35.0, "a tick at the call's instant")
+    # a stall that began after the call was logged does not count: busy from 1005 to
+    # 1095 (a tick 85 ms late at 1095), the call logged at 1000 did not wait for it
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [940.0], [(1095.0, 85.0)])
+    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == 0.0, "a stall after the call")
     # a lag measured long after the call does not count
     e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [(1200.0, 40.0)])
     check(len(u) == 1, "a lag 200 ms later")
     # nor does a lag smaller than the gap: the abort 100 ms before the call
     e, u = judge([(1000.0, ik), (2000.0, ik)], [900.0], [(1030.0, 40.0)])
-    check(len(u) == 1, "abort 100 ms before a call logged 45 ms late at most")
+    check(len(u) == 1, "abort 100 ms before a call logged 15 ms late at most")
+    # however long the loop stalled, at most MAX_LAG_ALLOWANCE_MS is allowed
+    e, u = judge([(1000.0, ik), (2000.0, ik)], [700.0], [(1050.0, 600.0)])
+    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == chaos.MAX_LAG_ALLOWANCE_MS,
+          "a 600 ms stall")
     # the executor logs in whole milliseconds: an abort logged at 990 happened before
     # 991, so a call the endpoint logged at 990.3 may have come before it
     e, u = judge([(990.3, ik), (2000.0, ik)], [990.0], [])
     check(len(e) == 1 and not u, "abort in the same millisecond as the call")
     e, u = judge([(991.5, ik), (2000.0, ik)], [990.0], [])
     check(len(u) == 1, "abort a millisecond and more before the call")
-    # the endpoint log's lag lines are read, and its call lines left to load_calls
+    # the endpoint's lag log is read in time order
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
-        f.write("1000.0\t/fast/7\tchaos/t7:1\t200\t0\nLAG\t1030.5\t40.5\nLAG\t900.0\t3.0\n")
+        f.write("1030.5\t40.5\n900.0\t3.0\n")
     try:
         check(chaos.endpoint_lags(f.name) == [(900.0, 3.0), (1030.5, 40.5)], "endpoint_lags")
     finally:
