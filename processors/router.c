@@ -66,6 +66,7 @@ typedef struct router {
     mc_output *wheel, *tasks;
     mc_codec_options codec;
     int64_t horizon_ms, max_due_ms;
+    int64_t urgent_ms;        /* a Submit due within this is committed at once */
     mc_codec_writer *writers; /* other versions of Command we read */
     size_t n_writers;
     int32_t tasks_partitions; /* from metadata, at each assignment and layout read */
@@ -127,6 +128,7 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     r->codec.n_writers = r->n_writers;
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
+    r->urgent_ms = 2 * (int64_t)cfg->commit_interval_ms;
     mc_metrics *m = mc_ctx_metrics(ctx);
     r->to_wheel = mc_metrics_counter(m, "mooncake_router_routed_total",
                                      "Commands routed, by destination", "destination=\"wheel\"");
@@ -491,6 +493,11 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
     if (t->due_at <= now + r->horizon_ms) {
         mc_counter_add(r->to_wheel, 1);
         log_routed(ctx, m, "near");
+        /* Waiting for the commit interval would make it late at the wheel:
+         * commit as soon as this pass is done (what else the pass routed goes
+         * with it, so a burst still shares one commit). */
+        if (t->due_at <= now + r->urgent_ms)
+            mc_ctx_request_commit(ctx);
         return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
