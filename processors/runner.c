@@ -1215,7 +1215,13 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
         mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
-        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen))
+        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen) ||
+        /* Static membership (KIP-345): an instance killed and restarted under
+         * the same id takes its member slot and its partitions back at once,
+         * instead of waiting for the dead member's session to expire and a
+         * rebalance. The id is the transactional one, stable per replica;
+         * a graceful stop still leaves the group (leave_group). */
+        mc_kafka_conf_set(cc, "group.instance.id", r->transactional_id, err, errlen))
         goto fail;
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
     char errstr[512];
@@ -1610,10 +1616,41 @@ static int subscribe(mc_runner *r)
     return 0;
 }
 
+/* A static member does not leave the group when it closes (KIP-345; librdkafka
+ * skips the LeaveGroup once close has begun), so its partitions would sit idle
+ * for the session timeout after every graceful stop. Unsubscribing first
+ * makes it leave: once the revoke callback has given the partitions up,
+ * librdkafka sends LeaveGroup and clears the member id, which is what we wait
+ * for (bounded: a broker that does not answer must not hold the stop). */
+static void leave_group(mc_runner *r)
+{
+    /* A consumer fenced by its successor (FENCED_INSTANCE_ID) has no
+     * membership left to give up. */
+    if (rd_kafka_fatal_error(r->consumer, NULL, 0) || rd_kafka_unsubscribe(r->consumer))
+        return;
+    int64_t deadline = mc_mono_ms() + 3000;
+    while (mc_mono_ms() < deadline) {
+        char *member = rd_kafka_memberid(r->consumer);
+        bool left = !member || !*member;
+        if (member)
+            rd_kafka_mem_free(r->consumer, member);
+        if (left)
+            return;
+        /* Records fetched before the unsubscribe are dropped unprocessed:
+         * the last transaction is committed, and their offsets with it are
+         * not, so the next owner reads them. */
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, 10);
+        if (m)
+            rd_kafka_message_destroy(m);
+    }
+    mc_log(&r->logger, MC_LOG_WARN, "leaving the group took over 3 s; closing anyway",
+           (const char *)NULL);
+}
+
 /* Graceful stop: finish the open transaction, then leave the group (the
- * revoke callback runs inside close and commits nothing new). Even after a
- * fatal error we leave the group, so our partitions move to another
- * instance now rather than after the session timeout. */
+ * revoke callback commits nothing new). Even after a fatal error we leave the
+ * group, so our partitions move to another instance now rather than after
+ * the session timeout. */
 static int finish(mc_runner *r)
 {
     if (!atomic_load(&r->fatal) && r->txn_open)
@@ -1628,6 +1665,7 @@ static int finish(mc_runner *r)
             rd_kafka_error_destroy(error);
         reset_txn(r, false);
     }
+    leave_group(r);
     rd_kafka_consumer_close(r->consumer);
     bool fatal = atomic_load(&r->fatal);
     mc_log(&r->logger, fatal ? MC_LOG_ERROR : MC_LOG_INFO,

@@ -30,6 +30,9 @@ H = {"MOONCAKE_HORIZON_MS": HORIZON_MS, "MOONCAKE_WHEEL_LEAD_MS": 0}
 FAST_FAILOVER = {"MOONCAKE_KAFKA_SESSION_TIMEOUT_MS": 2000,
                  "MOONCAKE_KAFKA_HEARTBEAT_INTERVAL_MS": 500,
                  "MOONCAKE_TRANSACTION_TIMEOUT_MS": 4000}
+# For the tests of static membership: a dead member's partitions would wait
+# this long, far longer than what the tests allow a handover.
+SLOW_SESSION = {"MOONCAKE_KAFKA_SESSION_TIMEOUT_MS": 30000}
 EARLY_TOLERANCE_MS = 5  # record timestamps vs due_at: clock granularity
 LATE_LIMIT_MS = 1000    # generous; tools/ benchmarks measure the real figure
 SEED = int(os.environ.get("MOONCAKE_TEST_SEED", time.time()))
@@ -679,9 +682,56 @@ def test_store_kill_9_fires_each_task_exactly_once():
         env.stop_all()
 
 
+def test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once():
+    """Static membership: a wheel killed with -9 and started again under the
+    same instance id gets its partitions back at once, not after the dead
+    member's session (30 s here); a zombie under that id (SIGSTOP, replaced,
+    SIGCONT) is fenced and exits. Every task fired exactly once, none more
+    than 5 s late."""
+    env = Env(partitions=3)
+    try:
+        router, store, wheel = start_pipeline(env, wheel_env=SLOW_SESSION)
+        t0 = now_ms() + 1000
+        due = {f"r/{i}": t0 + 40 * i for i in range(400)}  # one every 40 ms for 16 s
+        where = dict(zip(due, send(env, [submit(k, d) for k, d in due.items()])))
+        sleep_until(t0 + 3000)
+        wheel.kill()
+        wheel.wait()
+        time.sleep(1)
+        started = time.time()
+        again = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
+        wait_assigned(env, again)
+        took = time.time() - started
+        print(f"     the wheel restarted under its id owned every partition {took:.1f}s "
+              f"after it started", flush=True)
+        assert took < 12, f"restarted wheel waited {took:.1f}s for its partitions"
+        sleep_until(t0 + 8000)
+        again.send_signal(signal.SIGSTOP)
+        started = time.time()
+        third = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
+        wait_assigned(env, third)
+        took = time.time() - started
+        print(f"     a wheel started under the frozen one's id owned every partition "
+              f"{took:.1f}s after it started", flush=True)
+        assert took < 12, f"the frozen wheel's successor waited {took:.1f}s"
+        again.send_signal(signal.SIGCONT)
+        rc = again.wait(30)
+        assert rc != 0, f"the zombie wheel should exit fenced, exit {rc}:\n{env.log(again)}"
+        sleep_until(max(due.values()) + LATE_LIMIT_MS)
+        fired = check_fired_once(fires(env), where, late_limit_ms=5000,
+                                 what="wheel restarted under its id")
+        worst = max(f["ts"] - f["due"] for f in fired.values())
+        print(f"     {len(fired)} tasks fired once, worst lateness {worst} ms", flush=True)
+        assert_alive(env, router, store, third)
+    finally:
+        env.stop_all()
+
+
 def two_stores_one_goes_away(sig):
     env = Env(partitions=3)
-    extra = {**H, **(FAST_FAILOVER if sig == signal.SIGKILL else {})}
+    # SIGTERM: a long session, so b owning the partitions soon after the stop
+    # shows that a left the group (a static member does not on its own).
+    extra = {**H, **(FAST_FAILOVER if sig == signal.SIGKILL else SLOW_SESSION)}
     try:
         router = env.start("router", **H)
         wheel = env.start("wheel", instance="w1", **H)
@@ -718,13 +768,19 @@ def two_stores_one_goes_away(sig):
         print(f"     partitions split {split[0]:.0f} + {split[1]:.0f} at "
               f"+{(now_ms() - t0) / 1000:.1f}s", flush=True)
         held.update(batch("split", window, window + 3000))
+        stopped = now_ms()
         a.send_signal(sig)
         held.update(batch("during", window, window + 3000))
         rc = a.wait(30)
         if sig == signal.SIGTERM:
             assert rc == 0, f"SIGTERM should stop the store cleanly, exit {rc}:\n{env.log(a)}"
         wait_assigned(env, b)
-        print(f"     b owns all partitions at +{(now_ms() - t0) / 1000:.1f}s", flush=True)
+        print(f"     b owns all partitions at +{(now_ms() - t0) / 1000:.1f}s, "
+              f"{(now_ms() - stopped) / 1000:.1f}s after the stop", flush=True)
+        if sig == signal.SIGTERM:
+            assert now_ms() - stopped < 12000, \
+                f"b got a's partitions {(now_ms() - stopped) / 1000:.1f}s after SIGTERM: " \
+                f"a did not leave the group"
         held.update(batch("after", window, window + 3000))
         wait_metric(env, b, "mooncake_store_tasks", len(held),
                     deadline_ms=window - HORIZON_MS - 300)
@@ -767,6 +823,7 @@ if __name__ == "__main__":
         test_a_stale_hand_off_stays_stale_after_a_restart,
         test_wheel_kill_9_fires_each_task_exactly_once,
         test_store_kill_9_fires_each_task_exactly_once,
+        test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once,
         test_two_stores_split_and_sigterm_hands_over,
         test_two_stores_split_and_sigkill_hands_over,
     ])
