@@ -139,6 +139,11 @@ typedef struct mc_runner {
     bool txn_dirty;       /* something to commit: input consumed or output produced */
     bool txn_produced;    /* an output was produced in the open transaction */
     bool commit_requested;
+    /* Set by leave_group: an assignment that arrives while we leave is
+     * taken only as librdkafka needs it taken, for the protocol to reach
+     * the revoke and the LeaveGroup; the processor never sees it. */
+    bool leaving;
+    bool assigned_while_leaving;
     bool in_revoke;    /* inside the revoke callback */
     int64_t wakeup_ms; /* wall clock; INT64_MAX: none */
     /* The clocks, read once per loop turn: a clock read costs as much as a
@@ -1042,6 +1047,11 @@ static void read_clocks(mc_runner *r)
 static void on_partitions_assigned(mc_runner *r, rd_kafka_t *rk,
                                    rd_kafka_topic_partition_list_t *parts)
 {
+    if (r->leaving) {
+        rd_kafka_assign(rk, parts);
+        r->assigned_while_leaving = true;
+        return;
+    }
     /* Read the committed offsets (and metadata) ourselves so the processor
      * sees exactly where consumption resumes. */
     rd_kafka_resp_err_t cerr = rd_kafka_committed(rk, parts, 30000);
@@ -1071,6 +1081,11 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_t *rk,
      * transaction may no longer commit its offsets, so the processor lets go
      * first - the abort can wait on the coordinator, and no call of a lost
      * partition should start meanwhile - and we abort; the new owner redoes it. */
+    if (r->assigned_while_leaving) {
+        r->assigned_while_leaving = false;
+        rd_kafka_assign(rk, NULL);
+        return;
+    }
     bool lost = rd_kafka_assignment_lost(rk);
     if (lost) {
         mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
@@ -1621,35 +1636,59 @@ static int subscribe(mc_runner *r)
     return 0;
 }
 
+/* Whether the consumer holds a member id: it has one from its JoinGroup's
+ * answer until it leaves or is fenced. */
+static bool is_member(rd_kafka_t *consumer)
+{
+    char *member = rd_kafka_memberid(consumer);
+    bool is = member && *member;
+    if (member)
+        rd_kafka_mem_free(consumer, member);
+    return is;
+}
+
+/* Polls the consumer for up to 10 ms, serving rebalance callbacks. Records
+ * fetched are dropped unprocessed: the last transaction is committed and
+ * their offsets with it are not, so the next owner reads them. */
+static void poll_while_leaving(mc_runner *r)
+{
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, 10);
+    if (m)
+        rd_kafka_message_destroy(m);
+}
+
 /* A static member does not leave the group when it closes (KIP-345; librdkafka
  * skips the LeaveGroup once close has begun), so its partitions would sit idle
  * for the session timeout after every graceful stop. Unsubscribing first
  * makes it leave: once the revoke callback has given the partitions up,
  * librdkafka sends LeaveGroup and clears the member id, which is what we wait
- * for (bounded: a broker that does not answer must not hold the stop). */
+ * for. Two moments need more: a member still joining has no id yet, but the
+ * broker added it with its JoinGroup (static members are added at once), and
+ * an unsubscribe now would drop the answer and leave it a ghost holding
+ * partitions; and during a rebalance librdkafka postpones the unsubscribe
+ * until the rebalance completes, so an assignment may arrive first. Both are
+ * waited out, up to the session timeout: what not leaving would cost. */
 static void leave_group(mc_runner *r)
 {
     /* A consumer fenced by its successor (FENCED_INSTANCE_ID) has no
      * membership left to give up. */
-    if (rd_kafka_fatal_error(r->consumer, NULL, 0) || rd_kafka_unsubscribe(r->consumer))
+    if (rd_kafka_fatal_error(r->consumer, NULL, 0))
         return;
-    int64_t deadline = mc_mono_ms() + 3000;
-    while (mc_mono_ms() < deadline) {
-        char *member = rd_kafka_memberid(r->consumer);
-        bool left = !member || !*member;
-        if (member)
-            rd_kafka_mem_free(r->consumer, member);
-        if (left)
-            return;
-        /* Records fetched before the unsubscribe are dropped unprocessed:
-         * the last transaction is committed, and their offsets with it are
-         * not, so the next owner reads them. */
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, 10);
-        if (m)
-            rd_kafka_message_destroy(m);
-    }
-    mc_log(&r->logger, MC_LOG_WARN, "leaving the group took over 3 s; closing anyway",
-           (const char *)NULL);
+    char session[32] = "10000";
+    size_t session_len = sizeof session;
+    rd_kafka_conf_get(rd_kafka_conf(r->consumer), "session.timeout.ms", session, &session_len);
+    int64_t deadline = mc_mono_ms() + atoll(session);
+    r->leaving = true;
+    while (!is_member(r->consumer) && mc_mono_ms() < deadline)
+        poll_while_leaving(r);
+    if (rd_kafka_unsubscribe(r->consumer))
+        return;
+    while (is_member(r->consumer) && mc_mono_ms() < deadline)
+        poll_while_leaving(r);
+    if (is_member(r->consumer))
+        mc_log(&r->logger, MC_LOG_WARN,
+               "could not leave the group within the session timeout; closing anyway",
+               (const char *)NULL);
 }
 
 /* Graceful stop: finish the open transaction, then leave the group (the
