@@ -1667,7 +1667,8 @@ static void poll_while_leaving(mc_runner *r)
  * an unsubscribe now would drop the answer and leave it a ghost holding
  * partitions; and during a rebalance librdkafka postpones the unsubscribe
  * until the rebalance completes, so an assignment may arrive first. Both are
- * waited out, up to the session timeout: what not leaving would cost. */
+ * waited out, up to the session timeout (what not leaving would cost) or
+ * 15 s, whichever is shorter. */
 static void leave_group(mc_runner *r)
 {
     /* A consumer fenced by its successor (FENCED_INSTANCE_ID) has no
@@ -1677,17 +1678,30 @@ static void leave_group(mc_runner *r)
     char session[32] = "10000";
     size_t session_len = sizeof session;
     rd_kafka_conf_get(rd_kafka_conf(r->consumer), "session.timeout.ms", session, &session_len);
-    int64_t deadline = mc_mono_ms() + atoll(session);
+    /* Within the orchestrator's grace period (30 s in the chart), which
+     * close needs a part of too. */
+    int64_t wait_ms = atoll(session);
+    int64_t deadline = mc_mono_ms() + (wait_ms > 15000 ? 15000 : wait_ms);
     r->leaving = true;
-    while (!is_member(r->consumer) && mc_mono_ms() < deadline)
+    /* After a fatal error, joining only to leave again is not worth a
+     * group-wide rebalance: a member without an id is left as it is. */
+    while (!atomic_load(&r->fatal) && !is_member(r->consumer) &&
+           !rd_kafka_fatal_error(r->consumer, NULL, 0) && mc_mono_ms() < deadline)
         poll_while_leaving(r);
+    bool joined = is_member(r->consumer);
     if (rd_kafka_unsubscribe(r->consumer))
         return;
-    while (is_member(r->consumer) && mc_mono_ms() < deadline)
+    /* A fatal error (FENCED_INSTANCE_ID) stops librdkafka's group state
+     * machine, so the postponed unsubscribe would never come. */
+    while (is_member(r->consumer) && !rd_kafka_fatal_error(r->consumer, NULL, 0) &&
+           mc_mono_ms() < deadline)
         poll_while_leaving(r);
-    if (is_member(r->consumer))
+    if (is_member(r->consumer) || (!joined && !atomic_load(&r->fatal)))
         mc_log(&r->logger, MC_LOG_WARN,
-               "could not leave the group within the session timeout; closing anyway",
+               joined ? "could not leave the group in time; closing anyway: a new "
+                        "instance under this id, or the session timeout, frees its partitions"
+                      : "never got a member id to leave the group with; if the broker "
+                        "added us, the session timeout frees our partitions",
                (const char *)NULL);
 }
 
