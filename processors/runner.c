@@ -1264,12 +1264,13 @@ static rd_kafka_t *make_producer(mc_runner *r, char *err, size_t errlen)
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
-        /* Every delivery report, not only the failed ones: commit_transaction
-         * flushes by polling in 10 ms steps until no message is left, and only
-         * a report arriving wakes that poll early. With error-only reports
-         * every commit that produced anything took 10 ms longer (p50 10.3 ->
-         * 3.1 ms, a task due now called 59 -> 40 ms after it was produced). */
-        mc_kafka_conf_set(pc, "delivery.report.only.error", "false", err, errlen) ||
+        /* Error reports only. Every report would make commit_transaction's
+         * flush (it polls in steps of up to 10 ms, and only a report wakes a
+         * step early) 7 ms faster: due-now p50 58 -> 34-40 ms at 1,000/s, but
+         * at 5,000/s the faster, smaller transactions the commits on demand
+         * then make cost more than they save on this 2-core machine (p99
+         * 156-302 -> 501-547 ms, bench-e2e); see README Performance. */
+        mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
         mc_kafka_conf_default(cfg, pc, "linger.ms", "5", err, errlen) ||
         /* The broker answers CONCURRENT_TRANSACTIONS to the next
          * transaction's first requests while it still writes the last one's
