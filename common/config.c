@@ -131,7 +131,7 @@ static const opt options[] = {
      OFF(transaction_timeout_ms), 1000, 900000, "10000",
      "how long a crashed instance's open transaction can block readers"},
     {"instance-id", 0, "MOONCAKE_INSTANCE_ID", OPT_STR, OFF(instance_id), 0, 0, "(hostname)",
-     "stable replica id, part of the transactional.id (use the pod name)"},
+     "stable replica id: the transactional.id and group.instance.id (use the pod name)"},
     {"confluent-schema-ids", 0, "MOONCAKE_CONFLUENT_SCHEMA_IDS", OPT_SPECIAL, 0, 0, 0, "",
      "schema-registry ids that mean our Command schema (comma-separated)"},
     {"command-writer-schemas", 0, "MOONCAKE_COMMAND_WRITER_SCHEMAS", OPT_LIST,

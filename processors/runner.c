@@ -35,6 +35,10 @@
 #include "kafka.h"
 #include "restore.h"
 
+/* A crashed instance's partitions wait this long for a new owner, unless it
+ * comes back under its id (static membership); -X session.timeout.ms wins. */
+#define MC_SESSION_TIMEOUT_MS "10000"
+
 #define MAX_OUTPUTS 16
 #define MAX_INPUTS 8
 /* Records (and milliseconds) taken per loop turn once the first record has
@@ -1209,9 +1213,8 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
     rd_kafka_conf_t *cc = mc_kafka_conf_new(cfg, r, err, errlen);
     if (!cc)
         return NULL;
-    /* A crashed instance's partitions wait this long for a new owner; the
-     * librdkafka default (45 s) is long for a scheduler. -X overrides it. */
-    if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", "10000", err, errlen) ||
+    /* librdkafka's default session (45 s) is long for a scheduler. */
+    if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", MC_SESSION_TIMEOUT_MS, err, errlen) ||
         mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen) ||
         /* A record committed upstream reaches us within this when the broker
          * has nothing else to send; librdkafka's default (500 ms) would put
@@ -1264,12 +1267,10 @@ static rd_kafka_t *make_producer(mc_runner *r, char *err, size_t errlen)
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
     if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
-        /* Error reports only. Every report would make commit_transaction's
-         * flush (it polls in steps of up to 10 ms, and only a report wakes a
-         * step early) 7 ms faster: due-now p50 58 -> 34-40 ms at 1,000/s, but
-         * at 5,000/s the faster, smaller transactions the commits on demand
-         * then make cost more than they save on this 2-core machine (p99
-         * 156-302 -> 501-547 ms, bench-e2e); see README Performance. */
+        /* Error reports only, though every report would make each commit
+         * 7 ms faster (commit_transaction's flush polls in steps of up to
+         * 10 ms that only a report wakes early): at 5,000 tasks/s that did
+         * more harm than good here. README "Performance" has the A/B. */
         mc_kafka_conf_set(pc, "delivery.report.only.error", "true", err, errlen) ||
         mc_kafka_conf_default(cfg, pc, "linger.ms", "5", err, errlen) ||
         /* The broker answers CONCURRENT_TRANSACTIONS to the next
@@ -1648,61 +1649,95 @@ static bool is_member(rd_kafka_t *consumer)
     return is;
 }
 
-/* Polls the consumer for up to 10 ms, serving rebalance callbacks. Records
- * fetched are dropped unprocessed: the last transaction is committed and
- * their offsets with it are not, so the next owner reads them. */
-static void poll_while_leaving(mc_runner *r)
+/* Polls the consumer for up to 10 ms, serving rebalance callbacks; false once
+ * librdkafka has found it fenced (FENCED_INSTANCE_ID: a successor took our
+ * id), which stops its group state machine for good. Records fetched are
+ * dropped unprocessed: the last transaction is committed and their offsets
+ * with it are not, so the next owner reads them. */
+static bool poll_while_leaving(mc_runner *r)
 {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, 10);
     if (m)
         rd_kafka_message_destroy(m);
+    char why[512];
+    if (rd_kafka_fatal_error(r->consumer, why, sizeof why)) {
+        set_fatal(r, "consumer", why);
+        return false;
+    }
+    return true;
+}
+
+/* How long a stop may wait to leave the group: the session timeout, what not
+ * leaving would cost, but at most 15 s, so that it fits in what the chart's
+ * grace period leaves after the executor's drain (20 s) with close after it. */
+static int64_t leave_deadline_ms(mc_runner *r)
+{
+    char session[32] = MC_SESSION_TIMEOUT_MS;
+    size_t session_len = sizeof session;
+    rd_kafka_conf_get(rd_kafka_conf(r->consumer), "session.timeout.ms", session, &session_len);
+    int64_t session_ms = atoll(session);
+    return mc_mono_ms() + (session_ms > 15000 ? 15000 : session_ms);
+}
+
+/* A member still joining has no id yet, but the broker added it with its
+ * JoinGroup (static members are added at once): unsubscribing now would drop
+ * the answer and leave a ghost holding partitions. Waits for the id; false
+ * if it did not come (fenced, or the deadline). */
+static bool wait_for_member_id(mc_runner *r, int64_t deadline)
+{
+    while (!is_member(r->consumer)) {
+        if (mc_mono_ms() >= deadline || !poll_while_leaving(r))
+            return false;
+    }
+    return true;
+}
+
+/* After the unsubscribe: librdkafka revokes (during a rebalance it first
+ * completes it, so an assignment may come before), then sends LeaveGroup and
+ * clears the member id. Waits for that; false if it did not happen. */
+static bool wait_until_left(mc_runner *r, int64_t deadline)
+{
+    while (is_member(r->consumer)) {
+        if (mc_mono_ms() >= deadline || !poll_while_leaving(r))
+            return false;
+    }
+    return true;
 }
 
 /* A static member does not leave the group when it closes (KIP-345; librdkafka
  * skips the LeaveGroup once close has begun), so its partitions would sit idle
  * for the session timeout after every graceful stop. Unsubscribing first
- * makes it leave: once the revoke callback has given the partitions up,
- * librdkafka sends LeaveGroup and clears the member id, which is what we wait
- * for. Two moments need more: a member still joining has no id yet, but the
- * broker added it with its JoinGroup (static members are added at once), and
- * an unsubscribe now would drop the answer and leave it a ghost holding
- * partitions; and during a rebalance librdkafka postpones the unsubscribe
- * until the rebalance completes, so an assignment may arrive first. Both are
- * waited out, up to the session timeout (what not leaving would cost) or
- * 15 s, whichever is shorter. */
+ * makes it leave. An assignment that arrives meanwhile is taken only as the
+ * protocol needs (r->leaving). After a fatal error a member without an id is
+ * left as it is: joining only to leave would cost a group-wide rebalance. */
 static void leave_group(mc_runner *r)
 {
-    /* A consumer fenced by its successor (FENCED_INSTANCE_ID) has no
-     * membership left to give up. */
+    if (rd_kafka_fatal_error(r->consumer, NULL, 0))
+        return; /* fenced by a successor: no membership left to give up */
+    int64_t deadline = leave_deadline_ms(r);
+    r->leaving = true;
+    bool had_id =
+        is_member(r->consumer) || (!atomic_load(&r->fatal) && wait_for_member_id(r, deadline));
     if (rd_kafka_fatal_error(r->consumer, NULL, 0))
         return;
-    char session[32] = "10000";
-    size_t session_len = sizeof session;
-    rd_kafka_conf_get(rd_kafka_conf(r->consumer), "session.timeout.ms", session, &session_len);
-    /* Within the orchestrator's grace period (30 s in the chart), which
-     * close needs a part of too. */
-    int64_t wait_ms = atoll(session);
-    int64_t deadline = mc_mono_ms() + (wait_ms > 15000 ? 15000 : wait_ms);
-    r->leaving = true;
-    /* After a fatal error, joining only to leave again is not worth a
-     * group-wide rebalance: a member without an id is left as it is. */
-    while (!atomic_load(&r->fatal) && !is_member(r->consumer) &&
-           !rd_kafka_fatal_error(r->consumer, NULL, 0) && mc_mono_ms() < deadline)
-        poll_while_leaving(r);
-    bool joined = is_member(r->consumer);
-    if (rd_kafka_unsubscribe(r->consumer))
+    rd_kafka_resp_err_t err = rd_kafka_unsubscribe(r->consumer);
+    if (err) {
+        mc_log(&r->logger, MC_LOG_WARN, "cannot leave the group", "error", rd_kafka_err2str(err),
+               (const char *)NULL);
         return;
-    /* A fatal error (FENCED_INSTANCE_ID) stops librdkafka's group state
-     * machine, so the postponed unsubscribe would never come. */
-    while (is_member(r->consumer) && !rd_kafka_fatal_error(r->consumer, NULL, 0) &&
-           mc_mono_ms() < deadline)
-        poll_while_leaving(r);
-    if (is_member(r->consumer) || (!joined && !atomic_load(&r->fatal)))
+    }
+    if (!had_id) {
+        if (!atomic_load(&r->fatal))
+            mc_log(&r->logger, MC_LOG_WARN,
+                   "never got a member id to leave the group with; if the broker added us, "
+                   "the session timeout frees our partitions",
+                   (const char *)NULL);
+        return;
+    }
+    if (!wait_until_left(r, deadline) && !rd_kafka_fatal_error(r->consumer, NULL, 0))
         mc_log(&r->logger, MC_LOG_WARN,
-               joined ? "could not leave the group in time; closing anyway: a new "
-                        "instance under this id, or the session timeout, frees its partitions"
-                      : "never got a member id to leave the group with; if the broker "
-                        "added us, the session timeout frees our partitions",
+               "could not leave the group in time; a new instance under this id, or the "
+               "session timeout, frees our partitions",
                (const char *)NULL);
 }
 

@@ -33,6 +33,9 @@ FAST_FAILOVER = {"MOONCAKE_KAFKA_SESSION_TIMEOUT_MS": 2000,
 # For the tests of static membership: a dead member's partitions would wait
 # this long, far longer than what the tests allow a handover.
 SLOW_SESSION = {"MOONCAKE_KAFKA_SESSION_TIMEOUT_MS": 30000}
+# What those tests allow a handover: well under the 30 s, with room for a
+# loaded machine running the ASan build.
+HANDOVER_S = 12
 EARLY_TOLERANCE_MS = 5  # record timestamps vs due_at: clock granularity
 LATE_LIMIT_MS = 1000    # generous; tools/ benchmarks measure the real figure
 SEED = int(os.environ.get("MOONCAKE_TEST_SEED", time.time()))
@@ -686,8 +689,8 @@ def test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once():
     """Static membership: a wheel killed with -9 and started again under the
     same instance id gets its partitions back at once, not after the dead
     member's session (30 s here); a zombie under that id (SIGSTOP, replaced,
-    SIGCONT) is fenced and exits. Every task fired exactly once, none more
-    than 8 s late."""
+    SIGCONT) is fenced and exits. Every task fired exactly once, none later
+    than the handover allows."""
     env = Env(partitions=3)
     try:
         router, store, wheel = start_pipeline(env, wheel_env=SLOW_SESSION)
@@ -704,22 +707,25 @@ def test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once():
         took = time.time() - started
         print(f"     the wheel restarted under its id owned every partition {took:.1f}s "
               f"after it started", flush=True)
-        assert took < 12, f"restarted wheel waited {took:.1f}s for its partitions"
+        assert took < HANDOVER_S, f"restarted wheel waited {took:.1f}s for its partitions"
         sleep_until(t0 + 8000)
         again.send_signal(signal.SIGSTOP)
-        started = time.time()
-        third = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
-        wait_assigned(env, third)
-        took = time.time() - started
-        print(f"     a wheel started under the frozen one's id owned every partition "
-              f"{took:.1f}s after it started", flush=True)
-        assert took < 12, f"the frozen wheel's successor waited {took:.1f}s"
-        again.send_signal(signal.SIGCONT)
+        try:
+            started = time.time()
+            third = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
+            wait_assigned(env, third)
+            took = time.time() - started
+            print(f"     a wheel started under the frozen one's id owned every partition "
+                  f"{took:.1f}s after it started", flush=True)
+            assert took < HANDOVER_S, f"the frozen wheel's successor waited {took:.1f}s"
+        finally:
+            again.send_signal(signal.SIGCONT)
         rc = again.wait(30)
         assert rc == 1 and "fatal" in env.log(again), \
             f"the zombie wheel should exit fenced, exit {rc}:\n{env.log(again)}"
         sleep_until(max(due.values()) + LATE_LIMIT_MS)
-        fired = check_fired_once(fires(env), where, late_limit_ms=8000,
+        # Late by the second before the restart and the handover at most.
+        fired = check_fired_once(fires(env), where, late_limit_ms=(HANDOVER_S + 3) * 1000,
                                  what="wheel restarted under its id")
         worst = max(f["ts"] - f["due"] for f in fired.values())
         print(f"     {len(fired)} tasks fired once, worst lateness {worst} ms", flush=True)
@@ -740,12 +746,14 @@ def test_a_store_stopped_while_joining_does_not_hold_partitions():
         wait_assigned(env, b)
         a = env.start("store", instance="a", wait_ready=False, **H, **SLOW_SESSION)
         deadline = time.time() + 30
-        while b"running" not in open(a.log_path, "rb").read():
+        while b"running" not in env.log(a, tail=0).encode():
             assert a.poll() is None and time.time() < deadline, env.log(a)
             time.sleep(0.01)
         a.send_signal(signal.SIGTERM)
         rc = a.wait(40)
         assert rc == 0, f"SIGTERM should stop the store cleanly, exit {rc}:\n{env.log(a)}"
+        for said in ("could not leave", "never got a member id", "cannot leave"):
+            assert said not in env.log(a, tail=0), f"a did not leave the group:\n{env.log(a)}"
         # b rejoins within its heartbeat (2 s); a ghost a would be given
         # partitions then and hold them for 30 s.
         time.sleep(6)
@@ -805,7 +813,7 @@ def two_stores_one_goes_away(sig):
         print(f"     b owns all partitions at +{(now_ms() - t0) / 1000:.1f}s, "
               f"{(now_ms() - stopped) / 1000:.1f}s after the stop", flush=True)
         if sig == signal.SIGTERM:
-            assert now_ms() - stopped < 12000, \
+            assert now_ms() - stopped < HANDOVER_S * 1000, \
                 f"b got a's partitions {(now_ms() - stopped) / 1000:.1f}s after SIGTERM: " \
                 f"a did not leave the group"
         held.update(batch("after", window, window + 3000))
