@@ -685,6 +685,18 @@ def test_store_kill_9_fires_each_task_exactly_once():
         env.stop_all()
 
 
+def start_wheel_taking_over(env, who):
+    """Starts a wheel under instance id w1; it must own every partition
+    within HANDOVER_S of its start. Returns it."""
+    started = time.time()
+    p = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
+    wait_assigned(env, p)
+    took = time.time() - started
+    print(f"     {who} owned every partition {took:.1f}s after it started", flush=True)
+    assert took < HANDOVER_S, f"{who} waited {took:.1f}s for its partitions"
+    return p
+
+
 def test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once():
     """Static membership: a wheel killed with -9 and started again under the
     same instance id gets its partitions back at once, not after the dead
@@ -701,23 +713,11 @@ def test_a_wheel_restarted_under_its_id_takes_its_partitions_back_at_once():
         wheel.kill()
         wheel.wait()
         time.sleep(1)
-        started = time.time()
-        again = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
-        wait_assigned(env, again)
-        took = time.time() - started
-        print(f"     the wheel restarted under its id owned every partition {took:.1f}s "
-              f"after it started", flush=True)
-        assert took < HANDOVER_S, f"restarted wheel waited {took:.1f}s for its partitions"
+        again = start_wheel_taking_over(env, "the wheel restarted under its id")
         sleep_until(t0 + 8000)
         again.send_signal(signal.SIGSTOP)
         try:
-            started = time.time()
-            third = env.start("wheel", instance="w1", **H, **SLOW_SESSION)
-            wait_assigned(env, third)
-            took = time.time() - started
-            print(f"     a wheel started under the frozen one's id owned every partition "
-                  f"{took:.1f}s after it started", flush=True)
-            assert took < HANDOVER_S, f"the frozen wheel's successor waited {took:.1f}s"
+            third = start_wheel_taking_over(env, "a wheel started under the frozen one's id")
         finally:
             again.send_signal(signal.SIGCONT)
         rc = again.wait(30)
