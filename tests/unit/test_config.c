@@ -105,7 +105,7 @@ static void help(void)
     mc_config_usage(f);
     long n = ftell(f);
     rewind(f);
-    char text[8192] = "";
+    char text[16384] = "";
     size_t got = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[got] = '\0';
