@@ -153,6 +153,12 @@ int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partiti
     return ctx->ops->end_offset(ctx, topic_suffix, partition, err, errlen);
 }
 
+int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
+                       int64_t *ends, int timeout_ms, char *err, size_t errlen)
+{
+    return ctx->ops->end_offsets(ctx, topic_suffix, partitions, n, ends, timeout_ms, err, errlen);
+}
+
 const mc_config *mc_ctx_config(const mc_ctx *ctx)
 {
     return ctx->cfg;

@@ -197,6 +197,12 @@ int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, siz
  * few seconds whether a small topic changed before restoring it again. */
 int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
                           size_t errlen);
+/* A lower bound of where each of n partitions of topic (by suffix) ends, in
+ * one request per broker that waits at most timeout_ms: ends[i] for
+ * partitions[i], -1 where the broker did not say. Returns 0, or -1 with a
+ * reason in err when it could say nothing. The processor's thread. */
+int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
+                       int64_t *ends, int timeout_ms, char *err, size_t errlen);
 
 /* ---- what the processor runs with -------------------------------------------- */
 

@@ -717,6 +717,36 @@ static int64_t ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t par
     return hi;
 }
 
+/* ListOffsets with "latest" for every partition at once, one request per
+ * leader (rd_kafka_offsets_for_times passes the timestamp -1 through): the
+ * high watermark, or for a read_committed asker the last stable offset;
+ * either is at most where the partition's next record will go. Asked
+ * through the producer: the topics a processor writes are the ones it asks
+ * about, and a producer refreshes their leaders when a request finds one
+ * moved (a consumer that does not read the topic would not). One error in
+ * the answer fails it all. */
+static int ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
+                           size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    char topic[256];
+    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(l, topic, partitions[i])->offset = RD_KAFKA_OFFSET_END;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->producer, l, timeout_ms);
+    for (size_t i = 0; i < n; i++) {
+        const rd_kafka_topic_partition_t *p = &l->elems[i];
+        ends[i] = !e && !p->err && p->offset >= 0 ? p->offset : -1;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        snprintf(err, errlen, "%s: %s", topic, rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
 static const mc_ctx_ops runner_ctx_ops = {
     .output = ctx_output,
     .produce = ctx_produce,
@@ -731,6 +761,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .restore = ctx_restore,
     .partition_count = ctx_partition_count,
     .end_offset = ctx_end_offset,
+    .end_offsets = ctx_end_offsets,
 };
 
 /* ---- error classes ---------------------------------------------------------- */

@@ -720,6 +720,15 @@ static int64_t sim_ctx_end_offset(mc_ctx *ctx, const char *suffix, int32_t parti
     return end;
 }
 
+static int sim_ctx_end_offsets(mc_ctx *ctx, const char *suffix, const int32_t *partitions, size_t n,
+                               int64_t *ends, int timeout_ms, char *err, size_t errlen)
+{
+    (void)timeout_ms;
+    for (size_t i = 0; i < n; i++)
+        ends[i] = sim_ctx_end_offset(ctx, suffix, partitions[i], err, errlen);
+    return 0;
+}
+
 static const mc_ctx_ops sim_ops = {
     .output = sim_ctx_output,
     .produce = sim_ctx_produce,
@@ -734,6 +743,7 @@ static const mc_ctx_ops sim_ops = {
     .restore = sim_ctx_restore,
     .partition_count = sim_ctx_partition_count,
     .end_offset = sim_ctx_end_offset,
+    .end_offsets = sim_ctx_end_offsets,
 };
 
 sim_inst *sim_inst_new(sim_kafka *k, const mc_processor *p, const mc_config *cfg,
