@@ -107,6 +107,7 @@ typedef struct poisoned_input {
     txn_ref at;
     char reason[256];
     bool confirmed;
+    bool handled; /* given to refused() in the open transaction: gone when it commits */
 } poisoned_input;
 
 typedef struct mc_runner {
@@ -798,8 +799,24 @@ static txn_verdict txn_error(mc_runner *r, const char *what, rd_kafka_error_t *e
 
 /* ---- transactions ------------------------------------------------------------ */
 
+/* A suspect handled in the transaction that just ended is done with when it
+ * committed; when it aborted it comes back, still confirmed, to be handled
+ * again (not processed again: its outputs would be refused again). */
+static void settle_poison(mc_runner *r, bool committed)
+{
+    for (size_t i = r->n_poison; i-- > 0;) {
+        if (!r->poison[i].handled)
+            continue;
+        if (committed)
+            remove_poison(r, &r->poison[i]);
+        else
+            r->poison[i].handled = false;
+    }
+}
+
 static void reset_txn(mc_runner *r, bool committed)
 {
+    settle_poison(r, committed);
     r->txn_failed = false;
     for (size_t i = 0; i < r->n_outputs; i++) {
         if (committed)
@@ -1408,12 +1425,14 @@ static bool given_back(const input_part *p, int64_t offset)
 }
 
 /* Hands a confirmed poisoned input to the processor's refused() hook, or to
- * the dead topic. The input stays a suspect until that has worked: when the
- * hook's produce finds the transaction failed under it (after the abort
- * that found the poison, librdkafka bumps the epoch and the next
- * transaction may fail with "skipped sequence numbers"), the transaction is
- * aborted and the rewind brings the input back here, instead of the
- * process stopping (test_router's refused-output test, under ASan). */
+ * the dead topic. The input stays a suspect until the transaction that did
+ * so commits: after the abort that found the poison, librdkafka bumps the
+ * epoch, and the next transaction may fail with "skipped sequence numbers"
+ * - at a produce of the hook, or at the commit (the router's hook writes to
+ * the very partition that refused the output) - and the rewind then brings
+ * the input back here, instead of the process stopping or the input going
+ * through process() and its refused output again, for ever
+ * (test_router's refused-output test). */
 static int handle_refused(mc_runner *r, const mc_record *rec, const txn_ref *in, poisoned_input *p)
 {
     char reason[sizeof p->reason];
@@ -1431,7 +1450,7 @@ static int handle_refused(mc_runner *r, const mc_record *rec, const txn_ref *in,
         return -1;
     }
     if ((p = find_poison(r, in)) != NULL) /* add_poison may have moved the table */
-        remove_poison(r, p);
+        p->handled = true;
     mc_counter_add(r->poison_dead, 1);
     mark_processed(r, in->topic, in->partition, in->offset);
     return 0;
