@@ -47,6 +47,10 @@
 #define POLL_BATCH_MS 5
 /* How long a flush isolating a suspect's output may take (see produce). */
 #define ISOLATE_FLUSH_MS 30000
+/* How long a commit waits in await_outputs before commit_transaction: an
+ * acknowledgement takes milliseconds; past this, something is wrong and
+ * commit_transaction's own flush and error handling take over. */
+#define AWAIT_OUTPUTS_MS 200
 
 struct mc_output {
     rd_kafka_topic_t *rkt;
@@ -144,6 +148,7 @@ typedef struct mc_runner {
     bool txn_dirty;       /* something to commit: input consumed or output produced */
     bool txn_produced;    /* an output was produced in the open transaction */
     bool commit_requested;
+    bool delivery_failed; /* an output of the open transaction failed (see await_outputs) */
     /* Set by leave_group: an assignment that arrives while we leave is
      * taken only as librdkafka needs it taken, for the protocol to reach
      * the revoke and the LeaveGroup; the processor never sees it. */
@@ -409,6 +414,8 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
     mc_runner *r = opaque;
+    if (m->err)
+        r->delivery_failed = true; /* await_outputs: the transaction will not commit */
     if (m->err && record_error(m->err))
         add_poison(r, (size_t)(uintptr_t)m->_private, rd_kafka_topic_name(m->rkt), m->err, false);
 }
@@ -840,6 +847,7 @@ static void reset_txn(mc_runner *r, bool committed)
     r->txn_records = 0;
     r->n_refs = 0;
     r->commit_requested = false;
+    r->delivery_failed = false;
 }
 
 static int begin_txn(mc_runner *r)
@@ -1003,6 +1011,28 @@ static int send_offsets(mc_runner *r, rd_kafka_topic_partition_list_t *offsets)
     }
 }
 
+/* Flushes in steps of a millisecond, for at most AWAIT_OUTPUTS_MS, until the
+ * broker has acknowledged every output; for a commit the processor asked for
+ * (an output that cannot wait: a task the router or the wheel fired).
+ * commit_transaction flushes too, but by polling in steps of up to 10 ms
+ * that only a delivery report ends early, and the runner asks for error
+ * reports only (every report cost more than it saved at 5,000 tasks/s,
+ * README "Performance"): such a commit waited out most of a step, 7 ms of
+ * each hop a task due now takes. A flush, unlike a poll, also sends what
+ * linger.ms still holds back. Commits by interval or size (the executor's
+ * Results) keep librdkafka's pace: nothing waits on them, and a flush that
+ * overrides linger.ms makes more, smaller requests to a broker that may be
+ * short of CPU already. What is unacknowledged after the bound is left to
+ * commit_transaction's own flush and its error handling. */
+static void await_outputs(mc_runner *r)
+{
+    int64_t until = mc_mono_ms() + AWAIT_OUTPUTS_MS;
+    /* After a failed delivery the transaction is abortable and librdkafka
+     * sends nothing more: the queue would never empty. */
+    while (!r->delivery_failed && rd_kafka_outq_len(r->producer) > 0 && mc_mono_ms() < until)
+        rd_kafka_flush(r->producer, 1);
+}
+
 /* Commits the open transaction with the input positions. Returns 0 when
  * committed; 1 when it had to abort (and rewound input and state: records
  * polled before this call will come again); -1 on a fatal error. */
@@ -1031,6 +1061,8 @@ static int commit_txn(mc_runner *r)
             return rc;
         }
     }
+    if (r->commit_requested)
+        await_outputs(r);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_commit_transaction(r->producer, 30000);
         if (!error)
