@@ -51,6 +51,10 @@ static const opt options[] = {
      "tasks due within this go straight to the wheel, later ones to the store"},
     {"wheel-lead-ms", 0, "MOONCAKE_WHEEL_LEAD_MS", OPT_INT64, OFF(wheel_lead_ms), 0, 10000, "200",
      "the wheel fires this early; the executor holds each task until it is due"},
+    {"router-fires-due", 0, "MOONCAKE_ROUTER_FIRES_DUE", OPT_BOOL, OFF(router_fires_due), 0, 1,
+     "true",
+     "router: fire tasks due within the wheel's lead to ready itself, one transaction sooner "
+     "(false while any wheel of a release before it runs: that wheel would fire them again)"},
     {"max-due-ms", 0, "MOONCAKE_MAX_DUE_MS", OPT_INT64, OFF(max_due_ms), 1000,
      INT64_C(3153600000000), "315360000000", "reject tasks due further ahead than this (10 years)"},
     {"executor-concurrency", 0, "MOONCAKE_EXECUTOR_CONCURRENCY", OPT_INT, OFF(executor_concurrency),

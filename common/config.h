@@ -26,6 +26,7 @@ typedef struct mc_config {
     int http_port; /* -1: no HTTP endpoint */
     int64_t horizon_ms;
     int64_t wheel_lead_ms; /* the wheel fires this early (the executor holds tasks) */
+    bool router_fires_due; /* the router fires what is due within the lead itself */
     int64_t max_due_ms;    /* tasks due further ahead than this are invalid */
     /* executor */
     int executor_concurrency;      /* calls in flight at once */

@@ -1,6 +1,8 @@
 /* The router: first stage after clients. It reads commands from `tasks`,
  * validates them, stamps each with its version (its offset in `tasks`, which
  * grows per key because a key always maps to one partition) and sends it on:
+ *   Submit due within the lead     -> ready (fired here, the wheel's work) and
+ *                                     wheel, with the header mooncake-fired-by-router
  *   Submit due within the horizon -> wheel (WheelEntry{version, Submit})
  *   Submit due later               -> wheel, with the header mooncake-route: store
  *   Cancel                         -> wheel (WheelEntry{version, Cancel})
@@ -21,6 +23,23 @@
  * all versions of a key are offsets in one partition.
  * It keeps no state but the layout: the runner commits outputs and input
  * offsets in one transaction, so each command is routed exactly once.
+ *
+ * Firing what is due now. A Submit due within the wheel's lead would cross
+ * two transactions (ours, the wheel's) before the executor sees it; we fire
+ * it to `ready` ourselves instead, in our transaction, and the wheel, which
+ * still reads it from `wheel`, takes it as fired: it raises the key's floor,
+ * drops or recalls older versions and keeps a recall entry until it is due,
+ * as if it had fired it (wheel.c). That is the wheel's own decision made
+ * early, because a command fresh from `tasks` is always its key's newest
+ * version: its version is its offset, later than every command of the key
+ * before it, and every next attempt keeps an older command's version. A
+ * command routed with a shifted version (written before a growth) goes the
+ * usual way. The `ready` record carries, as the wheel's fires do, a
+ * position below which no record can make a next attempt of its call
+ * stale: the wheel record's offset is not known until it is written, so it
+ * is where `wheel` ended a moment before (asked at most WHEEL_END_MAX_AGE_MS
+ * ago), which can only be lower, and a lower one only holds the wheel's
+ * committed offset back further.
  *
  * The layout (layout.h), read at each assignment and every two seconds,
  * decides every key's home, not the partition count of `tasks`: a
@@ -51,21 +70,31 @@
 
 /* How often the layout is read again. */
 #define LAYOUT_POLL_MS 2000
+/* How old a partition's end of `wheel` may be when a fire uses it (it is
+ * asked again at each layout read), and how long one ask may wait: it
+ * happens inside the open transaction. */
+#define WHEEL_END_MAX_AGE_MS 5000
+#define WHEEL_END_TIMEOUT_MS 500
 
 /* A partition of tasks this instance owns, and whether it has written the
  * layout marker of the growth under way to its partition of wheel. */
 typedef struct owned {
     int32_t partition;
     int32_t marked_for;
-    bool held; /* a record was given back while routing stopped */
+    bool held;            /* a record was given back while routing stopped */
+    int64_t wheel_end;    /* where its partition of wheel ended when asked; -1: not asked */
+    int64_t wheel_end_at; /* when */
 } owned;
 
 typedef struct router {
     mc_arena *arena;
     mc_buf out;
-    mc_output *wheel, *tasks;
+    mc_output *wheel, *tasks, *ready;
     mc_codec_options codec;
     int64_t horizon_ms, max_due_ms;
+    int64_t lead_ms;          /* a Submit due within this is fired here */
+    bool fires_due;           /* --router-fires-due */
+    int64_t end_warned_at;    /* asking where wheel ends failed: said once a minute */
     int64_t urgent_ms;        /* a Submit due within this is committed at once */
     mc_codec_writer *writers; /* other versions of Command we read */
     size_t n_writers;
@@ -80,7 +109,7 @@ typedef struct router {
     int64_t own_write_at;     /* where it ended when this router wrote the first layout; -1 */
     int64_t rehome_warned_at; /* one warning a minute is enough */
     mc_output *layout_out;
-    mc_counter *to_wheel, *to_store, *cancels, *dead_letters, *rehomed;
+    mc_counter *to_wheel, *to_store, *to_ready, *cancels, *dead_letters, *rehomed;
 } router;
 
 /* The writer schemas load (files readable, each one resolvable to ours). */
@@ -107,9 +136,10 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
     r->tasks = mc_ctx_output(ctx, "tasks");
+    r->ready = mc_ctx_output(ctx, "ready");
     r->layout_out = mc_ctx_output(ctx, "layout");
     mc_topic_name(cfg, "tasks", r->tasks_topic, sizeof r->tasks_topic);
-    if (!r->wheel || !r->tasks || !r->layout_out) {
+    if (!r->wheel || !r->tasks || !r->ready || !r->layout_out) {
         snprintf(err, errlen, "cannot create output topic handles");
         mc_arena_free(r->arena);
         free(r);
@@ -129,11 +159,16 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
     r->urgent_ms = 2 * (int64_t)cfg->commit_interval_ms;
+    r->lead_ms = cfg->wheel_lead_ms;
+    r->fires_due = cfg->router_fires_due;
+    r->end_warned_at = INT64_MIN / 2;
     mc_metrics *m = mc_ctx_metrics(ctx);
     r->to_wheel = mc_metrics_counter(m, "mooncake_router_routed_total",
                                      "Commands routed, by destination", "destination=\"wheel\"");
     r->to_store = mc_metrics_counter(m, "mooncake_router_routed_total",
                                      "Commands routed, by destination", "destination=\"store\"");
+    r->to_ready = mc_metrics_counter(m, "mooncake_router_routed_total",
+                                     "Commands routed, by destination", "destination=\"ready\"");
     r->cancels = mc_metrics_counter(m, "mooncake_router_routed_total",
                                     "Commands routed, by destination", "destination=\"cancel\"");
     r->dead_letters = mc_metrics_counter(m, "mooncake_router_routed_total",
@@ -296,6 +331,46 @@ static int check_layout(router *r, mc_ctx *ctx)
     return 0;
 }
 
+/* Asks where each owned partition of wheel ends, all in one request that
+ * waits at most WHEEL_END_TIMEOUT_MS (this runs inside the open
+ * transaction, so never for long); when the broker does not answer, the
+ * older bounds stay until they are too old to use. */
+static void read_wheel_ends(router *r, mc_ctx *ctx)
+{
+    if (!r->fires_due || r->n_owned == 0)
+        return;
+    int32_t *parts = malloc(r->n_owned * sizeof *parts);
+    int64_t *ends = malloc(r->n_owned * sizeof *ends);
+    char err[512] = "";
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (parts && ends) {
+        for (size_t i = 0; i < r->n_owned; i++)
+            parts[i] = r->owned[i].partition;
+        int rc = mc_ctx_end_offsets(ctx, "wheel", parts, r->n_owned, ends, WHEEL_END_TIMEOUT_MS,
+                                    err, sizeof err);
+        size_t unknown = 0;
+        for (size_t i = 0; i < r->n_owned; i++) {
+            if (rc == 0 && ends[i] >= 0) {
+                r->owned[i].wheel_end = ends[i];
+                r->owned[i].wheel_end_at = now;
+            } else {
+                unknown++;
+            }
+        }
+        if (unknown && now - r->end_warned_at >= 60000) {
+            r->end_warned_at = now;
+            char n[24];
+            snprintf(n, sizeof n, "%zu", unknown);
+            mc_log(mc_ctx_logger(ctx), MC_LOG_WARN,
+                   "cannot read where wheel ends: tasks due now on those partitions go through "
+                   "the wheel until it answers (at most one such line a minute)",
+                   "partitions", n, "error", err[0] ? err : "no answer", (const char *)NULL);
+        }
+    }
+    free(parts);
+    free(ends);
+}
+
 static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     router *r = self;
@@ -305,13 +380,14 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     r->owned = v;
     r->n_owned = 0;
     for (int i = 0; i < parts->cnt; i++)
-        r->owned[r->n_owned++] = (owned){parts->elems[i].partition, 0, false};
+        r->owned[r->n_owned++] = (owned){parts->elems[i].partition, 0, false, -1, 0};
     if (parts->cnt == 0)
         return 0;
     r->stopped = false;
     r->layout_end = r->own_write_at = -1;
     if (check_layout(r, ctx) != 0)
         return -1;
+    read_wheel_ends(r, ctx);
     mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx) + LAYOUT_POLL_MS);
     return 0;
 }
@@ -319,8 +395,11 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
 static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     router *r = self;
-    if (r->n_owned && now_ms - r->layout_read_at >= LAYOUT_POLL_MS && check_layout(r, ctx) != 0)
-        return -1;
+    if (r->n_owned && now_ms - r->layout_read_at >= LAYOUT_POLL_MS) {
+        if (check_layout(r, ctx) != 0)
+            return -1;
+        read_wheel_ends(r, ctx);
+    }
     /* From the last read: woken early (another timer), it must not wait
      * a whole period more. */
     mc_ctx_wakeup_at(ctx, r->layout_read_at + LAYOUT_POLL_MS);
@@ -448,6 +527,35 @@ static bool destination(router *r, const mc_record *m, int32_t *partition, int64
     return true;
 }
 
+/* A lower bound of the offset the next record written to this partition of
+ * wheel gets: where it ended when last asked, at most WHEEL_END_MAX_AGE_MS
+ * ago; -1 when that is not known (the task then goes through the wheel). */
+static int64_t wheel_end_bound(const router *r, int32_t partition, int64_t now)
+{
+    for (size_t i = 0; i < r->n_owned; i++) {
+        const owned *o = &r->owned[i];
+        if (o->partition == partition)
+            return o->wheel_end >= 0 && now - o->wheel_end_at < WHEEL_END_MAX_AGE_MS ? o->wheel_end
+                                                                                     : -1;
+    }
+    return -1;
+}
+
+/* Fires the Submit in r->out to `ready` and hands it to the wheel as fired
+ * (see the top of the file); fired_pos is wheel_end_bound's. */
+static int fire_now(router *r, const mc_record *m, int32_t partition, int64_t fired_pos,
+                    mc_ctx *ctx)
+{
+    char pos[24];
+    int n = snprintf(pos, sizeof pos, "%" PRId64, fired_pos);
+    int rc = mc_ctx_forward_header(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
+                                   r->out.len, MC_FIRED_BY_ROUTER_HEADER, "1", 1);
+    if (rc != 0)
+        return rc;
+    return mc_ctx_forward_header(ctx, r->ready, partition, m->key, m->key_len, r->out.data,
+                                 r->out.len, MC_FIRED_POSITION_HEADER, pos, (size_t)n);
+}
+
 static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     router *r = self;
@@ -490,6 +598,14 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
         return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
+    int64_t fired_pos;
+    if (r->fires_due && t->due_at <= now + r->lead_ms && version == m->offset &&
+        (fired_pos = wheel_end_bound(r, partition, now)) >= 0) {
+        mc_counter_add(r->to_ready, 1);
+        log_routed(ctx, m, "fired");
+        mc_ctx_request_commit(ctx); /* the executor sees it when this commits */
+        return fire_now(r, m, partition, fired_pos, ctx);
+    }
     if (t->due_at <= now + r->horizon_ms) {
         mc_counter_add(r->to_wheel, 1);
         log_routed(ctx, m, "near");
@@ -508,6 +624,42 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
                                  sizeof MC_ROUTE_STORE - 1);
 }
 
+/* A command whose outputs Kafka refused for good (a task too large for ready
+ * or wheel, say) goes to the dead topic, as it would without this hook; a
+ * valid Submit first leaves a Cancel of its version in wheel, so that the
+ * older versions of its key stop, as the client's newer command says. (When
+ * the wheel fired everything, the wheel's fire was the refused output and
+ * wheel_refused raised the key's floor; a task the router fires would
+ * otherwise leave no trace in wheel at all.) */
+static int router_refused(void *self, const mc_record *m, const char *reason, mc_ctx *ctx)
+{
+    router *r = self;
+    mc_command cmd;
+    char why[512];
+    int32_t partition;
+    int64_t version;
+    mc_arena_reset(r->arena);
+    if (m->value && m->value_len > 0 &&
+        mc_decode_command(&r->codec, m->value, m->value_len, r->arena, &cmd, NULL, 0) ==
+            MC_CODEC_OK &&
+        cmd.kind == MC_CMD_SUBMIT &&
+        key_matches(m, cmd.submit.app_id, cmd.submit.task_id, why, sizeof why) &&
+        r->layout.partitions && destination(r, m, &partition, &version)) {
+        mc_wheel_entry c = {.version = version,
+                            .command = {.kind = MC_CMD_CANCEL,
+                                        .cancel = {.app_id = cmd.submit.app_id,
+                                                   .task_id = cmd.submit.task_id,
+                                                   .requested_at = mc_ctx_now_ms(ctx)}}};
+        mc_buf_reset(&r->out);
+        if (mc_encode_wheel_entry(&c, &r->out) != 0 ||
+            mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len) !=
+                0)
+            return -1;
+    }
+    mc_counter_add(r->dead_letters, 1);
+    return mc_ctx_dead_letter(ctx, m, reason, NULL);
+}
+
 static const char *const router_inputs[] = {"tasks", NULL};
 
 const mc_processor mc_router_processor = {
@@ -516,6 +668,7 @@ const mc_processor mc_router_processor = {
     .check_config = router_check_config,
     .create = router_create,
     .process = router_process,
+    .refused = router_refused,
     .punctuate = router_punctuate,
     .on_assign = router_assign,
     .destroy = router_destroy,

@@ -722,6 +722,18 @@ static int take_pending(wheel *w, wheel_part *p, wheel_key *k, const mc_record *
     return 0;
 }
 
+/* A version fired already (before a restart, or by the router): versions
+ * up to it are void, and a recall entry keeps it until it is due. */
+static int take_fired(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m,
+                      const mc_wheel_entry *e, mc_version v, int64_t now)
+{
+    raise_floor(w, p, k, (mc_version){v.v, v.attempt + 1});
+    if (e->command.submit.due_at > now &&
+        recall_push(p, k, e->command.submit.due_at, m->offset) != 0)
+        return -1;
+    return 0;
+}
+
 /* Applies a decoded entry to its key: the rules at the top of the file. */
 static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m,
                        const mc_wheel_entry *e, bool replay, mc_ctx *ctx)
@@ -741,6 +753,15 @@ static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m
     }
     int64_t handoff_pos;
     bool handoff = mc_wheel_record_handoff_position(m, &handoff_pos);
+    if (e->command.kind == MC_CMD_SUBMIT && mc_wheel_record_fired_by_router(m)) {
+        /* The router fired it to `ready` in the transaction that wrote it
+         * here, since a command fresh from tasks is always its key's newest
+         * version (router.c): what firing it would have done here, but the
+         * firing. Never judged stale or pending, in a replay either. */
+        if (mc_version_cmp(v, k->floor) < 0 || (k->payload && mc_version_cmp(v, k->version) <= 0))
+            mc_counter_add(w->stale, 1); /* cannot happen; fired all the same */
+        return take_fired(w, p, k, m, e, v, now);
+    }
     if (e->command.kind == MC_CMD_CANCEL) {
         raise_floor(w, p, k, v);
     } else if (mc_wheel_record_is_far(m)) {
@@ -760,10 +781,7 @@ static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m
         mc_counter_add(w->stale, 1);
     } else if (is_done(p, e->command.submit.due_at, m->offset)) {
         /* Fired before the restart; early, if it is not due yet. */
-        raise_floor(w, p, k, (mc_version){v.v, v.attempt + 1});
-        if (e->command.submit.due_at > now &&
-            recall_push(p, k, e->command.submit.due_at, m->offset) != 0)
-            return -1;
+        return take_fired(w, p, k, m, e, v, now);
     } else if (replay && handoff && handoff_pos < p->replay_from) {
         /* A hand-off the store wrote before it had applied records this
          * replay does not see (a newer version, a cancel): judged when it
@@ -811,19 +829,23 @@ static bool moved(const wheel_part *p, const void *key, size_t len)
 }
 
 /* Sends entry e of key to its new home, its version shifted below the new
- * layout's, with the route and attempt headers it had; cause is the record
- * it came from when that is not the one being processed. Returns what
- * mc_ctx_produce does (MC_FORWARD_REFUSED: Kafka refused it for good). */
+ * layout's, with the route, attempt and fired-by-router headers it had;
+ * cause is the record it came from when that is not the one being
+ * processed. Returns what mc_ctx_produce does (MC_FORWARD_REFUSED: Kafka
+ * refused it for good). */
 static int send_home(wheel *w, wheel_part *p, const void *key, size_t keylen, mc_wheel_entry *e,
-                     bool far, int64_t attempt_header, const mc_source *cause, mc_ctx *ctx)
+                     bool far, int64_t attempt_header, bool fired, const mc_source *cause,
+                     mc_ctx *ctx)
 {
     e->version = mc_layout_shift(e->version);
     mc_buf_reset(&w->buf);
     if (mc_encode_wheel_entry(e, &w->buf) != 0)
         return -1;
     char attempt[24];
-    mc_header h[2];
+    mc_header h[3];
     size_t nh = 0;
+    if (fired)
+        h[nh++] = (mc_header){MC_FIRED_BY_ROUTER_HEADER, "1", 1};
     if (far)
         h[nh++] = (mc_header){MC_ROUTE_HEADER, MC_ROUTE_STORE, sizeof MC_ROUTE_STORE - 1};
     if (attempt_header > 0) {
@@ -891,14 +913,23 @@ static int forward_moved(wheel *w, wheel_part *p, const mc_record *m, mc_wheel_e
     int rc = 0;
     if (e->command.kind == MC_CMD_SUBMIT && mc_version_cmp(v, k->floor) < 0) {
         mc_counter_add(w->stale, 1);
+    } else if (e->command.kind == MC_CMD_SUBMIT && mc_wheel_record_fired_by_router(m)) {
+        /* Fired already (by a router that routed by an older layout, its
+         * read of the new one having failed): it goes home still marked
+         * fired, so the new home voids the older versions it has and keeps
+         * its recall entry, and fires nothing. */
+        if (mc_version_cmp(v, k->floor) > 0)
+            k->floor = v;
+        if (!replay)
+            rc = send_home(w, p, m->key, m->key_len, e, false, 0, true, NULL, ctx);
     } else {
         if (mc_version_cmp(v, k->floor) > 0)
             k->floor = v;
         int64_t attempt = 0;
         mc_record_header_int(m, MC_ATTEMPT_HEADER, &attempt);
         if (!replay) /* refused: the runner hands it back through wheel_refused */
-            rc = send_home(w, p, m->key, m->key_len, e, mc_wheel_record_is_far(m), attempt, NULL,
-                           ctx);
+            rc = send_home(w, p, m->key, m->key_len, e, mc_wheel_record_is_far(m), attempt, false,
+                           NULL, ctx);
     }
     maybe_forget(p, k);
     return rc;
@@ -914,7 +945,7 @@ static int move_pending(wheel *w, wheel_part *p, wheel_key *k, mc_ctx *ctx)
     if (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != 0)
         return -1; /* it decoded when it was taken */
     mc_source cause = {w->topic, p->partition, k->offset};
-    int rc = send_home(w, p, k->key, k->node.key_len, &e, false, 0, &cause, ctx);
+    int rc = send_home(w, p, k->key, k->node.key_len, &e, false, 0, false, &cause, ctx);
     if (rc != MC_FORWARD_REFUSED)
         return rc;
     mc_record rec = pending_record(w, p, k);

@@ -13,6 +13,13 @@ bool mc_wheel_record_is_far(const mc_record *r)
            memcmp(v, MC_ROUTE_STORE, n) == 0;
 }
 
+bool mc_wheel_record_fired_by_router(const mc_record *r)
+{
+    const void *v;
+    size_t n;
+    return r->key && r->value && mc_record_header(r, MC_FIRED_BY_ROUTER_HEADER, &v, &n);
+}
+
 bool mc_wheel_record_store_position(const mc_record *r, int64_t *position)
 {
     return !r->value && mc_record_header_int(r, MC_STORE_POSITION_HEADER, position);

@@ -6,6 +6,11 @@
  *                                        handed over by the store, or the next
  *                                        attempt of a failed call (retry)
  *   WheelEntry Submit v + route: store   a task due later: the store keeps it
+ *   WheelEntry Submit v + fired-by-router
+ *                                        a task due within the wheel's lead that
+ *                                        the router fired to `ready` itself, in
+ *                                        the same transaction: the wheel takes
+ *                                        it as fired, the store as any near one
  *   WheelEntry Cancel v                  cancel every version below v
  *   WheelEntry Cancel v + attempt: a     void every version below (v, a) (the
  *                                        wheel, of a far retry it found stale)
@@ -51,6 +56,8 @@
  * attempt can only be stale against records from there on, like a
  * hand-off against the records after its store position. */
 #define MC_FIRED_POSITION_HEADER "mooncake-fired-position"
+/* On a `wheel` Submit the router also fired to `ready` (value "1"). */
+#define MC_FIRED_BY_ROUTER_HEADER "mooncake-fired-by-router"
 /* On an Attempt (retry): the version v of the task that failed. */
 #define MC_VERSION_HEADER "mooncake-version"
 
@@ -80,6 +87,8 @@ mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out);
 
 /* Whether the router addressed this record to the store (a far task). */
 bool mc_wheel_record_is_far(const mc_record *r);
+/* Whether the router fired this record's task to `ready` itself. */
+bool mc_wheel_record_fired_by_router(const mc_record *r);
 /* Whether this is the store's position marker; *position gets P. */
 bool mc_wheel_record_store_position(const mc_record *r, int64_t *position);
 /* Whether this is a hand-off from the store carrying its position; *position

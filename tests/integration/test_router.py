@@ -142,10 +142,15 @@ def test_output_kafka_refuses_is_dead_lettered_not_retried_forever():
                  ("a/big", submit_value(big)),
                  ("a/after", submit_value(task("a", "after", now + 1000)))]
         where = produce_tracked(env, items)
-        wheel = env.read_all("wheel", expect=2)
+        wheel = env.read_all("wheel", expect=3)
         dead = env.read_all("dead", expect=1)
-        assert sorted(m.key().decode() for m in wheel) == ["a/after", "a/before"], \
+        assert sorted(m.key().decode() for m in wheel) == ["a/after", "a/before", "a/big"], \
             [m.key() for m in wheel]
+        # The refused Submit leaves a Cancel of its version: older versions of
+        # its key stop, as the client's newer command says (README, Semantics).
+        big_entry = decode("WheelEntry", [m for m in wheel if m.key() == b"a/big"][0].value())
+        assert big_entry["payload"][0] == "mooncake.Cancel", big_entry
+        assert big_entry["version"] == where["a/big"][1], (big_entry, where["a/big"])
         assert len(dead) == 1, len(dead)
         d = decode("DeadLetter", dead[0].value())
         assert "too large" in d["reason"].lower(), d["reason"]

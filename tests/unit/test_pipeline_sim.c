@@ -2,7 +2,8 @@
  * and retry - driven through tests/sim on one clock: the client's last word
  * wins over an automatic retry, whatever the timing (a cancel or re-submit
  * while the call is in flight, after the store's markers have let the wheel
- * forget other floors, with the next attempt near or far); and a zombie
+ * forget other floors, with the next attempt near or far, of a task the
+ * router fired itself); and a zombie
  * store that wakes up after its partitions moved commits nothing. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,70 @@ static void a_resubmit_during_a_failing_call_wins(bool far)
     sim_pipeline_stop(&pl);
 }
 
+/* A task due now, which the router fires to `ready` itself: the call
+ * fails after the client cancelled it, and the next attempt must lose to
+ * the cancel - also when the wheel restarts after markers have let it
+ * forget the cancel, with a later task pending that holds its replay back
+ * to before the next attempt (the replay then meets the next attempt
+ * without the cancel, and only the fired position the router put on the
+ * call says it is stale). */
+static void a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(bool restart)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=200", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = with_retries("x", T0, "http://e/x", 200);
+    kit_tasks_submit(pl.k, 0, &t);
+    run_until(&pl, T0 + 10, 10, false, NULL);
+    CHECK(sim_counter(pl.in[SIM_ROUTER], "mooncake_router_routed_total", "destination=\"ready\"") ==
+              1,
+          "the router fired it");
+    CHECK(fake_caller_pending(pl.env.current) == 1, "the call is in flight");
+    kit_tasks_cancel(pl.k, 0, "x", sim_now(pl.k));
+    run_until(&pl, T0 + 3000, 100, false, NULL);
+    mc_task later = kit_task("later", T0 + 7000, "http://e/later");
+    kit_tasks_submit(pl.k, 0, &later);
+    run_until(&pl, T0 + 3100, 100, false, NULL);
+    fake_caller_run(pl.env.current, sim_now(pl.k), fail_500, NULL);
+    int64_t failed_at = sim_now(pl.k);
+    /* The next attempt reaches the wheel, then the resolved marker. */
+    run_until(&pl, T0 + 5000, 100, false, NULL);
+    if (restart)
+        CHECK(sim_pipeline_restart(&pl, SIM_WHEEL, "w2") == 0);
+    run_until(&pl, T0 + 12000, 100, true, NULL);
+    CHECK(calls_of(&pl, "x", failed_at + 1) == 0,
+          "%s: the next attempt was called %zu times after the client's cancel",
+          restart ? "restarted" : "running", calls_of(&pl, "x", failed_at + 1));
+    CHECK(calls_of(&pl, "later", 0) == 1, "later called %zu times", calls_of(&pl, "later", 0));
+    sim_pipeline_stop(&pl);
+}
+
+/* A re-submit due now that Kafka refuses for `ready` (too large; here ready
+ * takes less than wheel) goes to the dead topic - and still stops the older
+ * version of its key, as it did when the wheel was the one firing it. */
+static void a_resubmit_due_now_refused_by_ready_still_stops_the_older_version(void)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=200", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    sim_set_max_bytes(pl.k, kit_topic("ready"), 400);
+    mc_task v1 = kit_task("x", T0 + 2000, "http://e/old");
+    kit_tasks_submit(pl.k, 0, &v1);
+    run_until(&pl, T0 + 100, 10, true, NULL);
+    char url[700];
+    memset(url, 'a', sizeof url);
+    memcpy(url, "http://e/", 9);
+    url[sizeof url - 1] = 0;
+    mc_task v2 = kit_task("x", T0 + 100, url);
+    kit_tasks_submit(pl.k, 0, &v2);
+    run_until(&pl, T0 + 6000, 50, true, NULL);
+    CHECK(calls_of(&pl, "x", 0) == 0, "the older version was called %zu times after the re-submit",
+          calls_of(&pl, "x", 0));
+    CHECK(kit_count_keyed(pl.k, "dead", 0) == 1, "%zu dead letters",
+          kit_count_keyed(pl.k, "dead", 0));
+    sim_pipeline_stop(&pl);
+}
+
 /* Answers 500 to the first two calls it sees, 200 after. */
 static long fail_twice(mc_call *j, void *arg)
 {
@@ -211,5 +276,8 @@ int main(void)
     retries_still_happen(false);
     retries_still_happen(true);
     a_zombie_store_hands_nothing_off();
+    a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(false);
+    a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(true);
+    a_resubmit_due_now_refused_by_ready_still_stops_the_older_version();
     return check_exit("test_pipeline_sim");
 }

@@ -3,7 +3,10 @@
  * it) in the pass that routed it, not a commit interval later, and it
  * takes what else that pass routed with it; later tasks wait for the
  * interval's commit as before (the runner's, which the sim leaves to the
- * test), so a steady stream of them is still batched. */
+ * test), so a steady stream of them is still batched. A Submit due within
+ * the wheel's lead is fired to `ready` by the router itself, in the same
+ * transaction as its `wheel` record (marked fired), with a fired position
+ * no higher than that record's offset. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,47 @@ static void submit(sim_kafka *k, const char *id, int64_t due)
 static size_t in_wheel(sim_kafka *k)
 {
     return kit_count_keyed(k, "wheel", 0);
+}
+
+/* The offset of task id's last record in topic (-1: none); *has says
+ * whether it carries header, whose value goes to val. */
+static int64_t last_of(sim_kafka *k, const char *suffix, const char *id, const char *header,
+                       bool *has, char *val, size_t len)
+{
+    char key[64];
+    size_t kl = kit_key(id, key, sizeof key);
+    sim_rec *r;
+    size_t n = sim_read(k, kit_topic(suffix), 0, &r);
+    int64_t off = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].key || r[i].key_len != kl || memcmp(r[i].key, key, kl) != 0)
+            continue;
+        off = r[i].offset;
+        const mc_header *h = sim_rec_header(&r[i], header);
+        *has = h != NULL;
+        snprintf(val, len, "%.*s", h ? (int)h->len : 0, h ? (const char *)h->value : "");
+    }
+    free(r);
+    return off;
+}
+
+/* Due now or within the lead: in ready, fired at a position no later than
+ * its wheel record; due later: only in wheel, not marked. */
+static void check_fired_here(sim_kafka *k, const char *id, bool expect)
+{
+    bool marked = false, has_pos = false;
+    char val[24];
+    int64_t off = last_of(k, "wheel", id, MC_FIRED_BY_ROUTER_HEADER, &marked, val, sizeof val);
+    int64_t in_ready = last_of(k, "ready", id, MC_FIRED_POSITION_HEADER, &has_pos, val, sizeof val);
+    int64_t pos = in_ready < 0 ? -2 : has_pos ? strtoll(val, NULL, 10) : -1;
+    CHECK(off >= 0, "%s is not in wheel", id);
+    if (expect)
+        CHECK(marked && pos >= 0 && pos <= off,
+              "%s: marked fired %d, fired position %lld, wheel offset %lld", id, marked,
+              (long long)pos, (long long)off);
+    else
+        CHECK(!marked && pos == -2, "%s was fired by the router (position %lld)", id,
+              (long long)pos);
 }
 
 int main(void)
@@ -57,7 +101,26 @@ int main(void)
     CHECK(in_wheel(k) == 3);
     CHECK(sim_commit(r) == 0);
     CHECK(in_wheel(k) == 4, "%zu in wheel after the interval's commit", in_wheel(k));
+    check_fired_here(k, "now", true);
+    check_fired_here(k, "soon", true); /* the default lead is 200 ms */
+    check_fired_here(k, "later", false);
+    check_fired_here(k, "after-two-intervals", false);
+    CHECK(kit_count_keyed(k, "ready", 0) == 2, "%zu in ready", kit_count_keyed(k, "ready", 0));
 
+    CHECK(sim_stop(r) == 0);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
+
+    /* --no-router-fires-due (an upgrade from a release whose wheel does not
+     * know the header): everything goes through the wheel. */
+    static const char *const off[] = {"--commit-interval-ms=100", "--no-router-fires-due", NULL};
+    k = sim_kafka_new(PARTITIONS, T0);
+    cfg = kit_config("router", off);
+    r = sim_inst_new(k, &mc_router_processor, cfg, "i1");
+    CHECK(r && sim_assign_all(r) == 0 && sim_settle(r, 10) == 0);
+    submit(k, "now", T0);
+    CHECK(sim_turn(r, 100, false) == 0);
+    check_fired_here(k, "now", false);
     CHECK(sim_stop(r) == 0);
     kit_config_free(cfg);
     sim_kafka_free(k);

@@ -1,9 +1,9 @@
 /* The wheel (with the store beside it, as in every `mooncake all`) driven
  * record by record through tests/sim: exactly-once firing across commits,
  * crashes and replays, recalls of tasks fired early inside the lead window,
- * and the order of an overdue backlog. Each test is the exact sequence of a
- * defect found in production-like runs; what it asserts is what a user
- * would see in `ready`. */
+ * the order of an overdue backlog, and tasks the router fired itself. Each test is the exact
+ * sequence of a defect found in production-like runs; what it asserts is what a user would see in
+ * `ready`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,8 +141,71 @@ static void an_overdue_backlog_fires_exactly_once_across_a_crash(void)
     kit_config_free(cfg);
 }
 
+/* Appends what the router writes to `wheel` for a task it fired itself. */
+static void router_fired(sim_kafka *k, int64_t version, const mc_task *t)
+{
+    mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *t}};
+    mc_buf b = {0};
+    mc_encode_wheel_entry(&e, &b);
+    char key[256];
+    size_t kl = mc_task_key(t->app_id, t->task_id, key, sizeof key);
+    mc_header h = {MC_FIRED_BY_ROUTER_HEADER, "1", 1};
+    sim_append(k, kit_topic("wheel"), 0, key, kl, b.data, b.len, &h, 1);
+    mc_buf_free(&b);
+}
+
+/* A task the router fired to `ready` itself (due within the lead) reaches
+ * the wheel as fired: the wheel fires it neither then nor after a restart's
+ * replay, it voids the older version it had pending, and a cancel that
+ * arrives before the due time still recalls it - from the restarted wheel
+ * too. */
+static void a_task_the_router_fired_is_fired_once_and_still_recalled(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=200", "--horizon-ms=60000", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *store = sim_inst_new(k, &mc_store_processor, cfg, "s1");
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(store) == 0 && sim_assign_all(wheel) == 0);
+    sim_inst *both[] = {store, wheel};
+    mc_task old = kit_task("x", T0 + 5000, "http://e/old");
+    kit_wheel_submit(k, 0, 10, &old, false);
+    mc_task old_y = kit_task("y", T0 + 3000, "http://e/old");
+    kit_wheel_submit(k, 0, 20, &old_y, false);
+    run_until(k, both, 2, T0 + 10, 10);
+    mc_task now = kit_task("x", T0 + 150, "http://e/new");
+    router_fired(k, 11, &now);
+    mc_task now_y = kit_task("y", T0 + 20, "http://e/new");
+    router_fired(k, 21, &now_y);
+    run_until(k, both, 2, T0 + 40, 10);
+    CHECK(kit_fired(k, 1, "x", -1) == 0, "the wheel fired %zu versions of x",
+          kit_fired(k, 1, "x", -1));
+    sim_crash(wheel);
+    wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w2");
+    CHECK(sim_assign_all(wheel) == 0);
+    both[1] = wheel;
+    run_until(k, both, 2, T0 + 60, 10);
+    CHECK(kit_fired(k, 1, "x", -1) == 0, "after the replay the wheel fired %zu versions of x",
+          kit_fired(k, 1, "x", -1));
+    kit_wheel_cancel(k, 0, 12, "x", sim_now(k));
+    run_until(k, both, 2, T0 + 100, 10);
+    CHECK(kit_recalls(k, 1, "x") == 1, "a cancel 90 ms before due recalled %zu times",
+          kit_recalls(k, 1, "x"));
+    run_until(k, both, 2, T0 + 7000, 100);
+    CHECK(kit_fired(k, 1, "x", -1) == 0, "x fired %zu times by the wheel",
+          kit_fired(k, 1, "x", -1));
+    CHECK(kit_fired(k, 1, "y", -1) == 0,
+          "y (no cancel: only the router's fire voids the older) fired %zu times by the wheel",
+          kit_fired(k, 1, "y", -1));
+    sim_crash(store);
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
+    a_task_the_router_fired_is_fired_once_and_still_recalled();
     cancel_inside_the_lead_window_with_a_store();
     cancel_inside_the_lead_window_after_a_restart();
     an_overdue_backlog_fires_exactly_once_across_a_crash();

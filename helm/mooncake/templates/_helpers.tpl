@@ -218,6 +218,8 @@ app.kubernetes.io/component: {{ .role }}
 {{- $root := .root -}}
 {{- $v := index $root.Values .role -}}
 {{- if eq .role "router" }}
+- name: MOONCAKE_ROUTER_FIRES_DUE
+  value: {{ required "router.firesDue must be true or false (missing after helm upgrade --reuse-values from an older chart: set it; see the chart README, Upgrading)" $v.firesDue | quote }}
 {{- if $v.commandWriterSchemas }}
 {{- $files := list }}
 {{- range $name, $_ := $v.commandWriterSchemas }}
