@@ -397,6 +397,7 @@ static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_res
     p->at = *in;
     p->at.isolated = false;
     p->confirmed = confirmed;
+    p->handled = false;
     /* Cut to fit: a topic name may take most of the reason. */
     int n = snprintf(p->reason, sizeof p->reason,
                      "Kafka refused this record's output to %.200s: ", topic);
