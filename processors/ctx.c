@@ -126,6 +126,11 @@ void mc_ctx_alive(mc_ctx *ctx)
     ctx->ops->alive(ctx);
 }
 
+bool mc_ctx_assignment_lost(const mc_ctx *ctx)
+{
+    return ctx->ops->assignment_lost(ctx);
+}
+
 int mc_ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)
 {
     return ctx->ops->pause(ctx, topic, partition, pause);

@@ -19,6 +19,7 @@ typedef struct mc_ctx_ops {
     void (*request_commit)(mc_ctx *ctx);
     void (*set_ready)(mc_ctx *ctx, bool ready);
     void (*alive)(mc_ctx *ctx);
+    bool (*assignment_lost)(const mc_ctx *ctx); /* any thread */
     int (*pause)(mc_ctx *ctx, const char *topic, int32_t partition, bool pause);
     int (*watch_fd)(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg);
     int (*restore)(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,

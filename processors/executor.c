@@ -693,6 +693,16 @@ static void register_metrics(executor *ex, mc_metrics *m)
                                         "Partitions paused: too many unfinished tasks", NULL);
 }
 
+/* The caller's gate (its thread): a call starts only while the group has not
+ * taken our partitions away. When it has, and the runner is blocked in a
+ * commit (a broker restart), their next owner makes the calls; starting them
+ * here too would make them twice with no turn of ours between. */
+static bool owns_assignment(void *arg)
+{
+    const executor *ex = arg;
+    return !mc_ctx_assignment_lost(ex->ctx);
+}
+
 static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
     const mc_config *cfg = mc_ctx_config(ctx);
@@ -714,7 +724,8 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     register_metrics(ex, mc_ctx_metrics(ctx));
     const mc_executor_caller *with = arg;
     mc_caller_factory make = with ? with->make : mc_http_caller_new;
-    ex->caller = make(cfg, mc_ctx_metrics(ctx), with ? with->arg : NULL, err, errlen);
+    mc_call_gate gate = {owns_assignment, ex};
+    ex->caller = make(cfg, mc_ctx_metrics(ctx), &gate, with ? with->arg : NULL, err, errlen);
     if (!ex->caller ||
         mc_ctx_watch_fd(ctx, ex->caller->ops->wake_fd(ex->caller), POLLIN, on_done, ex) != 0) {
         if (ex->caller)

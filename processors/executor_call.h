@@ -90,14 +90,26 @@ struct mc_caller {
     const mc_caller_ops *ops;
 };
 
+/* Asked by the caller on its own thread before it starts a call: false
+ * while the Kafka side may no longer own what it posted (the group took the
+ * partitions away and the runner, blocked in a commit, has not heard yet;
+ * their next owner may be making these very calls). Due calls then wait in
+ * the queue until the Kafka side abandons them or the gate opens again. */
+typedef struct mc_call_gate {
+    bool (*may_start)(void *arg);
+    void *arg;
+} mc_call_gate;
+
 /* Makes a caller for an executor with this configuration (its metrics
- * registered in m). NULL with a reason in err. */
-typedef mc_caller *(*mc_caller_factory)(const mc_config *cfg, mc_metrics *m, const void *arg,
-                                        char *err, size_t errlen);
+ * registered in m) that asks gate before each call. NULL with a reason in
+ * err. */
+typedef mc_caller *(*mc_caller_factory)(const mc_config *cfg, mc_metrics *m,
+                                        const mc_call_gate *gate, const void *arg, char *err,
+                                        size_t errlen);
 
 /* The executor's own caller: libcurl's multi interface on a thread of its
  * own (executor_http.c). */
-mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const void *arg, char *err,
-                              size_t errlen);
+mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const mc_call_gate *gate,
+                              const void *arg, char *err, size_t errlen);
 
 #endif

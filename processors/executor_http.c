@@ -34,6 +34,9 @@
 #include "timing_wheel.h"
 #include "webhook.h"
 
+/* How often due calls waiting on a shut gate look again. */
+#define GATE_RECHECK_MS 20
+
 typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_RUNNING } call_state;
 
 /* A CALL job's state while the HTTP thread has it. */
@@ -62,6 +65,7 @@ typedef struct abandon_req {
 typedef struct http_caller {
     mc_caller base;
     const mc_config *cfg;
+    mc_call_gate gate; /* asked on the HTTP thread */
     mc_ssrf *ssrf;
     mc_app_secrets *secrets;
     char user_agent[64];
@@ -397,15 +401,26 @@ static void call_ended(http_caller *hc, call *c, CURLcode rc)
         atomic_fetch_sub(&hc->running, 1);
 }
 
-/* Starts c now if a slot is free, else queues it. */
+/* Whether calls may start now: not while draining, nor while the gate is
+ * shut (see mc_call_gate). */
+static bool may_start(http_caller *hc)
+{
+    return !atomic_load(&hc->draining) && hc->gate.may_start(hc->gate.arg);
+}
+
+static void start_now(http_caller *hc, call *c)
+{
+    if (call_start(hc, c) != 0) {
+        snprintf(c->curl_error, sizeof c->curl_error, "out of memory starting the call");
+        call_ended(hc, c, CURLE_OUT_OF_MEMORY);
+    }
+}
+
+/* Starts c now if calls may start and a slot is free, else queues it. */
 static void run_or_queue(http_caller *hc, call *c)
 {
-    if (!atomic_load(&hc->draining) &&
-        atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) {
-        if (call_start(hc, c) != 0) {
-            snprintf(c->curl_error, sizeof c->curl_error, "out of memory starting the call");
-            call_ended(hc, c, CURLE_OUT_OF_MEMORY);
-        }
+    if (atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency && may_start(hc)) {
+        start_now(hc, c);
         return;
     }
     c->state = CALL_QUEUED;
@@ -420,14 +435,15 @@ static void run_or_queue(http_caller *hc, call *c)
 
 static void start_queued(http_caller *hc)
 {
-    while (!atomic_load(&hc->draining) && hc->queue_head &&
-           atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) {
+    if (!hc->queue_head || !may_start(hc))
+        return;
+    while (hc->queue_head && atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) {
         call *c = hc->queue_head;
         hc->queue_head = c->next;
         if (!hc->queue_head)
             hc->queue_tail = NULL;
         hc->queued--;
-        run_or_queue(hc, c);
+        start_now(hc, c);
     }
     mc_gauge_set(hc->queued_gauge, (double)hc->queued);
 }
@@ -579,6 +595,8 @@ static void *http_main(void *arg)
         int timeout = next == INT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
         if (timeout > 1000)
             timeout = 1000;
+        if (hc->queue_head && timeout > GATE_RECHECK_MS && !may_start(hc))
+            timeout = GATE_RECHECK_MS; /* a shut gate opens with no wake-up of ours */
         size_t n = hc->watches.n + 1;
         int rc = mc_fdset_poll(&hc->watches, hc->http_wake, timeout);
         if (rc < 0) {
@@ -759,8 +777,8 @@ static void register_metrics(http_caller *hc, mc_metrics *m)
                                         "Callback call duration", NULL, duration, 12);
 }
 
-mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const void *arg, char *err,
-                              size_t errlen)
+mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const mc_call_gate *gate,
+                              const void *arg, char *err, size_t errlen)
 {
     (void)arg;
     http_caller *hc = calloc(1, sizeof *hc);
@@ -770,6 +788,7 @@ mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const void *a
     }
     hc->base.ops = &http_caller_ops;
     hc->cfg = cfg;
+    hc->gate = *gate;
     hc->curl_due = INT64_MAX;
     hc->http_wake = hc->done_wake = -1;
     pthread_mutex_init(&hc->mu, NULL);

@@ -157,6 +157,13 @@ void mc_ctx_set_ready(mc_ctx *ctx, bool ready);
  * restore of minutes): without it the loop would look stuck after 60 s and
  * liveness would restart a pod that is only restoring. */
 void mc_ctx_alive(mc_ctx *ctx);
+/* Whether the group has taken this instance's partitions away and the
+ * processor has not been told yet (a session missed while the broker was
+ * away, the poll interval exceeded): what it does now will not commit, and
+ * another instance may already be doing it. on_revoke follows at the next
+ * poll, which a blocked commit can delay by seconds. Any thread: the
+ * executor's HTTP thread asks it before each call. */
+bool mc_ctx_assignment_lost(const mc_ctx *ctx);
 
 /* ---- input flow ---------------------------------------------------------------- */
 

@@ -611,6 +611,16 @@ static void ctx_alive(mc_ctx *ctx)
     atomic_store(&RUNNER_OF(ctx)->loop_heartbeat_ms, mc_mono_ms());
 }
 
+/* librdkafka marks the assignment lost on its own thread the moment it
+ * gives up on the session (an atomic flag, cleared by our rd_kafka_assign
+ * in the rebalance callback, after on_revoke): the consumer exists for as
+ * long as the processor does. */
+static bool ctx_assignment_lost(const mc_ctx *ctx)
+{
+    const mc_runner *r = RUNNER_OF(ctx);
+    return rd_kafka_assignment_lost(r->consumer) != 0;
+}
+
 /* The consumer's queue as a file descriptor: librdkafka writes a byte to the
  * pipe whenever the queue goes from empty to non-empty (rebalances and
  * errors arrive on the same queue, since the main queue is forwarded to it). */
@@ -765,6 +775,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .request_commit = ctx_request_commit,
     .set_ready = ctx_set_ready,
     .alive = ctx_alive,
+    .assignment_lost = ctx_assignment_lost,
     .pause = ctx_pause,
     .watch_fd = ctx_watch_fd,
     .restore = ctx_restore,

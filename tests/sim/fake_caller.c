@@ -16,7 +16,14 @@ struct fake_caller {
     mc_call *done_head, *done_tail;
     int wake;
     bool draining;
+    mc_call_gate gate;
 };
+
+/* As the real caller: nothing starts while draining or the gate is shut. */
+static bool may_start(fake_caller *f)
+{
+    return !f->draining && f->gate.may_start(f->gate.arg);
+}
 
 static void give_back(fake_caller *f, mc_call *j)
 {
@@ -71,7 +78,7 @@ static void fc_post(mc_caller *c, mc_call *batch)
         return;
     int64_t now = sim_now(f->env->clock);
     for (mc_call *j = f->held; j; j = j->next)
-        if (!j->started_at && !f->draining && j->task.due_at <= now)
+        if (!j->started_at && j->task.due_at <= now && may_start(f))
             j->started_at = now;
 }
 
@@ -144,8 +151,8 @@ static const mc_caller_ops fake_ops = {
     .destroy = fc_destroy,
 };
 
-static mc_caller *make(const mc_config *cfg, mc_metrics *m, const void *arg, char *err,
-                       size_t errlen)
+static mc_caller *make(const mc_config *cfg, mc_metrics *m, const mc_call_gate *gate,
+                       const void *arg, char *err, size_t errlen)
 {
     (void)cfg;
     (void)m;
@@ -156,6 +163,7 @@ static mc_caller *make(const mc_config *cfg, mc_metrics *m, const void *arg, cha
         return NULL;
     }
     f->base.ops = &fake_ops;
+    f->gate = *gate;
     f->env = (fake_env *)(uintptr_t)arg;
     f->env->current = f;
     return &f->base;
@@ -205,7 +213,7 @@ size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, 
     size_t n = 0;
     for (mc_call **l = &f->held; *l;) {
         mc_call *j = *l;
-        if (f->draining || j->task.due_at > now) {
+        if (f->draining || j->task.due_at > now || (!j->started_at && !may_start(f))) {
             l = &j->next;
             continue;
         }

@@ -521,7 +521,8 @@ struct sim_inst {
     int64_t wakeup;
     bool ready;
     bool commit_requested;
-    size_t rr; /* round-robin cursor over (input, partition) */
+    bool assignment_lost; /* sim_set_assignment_lost, until the next assign or revoke */
+    size_t rr;            /* round-robin cursor over (input, partition) */
 };
 
 #define INST_OF(c) ((sim_inst *)(void *)((char *)(c)-offsetof(sim_inst, ctx)))
@@ -623,6 +624,11 @@ static void sim_ctx_set_ready(mc_ctx *ctx, bool ready)
 static void sim_ctx_alive(mc_ctx *ctx)
 {
     (void)ctx;
+}
+
+static bool sim_ctx_assignment_lost(const mc_ctx *ctx)
+{
+    return INST_OF(ctx)->assignment_lost;
 }
 
 static int sim_ctx_pause(mc_ctx *ctx, const char *name, int32_t partition, bool pause)
@@ -738,6 +744,7 @@ static const mc_ctx_ops sim_ops = {
     .request_commit = sim_ctx_request_commit,
     .set_ready = sim_ctx_set_ready,
     .alive = sim_ctx_alive,
+    .assignment_lost = sim_ctx_assignment_lost,
     .pause = sim_ctx_pause,
     .watch_fd = sim_ctx_watch_fd,
     .restore = sim_ctx_restore,
@@ -893,8 +900,14 @@ static void seek_committed(sim_inst *in, const rd_kafka_topic_partition_list_t *
     }
 }
 
+void sim_set_assignment_lost(sim_inst *in)
+{
+    in->assignment_lost = true;
+}
+
 int sim_assign(sim_inst *in, const int32_t *partitions, size_t n)
 {
+    in->assignment_lost = false;
     in->generation = group_get(in->k, in->group)->generation;
     rd_kafka_topic_partition_list_t *l = part_list(in, partitions, n, true);
     seek_committed(in, l);
@@ -1010,6 +1023,7 @@ int sim_revoke_all(sim_inst *in)
     rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);
     if (in->p->on_revoke)
         in->p->on_revoke(in->self, l, &in->ctx);
+    in->assignment_lost = false; /* as librdkafka's flag, at the unassign that follows */
     rd_kafka_topic_partition_list_destroy(l);
     for (size_t t = 0; t < in->n_inputs; t++)
         for (size_t i = 0; i < n; i++)

@@ -126,6 +126,12 @@ bool sim_ready(const sim_inst *in);
 /* Partitions of the input topic the instance has paused. */
 bool sim_paused(sim_inst *in, const char *topic_suffix, int32_t partition);
 
+/* The group has taken the instance's partitions away (its session expired
+ * while the broker was away) and it has not polled since: from now until
+ * its next assign or revoke, mc_ctx_assignment_lost says so. Pair it with
+ * sim_new_generation, which makes the instance a zombie. */
+void sim_set_assignment_lost(sim_inst *in);
+
 /* Assigns these partitions of every input topic (in the group's current
  * generation), reading their committed offsets and metadata, and calls
  * on_assign. Returns on_assign's result. */

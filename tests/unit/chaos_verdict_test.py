@@ -4,12 +4,15 @@ only when an executor turn (an abort, a revoke) lies between the two calls, wher
 first call counts from when it may have reached the endpoint - earlier than the
 endpoint logged it by as much as the endpoint's loop was measured behind, and not a
 millisecond more."""
+import contextlib
 import importlib.machinery
+import io
 import importlib.util
 import os
 import sqlite3
 import sys
 import tempfile
+import types
 
 SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,6 +104,56 @@ def main():
         check(chaos.endpoint_lags(f.name) == [(900.0, 3.0), (1030.5, 40.5)], "endpoint_lags")
     finally:
         os.unlink(f.name)
+    # an executor's turns, from its log: a revoke, an abort, and librdkafka giving up
+    # the session (the assignment lost before the runner hears of it); not a session
+    # warning of another role, nor an executor's other lines
+    d = tempfile.mkdtemp()
+    lines = {
+        "executor-0.1.executor-0.log": [
+            'ts=2026-11-26T08:36:02.512Z level=warn role=executor msg="[thrd:main]: Consumer '
+            'group session timed out (in join-state steady) after 2321 ms without a successful '
+            'response from the group coordinator (broker 1, last error was Success): revoking '
+            'assignment and rejoining group" source=librdkafka facility=SESSTMOUT',
+            'ts=2026-11-26T08:36:03.000Z level=warn role=executor msg="[thrd:main]: Application '
+            'maximum poll interval (300000ms) exceeded by 12ms" source=librdkafka facility=MAXPOLL',
+            'ts=2026-11-26T08:36:04.000Z level=warn role=executor msg="aborting transaction" '
+            'reason="x"',
+            'ts=2026-11-26T08:36:05.000Z level=info role=executor msg="revoked 3 partitions"',
+            'ts=2026-11-26T08:36:06.000Z level=info role=executor msg="assigned 3 partitions"',
+        ],
+        "wheel-0.1.wheel-0.log": [
+            'ts=2026-11-26T08:36:02.512Z level=warn role=wheel msg="[thrd:main]: Consumer '
+            'group session timed out (in join-state steady) after 2321 ms"',
+        ],
+    }
+    for name, ls in lines.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write("\n".join(ls) + "\n")
+    turns = chaos.executor_turns([os.path.join(d, n) for n in lines])
+    whats = [w.split(" (")[0] for _, w in turns]
+    check(whats == ["Consumer group session timed out", "Application maximum poll interval",
+                    "aborting transaction", "revoked 3 partitions"], f"executor_turns: {whats}")
+    check(abs(turns[0][0] - 1795682162512.0) < 1, f"the turn's time: {turns[0][0]}")
+    for name in lines:
+        os.unlink(os.path.join(d, name))
+    os.rmdir(d)
+    # a failed run prints when its violations happened and what was near them (CI keeps
+    # only the output)
+    v = types.SimpleNamespace(
+        t0=1_000_000, events=[{"t": 1_047_000, "kind": "exit", "instance": "wheel-0"}],
+        executor_turns=[(1_048_500.0, "aborting transaction (executor-1)")],
+        violations={"lost": [], "unexpected_repeats": [
+            {"key": "chaos/t1", "previous_call": 1_048_100.0, "repeat": 1_048_300.0},
+            {"key": "chaos/t2", "previous_call": 1_049_100.0, "repeat": 1_049_300.0},
+            {"key": "chaos/t3", "previous_call": 1_059_100.0, "repeat": 1_059_300.0}]})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        chaos.print_violations(v, examples=1)
+    text = out.getvalue()
+    check("unexpected_repeats: 3; by second into the run: 48s 1, 49s 1, 59s 1" in text
+          and "'repeat': '48.3s'" in text and "chaos/t2" not in text
+          and "47.0s exit wheel-0; 48.5s aborting transaction (executor-1)" in text
+          and "lost" not in text, f"print_violations:\n{text}")
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 

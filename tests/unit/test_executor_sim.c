@@ -49,6 +49,17 @@ static void count_succeeded(sim_kafka *k, size_t *counts, size_t n)
     free(r);
 }
 
+/* n tasks "t<i>" due at due, fired to `ready` partition 0 at versions 0..n-1. */
+static void ready_tasks(sim_kafka *k, int n, int64_t due)
+{
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "t%d", i);
+        mc_task t = kit_task(id, due, "http://e/t");
+        kit_ready_submit(k, 0, i, &t);
+    }
+}
+
 /* Thousands of calls due in the same second, all held, read, committed,
  * then a crash before any was made: after the restart every one is called,
  * once, with one SUCCEEDED Result. With more than one checkpoint can list,
@@ -57,12 +68,7 @@ static void held_burst_across_a_crash(size_t n)
 {
     mc_config *cfg = kit_config("executor", NULL);
     sim_kafka *k = sim_kafka_new(1, T0);
-    for (size_t i = 0; i < n; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "t%zu", i);
-        mc_task t = kit_task(id, T0 + 5000, "http://e/t");
-        kit_ready_submit(k, 0, (int64_t)i, &t);
-    }
+    ready_tasks(k, (int)n, T0 + 5000);
     fake_env env = {0};
     mc_executor_caller c;
     env.clock = k;
@@ -245,12 +251,7 @@ static void a_paused_partition_resumes_after_an_abort(void)
     static const char *flags[] = {"--executor-max-unfinished=4", NULL};
     mc_config *cfg = kit_config("executor", flags);
     sim_kafka *k = sim_kafka_new(1, T0);
-    for (int i = 0; i < 10; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "t%d", i);
-        mc_task t = kit_task(id, T0, "http://e/t");
-        kit_ready_submit(k, 0, i, &t);
-    }
+    ready_tasks(k, 10, T0);
     fake_env env = {0};
     mc_executor_caller c;
     env.clock = k;
@@ -276,6 +277,70 @@ static void a_paused_partition_resumes_after_an_abort(void)
     kit_config_free(cfg);
 }
 
+/* The broker goes away; the executor's runner is stuck in a commit while
+ * its session expires, and its held calls fall due. The group has given
+ * the partition to another executor, which calls them; the stuck one must
+ * start none of them (librdkafka already says the assignment is lost), or
+ * the endpoint sees each twice with no turn of ours between. Once it polls
+ * and lets go, it calls again what it is given. */
+static void an_executor_whose_partitions_were_taken_starts_no_call(void)
+{
+    enum { N = 200 };
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    ready_tasks(k, N, T0 + 1000);
+    fake_env env1 = {0}, env2 = {0};
+    mc_executor_caller c1, c2;
+    env1.clock = env2.clock = k;
+    mc_processor p1 = executor_with(&env1, &c1), p2 = executor_with(&env2, &c2);
+    sim_inst *e1 = sim_inst_new(k, &p1, cfg, "e1");
+    CHECK(sim_assign_all(e1) == 0 && sim_settle(e1, 20) == 0);
+    CHECK(fake_caller_pending(env1.current) == N, "all held by e1");
+
+    /* e1's session expires; the group moves on without it. */
+    sim_new_generation(k, KIT_PREFIX "executor");
+    sim_set_assignment_lost(e1);
+    sim_set_now(k, T0 + 1000);
+    CHECK(fake_caller_run(env1.current, sim_now(k), NULL, NULL) == 0,
+          "e1 started %zu calls of partitions it lost", env1.n_calls);
+
+    sim_inst *e2 = sim_inst_new(k, &p2, cfg, "e2");
+    CHECK(sim_assign_all(e2) == 0 && sim_settle(e2, 20) == 0);
+    fake_caller_run(env2.current, sim_now(k), NULL, NULL);
+    CHECK(sim_settle(e2, 20) == 0);
+    CHECK(env2.n_calls == N, "the new owner made %zu of %d calls", env2.n_calls, N);
+
+    /* e1 gets back to its loop: the revoke drops what it held. */
+    fake_caller_run(env1.current, sim_now(k), NULL, NULL);
+    sim_revoke_all(e1);
+    CHECK(fake_caller_pending(env1.current) == 0, "e1 let go of what it held");
+    size_t ok[N], calls1[N], calls2[N];
+    count_calls(&env1, calls1, N);
+    count_calls(&env2, calls2, N);
+    count_succeeded(k, ok, N);
+    for (int i = 0; i < N; i++) {
+        CHECK(calls1[i] + calls2[i] == 1 && ok[i] == 1, "t%d: %zu + %zu calls, %zu Results", i,
+              calls1[i], calls2[i], ok[i]);
+        if (calls1[i] + calls2[i] != 1 || ok[i] != 1)
+            break;
+    }
+
+    /* The partition comes back to e1: its calls start again. */
+    CHECK(sim_revoke_all(e2) == 0);
+    sim_new_generation(k, KIT_PREFIX "executor");
+    mc_task t = kit_task("t0", T0 + 2000, "http://e/t");
+    kit_ready_submit(k, 0, N + 1, &t);
+    CHECK(sim_assign_all(e1) == 0 && sim_settle(e1, 20) == 0);
+    sim_set_now(k, T0 + 2000);
+    CHECK(fake_caller_run(env1.current, sim_now(k), NULL, NULL) == 1, "e1 calls again");
+    sim_crash(e1);
+    sim_crash(e2);
+    fake_env_free(&env1);
+    fake_env_free(&env2);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     held_burst_across_a_crash(3000);
@@ -284,5 +349,6 @@ int main(void)
     a_recall_committed_before_it_acted_survives_a_crash();
     a_refused_attempt_is_dead_lettered_not_lost();
     a_paused_partition_resumes_after_an_abort();
+    an_executor_whose_partitions_were_taken_starts_no_call();
     return check_exit("test_executor_sim");
 }
