@@ -113,7 +113,12 @@ int mc_ctx_set_commit_offset(mc_ctx *ctx, const char *topic, int32_t partition, 
 
 void mc_ctx_request_commit(mc_ctx *ctx)
 {
-    ctx->ops->request_commit(ctx);
+    ctx->ops->request_commit(ctx, false);
+}
+
+void mc_ctx_request_commit_now(mc_ctx *ctx)
+{
+    ctx->ops->request_commit(ctx, true);
 }
 
 void mc_ctx_set_ready(mc_ctx *ctx, bool ready)

@@ -16,7 +16,7 @@ typedef struct mc_ctx_ops {
     /* set_offset false: metadata only, the processed position as offset. */
     int (*set_commit)(mc_ctx *ctx, const char *topic, int32_t partition, bool set_offset,
                       int64_t offset, const char *metadata);
-    void (*request_commit)(mc_ctx *ctx);
+    void (*request_commit)(mc_ctx *ctx, bool now);
     void (*set_ready)(mc_ctx *ctx, bool ready);
     void (*alive)(mc_ctx *ctx);
     bool (*assignment_lost)(const mc_ctx *ctx); /* any thread */

@@ -603,7 +603,7 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
         (fired_pos = wheel_end_bound(r, partition, now)) >= 0) {
         mc_counter_add(r->to_ready, 1);
         log_routed(ctx, m, "fired");
-        mc_ctx_request_commit(ctx); /* the executor sees it when this commits */
+        mc_ctx_request_commit_now(ctx); /* the executor sees it when this commits */
         return fire_now(r, m, partition, fired_pos, ctx);
     }
     if (t->due_at <= now + r->horizon_ms) {

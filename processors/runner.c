@@ -148,7 +148,8 @@ typedef struct mc_runner {
     bool txn_dirty;       /* something to commit: input consumed or output produced */
     bool txn_produced;    /* an output was produced in the open transaction */
     bool commit_requested;
-    bool delivery_failed; /* an output of the open transaction failed (see await_outputs) */
+    bool commit_awaits_outputs; /* mc_ctx_request_commit_now: see await_outputs */
+    bool delivery_failed;       /* an output of the open transaction failed (see await_outputs) */
     /* Set by leave_group: an assignment that arrives while we leave is
      * taken only as librdkafka needs it taken, for the protocol to reach
      * the revoke and the LeaveGroup; the processor never sees it. */
@@ -596,9 +597,11 @@ static int ctx_set_commit(mc_ctx *ctx, const char *topic, int32_t partition, boo
     return 0;
 }
 
-static void ctx_request_commit(mc_ctx *ctx)
+static void ctx_request_commit(mc_ctx *ctx, bool now)
 {
-    RUNNER_OF(ctx)->commit_requested = true;
+    mc_runner *r = RUNNER_OF(ctx);
+    r->commit_requested = true;
+    r->commit_awaits_outputs |= now;
 }
 
 static void ctx_set_ready(mc_ctx *ctx, bool ready)
@@ -859,6 +862,7 @@ static void reset_txn(mc_runner *r, bool committed)
     r->txn_records = 0;
     r->n_refs = 0;
     r->commit_requested = false;
+    r->commit_awaits_outputs = false;
     r->delivery_failed = false;
 }
 
@@ -1025,17 +1029,19 @@ static int send_offsets(mc_runner *r, rd_kafka_topic_partition_list_t *offsets)
 
 /* Flushes in steps of a millisecond, for at most AWAIT_OUTPUTS_MS, until the
  * broker has acknowledged every output; for a commit the processor asked for
- * (an output that cannot wait: a task the router or the wheel fired).
+ * now (an output that cannot wait: a task due already, fired by the router or
+ * the wheel).
  * commit_transaction flushes too, but by polling in steps of up to 10 ms
  * that only a delivery report ends early, and the runner asks for error
  * reports only (every report cost more than it saved at 5,000 tasks/s,
  * README "Performance"): such a commit waited out most of a step, 7 ms of
  * each hop a task due now takes. A flush, unlike a poll, also sends what
- * linger.ms still holds back. Commits by interval or size (the executor's
- * Results) keep librdkafka's pace: nothing waits on them, and a flush that
- * overrides linger.ms makes more, smaller requests to a broker that may be
- * short of CPU already. What is unacknowledged after the bound is left to
- * commit_transaction's own flush and its error handling. */
+ * linger.ms still holds back. Other commits (the executor's Results, the
+ * wheel's fires a lead ahead of their time) keep librdkafka's pace: nothing
+ * waits on them, and a flush that overrides linger.ms makes more, smaller
+ * requests to a broker that may be short of CPU already (flushing every
+ * commit asked for made tasks due 2 s ahead at 5,000/s later: README). What is unacknowledged after
+ * the bound is left to commit_transaction's own flush and its error handling. */
 static void await_outputs(mc_runner *r)
 {
     int64_t until = mc_mono_ms() + AWAIT_OUTPUTS_MS;
@@ -1073,7 +1079,7 @@ static int commit_txn(mc_runner *r)
             return rc;
         }
     }
-    if (r->commit_requested)
+    if (r->commit_awaits_outputs)
         await_outputs(r);
     for (;;) {
         rd_kafka_error_t *error = rd_kafka_commit_transaction(r->producer, 30000);

@@ -586,6 +586,8 @@ static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *c
                       .value_len = k->payload_len,
                       .cause = &cause};
     int rc = mc_ctx_produce(ctx, &out);
+    if (k->due <= now_ms)
+        mc_ctx_request_commit_now(ctx); /* late already: every millisecond shows */
     if (rc == MC_FORWARD_REFUSED) {
         /* Kafka will never take this task into `ready`: it is done, as a
          * dead letter the operator can requeue. */

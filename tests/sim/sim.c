@@ -521,6 +521,8 @@ struct sim_inst {
     int64_t wakeup;
     bool ready;
     bool commit_requested;
+    bool commit_now;      /* mc_ctx_request_commit_now in the open transaction */
+    uint64_t commits_now; /* transactions committed that had it */
     bool assignment_lost; /* sim_set_assignment_lost, until the next assign or revoke */
     size_t rr;            /* round-robin cursor over (input, partition) */
 };
@@ -611,9 +613,11 @@ static int sim_ctx_set_commit(mc_ctx *ctx, const char *name, int32_t partition, 
     return 0;
 }
 
-static void sim_ctx_request_commit(mc_ctx *ctx)
+static void sim_ctx_request_commit(mc_ctx *ctx, bool now)
 {
-    INST_OF(ctx)->commit_requested = true;
+    sim_inst *in = INST_OF(ctx);
+    in->commit_requested = true;
+    in->commit_now |= now;
 }
 
 static void sim_ctx_set_ready(mc_ctx *ctx, bool ready)
@@ -846,6 +850,11 @@ int64_t sim_wakeup(const sim_inst *in)
     return in->wakeup;
 }
 
+uint64_t sim_commits_now(const sim_inst *in)
+{
+    return in->commits_now;
+}
+
 /* The partition list a processor's on_assign/on_revoke gets: every input
  * topic's partitions, with committed offsets and metadata when asked. */
 static rd_kafka_topic_partition_list_t *part_list(sim_inst *in, const int32_t *partitions, size_t n,
@@ -947,6 +956,7 @@ static void abort_txn(sim_inst *in)
     in->txn = 0;
     in->dirty = false;
     in->commit_requested = false;
+    in->commit_now = false;
 }
 
 int sim_abort(sim_inst *in)
@@ -1009,9 +1019,11 @@ int sim_commit(sim_inst *in)
     }
     if (in->txn)
         txn_end(in->k, in->txn, true);
+    in->commits_now += in->commit_now;
     in->txn = 0;
     in->dirty = false;
     in->commit_requested = false;
+    in->commit_now = false;
     return 0;
 }
 

@@ -171,5 +171,8 @@ int sim_settle(sim_inst *in, int max_turns);
 
 /* The wake-up the processor asked for (INT64_MAX: none). */
 int64_t sim_wakeup(const sim_inst *in);
+/* How many of its commits were asked for now (mc_ctx_request_commit_now):
+ * the runner makes those wait until the broker has every output. */
+uint64_t sim_commits_now(const sim_inst *in);
 
 #endif

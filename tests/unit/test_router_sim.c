@@ -87,12 +87,16 @@ int main(void)
     submit(k, "later", T0 + 10000);
     CHECK(sim_turn(r, 100, false) == 0);
     CHECK(in_wheel(k) == 0, "a task due in 10 s was committed at once");
+    uint64_t now_before = sim_commits_now(r);
     /* Due now, in the next pass: committed at the end of that pass, with the
      * one before it (one transaction). */
     submit(k, "now", T0);
     submit(k, "soon", T0 + 150);
     CHECK(sim_turn(r, 100, false) == 0);
     CHECK(in_wheel(k) == 3, "%zu in wheel after the pass that routed a task due now", in_wheel(k));
+    /* A task fired here is waited on now: its commit waits for the broker's
+     * acknowledgements rather than librdkafka's polling steps. */
+    CHECK(sim_commits_now(r) == now_before + 1, "the fire's commit was not asked for now");
 
     /* Due just past two intervals: waits for the interval's commit (which the
      * runner makes; here, the test). */
@@ -101,6 +105,7 @@ int main(void)
     CHECK(in_wheel(k) == 3);
     CHECK(sim_commit(r) == 0);
     CHECK(in_wheel(k) == 4, "%zu in wheel after the interval's commit", in_wheel(k));
+    CHECK(sim_commits_now(r) == now_before + 1, "a commit with nothing due was asked for now");
     check_fired_here(k, "now", true);
     check_fired_here(k, "soon", true); /* the default lead is 200 ms */
     check_fired_here(k, "later", false);

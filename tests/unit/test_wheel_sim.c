@@ -203,11 +203,37 @@ static void a_task_the_router_fired_is_fired_once_and_still_recalled(void)
     kit_config_free(cfg);
 }
 
+/* A fire a lead ahead of its task's due time commits at librdkafka's pace;
+ * a fire of a task due already (an overdue one arriving) asks for the
+ * commit now, which the runner makes wait for the broker's
+ * acknowledgements instead of polling steps. */
+static void only_a_late_fire_is_committed_now(void)
+{
+    mc_config *cfg = kit_config("wheel", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    mc_task ahead = kit_task("ahead", T0 + 1000, "http://e/t");
+    kit_wheel_submit(k, 0, 0, &ahead, false);
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0 && sim_settle(wheel, 20) == 0);
+    run_until(k, &wheel, 1, T0 + 900, 10);
+    CHECK(kit_count_keyed(k, "ready", 0) == 1, "fired a lead ahead");
+    CHECK(sim_commits_now(wheel) == 0, "a fire ahead of time was committed now");
+    mc_task late = kit_task("late", T0 + 850, "http://e/t");
+    kit_wheel_submit(k, 0, 1, &late, false);
+    CHECK(sim_settle(wheel, 20) == 0);
+    CHECK(kit_count_keyed(k, "ready", 0) == 2, "the late task fired");
+    CHECK(sim_commits_now(wheel) == 1, "the late fire's commit was not asked for now");
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     a_task_the_router_fired_is_fired_once_and_still_recalled();
     cancel_inside_the_lead_window_with_a_store();
     cancel_inside_the_lead_window_after_a_restart();
     an_overdue_backlog_fires_exactly_once_across_a_crash();
+    only_a_late_fire_is_committed_now();
     return check_exit("test_wheel_sim");
 }
