@@ -64,6 +64,7 @@
 #include "codec.h"
 #include "kafka.h"
 #include "layout.h"
+#include "part_table.h"
 #include "task_rules.h"
 #include "writer_schemas.h"
 #include "wheel_topic.h"
@@ -102,8 +103,7 @@ typedef struct router {
     mc_layout layout;         /* in force; partitions 0 before the first read */
     bool stopped;             /* routing stopped: a growth, or a mismatch */
     char tasks_topic[256];
-    owned *owned;
-    size_t n_owned;
+    mc_part_table owned; /* owned, by partition of tasks */
     int64_t layout_read_at, stop_warned_at, read_warned_at;
     int64_t layout_end;       /* where the layout topic ended when last read; -1: read it */
     int64_t own_write_at;     /* where it ended when this router wrote the first layout; -1 */
@@ -211,8 +211,8 @@ static int mark_partitions(router *r, mc_ctx *ctx)
 {
     char to[16];
     int n = snprintf(to, sizeof to, "%" PRId32, r->layout.growing_to);
-    for (size_t i = 0; i < r->n_owned; i++) {
-        owned *o = &r->owned[i];
+    owned *o;
+    for (int32_t i = 0; (o = mc_part_table_next(&r->owned, &i)); i++) {
         if (o->marked_for == r->layout.growing_to)
             continue;
         if (mc_ctx_forward_header(ctx, r->wheel, o->partition, NULL, 0, NULL, 0, MC_LAYOUT_HEADER,
@@ -227,10 +227,11 @@ static int mark_partitions(router *r, mc_ctx *ctx)
 /* Lets the records given back while routing was stopped come again. */
 static void resume_owned(router *r, mc_ctx *ctx)
 {
-    for (size_t i = 0; i < r->n_owned; i++) {
-        if (r->owned[i].held) {
-            mc_ctx_pause(ctx, r->tasks_topic, r->owned[i].partition, false);
-            r->owned[i].held = false;
+    owned *o;
+    for (int32_t i = 0; (o = mc_part_table_next(&r->owned, &i)); i++) {
+        if (o->held) {
+            mc_ctx_pause(ctx, r->tasks_topic, o->partition, false);
+            o->held = false;
         }
     }
 }
@@ -337,22 +338,26 @@ static int check_layout(router *r, mc_ctx *ctx)
  * older bounds stay until they are too old to use. */
 static void read_wheel_ends(router *r, mc_ctx *ctx)
 {
-    if (!r->fires_due || r->n_owned == 0)
+    size_t n = mc_part_table_count(&r->owned);
+    if (!r->fires_due || n == 0)
         return;
-    int32_t *parts = malloc(r->n_owned * sizeof *parts);
-    int64_t *ends = malloc(r->n_owned * sizeof *ends);
+    int32_t *parts = malloc(n * sizeof *parts);
+    int64_t *ends = malloc(n * sizeof *ends);
     char err[512] = "";
     int64_t now = mc_ctx_now_ms(ctx);
     if (parts && ends) {
-        for (size_t i = 0; i < r->n_owned; i++)
-            parts[i] = r->owned[i].partition;
-        int rc = mc_ctx_end_offsets(ctx, "wheel", parts, r->n_owned, ends, WHEEL_END_TIMEOUT_MS,
-                                    err, sizeof err);
+        owned *o;
+        size_t k = 0;
+        for (int32_t i = 0; k < n && (o = mc_part_table_next(&r->owned, &i)); i++)
+            parts[k++] = o->partition;
+        int rc =
+            mc_ctx_end_offsets(ctx, "wheel", parts, k, ends, WHEEL_END_TIMEOUT_MS, err, sizeof err);
         size_t unknown = 0;
-        for (size_t i = 0; i < r->n_owned; i++) {
-            if (rc == 0 && ends[i] >= 0) {
-                r->owned[i].wheel_end = ends[i];
-                r->owned[i].wheel_end_at = now;
+        for (size_t j = 0; j < k; j++) {
+            o = mc_part_table_get(&r->owned, parts[j]);
+            if (rc == 0 && ends[j] >= 0) {
+                o->wheel_end = ends[j];
+                o->wheel_end_at = now;
             } else {
                 unknown++;
             }
@@ -371,16 +376,28 @@ static void read_wheel_ends(router *r, mc_ctx *ctx)
     free(ends);
 }
 
+/* Forgets every partition (an assignment lists all it owns from now on). */
+static void forget_owned(router *r)
+{
+    owned *o;
+    for (int32_t i = 0; (o = mc_part_table_next(&r->owned, &i)); i++)
+        free(mc_part_table_take(&r->owned, i));
+}
+
 static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     router *r = self;
-    owned *v = realloc(r->owned, ((size_t)parts->cnt + 1) * sizeof *v);
-    if (!v)
-        return -1;
-    r->owned = v;
-    r->n_owned = 0;
-    for (int i = 0; i < parts->cnt; i++)
-        r->owned[r->n_owned++] = (owned){parts->elems[i].partition, 0, false, -1, 0};
+    forget_owned(r);
+    for (int i = 0; i < parts->cnt; i++) {
+        owned *o = malloc(sizeof *o);
+        if (!o)
+            return -1;
+        *o = (owned){parts->elems[i].partition, 0, false, -1, 0};
+        if (mc_part_table_put(&r->owned, o->partition, o) != 0) {
+            free(o);
+            return -1;
+        }
+    }
     if (parts->cnt == 0)
         return 0;
     r->stopped = false;
@@ -395,7 +412,7 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
 static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     router *r = self;
-    if (r->n_owned && now_ms - r->layout_read_at >= LAYOUT_POLL_MS) {
+    if (mc_part_table_count(&r->owned) && now_ms - r->layout_read_at >= LAYOUT_POLL_MS) {
         if (check_layout(r, ctx) != 0)
             return -1;
         read_wheel_ends(r, ctx);
@@ -410,9 +427,9 @@ static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
  * once the layout allows. */
 static int hold_back(router *r, const mc_record *m, mc_ctx *ctx)
 {
-    for (size_t i = 0; i < r->n_owned; i++)
-        if (r->owned[i].partition == m->partition)
-            r->owned[i].held = true;
+    owned *o = mc_part_table_get(&r->owned, m->partition);
+    if (o)
+        o->held = true;
     if (mc_ctx_pause(ctx, r->tasks_topic, m->partition, true) != 0)
         return -1;
     return MC_PROCESS_LATER;
@@ -461,7 +478,8 @@ static int rehome(router *r, const mc_record *m, int32_t home, mc_ctx *ctx)
 static void router_destroy(void *self)
 {
     router *r = self;
-    free(r->owned);
+    forget_owned(r);
+    mc_part_table_free(&r->owned);
     mc_layout_free(&r->layout);
     mc_arena_free(r->arena);
     mc_writer_schemas_free(r->writers, r->n_writers);
@@ -532,13 +550,9 @@ static bool destination(router *r, const mc_record *m, int32_t *partition, int64
  * ago; -1 when that is not known (the task then goes through the wheel). */
 static int64_t wheel_end_bound(const router *r, int32_t partition, int64_t now)
 {
-    for (size_t i = 0; i < r->n_owned; i++) {
-        const owned *o = &r->owned[i];
-        if (o->partition == partition)
-            return o->wheel_end >= 0 && now - o->wheel_end_at < WHEEL_END_MAX_AGE_MS ? o->wheel_end
-                                                                                     : -1;
-    }
-    return -1;
+    const owned *o = mc_part_table_get(&r->owned, partition);
+    return o && o->wheel_end >= 0 && now - o->wheel_end_at < WHEEL_END_MAX_AGE_MS ? o->wheel_end
+                                                                                  : -1;
 }
 
 /* Fires the Submit in r->out to `ready` and hands it to the wheel as fired
@@ -556,6 +570,40 @@ static int fire_now(router *r, const mc_record *m, int32_t partition, int64_t fi
                                  r->out.len, MC_FIRED_POSITION_HEADER, pos, (size_t)n);
 }
 
+/* What read_command found. */
+typedef enum command_read {
+    COMMAND_OK,
+    COMMAND_UNDECODABLE, /* cmd says nothing */
+    COMMAND_INVALID,     /* decoded, but its fields or its key are wrong */
+} command_read;
+
+/* Decodes m into cmd (in r->arena) and checks it as the router routes it:
+ * the task's fields, and a key that names its app and task. The reason for
+ * anything else goes in why. */
+static command_read read_command(router *r, const mc_record *m, int64_t now, mc_command *cmd,
+                                 char *why, size_t whylen)
+{
+    mc_arena_reset(r->arena);
+    if (!m->value || m->value_len == 0) {
+        snprintf(why, whylen, "empty value: a command is an Avro Submit or Cancel");
+        return COMMAND_UNDECODABLE;
+    }
+    char detail[256] = "";
+    mc_codec_err e =
+        mc_decode_command(&r->codec, m->value, m->value_len, r->arena, cmd, detail, sizeof detail);
+    if (e != MC_CODEC_OK) {
+        snprintf(why, whylen, "undecodable command: %s%s%s", mc_codec_strerror(e),
+                 detail[0] ? ": " : "", detail);
+        return COMMAND_UNDECODABLE;
+    }
+    const char *app = cmd->kind == MC_CMD_CANCEL ? cmd->cancel.app_id : cmd->submit.app_id;
+    const char *tid = cmd->kind == MC_CMD_CANCEL ? cmd->cancel.task_id : cmd->submit.task_id;
+    bool ok = cmd->kind == MC_CMD_SUBMIT
+                  ? mc_task_ok(&cmd->submit, now, r->max_due_ms, &mc_task_avro_names, why, whylen)
+                  : mc_task_ids_ok(app, tid, &mc_task_avro_names, why, whylen);
+    return ok && key_matches(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
+}
+
 static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     router *r = self;
@@ -563,25 +611,10 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
         return hold_back(r, m, ctx);
     char why[512];
     mc_command cmd;
-    mc_arena_reset(r->arena);
-    if (!m->value || m->value_len == 0)
-        return route_dead(r, m, "empty value: a command is an Avro Submit or Cancel", NULL, ctx);
-    char detail[256] = "";
-    mc_codec_err e =
-        mc_decode_command(&r->codec, m->value, m->value_len, r->arena, &cmd, detail, sizeof detail);
-    if (e != MC_CODEC_OK) {
-        snprintf(why, sizeof why, "undecodable command: %s%s%s", mc_codec_strerror(e),
-                 detail[0] ? ": " : "", detail);
-        return route_dead(r, m, why, NULL, ctx);
-    }
-    const char *app = cmd.kind == MC_CMD_CANCEL ? cmd.cancel.app_id : cmd.submit.app_id;
-    const char *tid = cmd.kind == MC_CMD_CANCEL ? cmd.cancel.task_id : cmd.submit.task_id;
     int64_t now = mc_ctx_now_ms(ctx);
-    const mc_task *t = cmd.kind == MC_CMD_SUBMIT ? &cmd.submit : NULL;
-    if (t ? !mc_task_ok(t, now, r->max_due_ms, &mc_task_avro_names, why, sizeof why)
-          : !mc_task_ids_ok(app, tid, &mc_task_avro_names, why, sizeof why))
-        return route_dead(r, m, why, t, ctx);
-    if (!key_matches(m, app, tid, why, sizeof why))
+    command_read got = read_command(r, m, now, &cmd, why, sizeof why);
+    const mc_task *t = got != COMMAND_UNDECODABLE && cmd.kind == MC_CMD_SUBMIT ? &cmd.submit : NULL;
+    if (got != COMMAND_OK)
         return route_dead(r, m, why, t, ctx);
     int32_t partition;
     int64_t version;
@@ -638,13 +671,10 @@ static int router_refused(void *self, const mc_record *m, const char *reason, mc
     char why[512];
     int32_t partition;
     int64_t version;
-    mc_arena_reset(r->arena);
-    if (m->value && m->value_len > 0 &&
-        mc_decode_command(&r->codec, m->value, m->value_len, r->arena, &cmd, NULL, 0) ==
-            MC_CODEC_OK &&
-        cmd.kind == MC_CMD_SUBMIT &&
-        key_matches(m, cmd.submit.app_id, cmd.submit.task_id, why, sizeof why) &&
-        r->layout.partitions && destination(r, m, &partition, &version)) {
+    /* Valid when it was routed; later, only its due time can be nearer. */
+    if (read_command(r, m, mc_ctx_now_ms(ctx), &cmd, why, sizeof why) == COMMAND_OK &&
+        cmd.kind == MC_CMD_SUBMIT && r->layout.partitions &&
+        destination(r, m, &partition, &version)) {
         mc_wheel_entry c = {.version = version,
                             .command = {.kind = MC_CMD_CANCEL,
                                         .cancel = {.app_id = cmd.submit.app_id,
