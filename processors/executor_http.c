@@ -36,6 +36,12 @@
 
 /* How often due calls waiting on a shut gate look again. */
 #define GATE_RECHECK_MS 20
+/* A loop turn this much later than its poll timeout means the process was
+ * stopped (SIGSTOP, a paused VM, a starved CPU): the group may have moved
+ * our partitions meanwhile, and librdkafka, whose session check runs about
+ * once a second, has not said so yet. Calls wait STALL_HOLD_MS for it. */
+#define STALL_MS 1000
+#define STALL_HOLD_MS 1500
 
 typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_RUNNING } call_state;
 
@@ -89,7 +95,8 @@ typedef struct http_caller {
     call *all;                     /* every call it holds, queues or runs */
     call *queue_head, *queue_tail; /* due, waiting for a free slot */
     size_t queued;
-    CURL **spare; /* easy handles of finished calls, reset for reuse */
+    int64_t stall_hold_until; /* monotonic ms: no call starts before (see STALL_MS) */
+    CURL **spare;             /* easy handles of finished calls, reset for reuse */
     size_t n_spare;
     mc_fdset watches; /* curl's sockets */
 
@@ -402,10 +409,11 @@ static void call_ended(http_caller *hc, call *c, CURLcode rc)
 }
 
 /* Whether calls may start now: not while draining, nor while the gate is
- * shut (see mc_call_gate). */
+ * shut (see mc_call_gate), nor just after the process was stopped. */
 static bool may_start(http_caller *hc)
 {
-    return !atomic_load(&hc->draining) && hc->gate.may_start(hc->gate.arg);
+    return !atomic_load(&hc->draining) && mc_mono_ms() >= hc->stall_hold_until &&
+           hc->gate.may_start(hc->gate.arg);
 }
 
 static void start_now(http_caller *hc, call *c)
@@ -595,10 +603,14 @@ static void *http_main(void *arg)
         int timeout = next == INT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
         if (timeout > 1000)
             timeout = 1000;
-        if (hc->queue_head && timeout > GATE_RECHECK_MS && !may_start(hc))
+        if (hc->queue_head && timeout > GATE_RECHECK_MS && !atomic_load(&hc->draining) &&
+            !may_start(hc))
             timeout = GATE_RECHECK_MS; /* a shut gate opens with no wake-up of ours */
         size_t n = hc->watches.n + 1;
+        int64_t wake_by = mc_mono_ms() + timeout;
         int rc = mc_fdset_poll(&hc->watches, hc->http_wake, timeout);
+        if (mc_mono_ms() - wake_by > STALL_MS)
+            hc->stall_hold_until = mc_mono_ms() + STALL_HOLD_MS;
         if (rc < 0) {
             if (errno != EINTR)
                 poll(NULL, 0, 10); /* ENOMEM: try again shortly */
@@ -624,6 +636,7 @@ static void *http_main(void *arg)
             curl_multi_socket_action(hc->multi, pfds[i].fd, flags, &running);
         }
         now = mc_now_ms();
+        start_queued(hc); /* before what falls due now: a gate that opened, say */
         release_due(hc, now);
         if (hc->curl_due <= now) {
             hc->curl_due = INT64_MAX;

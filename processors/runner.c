@@ -614,14 +614,17 @@ static void ctx_alive(mc_ctx *ctx)
     atomic_store(&RUNNER_OF(ctx)->loop_heartbeat_ms, mc_mono_ms());
 }
 
-/* librdkafka marks the assignment lost on its own thread the moment it
- * gives up on the session (an atomic flag, cleared by our rd_kafka_assign
- * in the rebalance callback, after on_revoke): the consumer exists for as
- * long as the processor does. */
+/* librdkafka marks the assignment lost on its own thread when it gives up
+ * on the session, which it checks about once a second (an atomic flag,
+ * cleared by our rd_kafka_assign in the rebalance callback, after
+ * on_revoke). A fatal error counts too: a consumer fenced as a static member
+ * unassigns by itself and clears the flag at once, and a fenced producer
+ * will not commit. The consumer exists for as long as the processor does. */
 static bool ctx_assignment_lost(const mc_ctx *ctx)
 {
-    const mc_runner *r = RUNNER_OF(ctx);
-    return rd_kafka_assignment_lost(r->consumer) != 0;
+    mc_runner *r = RUNNER_OF(ctx);
+    return atomic_load(&r->fatal) || rd_kafka_fatal_error(r->consumer, NULL, 0) ||
+           rd_kafka_assignment_lost(r->consumer) != 0;
 }
 
 /* The consumer's queue as a file descriptor: librdkafka writes a byte to the
@@ -971,9 +974,16 @@ static void rewind_to_committed(mc_runner *r);
  * or the revoke that follows the abort starts it again. */
 static void drop_processor_work(mc_runner *r)
 {
-    rd_kafka_topic_partition_list_t *parts = NULL;
-    if (!r->proc->on_revoke || rd_kafka_assignment(r->consumer, &parts) || !parts)
+    if (!r->proc->on_revoke)
         return;
+    /* Ours, not rd_kafka_assignment(): a consumer fenced as a static
+     * member unassigns by itself, with no rebalance callback, and the
+     * processor would keep what it holds until it is freed. */
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(16);
+    for (size_t t = 0; t < r->n_inputs; t++)
+        for (int32_t i = 0; i < r->inputs[t].n_parts; i++)
+            if (r->inputs[t].parts[i].assigned)
+                rd_kafka_topic_partition_list_add(parts, r->inputs[t].name, i);
     if (parts->cnt > 0)
         r->proc->on_revoke(r->self, parts, &r->ctx);
     rd_kafka_topic_partition_list_destroy(parts);

@@ -106,7 +106,8 @@ def main():
         os.unlink(f.name)
     # an executor's turns, from its log: a revoke, an abort, and librdkafka giving up
     # the session (the assignment lost before the runner hears of it); not a session
-    # warning of another role, nor an executor's other lines
+    # warning of another role, nor an executor's other lines, nor librdkafka's poll
+    # interval line (during a rebalance the flag does not follow it)
     d = tempfile.mkdtemp()
     lines = {
         "executor-0.1.executor-0.log": [
@@ -131,8 +132,8 @@ def main():
             f.write("\n".join(ls) + "\n")
     turns = chaos.executor_turns([os.path.join(d, n) for n in lines])
     whats = [w.split(" (")[0] for _, w in turns]
-    check(whats == ["Consumer group session timed out", "Application maximum poll interval",
-                    "aborting transaction", "revoked 3 partitions"], f"executor_turns: {whats}")
+    check(whats == ["Consumer group session timed out", "aborting transaction",
+                    "revoked 3 partitions"], f"executor_turns: {whats}")
     check(abs(turns[0][0] - 1795682162512.0) < 1, f"the turn's time: {turns[0][0]}")
     for name in lines:
         os.unlink(os.path.join(d, name))

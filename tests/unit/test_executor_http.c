@@ -1,0 +1,309 @@
+/* The executor's own HTTP caller (executor_http.c), with libcurl, against a
+ * small HTTP server in this process: while the Kafka side says the group took
+ * its partitions away (the gate is shut) no call reaches the endpoint, a
+ * partition abandoned meanwhile is never called, and the rest start once the
+ * gate opens; a process stopped past its due times (SIGSTOP) waits before it
+ * calls, so librdkafka can say whether the partitions moved meanwhile. Times
+ * are asserted one way only (nothing arrived before X), so a slow machine
+ * cannot fail them. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "clock.h"
+#include "executor_call.h"
+#include "simkit.h"
+
+/* ---- the endpoint ------------------------------------------------------------ */
+
+#define MAX_CONNS 16
+#define MAX_SEEN 64
+
+typedef struct conn {
+    int fd;
+    char buf[8192];
+    size_t len;
+} conn;
+
+/* Every request the server answered: its path and when it arrived. */
+typedef struct endpoint {
+    int listen_fd, stop_pipe[2];
+    uint16_t port;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    char paths[MAX_SEEN][64];
+    int64_t at[MAX_SEEN];
+    int n;
+    conn conns[MAX_CONNS];
+} endpoint;
+
+static int endpoint_listen(endpoint *e)
+{
+    e->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (e->listen_fd < 0 || bind(e->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(e->listen_fd, 64) != 0 || getsockname(e->listen_fd, (struct sockaddr *)&a, &alen))
+        return -1;
+    e->port = ntohs(a.sin_port);
+    pthread_mutex_init(&e->mu, NULL);
+    for (int i = 0; i < MAX_CONNS; i++)
+        e->conns[i].fd = -1;
+    return pipe(e->stop_pipe);
+}
+
+/* Answers every complete request in c's buffer (keep-alive, in order). */
+static void serve(endpoint *e, conn *c)
+{
+    for (;;) {
+        c->buf[c->len] = '\0';
+        char *end = strstr(c->buf, "\r\n\r\n");
+        if (!end)
+            return;
+        size_t body = 0;
+        const char *cl = strcasestr(c->buf, "\r\ncontent-length:");
+        if (cl && cl < end)
+            body = (size_t)strtoul(cl + 17, NULL, 10);
+        size_t whole = (size_t)(end + 4 - c->buf) + body;
+        if (c->len < whole)
+            return;
+        char method[16], path[64];
+        if (sscanf(c->buf, "%15s %63s", method, path) == 2) {
+            pthread_mutex_lock(&e->mu);
+            if (e->n < MAX_SEEN) {
+                snprintf(e->paths[e->n], sizeof e->paths[e->n], "%s", path);
+                e->at[e->n++] = mc_mono_ms();
+            }
+            pthread_mutex_unlock(&e->mu);
+        }
+        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        if (write(c->fd, ok, sizeof ok - 1) < 0)
+            return;
+        memmove(c->buf, c->buf + whole, c->len - whole);
+        c->len -= whole;
+    }
+}
+
+static void *endpoint_main(void *arg)
+{
+    endpoint *e = arg;
+    for (;;) {
+        struct pollfd p[MAX_CONNS + 2] = {{e->stop_pipe[0], POLLIN, 0}, {e->listen_fd, POLLIN, 0}};
+        for (int i = 0; i < MAX_CONNS; i++)
+            p[i + 2] = (struct pollfd){e->conns[i].fd, POLLIN, 0};
+        if (poll(p, MAX_CONNS + 2, 1000) < 0 && errno != EINTR)
+            return NULL;
+        if (p[0].revents)
+            return NULL;
+        if (p[1].revents) {
+            int fd = accept4(e->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            for (int i = 0; fd >= 0 && i < MAX_CONNS; i++)
+                if (e->conns[i].fd < 0) {
+                    e->conns[i] = (conn){.fd = fd};
+                    fd = -1;
+                }
+            if (fd >= 0)
+                close(fd);
+        }
+        for (int i = 0; i < MAX_CONNS; i++) {
+            conn *c = &e->conns[i];
+            if (c->fd < 0 || !p[i + 2].revents)
+                continue;
+            ssize_t got = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+            if (got <= 0) {
+                close(c->fd);
+                c->fd = -1;
+                continue;
+            }
+            c->len += (size_t)got;
+            serve(e, c);
+        }
+    }
+}
+
+static void endpoint_stop(endpoint *e)
+{
+    if (write(e->stop_pipe[1], "x", 1) < 0)
+        perror("endpoint stop");
+    pthread_join(e->thread, NULL);
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (e->conns[i].fd >= 0)
+            close(e->conns[i].fd);
+    close(e->listen_fd);
+    close(e->stop_pipe[0]);
+    close(e->stop_pipe[1]);
+    pthread_mutex_destroy(&e->mu);
+}
+
+/* When path first arrived (monotonic ms), or -1 if it has not. */
+static int64_t arrived(endpoint *e, const char *path)
+{
+    int64_t at = -1;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->n && at < 0; i++)
+        if (strcmp(e->paths[i], path) == 0)
+            at = e->at[i];
+    pthread_mutex_unlock(&e->mu);
+    return at;
+}
+
+/* Waits up to ms for path to arrive; when it did (monotonic ms) or -1. */
+static int64_t wait_arrival(endpoint *e, const char *path, int ms)
+{
+    int64_t until = mc_mono_ms() + ms, at;
+    while ((at = arrived(e, path)) < 0 && mc_mono_ms() < until)
+        usleep(5000);
+    return at;
+}
+
+/* ---- the caller ---------------------------------------------------------------- */
+
+typedef struct gate_state {
+    atomic_bool open;
+} gate_state;
+
+static bool gate_open(void *arg)
+{
+    return atomic_load(&((gate_state *)arg)->open);
+}
+
+/* A call of task id on partition, due at due (wall clock), to path. */
+static mc_call *call_of(const char *id, int32_t partition, int64_t due, uint16_t port,
+                        const char *path)
+{
+    mc_call *j = calloc(1, sizeof *j);
+    j->arena = mc_arena_new();
+    j->kind = MC_CALL_START;
+    j->partition = partition;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    j->task = kit_task(mc_arena_strdup(j->arena, id), due, mc_arena_strdup(j->arena, url));
+    snprintf(j->key, sizeof j->key, "app/%s", id);
+    return j;
+}
+
+/* Takes the calls that ended; returns how many had status 200. */
+static int take_ok(mc_caller *c)
+{
+    int ok = 0;
+    for (mc_call *j = c->ops->take_done(c), *next; j; j = next) {
+        next = j->next;
+        ok += j->status == 200;
+        mc_call_free(j);
+    }
+    return ok;
+}
+
+static mc_config *http_config(void)
+{
+    static const char *const flags[] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
+    return kit_config("executor", flags);
+}
+
+/* While the gate is shut nothing is called, whether due when posted or
+ * falling due later; a partition abandoned meanwhile never is; the rest
+ * start once the gate opens. */
+static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
+{
+    mc_config *cfg = http_config();
+    mc_metrics *m = mc_metrics_new();
+    gate_state g = {false};
+    mc_call_gate gate = {gate_open, &g};
+    char err[256];
+    mc_caller *c = mc_http_caller_new(cfg, m, &gate, NULL, err, sizeof err);
+    CHECK(c != NULL, "%s", err);
+    if (!c)
+        return;
+    int64_t now = mc_now_ms();
+    mc_call *a = call_of("due-now", 0, now, e->port, "/gate/due-now");
+    a->next = call_of("due-soon", 0, now + 100, e->port, "/gate/due-soon");
+    a->next->next = call_of("abandoned", 1, now, e->port, "/gate/abandoned");
+    c->ops->post(c, a);
+    usleep(400 * 1000);
+    CHECK(arrived(e, "/gate/due-now") < 0 && arrived(e, "/gate/due-soon") < 0 &&
+              arrived(e, "/gate/abandoned") < 0,
+          "a call reached the endpoint while the gate was shut");
+    CHECK(take_ok(c) == 0);
+    c->ops->abandon(c, 1); /* the revoke, once the runner polls */
+    atomic_store(&g.open, true);
+    CHECK(wait_arrival(e, "/gate/due-now", 10000) >= 0, "not called once the gate opened");
+    CHECK(wait_arrival(e, "/gate/due-soon", 10000) >= 0, "not called once the gate opened");
+    int ok = 0;
+    for (int i = 0; i < 200 && ok < 2; i++, usleep(10000))
+        ok += take_ok(c);
+    CHECK(ok == 2, "%d of 2 calls came back answered", ok);
+    usleep(200 * 1000);
+    CHECK(arrived(e, "/gate/abandoned") < 0, "an abandoned partition's call was made");
+    c->ops->destroy(c);
+    mc_metrics_free(m);
+    kit_config_free(cfg);
+}
+
+/* The child: one call due in 300 ms, then (stopped and continued by the
+ * parent meanwhile) waits for it to end. Exits 0 when it was answered. */
+static int child_calls_once(uint16_t port)
+{
+    mc_config *cfg = http_config();
+    mc_metrics *m = mc_metrics_new();
+    gate_state g = {true};
+    mc_call_gate gate = {gate_open, &g};
+    char err[256];
+    mc_caller *c = mc_http_caller_new(cfg, m, &gate, NULL, err, sizeof err);
+    if (!c)
+        return 2;
+    c->ops->post(c, call_of("stalled", 0, mc_now_ms() + 300, port, "/stall"));
+    int ok = 0;
+    for (int i = 0; i < 1000 && !ok; i++, usleep(10000))
+        ok = take_ok(c);
+    c->ops->destroy(c);
+    mc_metrics_free(m);
+    kit_config_free(cfg);
+    return ok ? 0 : 1;
+}
+
+int main(void)
+{
+    endpoint e = {0};
+    if (endpoint_listen(&e) != 0) {
+        perror("endpoint");
+        return 1;
+    }
+    /* Forked before any thread exists. The child's call falls due while it
+     * is stopped for 2 s; once continued, it must not call at once: the
+     * group may have moved the partition, and librdkafka looks only about
+     * once a second. */
+    pid_t child = fork();
+    if (child == 0) {
+        close(e.listen_fd);
+        _exit(child_calls_once(e.port));
+    }
+    CHECK(pthread_create(&e.thread, NULL, endpoint_main, &e) == 0);
+    usleep(100 * 1000);
+    kill(child, SIGSTOP);
+    usleep(2000 * 1000);
+    int64_t continued = mc_mono_ms();
+    kill(child, SIGCONT);
+    int64_t at = wait_arrival(&e, "/stall", 20000);
+    CHECK(at >= 0, "the stopped process never called");
+    CHECK(at < 0 || at - continued >= 1000,
+          "called %lld ms after it was continued, before librdkafka could look",
+          (long long)(at - continued));
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's call: status %d", status);
+
+    a_shut_gate_holds_calls_until_it_opens(&e);
+    endpoint_stop(&e);
+    return check_exit("test_executor_http");
+}
