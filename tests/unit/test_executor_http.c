@@ -205,10 +205,34 @@ static int take_ok(mc_caller *c)
     return ok;
 }
 
-static mc_config *http_config(void)
+/* A caller allowed to call 127.0.0.1, with its gate. */
+typedef struct caller_env {
+    mc_config *cfg;
+    mc_metrics *metrics;
+    gate_state g;
+    mc_call_gate gate;
+    mc_caller *c;
+} caller_env;
+
+static bool caller_env_start(caller_env *ce, bool open)
 {
     static const char *const flags[] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
-    return kit_config("executor", flags);
+    char err[256];
+    ce->cfg = kit_config("executor", flags);
+    ce->metrics = mc_metrics_new();
+    atomic_init(&ce->g.open, open);
+    ce->gate = (mc_call_gate){gate_open, &ce->g};
+    ce->c = mc_http_caller_new(ce->cfg, ce->metrics, &ce->gate, NULL, err, sizeof err);
+    CHECK(ce->c != NULL, "%s", err);
+    return ce->c != NULL;
+}
+
+static void caller_env_end(caller_env *ce)
+{
+    if (ce->c)
+        ce->c->ops->destroy(ce->c);
+    mc_metrics_free(ce->metrics);
+    kit_config_free(ce->cfg);
 }
 
 /* While the gate is shut nothing is called, whether due when posted or
@@ -216,15 +240,12 @@ static mc_config *http_config(void)
  * start once the gate opens. */
 static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
 {
-    mc_config *cfg = http_config();
-    mc_metrics *m = mc_metrics_new();
-    gate_state g = {false};
-    mc_call_gate gate = {gate_open, &g};
-    char err[256];
-    mc_caller *c = mc_http_caller_new(cfg, m, &gate, NULL, err, sizeof err);
-    CHECK(c != NULL, "%s", err);
-    if (!c)
+    caller_env ce;
+    if (!caller_env_start(&ce, false)) {
+        caller_env_end(&ce);
         return;
+    }
+    mc_caller *c = ce.c;
     int64_t now = mc_now_ms();
     mc_call *a = call_of("due-now", 0, now, e->port, "/gate/due-now");
     a->next = call_of("due-soon", 0, now + 100, e->port, "/gate/due-soon");
@@ -236,7 +257,7 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
           "a call reached the endpoint while the gate was shut");
     CHECK(take_ok(c) == 0);
     c->ops->abandon(c, 1); /* the revoke, once the runner polls */
-    atomic_store(&g.open, true);
+    atomic_store(&ce.g.open, true);
     CHECK(wait_arrival(e, "/gate/due-now", 10000) >= 0, "not called once the gate opened");
     CHECK(wait_arrival(e, "/gate/due-soon", 10000) >= 0, "not called once the gate opened");
     int ok = 0;
@@ -245,30 +266,21 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
     CHECK(ok == 2, "%d of 2 calls came back answered", ok);
     usleep(200 * 1000);
     CHECK(arrived(e, "/gate/abandoned") < 0, "an abandoned partition's call was made");
-    c->ops->destroy(c);
-    mc_metrics_free(m);
-    kit_config_free(cfg);
+    caller_env_end(&ce);
 }
 
 /* The child: one call due in 300 ms, then (stopped and continued by the
  * parent meanwhile) waits for it to end. Exits 0 when it was answered. */
 static int child_calls_once(uint16_t port)
 {
-    mc_config *cfg = http_config();
-    mc_metrics *m = mc_metrics_new();
-    gate_state g = {true};
-    mc_call_gate gate = {gate_open, &g};
-    char err[256];
-    mc_caller *c = mc_http_caller_new(cfg, m, &gate, NULL, err, sizeof err);
-    if (!c)
-        return 2;
-    c->ops->post(c, call_of("stalled", 0, mc_now_ms() + 300, port, "/stall"));
+    caller_env ce;
     int ok = 0;
-    for (int i = 0; i < 1000 && !ok; i++, usleep(10000))
-        ok = take_ok(c);
-    c->ops->destroy(c);
-    mc_metrics_free(m);
-    kit_config_free(cfg);
+    if (caller_env_start(&ce, true)) {
+        ce.c->ops->post(ce.c, call_of("stalled", 0, mc_now_ms() + 300, port, "/stall"));
+        for (int i = 0; i < 1000 && !ok; i++, usleep(10000))
+            ok = take_ok(ce.c);
+    }
+    caller_env_end(&ce);
     return ok ? 0 : 1;
 }
 
