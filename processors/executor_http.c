@@ -36,10 +36,12 @@
 
 /* How often due calls waiting on a shut gate look again. */
 #define GATE_RECHECK_MS 20
-/* A loop turn this much later than its poll timeout means the process was
- * stopped (SIGSTOP, a paused VM, a starved CPU): the group may have moved
- * our partitions meanwhile, and librdkafka, whose session check runs about
- * once a second, has not said so yet. Calls wait STALL_HOLD_MS for it. */
+/* The HTTP thread losing this much time between two steps of its work (a
+ * poll waking this much after its timeout, or two calls started this far
+ * apart with no poll between) means the process was stopped (SIGSTOP, a
+ * paused VM, a starved CPU): the group may have moved our partitions
+ * meanwhile, and librdkafka, whose session check runs about once a second,
+ * has not said so yet. Calls wait STALL_HOLD_MS for it. */
 #define STALL_MS 1000
 #define STALL_HOLD_MS 1500
 
@@ -96,6 +98,7 @@ typedef struct http_caller {
     call *queue_head, *queue_tail; /* due, waiting for a free slot */
     size_t queued;
     int64_t stall_hold_until; /* monotonic ms: no call starts before (see STALL_MS) */
+    int64_t progress_at;      /* monotonic ms: the last poll's return or may_start */
     CURL **spare;             /* easy handles of finished calls, reset for reuse */
     size_t n_spare;
     mc_fdset watches; /* curl's sockets */
@@ -408,11 +411,22 @@ static void call_ended(http_caller *hc, call *c, CURLcode rc)
         atomic_fetch_sub(&hc->running, 1);
 }
 
+/* Notes a step of the HTTP thread's work; one more than STALL_MS after
+ * `since` starts the hold (see STALL_MS). */
+static void note_progress(http_caller *hc, int64_t since)
+{
+    int64_t now = mc_mono_ms();
+    if (now - since > STALL_MS)
+        hc->stall_hold_until = now + STALL_HOLD_MS;
+    hc->progress_at = now;
+}
+
 /* Whether calls may start now: not while draining, nor while the gate is
  * shut (see mc_call_gate), nor just after the process was stopped. */
 static bool may_start(http_caller *hc)
 {
-    return !atomic_load(&hc->draining) && mc_mono_ms() >= hc->stall_hold_until &&
+    note_progress(hc, hc->progress_at);
+    return !atomic_load(&hc->draining) && hc->progress_at >= hc->stall_hold_until &&
            hc->gate.may_start(hc->gate.arg);
 }
 
@@ -596,6 +610,7 @@ static void release_due(http_caller *hc, int64_t now)
 static void *http_main(void *arg)
 {
     http_caller *hc = arg;
+    hc->progress_at = mc_mono_ms();
     while (!atomic_load(&hc->stop)) {
         int64_t now = mc_now_ms(), next = mc_wheel_next_deadline(hc->held);
         if (hc->curl_due < next)
@@ -609,8 +624,7 @@ static void *http_main(void *arg)
         size_t n = hc->watches.n + 1;
         int64_t wake_by = mc_mono_ms() + timeout;
         int rc = mc_fdset_poll(&hc->watches, hc->http_wake, timeout);
-        if (mc_mono_ms() - wake_by > STALL_MS)
-            hc->stall_hold_until = mc_mono_ms() + STALL_HOLD_MS;
+        note_progress(hc, wake_by);
         if (rc < 0) {
             if (errno != EINTR)
                 poll(NULL, 0, 10); /* ENOMEM: try again shortly */

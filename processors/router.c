@@ -645,7 +645,9 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
         /* Waiting for the commit interval would make it late at the wheel:
          * commit as soon as this pass is done (what else the pass routed goes
          * with it, so a burst still shares one commit). */
-        if (t->due_at <= now + r->urgent_ms)
+        if (t->due_at <= now + r->lead_ms)
+            mc_ctx_request_commit_now(ctx); /* the wheel fires it on arrival */
+        else if (t->due_at <= now + r->urgent_ms)
             mc_ctx_request_commit(ctx);
         return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
                               r->out.len);
@@ -671,8 +673,9 @@ static int router_refused(void *self, const mc_record *m, const char *reason, mc
     char why[512];
     int32_t partition;
     int64_t version;
-    /* Valid when it was routed; later, only its due time can be nearer. */
-    if (read_command(r, m, mc_ctx_now_ms(ctx), &cmd, why, sizeof why) == COMMAND_OK &&
+    /* Valid when it was routed: no bound on the due time now (a clock
+     * stepped back could put it past --max-due). */
+    if (read_command(r, m, INT64_MAX - r->max_due_ms, &cmd, why, sizeof why) == COMMAND_OK &&
         cmd.kind == MC_CMD_SUBMIT && r->layout.partitions &&
         destination(r, m, &partition, &version)) {
         mc_wheel_entry c = {.version = version,

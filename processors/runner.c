@@ -38,6 +38,10 @@
 /* A crashed instance's partitions wait this long for a new owner, unless it
  * comes back under its id (static membership); -X session.timeout.ms wins. */
 #define MC_SESSION_TIMEOUT_MS "10000"
+/* max.poll.interval.ms, set, since ctx_assignment_lost counts on it. */
+#define MAX_POLL_INTERVAL_MS 300000
+#define MAX_POLL_INTERVAL_TEXT "300000"
+#define LOOP_STUCK_MARGIN_MS 10000
 
 #define MAX_OUTPUTS 16
 #define MAX_INPUTS 8
@@ -620,11 +624,17 @@ static void ctx_alive(mc_ctx *ctx)
  * on_revoke). A fatal error counts too: a consumer fenced as a static member
  * unassigns by itself and clears the flag at once, and a fenced producer
  * will not commit. The consumer exists for as long as the processor does. */
+/* A loop stuck (in a commit on a broker in trouble) until its poll interval
+ * nearly runs out may be evicted from a rebalance under way without
+ * librdkafka setting the flag (it skips a revoke while rebalancing): the
+ * processor lets go a little before. */
 static bool ctx_assignment_lost(const mc_ctx *ctx)
 {
     mc_runner *r = RUNNER_OF(ctx);
+    long long turned = atomic_load(&r->loop_heartbeat_ms);
     return atomic_load(&r->fatal) || rd_kafka_fatal_error(r->consumer, NULL, 0) ||
-           rd_kafka_assignment_lost(r->consumer) != 0;
+           rd_kafka_assignment_lost(r->consumer) != 0 ||
+           (turned > 0 && mc_mono_ms() - turned > MAX_POLL_INTERVAL_MS - LOOP_STUCK_MARGIN_MS);
 }
 
 /* The consumer's queue as a file descriptor: librdkafka writes a byte to the
@@ -1115,11 +1125,24 @@ static int commit_txn(mc_runner *r)
  * processor's memory holds the effects of the aborted records. Seek every
  * assigned partition back to its committed offset and make the processor
  * rebuild its state for them, exactly as if they had been newly assigned. */
+/* Forgets what the runner knew of the partitions it thinks it has and the
+ * consumer no longer does (drop_processor_work dropped them from the
+ * processor), so the rewind leaves no position of theirs to commit. */
+static void forget_unassigned(mc_runner *r, const rd_kafka_topic_partition_list_t *parts)
+{
+    for (size_t t = 0; t < r->n_inputs; t++)
+        for (int32_t i = 0; i < r->inputs[t].n_parts; i++)
+            if (r->inputs[t].parts[i].assigned &&
+                !rd_kafka_topic_partition_list_find(parts, r->inputs[t].name, i))
+                part_reset(&r->inputs[t].parts[i], false, -1, NULL);
+}
+
 static void rewind_to_committed(mc_runner *r)
 {
     rd_kafka_topic_partition_list_t *parts = NULL;
     if (rd_kafka_assignment(r->consumer, &parts) || !parts)
         return;
+    forget_unassigned(r, parts);
     if (parts->cnt == 0) {
         rd_kafka_topic_partition_list_destroy(parts);
         return;
@@ -1342,6 +1365,7 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
         mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen) ||
+        mc_kafka_conf_set(cc, "max.poll.interval.ms", MAX_POLL_INTERVAL_TEXT, err, errlen) ||
         /* Static membership (KIP-345): an instance killed and restarted under
          * the same id takes its member slot and its partitions back at once,
          * instead of waiting for the dead member's session to expire and a

@@ -92,6 +92,11 @@
 #define FLOOR_CAP 262144
 /* How often a partition's position goes down `ready` as a marker. */
 #define MARKER_INTERVAL_MS 1000
+/* A fire this close to its due time (or past it) is late by the time its
+ * commit is: it asks for the commit now (mc_ctx_request_commit_now), which
+ * waits for the broker's acknowledgements rather than polling steps. Fires
+ * a lead ahead do not: flushing every commit made them later at 5,000/s. */
+#define LATE_FIRE_MS 50
 
 typedef struct wheel_key {
     mc_keynode node;
@@ -586,8 +591,8 @@ static int fire(wheel *w, wheel_part *p, wheel_key *k, int64_t now_ms, mc_ctx *c
                       .value_len = k->payload_len,
                       .cause = &cause};
     int rc = mc_ctx_produce(ctx, &out);
-    if (k->due <= now_ms)
-        mc_ctx_request_commit_now(ctx); /* late already: every millisecond shows */
+    if (k->due <= now_ms + LATE_FIRE_MS)
+        mc_ctx_request_commit_now(ctx); /* late, or will be by the commit */
     if (rc == MC_FORWARD_REFUSED) {
         /* Kafka will never take this task into `ready`: it is done, as a
          * dead letter the operator can requeue. */

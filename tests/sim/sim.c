@@ -1029,7 +1029,14 @@ int sim_commit(sim_inst *in)
 
 int sim_revoke_all(sim_inst *in)
 {
-    int rc = sim_commit(in);
+    /* Lost, the runner lets the processor go first and aborts (its
+     * offsets would not commit); otherwise it commits, then revokes. */
+    bool lost = in->assignment_lost;
+    int rc = 0;
+    if (lost)
+        abort_txn(in);
+    else
+        rc = sim_commit(in);
     int32_t *v;
     size_t n = assigned(in, &v);
     rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);

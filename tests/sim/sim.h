@@ -138,8 +138,9 @@ void sim_set_assignment_lost(sim_inst *in);
 int sim_assign(sim_inst *in, const int32_t *partitions, size_t n);
 /* Assigns every partition. */
 int sim_assign_all(sim_inst *in);
-/* A revoke: commits the open transaction, then on_revoke. Returns the
- * commit's result. */
+/* A revoke: commits the open transaction (aborts it when the assignment
+ * was lost, as the runner does), then on_revoke. Returns the commit's
+ * result. */
 int sim_revoke_all(sim_inst *in);
 
 /* Delivers up to max records (read_committed, in offset order per

@@ -3,9 +3,9 @@
  * its partitions away (the gate is shut) no call reaches the endpoint, a
  * partition abandoned meanwhile is never called, and the rest start once the
  * gate opens; a process stopped past its due times (SIGSTOP) waits before it
- * calls, so librdkafka can say whether the partitions moved meanwhile. Times
- * are asserted one way only (nothing arrived before X), so a slow machine
- * cannot fail them. */
+ * calls, so librdkafka can say whether the partitions moved meanwhile,
+ * wherever the stop caught the HTTP thread. Times are asserted one way only
+ * (nothing arrived before X), so a slow machine cannot fail them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -269,14 +269,17 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
     caller_env_end(&ce);
 }
 
-/* The child: one call due in 300 ms, then (stopped and continued by the
- * parent meanwhile) waits for it to end. Exits 0 when it was answered. */
-static int child_calls_once(uint16_t port)
+/* The child: one call due in 300 ms, says so on `posted`, then (stopped
+ * and continued by the parent meanwhile) waits for it to end. Exits 0 when
+ * it was answered. */
+static int child_calls_once(uint16_t port, int posted)
 {
     caller_env ce;
     int ok = 0;
     if (caller_env_start(&ce, true)) {
         ce.c->ops->post(ce.c, call_of("stalled", 0, mc_now_ms() + 300, port, "/stall"));
+        if (write(posted, "p", 1) != 1)
+            return 3;
         for (int i = 0; i < 1000 && !ok; i++, usleep(10000))
             ok = take_ok(ce.c);
     }
@@ -295,13 +298,20 @@ int main(void)
      * is stopped for 2 s; once continued, it must not call at once: the
      * group may have moved the partition, and librdkafka looks only about
      * once a second. */
+    int posted[2];
+    if (pipe(posted) != 0)
+        return 1;
     pid_t child = fork();
     if (child == 0) {
         close(e.listen_fd);
-        _exit(child_calls_once(e.port));
+        _exit(child_calls_once(e.port, posted[1]));
     }
     CHECK(pthread_create(&e.thread, NULL, endpoint_main, &e) == 0);
-    usleep(100 * 1000);
+    char p;
+    CHECK(read(posted[0], &p, 1) == 1, "the child did not post its call");
+    close(posted[0]);
+    close(posted[1]);
+    usleep(50 * 1000);
     kill(child, SIGSTOP);
     usleep(2000 * 1000);
     int64_t continued = mc_mono_ms();

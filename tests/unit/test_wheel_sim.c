@@ -204,9 +204,9 @@ static void a_task_the_router_fired_is_fired_once_and_still_recalled(void)
 }
 
 /* A fire a lead ahead of its task's due time commits at librdkafka's pace;
- * a fire of a task due already (an overdue one arriving) asks for the
- * commit now, which the runner makes wait for the broker's
- * acknowledgements instead of polling steps. */
+ * a fire of a task due already (an overdue one arriving, or one punctuate
+ * reaches late) asks for the commit now, which the runner makes wait for
+ * the broker's acknowledgements instead of polling steps. */
 static void only_a_late_fire_is_committed_now(void)
 {
     mc_config *cfg = kit_config("wheel", NULL);
@@ -223,6 +223,16 @@ static void only_a_late_fire_is_committed_now(void)
     CHECK(sim_settle(wheel, 20) == 0);
     CHECK(kit_count_keyed(k, "ready", 0) == 2, "the late task fired");
     CHECK(sim_commits_now(wheel) == 1, "the late fire's commit was not asked for now");
+    /* A wheel that could not keep up (its loop held up past a due time):
+     * what punctuate fires late is committed now too. */
+    mc_task held_up = kit_task("held-up", T0 + 2000, "http://e/t");
+    kit_wheel_submit(k, 0, 2, &held_up, false);
+    CHECK(sim_settle(wheel, 20) == 0);
+    CHECK(kit_count_keyed(k, "ready", 0) == 2, "fired a second early");
+    sim_set_now(k, T0 + 2100);
+    CHECK(sim_settle(wheel, 20) == 0);
+    CHECK(kit_count_keyed(k, "ready", 0) == 3, "the held-up task fired");
+    CHECK(sim_commits_now(wheel) == 2, "punctuate's late fire was not committed now");
     sim_crash(wheel);
     sim_kafka_free(k);
     kit_config_free(cfg);
