@@ -40,7 +40,8 @@
 #define MC_SESSION_TIMEOUT_MS "10000"
 /* max.poll.interval.ms, set, since ctx_assignment_lost counts on it. */
 #define MAX_POLL_INTERVAL_MS 300000
-#define MAX_POLL_INTERVAL_TEXT "300000"
+#define TEXT_OF_(n) #n
+#define TEXT_OF(n) TEXT_OF_(n) /* a number macro as a string literal */
 #define LOOP_STUCK_MARGIN_MS 10000
 
 #define MAX_OUTPUTS 16
@@ -623,11 +624,11 @@ static void ctx_alive(mc_ctx *ctx)
  * cleared by our rd_kafka_assign in the rebalance callback, after
  * on_revoke). A fatal error counts too: a consumer fenced as a static member
  * unassigns by itself and clears the flag at once, and a fenced producer
- * will not commit. The consumer exists for as long as the processor does. */
-/* A loop stuck (in a commit on a broker in trouble) until its poll interval
- * nearly runs out may be evicted from a rebalance under way without
- * librdkafka setting the flag (it skips a revoke while rebalancing): the
- * processor lets go a little before. */
+ * will not commit. So does a loop stuck (in a commit on a broker in trouble)
+ * until its poll interval nearly runs out: it may be evicted from a
+ * rebalance under way without librdkafka setting the flag (it skips a revoke
+ * while rebalancing), so the processor lets go a little before. The consumer
+ * exists for as long as the processor does. */
 static bool ctx_assignment_lost(const mc_ctx *ctx)
 {
     mc_runner *r = RUNNER_OF(ctx);
@@ -1365,7 +1366,7 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
         mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen) ||
-        mc_kafka_conf_set(cc, "max.poll.interval.ms", MAX_POLL_INTERVAL_TEXT, err, errlen) ||
+        mc_kafka_conf_set(cc, "max.poll.interval.ms", TEXT_OF(MAX_POLL_INTERVAL_MS), err, errlen) ||
         /* Static membership (KIP-345): an instance killed and restarted under
          * the same id takes its member slot and its partitions back at once,
          * instead of waiting for the dead member's session to expire and a
