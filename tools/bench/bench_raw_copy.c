@@ -1,14 +1,22 @@
-/* The baseline for tools/bench/bench-router: the raw Kafka exactly-once pipe.
+/* The raw Kafka exactly-once pipe, the baseline of tools/bench/bench-router
+ * (throughput) and tools/bench/bench-e2e (latency of one transactional hop).
  * A read_committed consumer and a transactional producer copy every record of
  * one topic to another unchanged, committing offsets in the transaction every
  * N records or T ms, written straight against librdkafka with none of
  * mooncake's runtime, so "router / raw" is what mooncake costs on top of what
  * Kafka transactions cost anyway.
  *
+ * -t 0 commits as soon as nothing more is queued, after waiting for the
+ * acknowledgements in 1 ms flushes (commit_transaction's own flush waits in
+ * 10 ms steps): the loop a latency-minded librdkafka user writes. -P 2 makes
+ * the transactions take turns on two producers, as mooncake's runner does.
+ *
  * Usage: bench_raw_copy -b BROKERS -i IN -o OUT -g GROUP -n RECORDS
- *                       [-c COMMIT_RECORDS] [-t COMMIT_MS]
- * Exits after copying RECORDS records; prints records/s on stdout. */
+ *                       [-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS]
+ * Says "assigned" on stderr once it owns partitions; exits after copying
+ * RECORDS records; prints records/s on stdout. */
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +26,27 @@
 #include "bench_kafka.h"
 #include "clock.h"
 
+#define MAX_PRODUCERS 4
+
 static void check(rd_kafka_error_t *e, const char *what)
 {
     if (e)
         die(what, rd_kafka_error_string(e)); /* a benchmark has no one to retry for */
 }
 
-static void commit(rd_kafka_t *consumer, rd_kafka_t *producer)
+static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    (void)opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        rd_kafka_assign(rk, parts);
+        fprintf(stderr, "assigned\n");
+    } else {
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
 {
     rd_kafka_topic_partition_list_t *pos;
     if (rd_kafka_assignment(consumer, &pos))
@@ -34,15 +56,17 @@ static void commit(rd_kafka_t *consumer, rd_kafka_t *producer)
     check(rd_kafka_send_offsets_to_transaction(producer, pos, md, -1), "send_offsets");
     rd_kafka_consumer_group_metadata_destroy(md);
     rd_kafka_topic_partition_list_destroy(pos);
+    while (await_acks && rd_kafka_outq_len(producer) > 0)
+        rd_kafka_flush(producer, 1);
     check(rd_kafka_commit_transaction(producer, -1), "commit");
 }
 
 int main(int argc, char **argv)
 {
     const char *brokers = "127.0.0.1:9092", *in = NULL, *out = NULL, *group = NULL;
-    long n = 0, commit_records = 5000, commit_ms = 100;
+    long n = 0, commit_records = 5000, commit_ms = 100, n_producers = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:h")) != -1) {
+    while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:P:h")) != -1) {
         switch (opt) {
         case 'b':
             brokers = optarg;
@@ -65,16 +89,23 @@ int main(int argc, char **argv)
         case 't':
             commit_ms = atol(optarg);
             break;
+        case 'P':
+            n_producers = atol(optarg);
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -b BROKERS -i IN -o OUT -g GROUP -n RECORDS "
-                    "[-c COMMIT_RECORDS] [-t COMMIT_MS]\n",
+                    "[-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS]\n",
                     argv[0]);
             return opt == 'h' ? 0 : 2;
         }
     }
     if (!in || !out || !group || n <= 0) {
         fprintf(stderr, "%s: -i, -o, -g and -n are required (see -h)\n", argv[0]);
+        return 2;
+    }
+    if (n_producers < 1 || n_producers > MAX_PRODUCERS) {
+        fprintf(stderr, "%s: -P takes 1 to %d producers\n", argv[0], MAX_PRODUCERS);
         return 2;
     }
     char err[512], txid[300];
@@ -84,21 +115,31 @@ int main(int argc, char **argv)
     set(cc, "isolation.level", "read_committed");
     set(cc, "enable.auto.commit", "false");
     set(cc, "auto.offset.reset", "earliest");
+    rd_kafka_conf_set_rebalance_cb(cc, rebalance);
     rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
     if (!consumer)
         die("consumer", err);
     rd_kafka_poll_set_consumer(consumer);
-    rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    snprintf(txid, sizeof txid, "%s-raw-copy", group);
-    set(pc, "bootstrap.servers", brokers);
-    set(pc, "transactional.id", txid);
-    set(pc, "linger.ms", "5");
-    set(pc, "queue.buffering.max.messages", "1000000");
-    rd_kafka_t *producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
-    if (!producer)
-        die("producer", err);
-    check(rd_kafka_init_transactions(producer, 30000), "init_transactions");
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(producer, out, NULL);
+    rd_kafka_t *producers[MAX_PRODUCERS];
+    rd_kafka_topic_t *rkts[MAX_PRODUCERS];
+    for (int i = 0; i < n_producers; i++) {
+        rd_kafka_conf_t *pc = rd_kafka_conf_new();
+        snprintf(txid, sizeof txid, "%s-raw-copy-%d", group, i);
+        set(pc, "bootstrap.servers", brokers);
+        set(pc, "transactional.id", txid);
+        set(pc, "linger.ms", "5");
+        /* as mooncake's runner: the default 100 ms would follow every
+         * AddOffsetsToTxn the broker answers with CONCURRENT_TRANSACTIONS */
+        set(pc, "retry.backoff.ms", "5");
+        set(pc, "queue.buffering.max.messages", "1000000");
+        if (!(producers[i] = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err)))
+            die("producer", err);
+        check(rd_kafka_init_transactions(producers[i], 30000), "init_transactions");
+        rkts[i] = rd_kafka_topic_new(producers[i], out, NULL);
+    }
+    int turn = 0;
+    rd_kafka_t *producer = producers[0];
+    rd_kafka_topic_t *rkt = rkts[0];
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, in, RD_KAFKA_PARTITION_UA);
     rd_kafka_subscribe(consumer, sub);
@@ -108,7 +149,8 @@ int main(int argc, char **argv)
     double t_first = 0, t_txn = mc_mono_s();
     check(rd_kafka_begin_transaction(producer), "begin");
     while (copied < n) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 100);
+        bool dry_commits = commit_ms == 0;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, dry_commits && in_txn ? 0 : 100);
         if (m && !m->err) {
             if (!t_first)
                 t_first = mc_mono_s();
@@ -123,11 +165,14 @@ int main(int argc, char **argv)
         }
         if (m)
             rd_kafka_message_destroy(m);
-        if (in_txn >= commit_records || (in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms) ||
-            copied == n) {
-            commit(consumer, producer);
+        bool aged = !dry_commits && in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms;
+        if (in_txn >= commit_records || aged || (dry_commits && in_txn > 0 && !m) || copied == n) {
+            commit(consumer, producer, dry_commits);
             in_txn = 0;
             t_txn = mc_mono_s();
+            turn = (turn + 1) % (int)n_producers;
+            producer = producers[turn];
+            rkt = rkts[turn];
             check(rd_kafka_begin_transaction(producer), "begin");
         }
     }
@@ -135,8 +180,10 @@ int main(int argc, char **argv)
     check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
     printf("%.0f\n", copied / secs);
     rd_kafka_consumer_close(consumer);
-    rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(consumer);
-    rd_kafka_destroy(producer);
+    for (int i = 0; i < n_producers; i++) {
+        rd_kafka_topic_destroy(rkts[i]);
+        rd_kafka_destroy(producers[i]);
+    }
     return 0;
 }
