@@ -424,7 +424,20 @@ int mc_config_load(mc_config *cfg, int argc, char **argv, char **envp, char *err
             return -1;
     }
 
-    if (!cfg->instance_id) {
+    if (cfg->instance_id) {
+        /* It names the transactional ids, <role>-<id> and <role>-<id>~1
+         * (processors/runner.c): with '~' allowed, instances "a" and "a~1"
+         * would share one and fence each other in turn. */
+        size_t ok = strspn(cfg->instance_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789._-");
+        if (!cfg->instance_id[0] || cfg->instance_id[ok]) {
+            snprintf(err, errlen,
+                     "--instance-id / MOONCAKE_INSTANCE_ID '%s': use letters, digits, '.', '_' "
+                     "and '-' only (a pod name)",
+                     cfg->instance_id);
+            return -1;
+        }
+    } else {
         char host[256];
         if (gethostname(host, sizeof host) != 0 || !host[0])
             snprintf(host, sizeof host, "local");

@@ -57,8 +57,19 @@
  * commit_transaction's own flush and error handling take over. */
 #define AWAIT_OUTPUTS_MS 200
 
+/* Transactions take turns on this many producers (transactional ids <id>
+ * and <id>~1). The broker writes a transaction's markers after it has
+ * answered the commit, and until they are written it answers the same
+ * producer's next AddPartitionsToTxn with CONCURRENT_TRANSACTIONS, which
+ * librdkafka 2.0 retries only after 20 ms (rdkafka_txnmgr.c): at 1,000 due
+ * tasks/s the router committed back to back and nearly every transaction
+ * waited out that retry. The other producer's last transaction finished
+ * long ago. Turns never overlap: a transaction begins only after the one
+ * before it committed or aborted, so offsets still commit in order. */
+#define TXN_PRODUCERS 2
+
 struct mc_output {
-    rd_kafka_topic_t *rkt;
+    rd_kafka_topic_t *rkt[TXN_PRODUCERS]; /* one handle per producer */
     char name[256];
     mc_counter *records_out; /* counted when the transaction commits */
     uint64_t pending;        /* forwarded in the open transaction */
@@ -127,7 +138,9 @@ typedef struct mc_runner {
     void *self;
     mc_ctx ctx;
     rd_kafka_t *consumer;
-    rd_kafka_t *producer;
+    rd_kafka_t *producers[TXN_PRODUCERS];
+    rd_kafka_t *producer; /* producers[turn]: the open transaction's, or the next one's */
+    int turn;
     mc_restorer *restorer; /* made on the first mc_ctx_restore */
     char group_id[300];
     char transactional_id[600];
@@ -338,9 +351,12 @@ static mc_output *ctx_output(mc_ctx *ctx, const char *topic_suffix)
         return NULL;
     mc_output *o = &r->outputs[r->n_outputs];
     snprintf(o->name, sizeof o->name, "%s", name);
-    o->rkt = rd_kafka_topic_new(r->producer, name, NULL);
-    if (!o->rkt)
-        return NULL;
+    for (int i = 0; i < TXN_PRODUCERS; i++)
+        if (!(o->rkt[i] = rd_kafka_topic_new(r->producers[i], name, NULL))) {
+            while (i-- > 0)
+                rd_kafka_topic_destroy(o->rkt[i]);
+            return NULL;
+        }
     char labels[400];
     snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, name);
     o->records_out =
@@ -419,8 +435,12 @@ static void add_poison(mc_runner *r, size_t idx, const char *topic, rd_kafka_res
  * isolation flush), on our thread. */
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
-    (void)rk;
     mc_runner *r = opaque;
+    /* Commit and abort serve their own producer's reports before the turn
+     * passes, so this only drops a straggler of an abort that timed out: a
+     * transaction whose refs are gone, whose failure is not the open one's. */
+    if (rk != r->producer)
+        return;
     if (m->err)
         r->delivery_failed = true; /* await_outputs: the transaction will not commit */
     if (m->err && record_error(m->err))
@@ -460,8 +480,9 @@ static rd_kafka_resp_err_t produce_one(mc_runner *r, const mc_produce *p, size_t
 {
     void *opaque = (void *)(uintptr_t)ref;
     if (!p->n_headers)
-        return rd_kafka_produce(p->out->rkt, p->partition, RD_KAFKA_MSG_F_COPY, (void *)p->value,
-                                p->value ? p->value_len : 0, p->key, p->key_len, opaque)
+        return rd_kafka_produce(p->out->rkt[r->turn], p->partition, RD_KAFKA_MSG_F_COPY,
+                                (void *)p->value, p->value ? p->value_len : 0, p->key, p->key_len,
+                                opaque)
                    ? rd_kafka_last_error()
                    : RD_KAFKA_RESP_ERR_NO_ERROR;
     rd_kafka_headers_t *h = rd_kafka_headers_new(p->n_headers);
@@ -469,7 +490,7 @@ static rd_kafka_resp_err_t produce_one(mc_runner *r, const mc_produce *p, size_t
         rd_kafka_header_add(h, p->headers[i].name, -1, p->headers[i].value,
                             (ssize_t)p->headers[i].len);
     rd_kafka_resp_err_t err = rd_kafka_producev(
-        r->producer, RD_KAFKA_V_RKT(p->out->rkt), RD_KAFKA_V_PARTITION(p->partition),
+        r->producer, RD_KAFKA_V_RKT(p->out->rkt[r->turn]), RD_KAFKA_V_PARTITION(p->partition),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_VALUE((void *)p->value, p->value ? p->value_len : 0),
         RD_KAFKA_V_KEY(p->key, p->key_len), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_HEADERS(h),
@@ -513,7 +534,7 @@ static void learn_partitions(mc_runner *r, mc_output *out, int attempt)
         nanosleep(&pause, NULL);
     }
     char err[256];
-    mc_topic_partition_count(r->producer, rd_kafka_topic_name(out->rkt), 5000, err, sizeof err);
+    mc_topic_partition_count(r->producer, out->name, 5000, err, sizeof err);
 }
 
 static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
@@ -880,6 +901,15 @@ static void reset_txn(mc_runner *r, bool committed)
     r->delivery_failed = false;
 }
 
+/* The transaction committed or aborted: the next one is the next producer's
+ * (see TXN_PRODUCERS). Not after an abort that failed: its producer still
+ * has it open, and only that producer's next begin notices (and stops us). */
+static void pass_turn(mc_runner *r)
+{
+    r->turn = (r->turn + 1) % TXN_PRODUCERS;
+    r->producer = r->producers[r->turn];
+}
+
 static int begin_txn(mc_runner *r)
 {
     if (r->txn_open)
@@ -1025,6 +1055,7 @@ static int abort_txn(mc_runner *r, const char *why)
     }
     mc_counter_add(r->txn_aborted, 1);
     reset_txn(r, false);
+    pass_turn(r);
     if (!r->in_revoke)
         rewind_to_committed(r);
     return 0;
@@ -1082,9 +1113,12 @@ static int commit_txn(mc_runner *r)
     if (!r->txn_dirty) {
         /* Nothing consumed or produced: an empty commit is just an abort. */
         rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+        bool aborted = !error;
         if (error && txn_error(r, "abort_transaction (empty)", error) == TXN_FATAL)
             return -1;
         reset_txn(r, false);
+        if (aborted)
+            pass_turn(r);
         return 0;
     }
     if (r->proc->prepare_commit && r->proc->prepare_commit(r->self, &r->ctx) != 0) {
@@ -1119,6 +1153,7 @@ static int commit_txn(mc_runner *r)
     mc_histogram_observe(r->commit_latency, (double)(mc_mono_ms() - t0) / 1000.0);
     mc_counter_add(r->txn_committed, 1);
     reset_txn(r, true);
+    pass_turn(r);
     return 0;
 }
 
@@ -1229,11 +1264,14 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_t *rk,
             r->proc->on_revoke(r->self, parts, &r->ctx);
         if (r->txn_open) {
             rd_kafka_error_t *error = rd_kafka_abort_transaction(r->producer, 30000);
+            bool aborted = !error;
             if (error)
                 txn_error(r, "abort_transaction (lost)", error);
             else
                 mc_counter_add(r->txn_aborted, 1);
             reset_txn(r, false);
+            if (aborted)
+                pass_turn(r);
         }
     } else {
         if (r->txn_open) {
@@ -1388,17 +1426,22 @@ fail:
     return NULL;
 }
 
-/* The transactional producer. Exactly-once needs the first settings as they
- * are; the tuning after them yields to -X. */
-static rd_kafka_t *make_producer(mc_runner *r, char *err, size_t errlen)
+/* Transactional producer number `turn` (see TXN_PRODUCERS): the first one's
+ * transactional.id is the instance's, the others' add ~turn. Exactly-once
+ * needs the first settings as they are; the tuning after them yields to -X. */
+static rd_kafka_t *make_producer(mc_runner *r, int turn, char *err, size_t errlen)
 {
     const mc_config *cfg = r->cfg;
     rd_kafka_conf_t *pc = mc_kafka_conf_new(cfg, r, err, errlen);
     if (!pc)
         return NULL;
-    char buf[32];
+    char buf[32], txid[sizeof r->transactional_id + 16];
     snprintf(buf, sizeof buf, "%d", cfg->transaction_timeout_ms);
-    if (mc_kafka_conf_set(pc, "transactional.id", r->transactional_id, err, errlen) ||
+    if (turn == 0)
+        snprintf(txid, sizeof txid, "%s", r->transactional_id);
+    else
+        snprintf(txid, sizeof txid, "%s~%d", r->transactional_id, turn);
+    if (mc_kafka_conf_set(pc, "transactional.id", txid, err, errlen) ||
         mc_kafka_conf_set(pc, "transaction.timeout.ms", buf, err, errlen) ||
         /* Error reports only, though every report would make each commit
          * 7 ms faster (commit_transaction's flush polls in steps of up to
@@ -1483,9 +1526,12 @@ mc_runner *mc_runner_new(const mc_processor *p, const mc_config *cfg, mc_metrics
     snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,
              cfg->instance_id);
     read_clocks(r);
-    if (!(r->consumer = make_consumer(r, err, errlen)) ||
-        !(r->producer = make_producer(r, err, errlen)))
+    if (!(r->consumer = make_consumer(r, err, errlen)))
         goto fail;
+    for (int i = 0; i < TXN_PRODUCERS; i++)
+        if (!(r->producers[i] = make_producer(r, i, err, errlen)))
+            goto fail;
+    r->producer = r->producers[0];
     register_metrics(r);
     r->self = p->create(&r->ctx, p->create_arg, err, errlen);
     if (!r->self)
@@ -1747,16 +1793,22 @@ static bool running(mc_runner *r)
     return !atomic_load(&r->fatal) && !stop_now(r);
 }
 
+/* Every producer, before the consumer reads a committed offset: each
+ * init fences a predecessor under that id and ends its open transaction. */
 static int init_transactions(mc_runner *r)
 {
-    while (!atomic_load(&r->stop)) {
-        rd_kafka_error_t *error = rd_kafka_init_transactions(r->producer, 30000);
-        if (!error)
-            return 0;
-        if (txn_error(r, "init_transactions", error) != TXN_RETRY)
-            return -1;
+    for (int i = 0; i < TXN_PRODUCERS; i++) {
+        for (;;) {
+            if (atomic_load(&r->stop))
+                return -1;
+            rd_kafka_error_t *error = rd_kafka_init_transactions(r->producers[i], 30000);
+            if (!error)
+                break;
+            if (txn_error(r, "init_transactions", error) != TXN_RETRY)
+                return -1;
+        }
     }
-    return -1;
+    return 0;
 }
 
 static int subscribe(mc_runner *r)
@@ -1917,7 +1969,8 @@ int mc_runner_run(mc_runner *r)
         if (begin_txn(r) != 0 || (timeout = wait_for_events(r)) < 0 ||
             take_input_batch(r, timeout) != 0 || punctuate_if_due(r) != 0 || commit_if_due(r) != 0)
             break;
-        rd_kafka_poll(r->producer, 0); /* serve the producer's error/log events */
+        for (int i = 0; i < TXN_PRODUCERS; i++)
+            rd_kafka_poll(r->producers[i], 0); /* serve error/log events */
         update_lag(r);
     }
     return finish(r);
@@ -1935,8 +1988,8 @@ void mc_runner_free(mc_runner *r)
     if (r->self && r->proc->destroy)
         r->proc->destroy(r->self);
     for (size_t i = 0; i < r->n_outputs; i++)
-        if (r->outputs[i].rkt)
-            rd_kafka_topic_destroy(r->outputs[i].rkt);
+        for (int p = 0; p < TXN_PRODUCERS; p++)
+            rd_kafka_topic_destroy(r->outputs[i].rkt[p]);
     for (size_t t = 0; t < r->n_inputs; t++) {
         for (int32_t i = 0; i < r->inputs[t].n_parts; i++)
             part_free(&r->inputs[t].parts[i]);
@@ -1956,7 +2009,8 @@ void mc_runner_free(mc_runner *r)
     mc_ctx_release(&r->ctx);
     if (r->consumer)
         rd_kafka_destroy(r->consumer);
-    if (r->producer)
-        rd_kafka_destroy(r->producer);
+    for (int i = 0; i < TXN_PRODUCERS; i++)
+        if (r->producers[i])
+            rd_kafka_destroy(r->producers[i]);
     free(r);
 }

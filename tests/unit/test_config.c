@@ -93,6 +93,10 @@ static void bad_values(void)
     refuses((char *[]){"router", NULL}, (char *[]){"MOONCAKE_CONFLUENT_SCHEMA_IDS=1,x", NULL},
             "'x' is not a schema id");
     refuses((char *[]){"router", "--topic-prefix", "", NULL}, none, "must not be empty");
+    refuses((char *[]){"router", "--instance-id", "pod~1", NULL}, none, "'pod~1': use letters");
+    refuses((char *[]){"router", NULL}, (char *[]){"MOONCAKE_INSTANCE_ID=a/b", NULL},
+            "MOONCAKE_INSTANCE_ID 'a/b'");
+    refuses((char *[]){"router", "--instance-id=", NULL}, none, "--instance-id");
 }
 
 static void help(void)
