@@ -8,7 +8,7 @@ import threading
 import time
 
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from harness import (BOOTSTRAP, Env, MOONCAKE_BIN, cancel_value, decode, home_partition, ms,
                      now_ms, run, submit_value, task)
@@ -260,6 +260,50 @@ def test_fenced_instance_exits_and_the_new_one_finishes():
         check_exactly_once(env, where, n)
     finally:
         env.stop_all()
+
+
+def test_a_predecessors_open_transaction_on_either_id_ends_at_start():
+    """Promise (README, `transactional.id`): a restarted instance ends what its
+    predecessor left open at once, on each of the runner's two transactional
+    ids (<id> and <id>~1, which take turns), and fences it. A zombie holds a
+    transaction open on one id over every partition of `wheel` (timeout 60 s,
+    so only a fence ends it soon); the router then starts under that instance
+    id: what it routes must be visible to read_committed readers within 20 s,
+    the zombie's record never, and the zombie's commit must fail."""
+    for suffix in ("", "~1"):
+        env = Env()
+        try:
+            zombie = Producer({"bootstrap.servers": BOOTSTRAP,
+                               "transactional.id": env.topic(f"router-z{suffix}"),
+                               "transaction.timeout.ms": 60000})
+            zombie.init_transactions(30)
+            zombie.begin_transaction()
+            for part in range(env.partitions):
+                zombie.produce(env.topic("wheel"), key=b"zombie", value=b"left open",
+                               partition=part)
+            assert zombie.flush(30) == 0
+            env.start("router", instance="z")
+            n = 30
+            now = now_ms()
+            produce_tracked(env, [(f"shop/open{i}", submit_value(task("shop", f"open{i}",
+                                                                        now + 5000)))
+                                  for i in range(n)])
+            t0 = time.time()
+            wheel = env.read_all("wheel", expect=n, timeout=20)
+            keys = [m.key() for m in wheel]
+            assert b"zombie" not in keys, f"id router-z{suffix}: the zombie's record is visible"
+            assert len(wheel) == n, (
+                f"id router-z{suffix}: {len(wheel)} of {n} routed commands visible after "
+                f"{time.time() - t0:.0f} s: the predecessor's transaction still holds readers")
+            try:
+                zombie.commit_transaction(10)
+                raise AssertionError(f"id router-z{suffix}: the zombie committed after the start")
+            except KafkaException:
+                pass
+            print(f"     id router-z{suffix}: {n} commands visible {time.time() - t0:.1f} s "
+                  f"after they were produced; the zombie is fenced")
+        finally:
+            env.stop_all()
 
 
 def test_sigterm_commits_and_restart_does_not_reroute():
@@ -520,7 +564,8 @@ if __name__ == "__main__":
         test_mismatched_partition_counts_are_refused,
         test_sigterm_commits_and_restart_does_not_reroute,
         test_kill_9_mid_stream_routes_each_input_exactly_once,
-                test_fenced_instance_exits_and_the_new_one_finishes,
+        test_fenced_instance_exits_and_the_new_one_finishes,
+        test_a_predecessors_open_transaction_on_either_id_ends_at_start,
         test_second_instance_splits_partitions_and_revoke_commits,
         test_confluent_framing_with_a_configured_schema_id,
         test_commands_written_with_another_partitioner_go_home,
