@@ -568,6 +568,10 @@ def kill_in_open_transaction(env, p, suffix, rng, consumers, since_hw, deadline_
     while True:
         tries += 1
         p.send_signal(signal.SIGSTOP)
+        # A transaction p committed just before the stop stays unstable until
+        # the broker has written its markers, which it does while p is
+        # stopped; a kill then aborts nothing. Look once they are written.
+        time.sleep(MARKERS_SETTLE_S)
         try:
             lso, hw = stable_offsets(env, suffix, consumers)
         except KafkaException:
@@ -581,6 +585,9 @@ def kill_in_open_transaction(env, p, suffix, rng, consumers, since_hw, deadline_
             f"{tries} looks at {suffix} never found a transaction of {p.log_path} open " \
             f"(LSO {lso}, HW {hw}, since {since_hw})"
         time.sleep(rng.uniform(0.002, 0.03))
+
+
+MARKERS_SETTLE_S = 0.1
 
 
 def kill_and_restart(env, role, suffix, rng, first, rounds, t0, deadline_ms):
