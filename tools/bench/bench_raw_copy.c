@@ -10,12 +10,21 @@
  * acknowledgements in 1 ms flushes (commit_transaction's own flush waits in
  * 10 ms steps): the loop a latency-minded librdkafka user writes. -P 2 makes
  * the transactions take turns on two producers, as mooncake's runner does.
+ * -O (with -P 2 or more) overlaps them: a thread commits one producer's
+ * transaction (offsets, acknowledgements, EndTxn) while the loop goes on
+ * copying into the next producer's; that one's commit starts when the
+ * thread is free, so commits still end in order.
+ * -A TOPIC also writes every record to TOPIC (same partition), so each
+ * transaction spans two topics' partitions, as the router's does when it
+ * fires a task (the call to `ready`, the hand-off to `wheel`).
  *
  * Usage: bench_raw_copy -b BROKERS -i IN -o OUT -g GROUP -n RECORDS
- *                       [-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS]
+ *                       [-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS] [-O]
+ *                       [-A ALSO_TOPIC]
  * Says "assigned" on stderr once it owns partitions; exits after copying
  * RECORDS records; prints records/s on stdout. */
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,13 +55,30 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
-static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
+static void copy_to(rd_kafka_topic_t *rkt, rd_kafka_t *producer, const rd_kafka_message_t *m)
+{
+    while (rd_kafka_produce(rkt, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len, m->key,
+                            m->key_len, NULL) != 0) {
+        if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            die("produce", rd_kafka_err2str(rd_kafka_last_error()));
+        rd_kafka_poll(producer, 10);
+    }
+}
+
+/* The consumer's positions: what a transaction that ends now commits. */
+static rd_kafka_topic_partition_list_t *positions(rd_kafka_t *consumer)
 {
     rd_kafka_topic_partition_list_t *pos;
     if (rd_kafka_assignment(consumer, &pos))
         die("assignment", "failed");
     rd_kafka_position(consumer, pos);
-    rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(consumer);
+    return pos;
+}
+
+/* Takes pos and md. */
+static void commit_at(rd_kafka_t *producer, rd_kafka_topic_partition_list_t *pos,
+                      rd_kafka_consumer_group_metadata_t *md, bool await_acks)
+{
     check(rd_kafka_send_offsets_to_transaction(producer, pos, md, -1), "send_offsets");
     rd_kafka_consumer_group_metadata_destroy(md);
     rd_kafka_topic_partition_list_destroy(pos);
@@ -61,12 +87,74 @@ static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
     check(rd_kafka_commit_transaction(producer, -1), "commit");
 }
 
+static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
+{
+    commit_at(producer, positions(consumer), rd_kafka_consumer_group_metadata(consumer),
+              await_acks);
+}
+
+/* -O: the thread that commits one transaction while the loop fills the next. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    rd_kafka_t *producer; /* set: a transaction to commit; NULL: free */
+    rd_kafka_topic_partition_list_t *pos;
+    rd_kafka_consumer_group_metadata_t *md;
+    bool quit;
+} committer;
+
+static void *committer_main(void *arg)
+{
+    committer *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->producer && !c->quit)
+            pthread_cond_wait(&c->changed, &c->lock);
+        if (!c->producer)
+            break;
+        pthread_mutex_unlock(&c->lock);
+        commit_at(c->producer, c->pos, c->md, true);
+        pthread_mutex_lock(&c->lock);
+        c->producer = NULL;
+        pthread_cond_broadcast(&c->changed);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static bool committer_busy(committer *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool busy = c->producer != NULL;
+    pthread_mutex_unlock(&c->lock);
+    return busy;
+}
+
+static void committer_wait(committer *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->producer)
+        pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void committer_start(committer *c, rd_kafka_t *consumer, rd_kafka_t *producer)
+{
+    pthread_mutex_lock(&c->lock);
+    c->pos = positions(consumer);
+    c->md = rd_kafka_consumer_group_metadata(consumer);
+    c->producer = producer;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+}
+
 int main(int argc, char **argv)
 {
-    const char *brokers = "127.0.0.1:9092", *in = NULL, *out = NULL, *group = NULL;
+    const char *brokers = "127.0.0.1:9092", *in = NULL, *out = NULL, *group = NULL, *also = NULL;
     long n = 0, commit_records = 5000, commit_ms = 100, n_producers = 1;
+    bool overlap = false;
     int opt;
-    while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:P:h")) != -1) {
+    while ((opt = getopt(argc, argv, "b:i:o:g:n:c:t:P:OA:h")) != -1) {
         switch (opt) {
         case 'b':
             brokers = optarg;
@@ -92,10 +180,16 @@ int main(int argc, char **argv)
         case 'P':
             n_producers = atol(optarg);
             break;
+        case 'O':
+            overlap = true;
+            break;
+        case 'A':
+            also = optarg;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -b BROKERS -i IN -o OUT -g GROUP -n RECORDS "
-                    "[-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS]\n",
+                    "[-c COMMIT_RECORDS] [-t COMMIT_MS] [-P PRODUCERS] [-O] [-A ALSO_TOPIC]\n",
                     argv[0]);
             return opt == 'h' ? 0 : 2;
         }
@@ -106,6 +200,10 @@ int main(int argc, char **argv)
     }
     if (n_producers < 1 || n_producers > MAX_PRODUCERS) {
         fprintf(stderr, "%s: -P takes 1 to %d producers\n", argv[0], MAX_PRODUCERS);
+        return 2;
+    }
+    if (overlap && (n_producers < 2 || commit_ms != 0)) {
+        fprintf(stderr, "%s: -O needs -P 2 or more and -t 0\n", argv[0]);
         return 2;
     }
     char err[512], txid[300];
@@ -121,7 +219,7 @@ int main(int argc, char **argv)
         die("consumer", err);
     rd_kafka_poll_set_consumer(consumer);
     rd_kafka_t *producers[MAX_PRODUCERS];
-    rd_kafka_topic_t *rkts[MAX_PRODUCERS];
+    rd_kafka_topic_t *rkts[MAX_PRODUCERS], *also_rkts[MAX_PRODUCERS] = {0};
     for (int i = 0; i < n_producers; i++) {
         rd_kafka_conf_t *pc = rd_kafka_conf_new();
         snprintf(txid, sizeof txid, "%s-raw-copy-%d", group, i);
@@ -136,6 +234,8 @@ int main(int argc, char **argv)
             die("producer", err);
         check(rd_kafka_init_transactions(producers[i], 30000), "init_transactions");
         rkts[i] = rd_kafka_topic_new(producers[i], out, NULL);
+        if (also)
+            also_rkts[i] = rd_kafka_topic_new(producers[i], also, NULL);
     }
     int turn = 0;
     rd_kafka_t *producer = producers[0];
@@ -145,28 +245,42 @@ int main(int argc, char **argv)
     rd_kafka_subscribe(consumer, sub);
     rd_kafka_topic_partition_list_destroy(sub);
 
+    committer c = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    pthread_t committer_thread;
+    if (overlap && pthread_create(&committer_thread, NULL, committer_main, &c) != 0)
+        die("pthread_create", "failed");
+
     long copied = 0, in_txn = 0;
     double t_first = 0, t_txn = mc_mono_s();
     check(rd_kafka_begin_transaction(producer), "begin");
     while (copied < n) {
         bool dry_commits = commit_ms == 0;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, dry_commits && in_txn ? 0 : 100);
+        bool waiting = overlap && in_txn && committer_busy(&c);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, waiting                 ? 1
+                                                                 : dry_commits && in_txn ? 0
+                                                                                         : 100);
         if (m && !m->err) {
             if (!t_first)
                 t_first = mc_mono_s();
-            while (rd_kafka_produce(rkt, m->partition, RD_KAFKA_MSG_F_COPY, m->payload, m->len,
-                                    m->key, m->key_len, NULL) != 0) {
-                if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                    die("produce", rd_kafka_err2str(rd_kafka_last_error()));
-                rd_kafka_poll(producer, 10);
-            }
+            copy_to(rkt, producer, m);
+            if (also_rkts[turn])
+                copy_to(also_rkts[turn], producer, m);
             copied++;
             in_txn++;
         }
         if (m)
             rd_kafka_message_destroy(m);
         bool aged = !dry_commits && in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms;
-        if (in_txn >= commit_records || aged || (dry_commits && in_txn > 0 && !m) || copied == n) {
+        if (overlap && in_txn > 0 && copied < n && (!m || in_txn >= commit_records) &&
+            !committer_busy(&c)) {
+            committer_start(&c, consumer, producer);
+            in_txn = 0;
+            turn = (turn + 1) % (int)n_producers;
+            producer = producers[turn];
+            rkt = rkts[turn];
+            check(rd_kafka_begin_transaction(producer), "begin");
+        } else if (!overlap && (in_txn >= commit_records || aged ||
+                                (dry_commits && in_txn > 0 && !m) || copied == n)) {
             commit(consumer, producer, dry_commits);
             in_txn = 0;
             t_txn = mc_mono_s();
@@ -176,13 +290,25 @@ int main(int argc, char **argv)
             check(rd_kafka_begin_transaction(producer), "begin");
         }
     }
+    if (overlap) {
+        committer_wait(&c);
+        commit(consumer, producer, true);
+        pthread_mutex_lock(&c.lock);
+        c.quit = true;
+        pthread_cond_broadcast(&c.changed);
+        pthread_mutex_unlock(&c.lock);
+        pthread_join(committer_thread, NULL);
+    } else {
+        check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
+    }
     double secs = mc_mono_s() - t_first;
-    check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
     printf("%.0f\n", copied / secs);
     rd_kafka_consumer_close(consumer);
     rd_kafka_destroy(consumer);
     for (int i = 0; i < n_producers; i++) {
         rd_kafka_topic_destroy(rkts[i]);
+        if (also_rkts[i])
+            rd_kafka_topic_destroy(also_rkts[i]);
         rd_kafka_destroy(producers[i]);
     }
     return 0;
