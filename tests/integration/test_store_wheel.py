@@ -556,6 +556,11 @@ def stable_offsets(env, suffix, consumers):
     return lso, hw
 
 
+# How long after a SIGSTOP a just-committed transaction's markers take to
+# be written (see kill_in_open_transaction).
+MARKERS_SETTLE_S = 0.1
+
+
 def kill_in_open_transaction(env, p, suffix, rng, consumers, since_hw, deadline_ms):
     """Freezes p (SIGSTOP) at random moments until one of p's own
     transactions is open on the topic with records in it, then kills it
@@ -586,8 +591,6 @@ def kill_in_open_transaction(env, p, suffix, rng, consumers, since_hw, deadline_
             f"(LSO {lso}, HW {hw}, since {since_hw})"
         time.sleep(rng.uniform(0.002, 0.03))
 
-
-MARKERS_SETTLE_S = 0.1
 
 
 def kill_and_restart(env, role, suffix, rng, first, rounds, t0, deadline_ms):

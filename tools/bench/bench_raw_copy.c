@@ -93,6 +93,14 @@ static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
               await_acks);
 }
 
+/* The turn after `turn`: its producer begins the next transaction. */
+static int begin_next(rd_kafka_t **producers, int n_producers, int turn)
+{
+    turn = (turn + 1) % n_producers;
+    check(rd_kafka_begin_transaction(producers[turn]), "begin");
+    return turn;
+}
+
 /* -O: the thread that commits one transaction while the loop fills the next. */
 typedef struct {
     pthread_mutex_t lock;
@@ -238,8 +246,6 @@ int main(int argc, char **argv)
             also_rkts[i] = rd_kafka_topic_new(producers[i], also, NULL);
     }
     int turn = 0;
-    rd_kafka_t *producer = producers[0];
-    rd_kafka_topic_t *rkt = rkts[0];
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, in, RD_KAFKA_PARTITION_UA);
     rd_kafka_subscribe(consumer, sub);
@@ -252,7 +258,7 @@ int main(int argc, char **argv)
 
     long copied = 0, in_txn = 0;
     double t_first = 0, t_txn = mc_mono_s();
-    check(rd_kafka_begin_transaction(producer), "begin");
+    check(rd_kafka_begin_transaction(producers[turn]), "begin");
     while (copied < n) {
         bool dry_commits = commit_ms == 0;
         bool waiting = overlap && in_txn && committer_busy(&c);
@@ -262,9 +268,9 @@ int main(int argc, char **argv)
         if (m && !m->err) {
             if (!t_first)
                 t_first = mc_mono_s();
-            copy_to(rkt, producer, m);
+            copy_to(rkts[turn], producers[turn], m);
             if (also_rkts[turn])
-                copy_to(also_rkts[turn], producer, m);
+                copy_to(also_rkts[turn], producers[turn], m);
             copied++;
             in_txn++;
         }
@@ -273,35 +279,30 @@ int main(int argc, char **argv)
         bool aged = !dry_commits && in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms;
         if (overlap && in_txn > 0 && copied < n && (!m || in_txn >= commit_records) &&
             !committer_busy(&c)) {
-            committer_start(&c, consumer, producer);
+            committer_start(&c, consumer, producers[turn]);
             in_txn = 0;
-            turn = (turn + 1) % (int)n_producers;
-            producer = producers[turn];
-            rkt = rkts[turn];
-            check(rd_kafka_begin_transaction(producer), "begin");
+            turn = begin_next(producers, (int)n_producers, turn);
         } else if (!overlap && (in_txn >= commit_records || aged ||
                                 (dry_commits && in_txn > 0 && !m) || copied == n)) {
-            commit(consumer, producer, dry_commits);
+            commit(consumer, producers[turn], dry_commits);
             in_txn = 0;
             t_txn = mc_mono_s();
-            turn = (turn + 1) % (int)n_producers;
-            producer = producers[turn];
-            rkt = rkts[turn];
-            check(rd_kafka_begin_transaction(producer), "begin");
+            turn = begin_next(producers, (int)n_producers, turn);
         }
     }
     if (overlap) {
+        /* Its last transaction is still open: copying ends when it commits. */
         committer_wait(&c);
-        commit(consumer, producer, true);
+        commit(consumer, producers[turn], true);
         pthread_mutex_lock(&c.lock);
         c.quit = true;
         pthread_cond_broadcast(&c.changed);
         pthread_mutex_unlock(&c.lock);
         pthread_join(committer_thread, NULL);
-    } else {
-        check(rd_kafka_abort_transaction(producer, -1), "abort (empty)");
     }
     double secs = mc_mono_s() - t_first;
+    if (!overlap)
+        check(rd_kafka_abort_transaction(producers[turn], -1), "abort (empty)");
     printf("%.0f\n", copied / secs);
     rd_kafka_consumer_close(consumer);
     rd_kafka_destroy(consumer);
