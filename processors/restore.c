@@ -2,7 +2,17 @@
  * where each partition ends now, read every partition from its beginning to
  * that end, and report what was read. A transaction marker can be a
  * partition's last offset, and it is never delivered, so a partition also
- * counts as done at end-of-partition once the consumer is past its end. */
+ * counts as done at end-of-partition once the consumer is past its end.
+ *
+ * The end is the high watermark, asked for by a second, read_uncommitted
+ * handle: a read_committed asker is told the last stable offset, which
+ * stops below every record after the first transaction still open. That
+ * transaction can be a dead instance's (open until its timeout) with records
+ * of the owner between it and us committed after it: stopping there would
+ * drop them from the state while the committed input offset says they are
+ * applied (a far task lost). The reader stays read_committed, so it reaches
+ * the high watermark once every transaction below it has ended: a dead
+ * instance's open one makes the restore wait for its transaction timeout. */
 #include "restore.h"
 
 #include <inttypes.h>
@@ -19,10 +29,12 @@
 #define WATERMARK_TRIES 300
 #define WATERMARK_PAUSE_MS 200
 #define LOG_EVERY_MS 5000
+#define WAIT_SAY_MS 1000
 
 struct mc_restorer {
-    mc_logger logger; /* first: the consumer's log callback reads it as its opaque */
-    rd_kafka_t *consumer;
+    mc_logger logger;     /* first: the consumers' log callback reads it as its opaque */
+    rd_kafka_t *consumer; /* reads, read_committed */
+    rd_kafka_t *ends;     /* asks for high watermarks, read_uncommitted */
 };
 
 /* A partition to replay and the end it has when the restore starts. */
@@ -30,7 +42,57 @@ typedef struct restore_target {
     int32_t partition;
     int64_t end;
     bool done;
+    bool said_waiting;
+    int64_t stopped_ms; /* when the reader stopped below the end (0: it has not) */
 } restore_target;
+
+/* Sets what only the reader needs: it replays, where the asker of ends
+ * only sends ListOffsets. 0, or -1 with a reason in err. */
+static int set_reader_conf(const mc_config *cfg, rd_kafka_conf_t *conf, char *err, size_t errlen)
+{
+    if (mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen))
+        return -1;
+    /* The last fetch of each partition waits for data that will not come:
+     * without this, a small restore takes a second. */
+    if (mc_kafka_conf_default(cfg, conf, "fetch.wait.max.ms", "20", err, errlen))
+        return -1;
+    /* A consumer whose queue is full stops fetching for a second (librdkafka
+     * before 2.1 has no fetch.queue.backoff.ms): a restore faster than one
+     * queue per second would spend most of its time waiting. 64 MiB
+     * (librdkafka's default) refills it rarely; 300k records is about as
+     * much at a changelog's 200 B a record, and bounds a run of tombstones,
+     * whose bytes the limit does not count. The memory is given back after
+     * the restore (malloc_trim). */
+    if (mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "65536", err, errlen) ||
+        mc_kafka_conf_set(conf, "queued.min.messages", "300000", err, errlen))
+        return -1;
+    return 0;
+}
+
+/* A consumer outside any group that reads with the given isolation level
+ * (the reader) or only asks where partitions end. NULL with a reason in
+ * err. */
+static rd_kafka_t *new_consumer(const mc_config *cfg, mc_restorer *rs, const char *isolation,
+                                bool reader, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, rs, err, errlen);
+    if (!conf)
+        return NULL;
+    if (mc_kafka_conf_set(conf, "isolation.level", isolation, err, errlen) ||
+        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
+        mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen) ||
+        (reader && set_reader_conf(cfg, conf, err, errlen) != 0)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it only when it succeeds */
+        snprintf(err, errlen, "creating the restore consumer: %s", errstr);
+    }
+    return rk;
+}
 
 mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen)
 {
@@ -40,35 +102,10 @@ mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *er
         return NULL;
     }
     rs->logger = *lg;
-    /* By assignment, outside any group, and only what committed
-     * transactions wrote. */
-    rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, rs, err, errlen);
-    if (!conf || mc_kafka_conf_set(conf, "isolation.level", "read_committed", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.partition.eof", "true", err, errlen) ||
-        /* The last fetch of each partition waits for data that will not
-         * come: without this, a small restore takes a second. */
-        mc_kafka_conf_default(cfg, conf, "fetch.wait.max.ms", "20", err, errlen) ||
-        /* A consumer whose queue is full stops fetching for a second
-         * (librdkafka before 2.1 has no fetch.queue.backoff.ms): a restore
-         * faster than one queue per second would spend most of its time
-         * waiting. 64 MiB (librdkafka's default) refills it rarely; 300k
-         * records is about as much at a changelog's 200 B a record, and
-         * bounds a run of tombstones, whose bytes the limit does not count.
-         * The memory is given back after the restore (malloc_trim). */
-        mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "65536", err, errlen) ||
-        mc_kafka_conf_set(conf, "queued.min.messages", "300000", err, errlen) ||
-        mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen)) {
-        if (conf)
-            rd_kafka_conf_destroy(conf);
-        free(rs);
-        return NULL;
-    }
-    char errstr[512];
-    rs->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!rs->consumer) {
-        snprintf(err, errlen, "creating the restore consumer: %s", errstr);
-        free(rs);
+    rs->consumer = new_consumer(cfg, rs, "read_committed", true, err, errlen);
+    rs->ends = rs->consumer ? new_consumer(cfg, rs, "read_uncommitted", false, err, errlen) : NULL;
+    if (!rs->ends) {
+        mc_restorer_free(rs);
         return NULL;
     }
     return rs;
@@ -78,16 +115,21 @@ void mc_restorer_free(mc_restorer *rs)
 {
     if (!rs)
         return;
-    rd_kafka_consumer_close(rs->consumer);
-    rd_kafka_destroy(rs->consumer);
+    if (rs->consumer) {
+        rd_kafka_consumer_close(rs->consumer);
+        rd_kafka_destroy(rs->consumer);
+    }
+    if (rs->ends)
+        rd_kafka_destroy(rs->ends);
     free(rs);
 }
 
-/* A partition this consumer has not heard of: the topic grew since its
- * last metadata refresh. Asking for the topic's metadata updates its view. */
+/* A partition the handles have not heard of: the topic grew since their
+ * last metadata refresh. Asking for the topic's metadata updates a view. */
 static void learn_partitions(mc_restorer *rs, const char *topic)
 {
     char err[256];
+    mc_topic_partition_count(rs->ends, topic, 5000, err, sizeof err);
     mc_topic_partition_count(rs->consumer, topic, 5000, err, sizeof err);
 }
 
@@ -103,8 +145,8 @@ static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, si
         int64_t lo = 0, hi = 0;
         rd_kafka_resp_err_t err;
         for (int attempt = 0;; attempt++) {
-            err = rd_kafka_query_watermark_offsets(rs->consumer, topic, tg[i].partition, &lo, &hi,
-                                                   10000);
+            err =
+                rd_kafka_query_watermark_offsets(rs->ends, topic, tg[i].partition, &lo, &hi, 10000);
             if (!err || attempt == WATERMARK_TRIES)
                 break;
             if (tick)
@@ -132,6 +174,28 @@ static restore_target *target_of(restore_target *tg, size_t n, int32_t partition
         if (tg[i].partition == partition)
             return &tg[i];
     return NULL;
+}
+
+/* The reader stops below a partition's end at the first transaction still
+ * open: usually ours or a predecessor's whose markers are on their way
+ * (milliseconds), but a dead instance's stays open until its transaction
+ * timeout, and a restore waiting that long deserves a line. */
+static void say_waiting(mc_restorer *rs, const char *topic, restore_target *tg, size_t n)
+{
+    int64_t now = mc_mono_ms();
+    for (size_t i = 0; i < n; i++) {
+        restore_target *t = &tg[i];
+        if (t->done || t->said_waiting || !t->stopped_ms || now - t->stopped_ms < WAIT_SAY_MS)
+            continue;
+        t->said_waiting = true;
+        char part[16], end[24];
+        snprintf(part, sizeof part, "%" PRId32, t->partition);
+        snprintf(end, sizeof end, "%" PRId64, t->end);
+        mc_log(&rs->logger, MC_LOG_INFO,
+               "restore waits for an open transaction in the changelog to end (at most its "
+               "producer's transaction timeout)",
+               "topic", topic, "partition", part, "end", end, (const char *)NULL);
+    }
 }
 
 /* Reads the targets not done yet until each reaches its end. */
@@ -173,10 +237,13 @@ static uint64_t replay(mc_restorer *rs, const char *topic, restore_target *tg, s
                 if (next >= t->end) {
                     t->done = true;
                     left--;
+                } else if (m->err && !t->stopped_ms) {
+                    t->stopped_ms = mc_mono_ms();
                 }
             }
             rd_kafka_message_destroy(m);
         }
+        say_waiting(rs, topic, tg, n);
         if (mc_mono_ms() - last_log >= LOG_EVERY_MS && left > 0) {
             last_log = mc_mono_ms();
             char rec[24];

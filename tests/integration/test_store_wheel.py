@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from harness import (BOOTSTRAP, Env, cancel_value, decode, encode, ms, now_ms, run,
                      submit_value, task)
@@ -941,6 +941,62 @@ def test_two_stores_split_and_sigkill_hands_over():
     two_stores_one_goes_away(signal.SIGKILL)
 
 
+def test_a_store_taking_over_restores_what_committed_after_an_open_transaction():
+    """A store that takes a partition over holds every task its predecessor
+    committed, also those committed after another producer's transaction
+    that is still open on the changelog (an instance killed inside one: it
+    stays open until its transaction timeout). The restore waits for that
+    transaction to end instead of stopping at the last stable offset, before
+    it, and losing those tasks (chaos seed 714987: a far task never fired)."""
+    env = Env(partitions=1)
+    zombie = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": env.prefix + "zombie",
+                       "transaction.timeout.ms": 60000})
+    open_txn = False
+    try:
+        router = env.start("router", **H)
+        wheel = env.start("wheel", instance="w1", **H)
+        s1 = env.start("store", instance="s1", **H)
+        wait_assigned(env, s1, n=1)
+        wait_assigned(env, wheel, n=1)
+        # Opened after s1 restored (its restore would wait for it too).
+        zombie.init_transactions(30)
+        zombie.begin_transaction()
+        open_txn = True
+        zombie.produce(env.topic("store"), key=b"zombie/0", value=None, partition=0)
+        zombie.flush(30)
+        due = now_ms() + 25000
+        keys = [f"held/{i}" for i in range(20)]
+        where = dict(zip(keys, send(env, [submit(k, due + 10 * i) for i, k in enumerate(keys)])))
+        wait_metric(env, s1, "mooncake_store_tasks", len(keys))
+        s1.send_signal(signal.SIGTERM)  # commits what it holds, after the open transaction
+        assert s1.wait(30) == 0, env.log(s1)
+        s2 = env.start("store", instance="s2", wait_ready=False, **H)
+        # It must not serve the partition before it holds what s1 committed.
+        deadline = time.time() + 20
+        while "restore waits for an open transaction" not in env.log(s2, tail=None):
+            if readyz(s2) == 200:
+                held = metric(env, s2, "mooncake_store_tasks")
+                raise AssertionError(
+                    f"s2 ready holding {held} of {len(keys)} tasks while a transaction was still "
+                    f"open before them on the changelog:\n{env.log(s2)}")
+            assert time.time() < deadline, f"s2 not ready, not waiting:\n{env.log(s2)}"
+            assert s2.poll() is None, env.log(s2)
+            time.sleep(0.05)
+        assert readyz(s2) != 200, f"s2 ready while restoring:\n{env.log(s2)}"
+        zombie.abort_transaction(30)
+        open_txn = False
+        env.wait_ready(s2)
+        held = metric(env, s2, "mooncake_store_tasks")
+        assert held == len(keys), f"s2 restored {held} of {len(keys)} tasks:\n{env.log(s2)}"
+        sleep_until(due + 10 * len(keys) + LATE_LIMIT_MS)
+        check_fired_once(fires(env), where, late_limit_ms=LATE_LIMIT_MS, what="taken over")
+        assert_alive(env, router, wheel, s2)
+    finally:
+        if open_txn:
+            zombie.abort_transaction(30)
+        env.stop_all()
+
+
 if __name__ == "__main__":
     run([
         test_near_and_far_tasks_fire_once_at_their_time,
@@ -958,4 +1014,5 @@ if __name__ == "__main__":
         test_a_store_stopped_while_joining_does_not_hold_partitions,
         test_two_stores_split_and_sigterm_hands_over,
         test_two_stores_split_and_sigkill_hands_over,
+        test_a_store_taking_over_restores_what_committed_after_an_open_transaction,
     ])
