@@ -69,19 +69,21 @@ static int set_reader_conf(const mc_config *cfg, rd_kafka_conf_t *conf, char *er
     return 0;
 }
 
-/* A consumer outside any group that reads with the given isolation level
- * (the reader) or only asks where partitions end. NULL with a reason in
- * err. */
-static rd_kafka_t *new_consumer(const mc_config *cfg, mc_restorer *rs, const char *isolation,
-                                bool reader, char *err, size_t errlen)
+/* A consumer outside any group: the reader (read_committed, with what a
+ * replay needs; librdkafka gives assign()ed partitions a consumer queue only
+ * with a group.id) or the asker of ends (read_uncommitted, no group, so no
+ * coordinator connection). NULL with a reason in err. */
+static rd_kafka_t *new_consumer(const mc_config *cfg, mc_restorer *rs, bool reader, char *err,
+                                size_t errlen)
 {
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, rs, err, errlen);
     if (!conf)
         return NULL;
-    if (mc_kafka_conf_set(conf, "isolation.level", isolation, err, errlen) ||
+    if (mc_kafka_conf_set(conf, "isolation.level", reader ? "read_committed" : "read_uncommitted",
+                          err, errlen) ||
         mc_kafka_conf_set(conf, "enable.auto.commit", "false", err, errlen) ||
-        mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen) ||
-        (reader && set_reader_conf(cfg, conf, err, errlen) != 0)) {
+        (reader && (mc_kafka_conf_set(conf, "group.id", "mooncake-restore-unused", err, errlen) ||
+                    set_reader_conf(cfg, conf, err, errlen) != 0))) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
@@ -89,7 +91,8 @@ static rd_kafka_t *new_consumer(const mc_config *cfg, mc_restorer *rs, const cha
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     if (!rk) {
         rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it only when it succeeds */
-        snprintf(err, errlen, "creating the restore consumer: %s", errstr);
+        snprintf(err, errlen, "creating the restore's %s: %s",
+                 reader ? "consumer" : "end-offset consumer", errstr);
     }
     return rk;
 }
@@ -102,8 +105,8 @@ mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *er
         return NULL;
     }
     rs->logger = *lg;
-    rs->consumer = new_consumer(cfg, rs, "read_committed", true, err, errlen);
-    rs->ends = rs->consumer ? new_consumer(cfg, rs, "read_uncommitted", false, err, errlen) : NULL;
+    rs->consumer = new_consumer(cfg, rs, true, err, errlen);
+    rs->ends = rs->consumer ? new_consumer(cfg, rs, false, err, errlen) : NULL;
     if (!rs->ends) {
         mc_restorer_free(rs);
         return NULL;
@@ -124,13 +127,12 @@ void mc_restorer_free(mc_restorer *rs)
     free(rs);
 }
 
-/* A partition the handles have not heard of: the topic grew since their
- * last metadata refresh. Asking for the topic's metadata updates a view. */
-static void learn_partitions(mc_restorer *rs, const char *topic)
+/* A partition a handle has not heard of: the topic grew since its last
+ * metadata refresh. Asking for the topic's metadata updates its view. */
+static void learn_partitions(rd_kafka_t *rk, const char *topic)
 {
     char err[256];
-    mc_topic_partition_count(rs->ends, topic, 5000, err, sizeof err);
-    mc_topic_partition_count(rs->consumer, topic, 5000, err, sizeof err);
+    mc_topic_partition_count(rk, topic, 5000, err, sizeof err);
 }
 
 /* Fills each target's end (high watermark now); a partition that is empty is
@@ -152,7 +154,7 @@ static long find_ends(mc_restorer *rs, const char *topic, restore_target *tg, si
             if (tick)
                 tick(tick_arg);
             if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
-                learn_partitions(rs, topic);
+                learn_partitions(rs->ends, topic);
             struct timespec pause = {0, WATERMARK_PAUSE_MS * 1000000L};
             nanosleep(&pause, NULL);
         }
@@ -179,7 +181,8 @@ static restore_target *target_of(restore_target *tg, size_t n, int32_t partition
 /* The reader stops below a partition's end at the first transaction still
  * open: usually ours or a predecessor's whose markers are on their way
  * (milliseconds), but a dead instance's stays open until its transaction
- * timeout, and a restore waiting that long deserves a line. */
+ * timeout (and the broker's next check for timed-out ones), and a restore
+ * waiting that long deserves a line. */
 static void say_waiting(mc_restorer *rs, const char *topic, restore_target *tg, size_t n)
 {
     int64_t now = mc_mono_ms();
@@ -193,7 +196,7 @@ static void say_waiting(mc_restorer *rs, const char *topic, restore_target *tg, 
         snprintf(end, sizeof end, "%" PRId64, t->end);
         mc_log(&rs->logger, MC_LOG_INFO,
                "restore waits for an open transaction in the changelog to end (at most its "
-               "producer's transaction timeout)",
+               "producer's transaction timeout, then the broker aborts it)",
                "topic", topic, "partition", part, "end", end, (const char *)NULL);
     }
 }
@@ -202,6 +205,10 @@ static void say_waiting(mc_restorer *rs, const char *topic, restore_target *tg, 
 static uint64_t replay(mc_restorer *rs, const char *topic, restore_target *tg, size_t n, long left,
                        mc_restore_fn fn, void *arg, mc_restore_tick tick, void *tick_arg)
 {
+    /* The other handle found the ends: a reader that has not heard of a
+     * partition (the topic grew) would not fetch it before its own metadata
+     * refresh, seconds away. */
+    learn_partitions(rs->consumer, topic);
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
     for (size_t i = 0; i < n; i++)
         if (!tg[i].done)
@@ -232,6 +239,7 @@ static uint64_t replay(mc_restorer *rs, const char *topic, restore_target *tg, s
                     mc_record rec = mc_kafka_record(m, topic);
                     fn(arg, &rec);
                     records++;
+                    t->stopped_ms = 0; /* moving again */
                 }
                 int64_t next = m->err ? m->offset : m->offset + 1;
                 if (next >= t->end) {

@@ -1235,8 +1235,11 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_t *rk,
     take_assignment(r, parts);
     mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
     /* on_assign may write (the router its layout markers): in a transaction,
-     * which the revoke before this one may have committed. */
-    if (r->proc->on_assign &&
+     * which the revoke before this one may have committed. Not after a fatal
+     * error (that revoke's commit, say): its transaction may still be open
+     * on the partitions given back, and a restore would wait for it until
+     * the broker's transaction timeout - only to stop then. */
+    if (r->proc->on_assign && !atomic_load(&r->fatal) &&
         (begin_txn(r) != 0 || r->proc->on_assign(r->self, parts, &r->ctx) != 0))
         set_fatal(r, "on_assign", r->proc->name);
     /* After on_assign: the gauge says "these partitions are served". */
@@ -1417,7 +1420,7 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, errstr, sizeof errstr);
     if (!rk) {
         snprintf(err, errlen, "creating the consumer: %s", errstr);
-        return NULL;
+        goto fail; /* rd_kafka_new takes the conf only when it succeeds */
     }
     rd_kafka_poll_set_consumer(rk);
     return rk;
@@ -1462,8 +1465,10 @@ static rd_kafka_t *make_producer(mc_runner *r, int turn, char *err, size_t errle
     rd_kafka_conf_set_dr_msg_cb(pc, dr_msg_cb);
     char errstr[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
-    if (!rk)
+    if (!rk) {
+        rd_kafka_conf_destroy(pc); /* rd_kafka_new takes it only when it succeeds */
         snprintf(err, errlen, "creating the transactional producer: %s", errstr);
+    }
     return rk;
 }
 

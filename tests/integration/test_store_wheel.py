@@ -962,9 +962,11 @@ def test_a_store_taking_over_restores_what_committed_after_an_open_transaction()
         zombie.init_transactions(30)
         zombie.begin_transaction()
         open_txn = True
-        zombie.produce(env.topic("store"), key=b"zombie/0", value=None, partition=0)
-        zombie.flush(30)
         due = now_ms() + 25000
+        # What it wrote is aborted below: never held, never fired.
+        zombie.produce(env.topic("store"), key=b"zombie/0", partition=0,
+                       value=encode("StoredTask", {"version": 0, "task": task("zombie", "0", due)}))
+        zombie.flush(30)
         keys = [f"held/{i}" for i in range(20)]
         where = dict(zip(keys, send(env, [submit(k, due + 10 * i) for i, k in enumerate(keys)])))
         wait_metric(env, s1, "mooncake_store_tasks", len(keys))
