@@ -76,6 +76,25 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         moved = [k for k in keys if home_partition(k, OLD) != home_partition(k, NEW)]
         assert len(moved) >= 10, moved
         time.sleep(2)
+        # A transaction left open on an old partition of tasks (a jobs
+        # instance killed inside one), and two tasks submitted behind it
+        # before the growth, one cancelled after it by a client that has
+        # noticed it: both were written before the growth, so the cancel is
+        # the later command and wins, whatever the transaction kept back.
+        q = home_partition(moved[0], OLD)
+        behind = [k for k in (f"g/b{i}" for i in range(100))
+                  if home_partition(k, OLD) == q and home_partition(k, NEW) != q][:2]
+        zombie = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": env.prefix + "z",
+                           "transaction.timeout.ms": 60000})
+        zombie.init_transactions(30)
+        zombie.begin_transaction()
+        zombie.produce(env.topic("tasks"), key=b"g/zombie", partition=q, value=submit_value(
+            task("g", "zombie", t0 + 25000, url=server.url("/g/zombie"))))
+        assert zombie.flush(30) == 0
+        for k in behind:
+            due[k] = t0 + 25000
+        send(env, old, [(k, submit_value(task("g", k[2:], due[k], url=server.url("/" + k))))
+                        for k in behind])
         r = mooncakectl(env, "partitions", "grow", "--to", str(NEW), "--timeout", "120")
         assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
         assert f"grown from {OLD} to {NEW}" in r.stdout, r.stdout
@@ -87,6 +106,9 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         # half from one that has not (still placing keys over 3 partitions).
         cancelled = moved[::2]
         new = producer(NEW)
+        send(env, new, [(behind[0], cancel_value("g", behind[0][2:]))])
+        zombie.abort_transaction(30)  # what it wrote is never called
+        due["g/zombie"] = t0 + 25000
         send(env, new, [(k, cancel_value("g", k[2:])) for k in cancelled[::2]])
         send(env, old, [(k, cancel_value("g", k[2:])) for k in cancelled[1::2]])
         # And a task submitted after it.
@@ -104,7 +126,7 @@ def test_grow_with_tasks_near_far_and_cancels_after():
                         for k in racing])
         time.sleep(1)
         send(env, old, [(k, cancel_value("g", k[2:])) for k in racing])
-        cancelled = cancelled + racing
+        cancelled = cancelled + racing + [behind[0], "g/zombie"]
         sleep_until(max(due.values()) + 3000)
         wrong = {k: called(server, "/" + k) for k in due
                  if called(server, "/" + k) != (0 if k in cancelled else 1)}

@@ -824,14 +824,24 @@ rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!rk) {
-        snprintf(err, errlen, "creating the Kafka consumer: %s", errstr);
+    rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_CONSUMER, conf, "Kafka consumer", err, errlen);
+    if (rk)
+        rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+/* Asks for high watermarks only: no group, nothing fetched. Caller destroys
+ * it. */
+rd_kafka_t *ctl_new_end_asker(ctl *c, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = base_conf(c, err, errlen);
+    if (!conf)
+        return NULL;
+    if (mc_kafka_conf_set(conf, "isolation.level", "read_uncommitted", err, errlen)) {
+        rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    rd_kafka_poll_set_consumer(rk);
-    return rk;
+    return mc_kafka_new(RD_KAFKA_CONSUMER, conf, "Kafka consumer", err, errlen);
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -867,11 +877,7 @@ rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errle
         return NULL;
     }
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!rk)
-        snprintf(err, errlen, "creating the Kafka producer: %s", errstr);
-    return rk;
+    return mc_kafka_new(RD_KAFKA_PRODUCER, conf, "Kafka producer", err, errlen);
 }
 
 /* Metadata of every topic; caller destroys it. NULL with err on failure. */

@@ -124,6 +124,11 @@ void ctl_printable(const void *p, size_t n, char *out, size_t outlen);
  * and a transaction may commit to (NULL: a group nothing commits to).
  * Caller destroys it; NULL with a line in err. */
 rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen);
+/* A read_uncommitted consumer, only for asking where partitions end: their
+ * high watermarks (a read_committed asker is told the last stable offset,
+ * which stops before every record after a transaction still open). Caller
+ * destroys it; NULL with a line in err. */
+rd_kafka_t *ctl_new_end_asker(ctl *c, char *err, size_t errlen);
 /* An idempotent producer (acks=all), transactional when txn_id is given,
  * reporting deliveries to the struct delivery passed as message opaque.
  * Caller destroys it; NULL with a line in err. */

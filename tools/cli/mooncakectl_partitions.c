@@ -91,26 +91,37 @@ static int write_layout(ctl *c, const mc_layout *l, char *err, size_t errlen)
 
 /* The split: where each old partition of tasks ends now, just after tasks
  * grew. A command below it on its key's old home was written before the
- * growth; one after, by a client that has not noticed it (layout.h). */
-static int read_split(ctl *c, rd_kafka_t *rk, int old, mc_layout *l, char *err, size_t errlen)
+ * growth; one after, by a client that has not noticed it (layout.h). The
+ * high watermark, not the last stable offset: a command written before the
+ * growth behind a transaction still open (the jobs role's, a requeue's)
+ * would count as written after it, go home through tasks with a version
+ * newer than a later command written straight to the new home, and beat
+ * it (a cancel lost). */
+static int read_split(ctl *c, int old, mc_layout *l, char *err, size_t errlen)
 {
     char topic[300];
     mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
-    int64_t *split = calloc((size_t)old, sizeof *split);
-    if (!split) {
-        snprintf(err, errlen, "out of memory");
+    rd_kafka_t *rk = ctl_new_end_asker(c, err, errlen);
+    if (!rk)
         return -1;
-    }
-    for (int q = 0; q < old; q++) {
+    int64_t *split = calloc((size_t)old, sizeof *split);
+    int rc = split ? 0 : -1;
+    if (!split)
+        snprintf(err, errlen, "out of memory");
+    for (int q = 0; rc == 0 && q < old; q++) {
         int64_t lo, hi;
         rd_kafka_resp_err_t e =
             rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &hi, TIMEOUT_MS);
         if (e) {
             snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q, rd_kafka_err2str(e));
-            free(split);
-            return -1;
+            rc = -1;
         }
         split[q] = hi;
+    }
+    rd_kafka_destroy(rk);
+    if (rc != 0) {
+        free(split);
+        return -1;
     }
     free(l->split);
     l->split = split;
@@ -461,7 +472,7 @@ int ctl_cmd_partitions_grow(ctl *c)
                         sizeof err) != 0 ||
         (!l.growing_to && write_layout(c, &growing, err, sizeof err) != 0) ||
         grow_topics(c, rk, task_topic, 1, (int)m, err, sizeof err) != 0 ||
-        (!growing.split && (read_split(c, rk, old, &growing, err, sizeof err) != 0 ||
+        (!growing.split && (read_split(c, old, &growing, err, sizeof err) != 0 ||
                             write_layout(c, &growing, err, sizeof err) != 0))) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
