@@ -66,6 +66,18 @@ int mc_kafka_conf_reader(rd_kafka_conf_t *conf, const char *group, char *err, si
                : 0;
 }
 
+rd_kafka_t *mc_kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, const char *what, char *err,
+                         size_t errlen)
+{
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "creating the %s: %s", what, errstr);
+    }
+    return rk;
+}
+
 int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,
                           const char *value, char *err, size_t errlen)
 {
@@ -236,12 +248,9 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, &opaque, err, errlen);
     if (!conf)
         return -1;
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!rk) {
-        snprintf(err, errlen, "creating the Kafka admin client: %s", errstr);
+    rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_PRODUCER, conf, "Kafka admin client", err, errlen);
+    if (!rk)
         return -1;
-    }
     int rc = -1;
     const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
     if (!md)

@@ -44,6 +44,12 @@ int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
  * offset store, partition EOF events, earliest reset. 0, or -1 with err. */
 int mc_kafka_conf_reader(rd_kafka_conf_t *conf, const char *group, char *err, size_t errlen);
 
+/* rd_kafka_new() that always takes conf: it destroys it when the handle
+ * cannot be made (librdkafka takes it only on success). what names the
+ * handle in the line left in err. Caller owns the handle; NULL on failure. */
+rd_kafka_t *mc_kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, const char *what, char *err,
+                         size_t errlen);
+
 /* Sets key to value unless the user passed key with -X / MOONCAKE_KAFKA_*:
  * our defaults, their last word. */
 int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const char *key,

@@ -87,14 +87,8 @@ static rd_kafka_t *new_consumer(const mc_config *cfg, mc_restorer *rs, bool read
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!rk) {
-        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it only when it succeeds */
-        snprintf(err, errlen, "creating the restore's %s: %s",
-                 reader ? "consumer" : "end-offset consumer", errstr);
-    }
-    return rk;
+    return mc_kafka_new(RD_KAFKA_CONSUMER, conf,
+                        reader ? "restore consumer" : "restore's end-offset consumer", err, errlen);
 }
 
 mc_restorer *mc_restorer_new(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen)

@@ -1416,13 +1416,9 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
         mc_kafka_conf_set(cc, "group.instance.id", r->transactional_id, err, errlen))
         goto fail;
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, errstr, sizeof errstr);
-    if (!rk) {
-        snprintf(err, errlen, "creating the consumer: %s", errstr);
-        goto fail; /* rd_kafka_new takes the conf only when it succeeds */
-    }
-    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_CONSUMER, cc, "consumer", err, errlen);
+    if (rk)
+        rd_kafka_poll_set_consumer(rk);
     return rk;
 fail:
     rd_kafka_conf_destroy(cc);
@@ -1463,13 +1459,7 @@ static rd_kafka_t *make_producer(mc_runner *r, int turn, char *err, size_t errle
         return NULL;
     }
     rd_kafka_conf_set_dr_msg_cb(pc, dr_msg_cb);
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, errstr, sizeof errstr);
-    if (!rk) {
-        rd_kafka_conf_destroy(pc); /* rd_kafka_new takes it only when it succeeds */
-        snprintf(err, errlen, "creating the transactional producer: %s", errstr);
-    }
-    return rk;
+    return mc_kafka_new(RD_KAFKA_PRODUCER, pc, "transactional producer", err, errlen);
 }
 
 static void register_metrics(mc_runner *r)
