@@ -978,11 +978,7 @@ static rd_kafka_t *producer_new(mc_gateway *g, char *err, size_t errlen)
     }
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);
-    char errstr[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!rk)
-        snprintf(err, errlen, "creating the producer: %s", errstr);
-    return rk;
+    return mc_kafka_new(RD_KAFKA_PRODUCER, conf, "producer", err, errlen);
 }
 
 /* One metadata request for the tasks topic: the broker answers and the

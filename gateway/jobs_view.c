@@ -359,11 +359,8 @@ static rd_kafka_t *reader_new(mc_jobs_view *v, char *err, size_t errlen)
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    char errstr[256];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!rk)
-        snprintf(err, errlen, "creating the jobs view's consumer: %s", errstr);
-    else
+    rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_CONSUMER, conf, "jobs view's consumer", err, errlen);
+    if (rk)
         rd_kafka_poll_set_consumer(rk);
     return rk;
 }
