@@ -12,6 +12,7 @@ What is checked is what a user sees: the calls reaching a local endpoint, the
 command's exit status and output, and the router's log and /readyz."""
 import os
 import subprocess
+import threading
 import time
 
 from confluent_kafka import Producer
@@ -77,10 +78,12 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         assert len(moved) >= 10, moved
         time.sleep(2)
         # A transaction left open on an old partition of tasks (a jobs
-        # instance killed inside one), and two tasks submitted behind it
-        # before the growth, one cancelled after it by a client that has
-        # noticed it: both were written before the growth, so the cancel is
-        # the later command and wins, whatever the transaction kept back.
+        # instance killed inside one), two tasks submitted behind it before the
+        # growth, and one of them cancelled, during the growth, by a client that
+        # has noticed it: both were written before the growth, so the cancel is
+        # the later command and wins. The growth waits for the transaction to
+        # end before routing resumes (the new home would forget the cancel's
+        # floor seconds after it), and ends once the transaction is aborted.
         q = home_partition(moved[0], OLD)
         behind = [k for k in (f"g/b{i}" for i in range(100))
                   if home_partition(k, OLD) == q and home_partition(k, NEW) != q][:2]
@@ -95,7 +98,30 @@ def test_grow_with_tasks_near_far_and_cancels_after():
             due[k] = t0 + 25000
         send(env, old, [(k, submit_value(task("g", k[2:], due[k], url=server.url("/" + k))))
                         for k in behind])
-        r = mooncakectl(env, "partitions", "grow", "--to", str(NEW), "--timeout", "120")
+        grow = subprocess.Popen([MOONCAKECTL, "-b", BOOTSTRAP, "-p", env.prefix, "partitions",
+                                 "grow", "--to", str(NEW), "--timeout", "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        said, printed = [], []
+        readers = [threading.Thread(target=lambda: said.extend(grow.stderr), daemon=True),
+                   threading.Thread(target=lambda: printed.extend(grow.stdout), daemon=True)]
+        for t in readers:
+            t.start()
+        admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+        wait_until("tasks grown", lambda: len(admin.list_topics(env.topic("tasks"), timeout=10)
+                                              .topics[env.topic("tasks")].partitions) == NEW, 60)
+        send(env, producer(NEW), [(behind[0], cancel_value("g", behind[0][2:]))])
+        wait_until("mooncakectl waiting for the open transaction",
+                   lambda: grow.poll() is not None or
+                   any("waiting for a transaction open" in line for line in said), 90)
+        assert grow.poll() is None, \
+            f"grew with a transaction open below the split:\n{''.join(said)}"
+        zombie.abort_transaction(30)  # what it wrote is never called
+        due["g/zombie"] = t0 + 25000
+        grow.wait(150)
+        for t in readers:
+            t.join(10)
+        r = subprocess.CompletedProcess(grow.args, grow.returncode, "".join(printed),
+                                        "".join(said))
         assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
         assert f"grown from {OLD} to {NEW}" in r.stdout, r.stdout
         grown_at = now_ms()
@@ -106,9 +132,6 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         # half from one that has not (still placing keys over 3 partitions).
         cancelled = moved[::2]
         new = producer(NEW)
-        send(env, new, [(behind[0], cancel_value("g", behind[0][2:]))])
-        zombie.abort_transaction(30)  # what it wrote is never called
-        due["g/zombie"] = t0 + 25000
         send(env, new, [(k, cancel_value("g", k[2:])) for k in cancelled[::2]])
         send(env, old, [(k, cancel_value("g", k[2:])) for k in cancelled[1::2]])
         # And a task submitted after it.

@@ -415,6 +415,58 @@ static int wait_for_moves(ctl *c, int old, int m, int64_t timeout_ms, bool calls
     return rc;
 }
 
+/* Waits until a read_committed reader (rk) reads each old partition of tasks
+ * up to the split: every transaction open below it has ended (committed or
+ * aborted; a dead instance's at its transaction timeout). A command written
+ * before the growth behind one is read only then, and routing resumes only
+ * after that, so the command reaches its new home with what was written
+ * there after the growth, not seconds later, when the new home may have
+ * forgotten what those told it (a cancel's floor). */
+static int wait_for_split_readable(ctl *c, rd_kafka_t *rk, const mc_layout *l, int64_t timeout_ms,
+                                   char *err, size_t errlen)
+{
+    char topic[300];
+    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    int64_t start = mc_now_ms(), last_report = 0;
+    for (;;) {
+        int waiting = -1;
+        for (int q = 0; q < l->n_split && waiting < 0; q++) {
+            int64_t lo, hi;
+            rd_kafka_resp_err_t e =
+                rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &hi, TIMEOUT_MS);
+            if (e) {
+                snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q,
+                         rd_kafka_err2str(e));
+                return -1;
+            }
+            if (hi < l->split[q])
+                waiting = q;
+        }
+        if (waiting < 0)
+            return 0;
+        int64_t now = mc_now_ms();
+        if (now - last_report >= 5000) {
+            last_report = now;
+            ctl_report(c,
+                       "waiting for a transaction open on %s [%d] below the split to end (at "
+                       "most its producer's transaction timeout)",
+                       topic, waiting);
+        }
+        if (now - start >= timeout_ms) {
+            snprintf(err, errlen,
+                     "gave up after %" PRId64 " s waiting for a transaction open on %s [%d] "
+                     "below the split to end. Routing stays stopped; run this again to go on",
+                     timeout_ms / 1000, topic, waiting);
+            return -1;
+        }
+        if (ctl_stop_requested(c)) {
+            snprintf(err, errlen, "interrupted; routing stays stopped: run this again to go on");
+            return -1;
+        }
+        usleep(POLL_MS * 1000);
+    }
+}
+
 int ctl_cmd_partitions_grow(ctl *c)
 {
     const ctl_opts *o = &c->o;
@@ -480,7 +532,8 @@ int ctl_cmd_partitions_grow(ctl *c)
     ctl_report(c, "routing stopped; waiting for the store and the wheel to move the keys whose "
                   "home changes");
     if (wait_for_moves(c, old, (int)m, timeout_ms, o->no_wait_calls, err, sizeof err) != 0 ||
-        wait_for_groups(c, rk, router, 1, (int)m, timeout_ms, err, sizeof err) != 0) {
+        wait_for_groups(c, rk, router, 1, (int)m, timeout_ms, err, sizeof err) != 0 ||
+        wait_for_split_readable(c, rk, &growing, timeout_ms, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
