@@ -89,6 +89,25 @@ static int write_layout(ctl *c, const mc_layout *l, char *err, size_t errlen)
     return rc;
 }
 
+/* Where each of the first n partitions of tasks ends, as rk is told: the
+ * high watermark, or for a read_committed rk the last stable offset. 0, or
+ * -1 with a line in err. */
+static int tasks_ends(ctl *c, rd_kafka_t *rk, int n, int64_t *ends, char *err, size_t errlen)
+{
+    char topic[300];
+    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    for (int q = 0; q < n; q++) {
+        int64_t lo;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &ends[q], TIMEOUT_MS);
+        if (e) {
+            snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q, rd_kafka_err2str(e));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The split: where each old partition of tasks ends now, just after tasks
  * grew. A command below it on its key's old home was written before the
  * growth; one after, by a client that has not noticed it (layout.h). The
@@ -99,26 +118,15 @@ static int write_layout(ctl *c, const mc_layout *l, char *err, size_t errlen)
  * it (a cancel lost). */
 static int read_split(ctl *c, int old, mc_layout *l, char *err, size_t errlen)
 {
-    char topic[300];
-    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
-    rd_kafka_t *rk = ctl_new_end_asker(c, err, errlen);
-    if (!rk)
-        return -1;
     int64_t *split = calloc((size_t)old, sizeof *split);
-    int rc = split ? 0 : -1;
-    if (!split)
+    if (!split) {
         snprintf(err, errlen, "out of memory");
-    for (int q = 0; rc == 0 && q < old; q++) {
-        int64_t lo, hi;
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &hi, TIMEOUT_MS);
-        if (e) {
-            snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q, rd_kafka_err2str(e));
-            rc = -1;
-        }
-        split[q] = hi;
+        return -1;
     }
-    rd_kafka_destroy(rk);
+    rd_kafka_t *rk = ctl_new_end_asker(c, err, errlen);
+    int rc = rk ? tasks_ends(c, rk, old, split, err, errlen) : -1;
+    if (rk)
+        rd_kafka_destroy(rk);
     if (rc != 0) {
         free(split);
         return -1;
@@ -427,23 +435,24 @@ static int wait_for_split_readable(ctl *c, rd_kafka_t *rk, const mc_layout *l, i
 {
     char topic[300];
     mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    int64_t *ends = calloc((size_t)l->n_split, sizeof *ends);
+    if (!ends) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     int64_t start = mc_now_ms(), last_report = 0;
+    int rc = -1;
     for (;;) {
+        if (tasks_ends(c, rk, l->n_split, ends, err, errlen) != 0)
+            break;
         int waiting = -1;
-        for (int q = 0; q < l->n_split && waiting < 0; q++) {
-            int64_t lo, hi;
-            rd_kafka_resp_err_t e =
-                rd_kafka_query_watermark_offsets(rk, topic, q, &lo, &hi, TIMEOUT_MS);
-            if (e) {
-                snprintf(err, errlen, "reading where %s [%d] ends: %s", topic, q,
-                         rd_kafka_err2str(e));
-                return -1;
-            }
-            if (hi < l->split[q])
+        for (int q = 0; q < l->n_split && waiting < 0; q++)
+            if (ends[q] < l->split[q])
                 waiting = q;
+        if (waiting < 0) {
+            rc = 0;
+            break;
         }
-        if (waiting < 0)
-            return 0;
         int64_t now = mc_now_ms();
         if (now - last_report >= 5000) {
             last_report = now;
@@ -457,14 +466,16 @@ static int wait_for_split_readable(ctl *c, rd_kafka_t *rk, const mc_layout *l, i
                      "gave up after %" PRId64 " s waiting for a transaction open on %s [%d] "
                      "below the split to end. Routing stays stopped; run this again to go on",
                      timeout_ms / 1000, topic, waiting);
-            return -1;
+            break;
         }
         if (ctl_stop_requested(c)) {
             snprintf(err, errlen, "interrupted; routing stays stopped: run this again to go on");
-            return -1;
+            break;
         }
         usleep(POLL_MS * 1000);
     }
+    free(ends);
+    return rc;
 }
 
 int ctl_cmd_partitions_grow(ctl *c)
