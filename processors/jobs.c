@@ -804,6 +804,9 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
             for (uint8_t i = 0; i < old->n_running; i++)
                 running_add(e, old->running[i].scheduled_at, old->running[i].due_at);
         remove_entry(p, old);
+    } else {
+        /* Held at once: the timers, which also count, may not run for hours. */
+        mc_gauge_add(s->jobs_gauge, 1);
     }
     e->version = r->offset;
     mc_keymap_insert(p->jobs, &e->node);
@@ -854,6 +857,7 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
             write_tombstone(s, p, e, ctx) != 0)
             return -1;
         remove_entry(p, e);
+        mc_gauge_add(s->jobs_gauge, -1);
         return 0;
     case MC_JOB_TRIGGER:
         /* Runs whatever the schedule, the state and the overlap policy
