@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+
+/* How long the broker may take to create topics (CreateTopics' operation
+ * timeout), and so how long a topic just created may take to show in
+ * metadata: a slow broker answers the create before every broker's
+ * metadata cache has the topic. */
+#define TOPIC_CREATE_TIMEOUT_MS 30000
+#define TOPIC_VISIBLE_POLL_MS 200
+
 /* The jobs changelog takes a JobState per occurrence written: with the
  * broker's 1 GiB segments (compaction never touches the active one) a
  * restore would replay minutes of history. Small segments, rolled at least
@@ -160,6 +169,9 @@ static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
     return -1;
 }
 
+/* Creates the topics that md lacks. The number of topics it asked for
+ * (created now, or by another instance at the same moment), or -1 with a
+ * reason in err. */
 static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_metadata_t *md,
                          const mc_logger *lg, char *err, size_t errlen)
 {
@@ -189,18 +201,20 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
         return 0;
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(opts, 30000, errstr, sizeof errstr);
+    rd_kafka_AdminOptions_set_operation_timeout(opts, TOPIC_CREATE_TIMEOUT_MS, errstr,
+                                                sizeof errstr);
     rd_kafka_CreateTopics(rk, nt, n, opts, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 2 * TOPIC_CREATE_TIMEOUT_MS);
     if (!ev) {
-        snprintf(err, errlen, "creating topics timed out after 60 s (is the broker reachable?)");
+        snprintf(err, errlen, "creating topics timed out after %d s (is the broker reachable?)",
+                 2 * TOPIC_CREATE_TIMEOUT_MS / 1000);
     } else if (rd_kafka_event_error(ev)) {
         snprintf(err, errlen, "creating topics: %s", rd_kafka_event_error_string(ev));
     } else {
         size_t cnt;
         const rd_kafka_topic_result_t **res =
             rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-        rc = 0;
+        rc = (int)n;
         for (size_t i = 0; i < cnt; i++) {
             rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
             if (e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS || e == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -255,11 +269,15 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
     if (!md)
         goto out;
-    if (cfg->create_topics && create_topics(rk, cfg, md, lg, err, errlen) != 0)
+    int created = cfg->create_topics ? create_topics(rk, cfg, md, lg, err, errlen) : 0;
+    if (created < 0)
         goto out;
     rd_kafka_metadata_destroy(md);
-    /* Created topics can take a moment to show in metadata; wait for them. */
-    for (int attempt = 0; attempt < 50; attempt++) {
+    md = NULL;
+    /* Created topics can take as long to show in metadata as the broker
+     * may take to create them; wait that long, and only when we created. */
+    int64_t visible_by = mc_mono_ms() + TOPIC_CREATE_TIMEOUT_MS;
+    for (;;) {
         md = read_metadata(rk, cfg, err, errlen);
         if (!md)
             goto out;
@@ -273,9 +291,17 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
             int p = topic_partitions(md, name);
             if (p < 0) {
                 missing = true;
-                snprintf(err, errlen,
-                         "topic %s does not exist (create it, or run without --no-create-topics)",
-                         name);
+                if (created)
+                    snprintf(err, errlen,
+                             "topic %s was created but is not visible in the broker's metadata "
+                             "after %d s (the broker is slow or unwell: check it, then start "
+                             "again)",
+                             name, TOPIC_CREATE_TIMEOUT_MS / 1000);
+                else
+                    snprintf(err, errlen,
+                             "topic %s does not exist (create it, or run without "
+                             "--no-create-topics)",
+                             name);
             } else if (spec->partitions == MC_TOPIC_OWN_COUNT) {
                 if (own < 0) {
                     own = p;
@@ -325,9 +351,9 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
             rc = 0;
             goto out;
         }
-        if (!cfg->create_topics)
+        if (!created || mc_mono_ms() >= visible_by)
             goto out;
-        rd_kafka_poll(rk, 200);
+        rd_kafka_poll(rk, TOPIC_VISIBLE_POLL_MS);
     }
 out:
     if (md)
