@@ -275,7 +275,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     rd_kafka_metadata_destroy(md);
     md = NULL;
     /* Created topics can take as long to show in metadata as the broker
-     * may take to create them; wait that long, and only when we created. */
+     * may take to create them; wait that long (and as long for a topic that
+     * a broker with a lagging cache hides from a second look). */
     int64_t visible_by = mc_mono_ms() + TOPIC_CREATE_TIMEOUT_MS;
     for (;;) {
         md = read_metadata(rk, cfg, err, errlen);
@@ -291,12 +292,13 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
             int p = topic_partitions(md, name);
             if (p < 0) {
                 missing = true;
-                if (created)
+                if (cfg->create_topics)
                     snprintf(err, errlen,
-                             "topic %s was created but is not visible in the broker's metadata "
-                             "after %d s (the broker is slow or unwell: check it, then start "
-                             "again)",
-                             name, TOPIC_CREATE_TIMEOUT_MS / 1000);
+                             "topic %s %s not visible in the broker's metadata after %d s (the "
+                             "broker is slow or unwell, or the topic is being deleted: check "
+                             "it, then start again)",
+                             name, created ? "was created but is" : "is",
+                             TOPIC_CREATE_TIMEOUT_MS / 1000);
                 else
                     snprintf(err, errlen,
                              "topic %s does not exist (create it, or run without "
@@ -351,7 +353,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
             rc = 0;
             goto out;
         }
-        if (!created || mc_mono_ms() >= visible_by)
+        if (!cfg->create_topics || mc_mono_ms() >= visible_by)
             goto out;
         rd_kafka_poll(rk, TOPIC_VISIBLE_POLL_MS);
     }

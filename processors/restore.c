@@ -22,7 +22,7 @@
 
 #include "clock.h"
 #include "kafka.h"
-#include "memory.h"
+#include "release_memory.h"
 
 /* Waiting for a partition's leader (a topic created a moment ago): up to
  * WATERMARK_TRIES x (timeout + pause). */
@@ -62,7 +62,7 @@ static int set_reader_conf(const mc_config *cfg, rd_kafka_conf_t *conf, char *er
      * (librdkafka's default) refills it rarely; 300k records is about as
      * much at a changelog's 200 B a record, and bounds a run of tombstones,
      * whose bytes the limit does not count. The memory is given back after
-     * the restore (mc_memory_give_back). */
+     * the restore (mc_release_free_memory). */
     if (mc_kafka_conf_set(conf, "queued.max.messages.kbytes", "65536", err, errlen) ||
         mc_kafka_conf_set(conf, "queued.min.messages", "300000", err, errlen))
         return -1;
@@ -296,7 +296,7 @@ int mc_restorer_run(mc_restorer *rs, const char *topic, const int32_t *partition
     /* The consumer's read-ahead was freed by threads whose malloc arenas
      * glibc keeps; give the memory back, or RSS stays tens of MB above what
      * the restored state needs. */
-    mc_memory_give_back();
+    mc_release_free_memory();
     st.seconds = (double)(mc_mono_ms() - t0) / 1000.0;
     report(rs, n, &st);
     if (stats)

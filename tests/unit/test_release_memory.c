@@ -1,4 +1,4 @@
-/* Giving memory back (memory.h): memory freed by another thread leaves the
+/* Giving memory back (release_memory.h): memory freed by another thread leaves the
  * resident size, and several threads giving back at once at a process's
  * start (several roles restoring in one `mooncake all`) never crash it -
  * under ASan, glibc's malloc_trim did, about one start in three. */
@@ -11,18 +11,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "memory.h"
+#include "release_memory.h"
 
 #define RACERS 8
 #define STARTS 40
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
 
 static pthread_barrier_t start_line;
 
@@ -30,7 +22,7 @@ static void *give_back_at_once(void *arg)
 {
     (void)arg;
     pthread_barrier_wait(&start_line);
-    mc_memory_give_back();
+    mc_release_free_memory();
     return NULL;
 }
 
@@ -65,7 +57,7 @@ static void many_starts_racing(const char *self)
           STARTS, RACERS);
 }
 
-#ifndef UNDER_SANITIZER
+#ifndef MC_SANITIZER_ALLOCATOR
 static long resident_kib(void)
 {
     long size = 0, resident = 0;
@@ -104,7 +96,7 @@ static void freed_memory_leaves_the_resident_size(void)
     pthread_create(&t, NULL, allocate_and_free, &pin);
     pthread_join(t, NULL);
     long before = resident_kib();
-    mc_memory_give_back();
+    mc_release_free_memory();
     long after = resident_kib();
     long freed_kib = (long)CHUNKS * CHUNK_BYTES / 1024;
     printf("resident %ld KiB before giving back, %ld KiB after (%ld KiB were freed)\n", before,
@@ -127,5 +119,5 @@ int main(int argc, char **argv)
         return race();
     many_starts_racing("/proc/self/exe");
     freed_memory_leaves_the_resident_size();
-    return check_exit("test_memory");
+    return check_exit("test_release_memory");
 }
