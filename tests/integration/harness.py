@@ -25,6 +25,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 SOURCE_DIR = os.environ.get(
     "MOONCAKE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "lib"))
+from sanitizer_reports import failing_reports  # noqa: E402
 BOOTSTRAP = os.environ.get("MOONCAKE_TEST_BOOTSTRAP", "127.0.0.1:9092")
 MOONCAKE_BIN = os.environ.get("MOONCAKE_BIN", "mooncake")
 
@@ -259,11 +261,16 @@ class Env:
                 p.kill()
                 p.wait()
         # Under an ASan/UBSan build a report in any process fails the test,
-        # whatever that process's exit code was.
+        # whatever that process's exit code was; librdkafka's own leak at the exit
+        # of a process stopped by a fatal send_offsets_to_transaction (a fenced
+        # zombie's) is said and left out, as the chaos run's judge does.
         for p in self.procs:
             text = self.log(p, tail=None) if os.path.exists(p.log_path) else ""
-            for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
-                assert needle not in text, f"sanitizer report in {p.log_path}:\n{text}"
+            failing, excused = failing_reports(text)
+            if excused:
+                print(f"     {os.path.basename(p.log_path)}: librdkafka's leak at a fatal "
+                      "exit, left out", flush=True)
+            assert not failing, f"sanitizer report in {p.log_path}:\n{text}"
 
 
 class CallbackServer:

@@ -20,6 +20,8 @@ loader = importlib.machinery.SourceFileLoader("chaos", os.path.join(SOURCE, "too
 spec = importlib.util.spec_from_loader("chaos", loader)
 chaos = importlib.util.module_from_spec(spec)
 loader.exec_module(chaos)
+sys.path.insert(0, os.path.join(SOURCE, "tools", "lib"))
+import sanitizer_reports  # noqa: E402
 
 
 class NoDisruptions:
@@ -190,6 +192,17 @@ def main():
     check(not classify(other + lib), "a leak after another fatal error")
     check(not classify(fatal + lib.replace("LeakSanitizer", "AddressSanitizer")),
           "another sanitizer report")
+    # the integration tests' harness judges each process's log the same way
+    check(sanitizer_reports.failing_reports(fatal + lib) == ([], 1),
+          "the harness leaves the leak out")
+    check(len(sanitizer_reports.failing_reports(lib)[0]) == 1,
+          "the harness fails a leak at a clean exit")
+    check(len(sanitizer_reports.failing_reports(fatal + ours)[0]) == 1,
+          "the harness fails a leak with a frame of ours")
+    failing, excused = sanitizer_reports.failing_reports(
+        fatal + lib + "x.c:3:5: runtime error: signed integer overflow\n")
+    check(len(failing) == 1 and failing[0].startswith("runtime error") and excused == 1,
+          "the harness fails a UBSan report beside the excused leak")
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 
