@@ -274,14 +274,49 @@ static const struct {
     [MC_SCHEMA_JOB_STATE] = {"JobState", "mooncake.JobState"},
 };
 
+/* The schemas that changed: their current version number, and where each
+ * earlier version is kept. A record of an earlier version is still read (it
+ * may sit in a topic, or come from an instance not upgraded yet). */
+static const int current_versions[MC_SCHEMA_COUNT] = {
+    [MC_SCHEMA_ATTEMPT] = 2,
+    [MC_SCHEMA_RESULT] = 2,
+};
+static const struct {
+    mc_schema_id id;
+    int version;
+    const char *file;
+} earlier_versions[] = {
+    {MC_SCHEMA_ATTEMPT, 1, "Attempt_v1"},
+    {MC_SCHEMA_RESULT, 1, "Result_v1"},
+};
+#define N_EARLIER (sizeof earlier_versions / sizeof earlier_versions[0])
+
+static const char *embedded(const char *file)
+{
+    for (const struct mc_embedded_schema *e = mc_embedded_schemas; e->file; e++)
+        if (strcmp(e->file, file) == 0)
+            return e->json;
+    return NULL;
+}
+
 /* The embedded .avsc text of a schema (static storage), NULL for a bad id. */
 const char *mc_schema_json(mc_schema_id id)
 {
-    if ((unsigned)id >= MC_SCHEMA_COUNT)
-        return NULL;
-    for (const struct mc_embedded_schema *e = mc_embedded_schemas; e->file; e++)
-        if (strcmp(e->file, schema_names[id].file) == 0)
-            return e->json;
+    return (unsigned)id < MC_SCHEMA_COUNT ? embedded(schema_names[id].file) : NULL;
+}
+
+int mc_schema_current_version(mc_schema_id id)
+{
+    return (unsigned)id < MC_SCHEMA_COUNT && current_versions[id] ? current_versions[id] : 1;
+}
+
+const char *mc_schema_version_json(mc_schema_id id, int version)
+{
+    if (version == mc_schema_current_version(id))
+        return mc_schema_json(id);
+    for (size_t i = 0; i < N_EARLIER; i++)
+        if (earlier_versions[i].id == id && earlier_versions[i].version == version)
+            return embedded(earlier_versions[i].file);
     return NULL;
 }
 
@@ -300,16 +335,23 @@ const char *mc_schema_name(mc_schema_id id)
  * simply matches no record. */
 static pthread_once_t fingerprints_once = PTHREAD_ONCE_INIT;
 static uint64_t fingerprints[MC_SCHEMA_COUNT];
+static uint64_t earlier_fingerprints[N_EARLIER];
+
+static uint64_t fingerprint_of(const char *json)
+{
+    char err[256];
+    char *pcf = json ? mc_schema_canonical_form(json, err, sizeof err) : NULL;
+    uint64_t fp = pcf ? mc_crc64_avro(pcf, strlen(pcf)) : 0;
+    free(pcf);
+    return fp;
+}
 
 static void fingerprints_init(void)
 {
-    for (int i = 0; i < MC_SCHEMA_COUNT; i++) {
-        const char *json = mc_schema_json((mc_schema_id)i);
-        char err[256];
-        char *pcf = json ? mc_schema_canonical_form(json, err, sizeof err) : NULL;
-        fingerprints[i] = pcf ? mc_crc64_avro(pcf, strlen(pcf)) : 0;
-        free(pcf);
-    }
+    for (int i = 0; i < MC_SCHEMA_COUNT; i++)
+        fingerprints[i] = fingerprint_of(mc_schema_json((mc_schema_id)i));
+    for (size_t i = 0; i < N_EARLIER; i++)
+        earlier_fingerprints[i] = fingerprint_of(embedded(earlier_versions[i].file));
 }
 
 /* The schema's fingerprint, computed on first use by any thread; 0 for a bad id. */
@@ -319,6 +361,17 @@ uint64_t mc_schema_fingerprint(mc_schema_id id)
         return 0;
     pthread_once(&fingerprints_once, fingerprints_init);
     return fingerprints[id];
+}
+
+uint64_t mc_schema_version_fingerprint(mc_schema_id id, int version)
+{
+    if (version == mc_schema_current_version(id))
+        return mc_schema_fingerprint(id);
+    pthread_once(&fingerprints_once, fingerprints_init);
+    for (size_t i = 0; i < N_EARLIER; i++)
+        if (earlier_versions[i].id == id && earlier_versions[i].version == version)
+            return earlier_fingerprints[i];
+    return 0;
 }
 
 /* ---- misc ----------------------------------------------------------------------- */

@@ -110,6 +110,11 @@ typedef struct mc_attempt {
     int64_t started_at;
     int64_t finished_at;
     bool permanent; /* the executor already knows retrying is pointless */
+    /* Since Attempt version 2 (1 leaves these out, reads them as none). */
+    const mc_kv *response_headers; /* the kept response headers, lower-case names */
+    size_t n_response_headers;
+    int64_t response_size; /* body bytes the endpoint sent; -1: no response */
+    int32_t write_version; /* encoding: 0 writes the current schema, 1 Attempt_v1 */
 } mc_attempt;
 
 typedef enum mc_outcome {
@@ -131,6 +136,14 @@ typedef struct mc_result {
     int32_t http_status;
     mc_outcome outcome;
     const char *error; /* "" when none */
+    /* Since Result version 2 (1 leaves these out, reads them as the defaults). */
+    int64_t version;               /* the task's version (tasks offset); -1: not known */
+    const mc_kv *response_headers; /* the kept response headers, lower-case names */
+    size_t n_response_headers;
+    const uint8_t *response_body; /* its first bytes; NULL when response_body_len == 0 */
+    size_t response_body_len;
+    int64_t response_size; /* body bytes the endpoint sent; -1: no response */
+    int32_t write_version; /* encoding: 0 writes the current schema, 1 Result_v1 */
 } mc_result;
 
 /* dead topic value. */
@@ -281,6 +294,19 @@ const char *mc_schema_json(mc_schema_id id);
 const char *mc_schema_name(mc_schema_id id);
 /* CRC-64-AVRO fingerprint of the schema's Parsing Canonical Form. */
 uint64_t mc_schema_fingerprint(mc_schema_id id);
+
+/* Earlier versions of a schema, kept in schemas/previous/<Record>_v<N>.avsc.
+ * Each is the current schema minus fields appended since, all with defaults
+ * (tests/unit/fingerprint_test.py holds them to that), so a record written
+ * with one decodes as a prefix of ours. Decoders read them without being
+ * told; encoders write one on request (mc_result.write_version) for readers
+ * that are older still, during a rolling upgrade.
+ * The number of the current version of id (1 when it never changed). */
+int mc_schema_current_version(mc_schema_id id);
+/* The fingerprint of version `version` of id; 0 when there is none. */
+uint64_t mc_schema_version_fingerprint(mc_schema_id id, int version);
+/* The embedded text of version `version` of id (static storage); NULL when none. */
+const char *mc_schema_version_json(mc_schema_id id, int version);
 
 /* Parsing Canonical Form of any Avro schema JSON text (spec §"Parsing Canonical
  * Form for Schemas"). Returns a malloc'd string the caller frees, or NULL with

@@ -28,6 +28,7 @@ typedef struct rd {
     size_t detail_len;
     int depth;
     path_seg path[PATH_MAX_DEPTH];
+    int older; /* the writer's earlier schema version; 0: the current one */
 } rd;
 
 #define TRY(expr)                                                                                  \
@@ -614,7 +615,10 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
         for (int i = 9; i >= 2; i--)
             fp = (fp << 8) | d[i];
         uint64_t want = mc_schema_fingerprint(id);
-        if (fp != want) {
+        for (int v = 1; fp != want && v < mc_schema_current_version(id); v++)
+            if (mc_schema_version_fingerprint(id, v) == fp)
+                r->older = v;
+        if (fp != want && !r->older) {
             for (size_t i = 0; confluent && i < confluent->n_writers; i++)
                 if (mc_writer_schema_fingerprint(confluent->writers[i].schema) == fp)
                     return resolve_body(r, confluent->writers[i].schema, d, len, MC_SO_HEADER_LEN);
@@ -710,6 +714,12 @@ mc_codec_err mc_decode_attempt(const void *data, size_t len, mc_arena *arena, mc
     TRY(rd_long(&r, "started_at", &out->started_at));
     TRY(rd_long(&r, "finished_at", &out->finished_at));
     TRY(rd_bool(&r, "permanent", &out->permanent));
+    out->response_size = -1;
+    if (!r.older) {
+        TRY(rd_string_map(&r, "response_headers", &out->response_headers,
+                          &out->n_response_headers));
+        TRY(rd_long(&r, "response_size", &out->response_size));
+    }
     return finish(&r, "Attempt");
 }
 
@@ -730,6 +740,15 @@ mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_
     TRY(rd_enum(&r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
     out->outcome = (mc_outcome)sym;
     TRY(rd_string(&r, "error", &out->error));
+    out->version = -1;
+    out->response_size = -1;
+    if (!r.older) {
+        TRY(rd_long(&r, "version", &out->version));
+        TRY(rd_string_map(&r, "response_headers", &out->response_headers,
+                          &out->n_response_headers));
+        TRY(rd_bytes(&r, "response_body", &out->response_body, &out->response_body_len));
+        TRY(rd_long(&r, "response_size", &out->response_size));
+    }
     return finish(&r, "Result");
 }
 

@@ -93,13 +93,19 @@ static void put_string_map(wr *w, const mc_kv *kv, size_t n)
     put_long(w, 0);
 }
 
-static void put_header(wr *w, mc_schema_id id)
+/* The single-object header of version `version` of id (0: the current one). */
+static void put_version_header(wr *w, mc_schema_id id, int version)
 {
     uint8_t h[MC_SO_HEADER_LEN] = {MC_SO_MAGIC0, MC_SO_MAGIC1};
-    uint64_t fp = mc_schema_fingerprint(id);
+    uint64_t fp = version ? mc_schema_version_fingerprint(id, version) : mc_schema_fingerprint(id);
     for (int i = 0; i < 8; i++)
         h[2 + i] = (uint8_t)(fp >> (8 * i));
     put_raw(w, h, sizeof h);
+}
+
+static void put_header(wr *w, mc_schema_id id)
+{
+    put_version_header(w, id, 0);
 }
 
 /* The Callback record, shared by Task and Job. */
@@ -258,11 +264,19 @@ int mc_encode_stored_task(const mc_stored_task *s, mc_buf *out)
     return done(&w, start, true);
 }
 
+/* Whether a record asked to be written as `version` gets the current schema
+ * (0 or the current number); only version 1 is kept besides it today. */
+static bool written_current(mc_schema_id id, int32_t version)
+{
+    return version == 0 || version == mc_schema_current_version(id);
+}
+
 int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
 {
     wr w = {out, false};
     size_t start = out->len;
-    put_header(&w, MC_SCHEMA_ATTEMPT);
+    bool current = written_current(MC_SCHEMA_ATTEMPT, a->write_version);
+    put_version_header(&w, MC_SCHEMA_ATTEMPT, current ? 0 : a->write_version);
     put_task(&w, &a->task);
     put_long(&w, a->http_status);
     put_string(&w, a->error);
@@ -271,14 +285,19 @@ int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
     put_long(&w, a->started_at);
     put_long(&w, a->finished_at);
     put_bool(&w, a->permanent);
-    return done(&w, start, true);
+    if (current) {
+        put_string_map(&w, a->response_headers, a->n_response_headers);
+        put_long(&w, a->response_size);
+    }
+    return done(&w, start, current || a->write_version == 1);
 }
 
 int mc_encode_result(const mc_result *r, mc_buf *out)
 {
     wr w = {out, false};
     size_t start = out->len;
-    put_header(&w, MC_SCHEMA_RESULT);
+    bool current = written_current(MC_SCHEMA_RESULT, r->write_version);
+    put_version_header(&w, MC_SCHEMA_RESULT, current ? 0 : r->write_version);
     put_string(&w, r->app_id);
     put_string(&w, r->task_id);
     put_long(&w, r->attempt);
@@ -288,7 +307,13 @@ int mc_encode_result(const mc_result *r, mc_buf *out)
     put_long(&w, r->http_status);
     bool ok = put_enum(&w, (int)r->outcome, MC_OUTCOME_CANCELLED + 1);
     put_string(&w, r->error);
-    return done(&w, start, ok);
+    if (current) {
+        put_long(&w, r->version);
+        put_string_map(&w, r->response_headers, r->n_response_headers);
+        put_bytes(&w, r->response_body, r->response_body_len);
+        put_long(&w, r->response_size);
+    }
+    return done(&w, start, ok && (current || r->write_version == 1));
 }
 
 int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* OPT_LIST is a string that may be empty (a list with nothing in it). */
@@ -68,8 +69,16 @@ static const opt options[] = {
      OFF(executor_max_unfinished), 1, 1000000, "1024",
      "executor: unfinished tasks per partition before it stops consuming it"},
     {"executor-snippet-bytes", 0, "MOONCAKE_EXECUTOR_SNIPPET_BYTES", OPT_INT,
-     OFF(executor_snippet_bytes), 0, 65536, "1024",
-     "executor: response body bytes kept with a failed attempt"},
+     OFF(executor_snippet_bytes), 0, 65536, "4096",
+     "executor: response body bytes kept in each attempt's Result (0: none)"},
+    {"executor-response-headers", 0, "MOONCAKE_EXECUTOR_RESPONSE_HEADERS", OPT_SPECIAL,
+     OFF(executor_response_headers), 0, 0, "content-type,location,retry-after,x-request-id",
+     "executor: response headers kept in each attempt's Result (comma-separated names)"},
+    {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 2, "2",
+     "executor, retry: version of the Result and Attempt records written (1 while 0.1.0 runs)"},
+    {"results-retention-ms", 0, "MOONCAKE_RESULTS_RETENTION_MS", OPT_INT64,
+     OFF(results_retention_ms), 60000, INT64_MAX, "259200000",
+     "retention of the results topic, set when mooncake creates it"},
     {"executor-allow-cidrs", 0, "MOONCAKE_EXECUTOR_ALLOW_CIDRS", OPT_LIST,
      OFF(executor_allow_cidrs), 0, 0, "",
      "executor: CIDRs exempt from the SSRF guard (comma-separated)"},
@@ -211,6 +220,53 @@ static int set_confluent_ids(mc_config *cfg, const char *v, char *err, size_t er
     return 0;
 }
 
+/* Headers that carry credentials: never kept, so no answer shows them. */
+static const char *const secret_headers[] = {
+    "set-cookie",         "cookie", "authorization", "proxy-authorization", "www-authenticate",
+    "proxy-authenticate", NULL};
+
+/* --executor-response-headers: names made of token characters, stored
+ * lower-cased and comma-separated. */
+static int set_response_headers(mc_config *cfg, const char *v, const char *source, char *err,
+                                size_t errlen)
+{
+    char *list = malloc(strlen(v) + 1), *out = list;
+    if (!list) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (const char *p = v; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *name = p;
+        while (*p && *p != ',' && *p != ' ')
+            p++;
+        size_t len = (size_t)(p - name);
+        if (!len)
+            continue;
+        for (size_t i = 0; i < len; i++)
+            if (!strchr("!#$%&'*+-.^_`|~", name[i]) && !isalnum((unsigned char)name[i])) {
+                snprintf(err, errlen, "%s: '%.*s' is not a header name", source, (int)len, name);
+                free(list);
+                return -1;
+            }
+        for (const char *const *s = secret_headers; *s; s++)
+            if (strlen(*s) == len && strncasecmp(*s, name, len) == 0) {
+                snprintf(err, errlen, "%s: %s carries credentials and is never kept", source, *s);
+                free(list);
+                return -1;
+            }
+        if (out != list)
+            *out++ = ',';
+        for (size_t i = 0; i < len; i++)
+            *out++ = (char)tolower((unsigned char)name[i]);
+    }
+    *out = '\0';
+    free(cfg->executor_response_headers);
+    cfg->executor_response_headers = list;
+    return 0;
+}
+
 /* Applies one option value; source names the flag or env var in errors. */
 static int apply(mc_config *cfg, const opt *o, const char *v, const char *source, char *err,
                  size_t errlen)
@@ -267,6 +323,8 @@ static int apply(mc_config *cfg, const opt *o, const char *v, const char *source
     case OPT_SPECIAL:
         if (strcmp(o->flag, "confluent-schema-ids") == 0)
             return set_confluent_ids(cfg, v, err, errlen);
+        if (strcmp(o->flag, "executor-response-headers") == 0)
+            return set_response_headers(cfg, v, source, err, errlen);
         if (strcmp(o->flag, "log-level") == 0) {
             if (!mc_log_level_parse(v, &cfg->log_level)) {
                 snprintf(err, errlen, "%s: '%s' is not one of debug, info, warn, error", source, v);
@@ -463,6 +521,7 @@ void mc_config_free(mc_config *cfg)
     }
     free(cfg->kafka);
     free(cfg->confluent_ids);
+    free(cfg->executor_response_headers);
     memset(cfg, 0, sizeof *cfg);
 }
 

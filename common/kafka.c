@@ -1,6 +1,7 @@
 /* librdkafka configuration, log routing and topic creation for every role. */
 #include "kafka.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ const mc_topic_spec mc_topic_specs[] = {
     {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0, NULL},
     {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL},
     {"retry", "delete", "604800000", "failed attempts", 0, NULL},
-    {"results", "delete", "259200000", "the result of every attempt", 0, NULL},
+    {"results", "delete", NULL, "the result of every attempt (retention: --results-retention-ms)",
+     0, NULL},
     {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL},
     {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
      MC_TOPIC_OWN_COUNT, NULL},
@@ -191,8 +193,15 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
             goto out;
         }
         rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy", s->cleanup_policy);
-        if (s->retention_ms)
-            rd_kafka_NewTopic_set_config(nt[n], "retention.ms", s->retention_ms);
+        char retention[24];
+        if (strcmp(s->suffix, "results") == 0) /* the operator's choice (--results-retention-ms) */
+            snprintf(retention, sizeof retention, "%" PRId64, cfg->results_retention_ms);
+        else if (s->retention_ms)
+            snprintf(retention, sizeof retention, "%s", s->retention_ms);
+        else
+            retention[0] = '\0';
+        if (retention[0])
+            rd_kafka_NewTopic_set_config(nt[n], "retention.ms", retention);
         for (const char *const *c = s->configs; c && c[0] && c[1]; c += 2)
             rd_kafka_NewTopic_set_config(nt[n], c[0], c[1]);
         n++;

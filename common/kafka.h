@@ -14,7 +14,7 @@
 typedef struct mc_topic_spec {
     const char *suffix;
     const char *cleanup_policy; /* "delete" or "compact" */
-    const char *retention_ms;   /* NULL for compacted topics */
+    const char *retention_ms;   /* NULL for compacted topics and results (a flag sets it) */
     const char *purpose;
     /* 0: the layout's count, like every task topic; MC_TOPIC_OWN_COUNT: made
      * with the set's count and never grown (the jobs topics: a job's state

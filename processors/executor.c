@@ -98,12 +98,20 @@ typedef struct executor {
 
 static const char *const executor_inputs[] = {"ready", NULL};
 
+void mc_call_forget_response_headers(mc_call *j)
+{
+    for (size_t i = 0; i < j->n_response_headers; i++)
+        free((char *)j->response_headers[i].key);
+    j->n_response_headers = 0;
+}
+
 void mc_call_free(mc_call *j)
 {
     if (!j)
         return;
     mc_arena_free(j->arena);
     free(j->snippet);
+    mc_call_forget_response_headers(j);
     free(j);
 }
 
@@ -177,6 +185,12 @@ static int produce_for(executor *ex, mc_output *out, const mc_call *j, const mc_
     return produce_for_n(ex, out, j, h, h ? 1 : 0);
 }
 
+/* Bytes of body the endpoint sent, -1 when it did not answer. */
+static int64_t response_size(const mc_call *j)
+{
+    return j->transport_failed || j->status <= 0 ? -1 : j->body_bytes;
+}
+
 static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)
 {
     mc_result res = {.app_id = j->task.app_id,
@@ -187,7 +201,14 @@ static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, cons
                      .finished_at = j->finished_at,
                      .http_status = (int32_t)j->status,
                      .outcome = outcome,
-                     .error = error};
+                     .error = error,
+                     .version = j->version.v,
+                     .response_headers = j->response_headers,
+                     .n_response_headers = j->n_response_headers,
+                     .response_body = j->snippet,
+                     .response_body_len = j->snippet_len,
+                     .response_size = response_size(j),
+                     .write_version = ex->cfg->record_version};
     mc_buf_reset(&ex->buf);
     if (mc_encode_result(&res, &ex->buf) != 0)
         return -1;
@@ -244,7 +265,11 @@ static int report_attempt(executor *ex, const mc_call *j)
                 : -1,
         .started_at = j->started_at,
         .finished_at = j->finished_at,
-        .permanent = permanent};
+        .permanent = permanent,
+        .response_headers = j->response_headers,
+        .n_response_headers = j->n_response_headers,
+        .response_size = response_size(j),
+        .write_version = ex->cfg->record_version};
     char attempt[16], status[16], ms[24], version[24];
     snprintf(attempt, sizeof attempt, "%" PRId32, j->task.attempt);
     snprintf(status, sizeof status, "%ld", j->status);

@@ -21,6 +21,8 @@
 #define MC_CALL_KEY_MAX 1024
 #define MC_CALL_RETRY_AFTER_MAX 64
 #define MC_CALL_ERROR_MAX 512
+#define MC_CALL_RESPONSE_HEADERS_MAX 16  /* kept response headers per call */
+#define MC_CALL_RESPONSE_HEADER_MAX 1024 /* bytes of one kept header's value */
 
 typedef enum mc_call_kind {
     MC_CALL_START,  /* call task's callback at its due time */
@@ -49,6 +51,11 @@ typedef struct mc_call {
     int64_t started_at, finished_at; /* wall clock */
     uint8_t *snippet;                /* the first bytes of the answer, malloc'd */
     size_t snippet_len;
+    int64_t body_bytes; /* of the answer's body, kept or not */
+    /* The answer's headers named by --executor-response-headers; each key is
+     * one malloc'd "name\0value" block that the value points into. */
+    mc_kv response_headers[MC_CALL_RESPONSE_HEADERS_MAX];
+    size_t n_response_headers;
     char retry_after[MC_CALL_RETRY_AFTER_MAX];
     /* Private to whoever owns the job: list links and the caller's state. */
     struct mc_call *next;
@@ -58,6 +65,9 @@ typedef struct mc_call {
 /* Frees a job and what it holds (its arena, snippet); the caller's state
  * must have been released. Either side. */
 void mc_call_free(mc_call *j);
+/* Frees the job's kept response headers (a new answer replaces them).
+ * Whichever side owns the job. */
+void mc_call_forget_response_headers(mc_call *j);
 
 typedef struct mc_caller mc_caller;
 

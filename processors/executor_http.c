@@ -13,6 +13,7 @@
  * jobs, abandon requests, finished jobs - and wake each other with an
  * eventfd each. Everything below "the HTTP thread" runs on this thread
  * only; the caller ops run on the runner's. */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -125,12 +126,13 @@ static void drain_wake(int fd)
 /* ---- a call's request ------------------------------------------------------------ */
 
 /* Keeps the first --executor-snippet-bytes of the response body, for the
- * retry topic; the rest is read and dropped. */
+ * call's Result or Attempt; the rest is read, counted and dropped. */
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     call *c = arg;
     mc_call *j = c->job;
     size_t len = size * n, max = (size_t)c->hc->cfg->executor_snippet_bytes;
+    j->body_bytes += (int64_t)len;
     if (j->snippet_len < max) {
         if (!j->snippet && !(j->snippet = malloc(max)))
             return len; /* no snippet then; the call itself goes on */
@@ -141,11 +143,76 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* Whether name (len bytes, any case) is in the lower-case comma list. */
+static bool listed(const char *list, const char *name, size_t len)
+{
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncasecmp(p, name, len) == 0)
+            return true;
+        p += n + (end != NULL);
+    }
+    return false;
+}
+
+/* Keeps a response header named in --executor-response-headers, its name
+ * lower-cased and its value trimmed and cut at MC_CALL_RESPONSE_HEADER_MAX;
+ * a repeated one is joined with ", " (so the list refuses Set-Cookie, whose
+ * values cannot be joined). */
+static void keep_header(mc_call *j, const char *list, const char *line, size_t len)
+{
+    const char *colon = memchr(line, ':', len);
+    if (!colon || colon == line || !listed(list, line, (size_t)(colon - line)))
+        return;
+    size_t nlen = (size_t)(colon - line);
+    const char *v = colon + 1;
+    size_t vlen = len - nlen - 1;
+    while (vlen && (*v == ' ' || *v == '\t'))
+        v++, vlen--;
+    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+        vlen--;
+    size_t at = 0;
+    while (at < j->n_response_headers && (strlen(j->response_headers[at].key) != nlen ||
+                                          strncasecmp(j->response_headers[at].key, line, nlen)))
+        at++;
+    const char *old = at < j->n_response_headers ? j->response_headers[at].value : "";
+    size_t olen = strlen(old), sep = olen ? 2 : 0;
+    if (at == MC_CALL_RESPONSE_HEADERS_MAX)
+        return;
+    if (olen + sep + vlen > MC_CALL_RESPONSE_HEADER_MAX)
+        vlen =
+            olen + sep < MC_CALL_RESPONSE_HEADER_MAX ? MC_CALL_RESPONSE_HEADER_MAX - olen - sep : 0;
+    char *block = malloc(nlen + 1 + olen + sep + vlen + 1);
+    if (!block)
+        return; /* the header is left out; the call goes on */
+    for (size_t i = 0; i < nlen; i++)
+        block[i] = (char)tolower((unsigned char)line[i]);
+    block[nlen] = '\0';
+    char *value = block + nlen + 1;
+    memcpy(value, old, olen);
+    memcpy(value + olen, ", ", sep);
+    memcpy(value + olen + sep, v, vlen);
+    value[olen + sep + vlen] = '\0';
+    if (at < j->n_response_headers)
+        free((char *)j->response_headers[at].key);
+    else
+        j->n_response_headers++;
+    j->response_headers[at] = (mc_kv){block, value};
+}
+
 static size_t on_header(char *line, size_t size, size_t n, void *arg)
 {
     call *c = arg;
     mc_call *j = c->job;
     size_t len = size * n;
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        /* A new response (after a 1xx): what came before was not the answer. */
+        j->retry_after[0] = '\0';
+        mc_call_forget_response_headers(j);
+        return len;
+    }
+    keep_header(j, c->hc->cfg->executor_response_headers, line, len);
     static const char name[] = "retry-after:";
     if (len > sizeof name - 1 && strncasecmp(line, name, sizeof name - 1) == 0) {
         const char *v = line + sizeof name - 1;
@@ -158,8 +225,6 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
             vlen = sizeof j->retry_after - 1;
         memcpy(j->retry_after, v, vlen);
         j->retry_after[vlen] = '\0';
-    } else if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-        j->retry_after[0] = '\0'; /* a new response (after a 1xx) */
     }
     return len;
 }

@@ -36,6 +36,7 @@
 typedef struct retry {
     mc_output *tasks, *results, *wheel;
     int64_t horizon_ms;
+    int record_version; /* of the Results written (--record-version) */
     mc_backoff defaults;
     mc_arena *arena;
     mc_buf buf;
@@ -136,13 +137,23 @@ static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
     }
     int failed = t->attempt > 0 ? t->attempt : 1;
     int64_t now = mc_ctx_now_ms(ctx);
+    int64_t version;
+    if (!mc_record_header_version(m, MC_VERSION_HEADER, &version))
+        version = -1;
     mc_result res = {.app_id = t->app_id,
                      .task_id = t->task_id,
                      .attempt = failed,
                      .due_at = t->due_at,
                      .started_at = a.started_at,
                      .finished_at = a.finished_at,
-                     .http_status = a.http_status};
+                     .http_status = a.http_status,
+                     .version = version,
+                     .response_headers = a.response_headers,
+                     .n_response_headers = a.n_response_headers,
+                     .response_body = a.response_snippet,
+                     .response_body_len = a.response_snippet_len,
+                     .response_size = a.response_size,
+                     .write_version = r->record_version};
     char error[1024], reason[1024];
     bool dead = true;
     if (a.permanent) {
@@ -232,6 +243,7 @@ static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
     if (!r->rng)
         r->rng = 1;
     r->horizon_ms = cfg->horizon_ms;
+    r->record_version = cfg->record_version;
     r->tasks = mc_ctx_output(ctx, "tasks");
     r->results = mc_ctx_output(ctx, "results");
     r->wheel = mc_ctx_output(ctx, "wheel");

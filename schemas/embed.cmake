@@ -1,6 +1,7 @@
-# Turns every schemas/*.avsc into a C string so binaries need no schema files at
+# Turns every schemas/*.avsc (and the earlier versions kept in schemas/previous/,
+# named <Record>_v<N>.avsc) into a C string so binaries need no schema files at
 # run time. Invoked by the build as: cmake -DOUT=... -DSCHEMA_DIR=... -P embed.cmake
-file(GLOB files ${SCHEMA_DIR}/*.avsc)
+file(GLOB files ${SCHEMA_DIR}/*.avsc ${SCHEMA_DIR}/previous/*.avsc)
 list(SORT files)
 set(body "/* Generated from the schemas/ .avsc files by schemas/embed.cmake. Do not edit. */\n")
 string(APPEND body "#include <stddef.h>\n\n")

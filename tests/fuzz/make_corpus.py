@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
-corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/job_command_decode/,
+corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/result_decode/, corpus/job_command_decode/,
 corpus/job_state_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done) and
 corpus/job_json/ (the jobs' JSON bodies, 0 = /jobs, 1 = an action, 2 = /jobs/preview). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
@@ -25,7 +25,12 @@ SCHEMAS = os.path.join(HERE, "..", "..", "schemas")
 
 
 def load(name):
-    with open(os.path.join(SCHEMAS, name + ".avsc")) as f:
+    """(parsed schema, single-object header) of schemas/<name>.avsc, or of an
+    earlier version kept as schemas/previous/<name>.avsc."""
+    path = os.path.join(SCHEMAS, name + ".avsc")
+    if not os.path.exists(path):
+        path = os.path.join(SCHEMAS, "previous", name + ".avsc")
+    with open(path) as f:
         raw = json.load(f)
     pcf = to_parsing_canonical_form(raw)
     header = b"\xc3\x01" + bytes.fromhex(fingerprint(pcf, "CRC-64-AVRO"))
@@ -169,11 +174,19 @@ for name, data in cmd.items():
         whl["cmd-" + name] = WHEEL + zz(7) + data[len(CMD):]
 
 attempt_schema, ATTEMPT = load("Attempt")
-ATT = {"task": TASK, "http_status": 503, "error": "HTTP 503",
-       "response_snippet": b"<html>busy</html>", "retry_after_ms": 2000,
-       "started_at": 1767225600001, "finished_at": 1767225600250, "permanent": False}
+attempt_v1_schema, ATTEMPT_V1 = load("Attempt_v1")
+ATT_V1 = {"task": TASK, "http_status": 503, "error": "HTTP 503",
+          "response_snippet": b"<html>busy</html>", "retry_after_ms": 2000,
+          "started_at": 1767225600001, "finished_at": 1767225600250, "permanent": False}
+ATT = dict(ATT_V1, response_headers={"content-type": "text/html", "retry-after": "2"},
+           response_size=17)
 attempt_body = avro(attempt_schema, ATT)
+attempt_v1_body = avro(attempt_v1_schema, ATT_V1)
 att = {
+    "valid-v1": ATTEMPT_V1 + attempt_v1_body,
+    "truncated-v1": ATTEMPT_V1 + attempt_v1_body[:-3],
+    "trailing-v1": ATTEMPT_V1 + attempt_v1_body + b"\x00",
+    "bad-boolean-v1": ATTEMPT_V1 + attempt_v1_body[:-1] + b"\x02",
     "valid-503": ATTEMPT + attempt_body,
     "valid-timeout": ATTEMPT + avro(attempt_schema, dict(
         ATT, http_status=0, error="timed out after 30000 ms", response_snippet=b"",
@@ -183,10 +196,42 @@ att = {
     "valid-unicode": ATTEMPT + avro(attempt_schema, dict(ATT, task=UNICODE, error="\u00e9chec")),
     "command-fingerprint": CMD + attempt_body,
     "truncated": (ATTEMPT + attempt_body)[:-5],
-    "bad-boolean": ATTEMPT + attempt_body[:-1] + b"\x02",
+    "bad-boolean": ATTEMPT + attempt_v1_body[:-1] + b"\x02" + zz(0) + zz(0),
+    "huge-headers": ATTEMPT + attempt_v1_body + zz(1 << 40),
     "trailing": ATTEMPT + attempt_body + b"\x00",
     "huge-snippet": ATTEMPT + avro(command, {"payload": ("mooncake.Submit", {"task": TASK})})[1:]
     + zz(503) + s("e") + zz(1 << 50),
+    "empty": b"",
+}
+
+# Results: read by the jobs role (a job's occurrences) and mooncakectl, from
+# a topic anyone with access can write.
+result_schema, RESULT = load("Result")
+result_v1_schema, RESULT_V1 = load("Result_v1")
+RES_V1 = {"app_id": "shop", "task_id": "order-42", "attempt": 2, "due_at": 1767225600000,
+          "started_at": 1767225600001, "finished_at": 1767225600250, "http_status": 503,
+          "outcome": "FAILED_WILL_RETRY", "error": "HTTP 503; attempt 3 in 2000 ms"}
+RES = dict(RES_V1, version=17, response_headers={"content-type": "application/json"},
+           response_body=b'{"busy":true}', response_size=13)
+result_body = avro(result_schema, RES)
+result_v1_body = avro(result_v1_schema, RES_V1)
+res = {
+    "valid": RESULT + result_body,
+    "valid-v1": RESULT_V1 + result_v1_body,
+    "valid-succeeded": RESULT + avro(result_schema, dict(
+        RES, outcome="SUCCEEDED", http_status=200, error="", response_body=b"ok",
+        response_size=2)),
+    "valid-cancelled": RESULT + avro(result_schema, dict(
+        RES, outcome="CANCELLED", http_status=0, response_headers={}, response_body=b"",
+        response_size=-1)),
+    "truncated": (RESULT + result_body)[:-4],
+    "truncated-v1": (RESULT_V1 + result_v1_body)[:-2],
+    "trailing": RESULT + result_body + b"\x00",
+    "v1-header-on-v2": RESULT_V1 + result_body,
+    "bad-enum": RESULT_V1 + s("a") + s("t") + zz(1) + zz(1) + zz(2) + zz(3) + zz(200) + zz(9)
+    + s(""),
+    "huge-body": RESULT + result_v1_body + zz(1) + zz(0) + zz(1 << 50),
+    "attempt-fingerprint": ATTEMPT + result_body,
     "empty": b"",
 }
 
@@ -483,6 +528,7 @@ write("command_decode", cmd)
 write("command_resolve", resolve)
 write("wheel_entry_decode", whl)
 write("attempt_decode", att)
+write("result_decode", res)
 write("job_command_decode", jc)
 write("job_state_decode", js)
 write("retry_after", retry_after)

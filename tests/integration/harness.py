@@ -32,6 +32,8 @@ MOONCAKE_BIN = os.environ.get("MOONCAKE_BIN", "mooncake")
 
 
 def load_schema(name):
+    """(parsed, single-object header) of schemas/<name>.avsc (name may be
+    previous/<Record>_v<N>, an earlier version still read)."""
     path = os.path.join(SOURCE_DIR, "schemas", name + ".avsc")
     with open(path) as f:
         text = f.read()
@@ -54,11 +56,22 @@ def encode(schema_name, record):
     return header + buf.getvalue()
 
 
+# The earlier versions mooncake still reads and may write (--record-version).
+PREVIOUS = {n: load_schema(os.path.join("previous", n + "_v1")) for n in ("Attempt", "Result")}
+
+
 def decode(schema_name, data):
+    """A record of schema_name, read into the current version; one written
+    with an earlier version gets the fields added since from their defaults."""
     parsed, header = SCHEMAS[schema_name]
-    assert data[:10] == header, f"{schema_name}: bad single-object header {data[:10].hex()}"
+    writer = parsed
+    if data[:10] != header and schema_name in PREVIOUS and data[:10] == PREVIOUS[schema_name][1]:
+        writer = PREVIOUS[schema_name][0]
+    else:
+        assert data[:10] == header, f"{schema_name}: bad single-object header {data[:10].hex()}"
     # return_record_name: a union of records comes back as (name, value).
-    return fastavro.schemaless_reader(io.BytesIO(data[10:]), parsed, return_record_name=True)
+    return fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, parsed,
+                                      return_record_name=True)
 
 
 def ms(v):

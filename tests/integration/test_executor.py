@@ -286,6 +286,60 @@ def test_a_500_is_retried_and_then_succeeds():
         server.close()
 
 
+def test_results_keep_what_the_endpoint_answered():
+    """Each attempt's Result keeps what the endpoint answered: the headers
+    named by --executor-response-headers (never Set-Cookie), the first
+    --executor-snippet-bytes of the body and the body's full size, and the
+    task's version; a failed attempt's Result too (the retry role writes it
+    from the Attempt). Then, with --record-version 1 as during a rolling
+    upgrade from a mooncake that predates these fields, the executor and the
+    retry role write (and read) version 1 records, which lack them."""
+    big = bytes(range(256)) * 40  # 10,240 bytes, not UTF-8
+    answers = {1: (500, {"Content-Type": "application/octet-stream", "X-Request-Id": "first",
+                         "Set-Cookie": "session=secret"}, big),
+               2: (200, {"Content-Type": "application/json", "X-Request-Id": "second"},
+                   b'{"charged":true}')}
+    server = CallbackServer(lambda c: answers[min(c["nth"], 2)])
+    for record_version in (2, 1):
+        env = Env(partitions=2)
+        try:
+            flags = {"MOONCAKE_RECORD_VERSION": str(record_version),
+                     "MOONCAKE_EXECUTOR_SNIPPET_BYTES": "300"}
+            procs = start_pipeline(env, executor_env=flags, retry_env=flags)
+            path = f"/charge-v{record_version}"
+            send(env, [call("shop/c1", now_ms() + 1000, server.url(path),
+                            retry=policy(initial_backoff_ms=100))])
+            first, second = wait_results(env, 2)
+            assert (first["outcome"], second["outcome"]) == ("FAILED_WILL_RETRY", "SUCCEEDED")
+            if record_version == 1:
+                for r in (first, second):
+                    assert r["version"] == -1 and r["response_headers"] == {} and \
+                        r["response_size"] == -1 and not r["response_body"], r
+                (a,) = attempts(env)
+                assert a["response_snippet"] == big[:300] and a["response_headers"] == {}, a
+                assert_alive(env, *procs.values())
+                continue
+            assert first["response_headers"] == {"content-type": "application/octet-stream",
+                                                 "x-request-id": "first"}, first
+            assert first["response_body"] == big[:300], first["response_body"][:20]
+            assert first["response_size"] == len(big), first
+            assert second["response_headers"] == {"content-type": "application/json",
+                                                  "x-request-id": "second"}, second
+            assert second["response_body"] == b'{"charged":true}', second
+            assert second["response_size"] == 16, second
+            # Both attempts called the same version of the task: its submit's offset.
+            assert first["version"] == second["version"] >= 0, (first, second)
+            # Never a credential: not in a Result, not in an Attempt.
+            for m in read_settled(env, "results") + read_settled(env, "retry"):
+                assert b"secret" not in (m.value() or b""), m.value()
+            print(f"     kept {len(first['response_body'])} of {first['response_size']} bytes; "
+                  f"headers {sorted(first['response_headers'])}")
+            assert_alive(env, *procs.values())
+        finally:
+            env.stop_all()
+    server.close()
+
+
 def test_a_404_is_permanent():
     """A 404 is not retried: one call, a FAILED_PERMANENTLY Result and a
     DeadLetter naming the 404, with the task."""
@@ -757,6 +811,7 @@ if __name__ == "__main__":
     run([
         test_due_tasks_call_their_endpoint_once_at_their_time,
         test_a_500_is_retried_and_then_succeeds,
+        test_results_keep_what_the_endpoint_answered,
         test_a_404_is_permanent,
         test_attempts_run_out,
         test_a_slow_endpoint_times_out,

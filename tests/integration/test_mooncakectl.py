@@ -278,7 +278,8 @@ def test_results_dead_and_requeue_after_a_real_run():
     once: the task runs again and succeeds, a second run and a run over all
     letters requeue nothing more, and the undecodable letter is skipped."""
     fixed = {"flaky": False}
-    server = CallbackServer(lambda c: (404, {}, b"no such order")
+    answer = {"X-Request-Id": "req-7", "Set-Cookie": "session=secret", "X-Other": "dropped"}
+    server = CallbackServer(lambda c: (404, answer, b"no such order")
                             if c["path"] == "/flaky" and not fixed["flaky"] else (200, {}, b"ok"))
     env = Env(partitions=3)
     try:
@@ -294,15 +295,22 @@ def test_results_dead_and_requeue_after_a_real_run():
 
         table = ctl("results", prefix=p)
         rows = table.out.splitlines()
-        assert rows[0].split() == ["TIME", "KEY", "ATTEMPT", "OUTCOME", "HTTP", "ERROR"], rows
-        assert any(re.search(r"shop/ok\s+1\s+SUCCEEDED\s+200", r) for r in rows), rows
-        assert any(re.search(r"shop/flaky\s+1\s+FAILED_PERMANENTLY\s+404\s+permanent", r)
+        assert rows[0].split() == ["TIME", "KEY", "ATTEMPT", "OUTCOME", "HTTP", "MS", "ERROR",
+                                   "|", "ANSWER"], rows
+        assert any(re.search(r"shop/ok\s+1\s+SUCCEEDED\s+200\s+\d+\s+\| ok$", r) for r in rows), rows
+        # What the endpoint answered: the kept headers and the body, never Set-Cookie.
+        assert any(re.search(r"shop/flaky\s+1\s+FAILED_PERMANENTLY\s+404\s+\d+\s+permanent.*"
+                             r"\| x-request-id: req-7 \| no such order$", r)
                    for r in rows), rows
+        assert "secret" not in table.out and "dropped" not in table.out
         assert "2 results" in table.err
         got = ctl("-J", "results", "-k", "shop/flaky", prefix=p)
         res = got.json_lines()
         assert len(res) == 1 and res[0]["outcome"] == "FAILED_PERMANENTLY", res
         assert res[0]["http_status"] == 404 and res[0]["attempt"] == 1 and res[0]["key"] == "shop/flaky"
+        assert res[0]["response_body"] == "no such order" and res[0]["response_size"] == 13, res
+        assert res[0]["response_headers"] == {"x-request-id": "req-7"}, res
+        assert isinstance(res[0]["version"], int) and res[0]["version"] >= 0, res
         assert "other partitions" not in got.err, got.err  # found in the key's own partition
 
         table = ctl("dead", prefix=p).out.splitlines()

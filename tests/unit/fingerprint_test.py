@@ -156,6 +156,33 @@ try:
             fps[os.path.basename(path)[:-5]] = ffp
         check(len(set(fps.values())) == len(fps), "two schemas share a fingerprint")
 
+        # 1b. Earlier versions still read (schemas/previous/<Record>_v<N>.avsc):
+        # fingerprints equal fastavro's and compiled in, and each is the current
+        # schema minus fields appended since, every one of them with a default -
+        # what lets the codec read an old record as a prefix of a current one.
+        previous = sorted(glob.glob(os.path.join(SOURCE, "schemas", "previous", "*.avsc")))
+        check(len(previous) >= 2, "expected earlier versions of Result and Attempt")
+        for path in previous:
+            base = os.path.basename(path)
+            record, _, version = base[:-5].rpartition("_v")
+            with open(path) as f:
+                old = json.load(f)
+            with open(os.path.join(SOURCE, "schemas", record + ".avsc")) as f:
+                new = json.load(f)
+            parse_schema(old)
+            _, ffp = theirs(json.dumps(old))
+            check(listed.get(base) == ffp, "%s: compiled-in fingerprint %s differs from fastavro "
+                  "%016x" % (base, listed.get(base), ffp))
+            check(ffp not in fps.values(), "%s: fingerprint equals a current schema's" % base)
+            fps[base[:-5]] = ffp
+            n = len(old["fields"])
+            check(json.dumps(new["fields"][:n], sort_keys=True)
+                  == json.dumps(old["fields"], sort_keys=True),
+                  "%s: not a prefix of schemas/%s.avsc" % (base, record))
+            for field in new["fields"][n:]:
+                check("default" in field, "%s.%s: appended since v%s without a default"
+                      % (record, field["name"], version))
+
         # 2. The spec's canonical-form cases, plus extra shapes.
         for i, (text, canonical, javafp) in enumerate(SPEC_CASES):
             path = os.path.join(tmp, "spec%02d.avsc" % i)

@@ -210,11 +210,13 @@ static void test_schema_table(void)
 /* Reads the body of a single-object record with avro-c's generic reader, so
  * a bug shared by our encoder and decoder cannot hide. Returns a value the
  * caller releases with avro_value_decref, or fails the test. */
-static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avro_schema_t *sch,
-                        avro_value_iface_t **iface)
+/* Reads b's body with avro-c and version `version` of schema id (0: the
+ * current one). */
+static bool avro_c_read_version(mc_schema_id id, int version, const mc_buf *b, avro_value_t *out,
+                                avro_schema_t *sch, avro_value_iface_t **iface)
 {
-    const char *json = mc_schema_json(id);
-    if (avro_schema_from_json_length(json, strlen(json), sch) != 0) {
+    const char *json = version ? mc_schema_version_json(id, version) : mc_schema_json(id);
+    if (!json || avro_schema_from_json_length(json, strlen(json), sch) != 0) {
         fprintf(stderr, "avro-c rejects %s: %s\n", mc_schema_name(id), avro_strerror());
         check_failures++;
         return false;
@@ -243,6 +245,12 @@ static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avr
         avro_schema_decref(*sch);
     }
     return ok;
+}
+
+static bool avro_c_read(mc_schema_id id, const mc_buf *b, avro_value_t *out, avro_schema_t *sch,
+                        avro_value_iface_t **iface)
+{
+    return avro_c_read_version(id, 0, b, out, sch, iface);
 }
 
 static void avro_c_release(avro_value_t *v, avro_value_iface_t *iface, avro_schema_t sch)
@@ -750,7 +758,7 @@ static void test_errors(void)
     mc_attempt at = {.task = bare_task(), .error = ""};
     mc_buf ab = {0};
     CHECK(mc_encode_attempt(&at, &ab) == 0);
-    ab.data[ab.len - 1] = 2;
+    ab.data[ab.len - 3] = 2; /* permanent; then no headers (0) and response_size 0 (0) */
     mc_attempt atgot;
     CHECK_ERR(mc_decode_attempt(ab.data, ab.len, a, &atgot, detail, sizeof detail),
               MC_CODEC_BAD_ENUM);
@@ -1898,6 +1906,118 @@ static void timing(void)
 }
 
 /* Runs every test; non-zero exit when any check failed. */
+static uint64_t header_fingerprint(const mc_buf *b)
+{
+    uint64_t fp = 0;
+    for (int i = 9; i >= 2; i--)
+        fp = (fp << 8) | b->data[i];
+    return fp;
+}
+
+/* Results and Attempts carry what the endpoint answered since version 2;
+ * version 1 records (in a topic, or from an instance not upgraded yet) are
+ * still read, and written on request for readers older still. */
+static void test_earlier_versions(void)
+{
+    mc_arena *arena = mc_arena_new();
+    char detail[256];
+    static const mc_kv hdrs[] = {{"content-type", "application/json"}, {"x-request-id", "r-1"}};
+    mc_result r = {.app_id = "shop",
+                   .task_id = "t",
+                   .attempt = 2,
+                   .due_at = 1,
+                   .started_at = 2,
+                   .finished_at = 3,
+                   .http_status = 503,
+                   .outcome = MC_OUTCOME_FAILED_WILL_RETRY,
+                   .error = "HTTP 503",
+                   .version = 42,
+                   .response_headers = hdrs,
+                   .n_response_headers = 2,
+                   .response_body = (const uint8_t *)"{\"busy\":true}",
+                   .response_body_len = 13,
+                   .response_size = 9000},
+              got;
+    CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 2);
+    CHECK(mc_schema_current_version(MC_SCHEMA_COMMAND) == 1);
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2) ==
+          mc_schema_fingerprint(MC_SCHEMA_RESULT));
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) == 0);
+
+    mc_buf cur = {0}, old = {0};
+    CHECK(mc_encode_result(&r, &cur) == 0);
+    CHECK(header_fingerprint(&cur) == mc_schema_fingerprint(MC_SCHEMA_RESULT));
+    CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.version == 42 && got.n_response_headers == 2 &&
+          str_eq(got.response_headers[1].key, "x-request-id") &&
+          str_eq(got.response_headers[1].value, "r-1") && got.response_body_len == 13 &&
+          memcmp(got.response_body, "{\"busy\":true}", 13) == 0 && got.response_size == 9000 &&
+          got.http_status == 503 && str_eq(got.error, "HTTP 503"));
+    avro_value_t v;
+    avro_schema_t sch;
+    avro_value_iface_t *iface;
+    if (avro_c_read(MC_SCHEMA_RESULT, &cur, &v, &sch, &iface)) {
+        avro_value_t f;
+        int64_t size = 0;
+        avro_value_get_by_name(&v, "response_size", &f, NULL);
+        avro_value_get_long(&f, &size);
+        CHECK(size == 9000);
+        avro_c_release(&v, iface, sch);
+    }
+
+    /* Version 1: the same bytes up to the fields added since, under the old
+     * fingerprint; avro-c reads it with the old schema; we read the defaults. */
+    r.write_version = 1;
+    CHECK(mc_encode_result(&r, &old) == 0);
+    CHECK(header_fingerprint(&old) == mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 1));
+    CHECK(old.len < cur.len && memcmp(old.data + 10, cur.data + 10, old.len - 10) == 0);
+    if (avro_c_read_version(MC_SCHEMA_RESULT, 1, &old, &v, &sch, &iface))
+        avro_c_release(&v, iface, sch);
+    CHECK_ERR(mc_decode_result(old.data, old.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.version == -1 && got.n_response_headers == 0 && got.response_body_len == 0 &&
+          got.response_size == -1 && got.attempt == 2 && got.http_status == 503 &&
+          got.outcome == MC_OUTCOME_FAILED_WILL_RETRY && str_eq(got.error, "HTTP 503"));
+    /* A cut version 1 record is still an error, not a shorter record. */
+    CHECK(mc_decode_result(old.data, old.len - 1, arena, &got, detail, sizeof detail) !=
+          MC_CODEC_OK);
+    /* A version 1 header on version 2 bytes leaves bytes over. */
+    memcpy(cur.data + 2, old.data + 2, 8);
+    CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail),
+              MC_CODEC_TRAILING);
+    r.write_version = 3;
+    mc_buf_reset(&old);
+    CHECK(mc_encode_result(&r, &old) == -1 && old.len == 0);
+
+    mc_attempt a = {.task = typical_task(),
+                    .http_status = 429,
+                    .error = "HTTP 429",
+                    .response_snippet = (const uint8_t *)"slow down",
+                    .response_snippet_len = 9,
+                    .retry_after_ms = 5000,
+                    .response_headers = hdrs,
+                    .n_response_headers = 1,
+                    .response_size = 9},
+               ga;
+    mc_buf_reset(&cur);
+    mc_buf_reset(&old);
+    CHECK(mc_encode_attempt(&a, &cur) == 0);
+    CHECK_ERR(mc_decode_attempt(cur.data, cur.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(ga.n_response_headers == 1 && str_eq(ga.response_headers[0].value, "application/json") &&
+          ga.response_size == 9 && ga.retry_after_ms == 5000);
+    a.write_version = 1;
+    CHECK(mc_encode_attempt(&a, &old) == 0);
+    CHECK(header_fingerprint(&old) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 1));
+    CHECK(old.len < cur.len && memcmp(old.data + 10, cur.data + 10, old.len - 10) == 0);
+    if (avro_c_read_version(MC_SCHEMA_ATTEMPT, 1, &old, &v, &sch, &iface))
+        avro_c_release(&v, iface, sch);
+    CHECK_ERR(mc_decode_attempt(old.data, old.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(ga.n_response_headers == 0 && ga.response_size == -1 && ga.response_snippet_len == 9 &&
+          ga.retry_after_ms == 5000 && ga.http_status == 429);
+    mc_buf_free(&cur);
+    mc_buf_free(&old);
+    mc_arena_free(arena);
+}
+
 int main(void)
 {
     test_crc64();
@@ -1905,6 +2025,7 @@ int main(void)
     test_schema_table();
     test_roundtrips();
     test_avro_c_interop();
+    test_earlier_versions();
     test_errors();
     test_job_roundtrips();
     test_job_fastavro_interop();

@@ -97,6 +97,37 @@ static void bad_values(void)
     refuses((char *[]){"router", NULL}, (char *[]){"MOONCAKE_INSTANCE_ID=a/b", NULL},
             "MOONCAKE_INSTANCE_ID 'a/b'");
     refuses((char *[]){"router", "--instance-id=", NULL}, none, "--instance-id");
+    refuses((char *[]){"executor", "--executor-response-headers=Content-Type,Set-Cookie", NULL},
+            none, "set-cookie carries credentials and is never kept");
+    refuses((char *[]){"executor", NULL},
+            (char *[]){"MOONCAKE_EXECUTOR_RESPONSE_HEADERS=x-ok,Authorization", NULL},
+            "authorization carries credentials");
+    refuses((char *[]){"executor", "--executor-response-headers=x-a,bad:name", NULL}, none,
+            "'bad:name' is not a header name");
+    refuses((char *[]){"executor", "--record-version=3", NULL}, none, "--record-version");
+    refuses((char *[]){"router", "--results-retention-ms=1000", NULL}, none,
+            "--results-retention-ms");
+}
+
+/* Response header names are kept lower-cased, in order, spaces dropped. */
+static void response_headers(void)
+{
+    mc_config cfg;
+    char err[256] = "";
+    char *none[] = {NULL};
+    CHECK(load(&cfg, (char *[]){"executor", NULL}, none, err) == 0, "%s", err);
+    CHECK(strcmp(cfg.executor_response_headers, "content-type,location,retry-after,x-request-id") ==
+              0,
+          "default %s", cfg.executor_response_headers);
+    CHECK(cfg.executor_snippet_bytes == 4096 && cfg.record_version == 2 &&
+          cfg.results_retention_ms == 259200000);
+    mc_config_free(&cfg);
+    CHECK(load(&cfg, (char *[]){"executor", "--executor-response-headers= X-Trace ,ETag,,", NULL},
+               none, err) == 0,
+          "%s", err);
+    CHECK(strcmp(cfg.executor_response_headers, "x-trace,etag") == 0, "%s",
+          cfg.executor_response_headers);
+    mc_config_free(&cfg);
 }
 
 static void help(void)
@@ -122,6 +153,7 @@ int main(void)
     defaults();
     flags_beat_environment();
     bad_values();
+    response_headers();
     help();
     return check_exit("test_config");
 }

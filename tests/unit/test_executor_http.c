@@ -63,6 +63,28 @@ static int endpoint_listen(endpoint *e)
     return pipe(e->stop_pipe);
 }
 
+#define ANSWER_BODY_BYTES 5000
+
+/* The answer of /answer...: an interim 100 with a header of its own, then a
+ * 503 with headers to keep, to join, to leave out and never to keep, and a
+ * body longer than the caller keeps. */
+static bool answer(int fd)
+{
+    static const char head[] = "HTTP/1.1 100 Continue\r\nX-Request-Id: interim\r\n\r\n"
+                               "HTTP/1.1 503 Service Unavailable\r\n"
+                               "Content-Type: text/plain\r\n"
+                               "X-Request-Id: r-1\r\n"
+                               "x-request-id:   r-2  \r\n"
+                               "Set-Cookie: session=secret\r\n"
+                               "X-Other: not kept\r\n"
+                               "Content-Length: 5000\r\n\r\n";
+    static char body[ANSWER_BODY_BYTES];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (char)('a' + i % 26);
+    return write(fd, head, sizeof head - 1) == (ssize_t)(sizeof head - 1) &&
+           write(fd, body, sizeof body) == (ssize_t)sizeof body;
+}
+
 /* Answers every complete request in c's buffer (keep-alive, in order). */
 static void serve(endpoint *e, conn *c)
 {
@@ -87,9 +109,14 @@ static void serve(endpoint *e, conn *c)
             }
             pthread_mutex_unlock(&e->mu);
         }
-        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        if (write(c->fd, ok, sizeof ok - 1) < 0)
-            return;
+        if (strncmp(path, "/answer", 7) == 0) {
+            if (!answer(c->fd))
+                return;
+        } else {
+            static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+            if (write(c->fd, ok, sizeof ok - 1) < 0)
+                return;
+        }
         memmove(c->buf, c->buf + whole, c->len - whole);
         c->len -= whole;
     }
@@ -214,9 +241,11 @@ typedef struct caller_env {
     mc_caller *c;
 } caller_env;
 
-static bool caller_env_start(caller_env *ce, bool open)
+static bool caller_env_start_with(caller_env *ce, bool open, const char *const *more)
 {
-    static const char *const flags[] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
+    const char *flags[8] = {"--executor-allow-cidrs=127.0.0.0/8"};
+    for (int i = 0; more && more[i] && i < 6; i++)
+        flags[i + 1] = more[i];
     char err[256];
     ce->cfg = kit_config("executor", flags);
     ce->metrics = mc_metrics_new();
@@ -225,6 +254,11 @@ static bool caller_env_start(caller_env *ce, bool open)
     ce->c = mc_http_caller_new(ce->cfg, ce->metrics, &ce->gate, NULL, err, sizeof err);
     CHECK(ce->c != NULL, "%s", err);
     return ce->c != NULL;
+}
+
+static bool caller_env_start(caller_env *ce, bool open)
+{
+    return caller_env_start_with(ce, open, NULL);
 }
 
 static void caller_env_end(caller_env *ce)
@@ -267,6 +301,63 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
     usleep(200 * 1000);
     CHECK(arrived(e, "/gate/abandoned") < 0, "an abandoned partition's call was made");
     caller_env_end(&ce);
+}
+
+/* Calls /answer with the given flags; the call as it came back (the
+ * caller's to free), or NULL when it did not within 10 s. */
+static mc_call *call_answer(endpoint *e, const char *const *flags)
+{
+    caller_env ce;
+    mc_call *back = NULL;
+    if (caller_env_start_with(&ce, true, flags)) {
+        ce.c->ops->post(ce.c, call_of("answer", 0, mc_now_ms(), e->port, "/answer"));
+        for (int i = 0; i < 1000 && !back; i++, usleep(10000))
+            back = ce.c->ops->take_done(ce.c);
+    }
+    caller_env_end(&ce);
+    CHECK(back != NULL, "the call of /answer never came back");
+    return back;
+}
+
+static const char *kept(const mc_call *j, const char *name)
+{
+    for (size_t i = 0; i < j->n_response_headers; i++)
+        if (strcmp(j->response_headers[i].key, name) == 0)
+            return j->response_headers[i].value;
+    return NULL;
+}
+
+/* What the endpoint answered is kept for the call's Result: the status, the
+ * headers named (repeated ones joined, the interim response's dropped), the
+ * first bytes of the body and how long it was; 0 bytes keeps no body. */
+static void the_answer_is_kept(endpoint *e)
+{
+    static const char *const some[] = {"--executor-snippet-bytes=100",
+                                       "--executor-response-headers=Content-Type, X-Request-Id",
+                                       NULL};
+    mc_call *j = call_answer(e, some);
+    if (j) {
+        CHECK(j->status == 503 && !j->transport_failed, "status %ld", j->status);
+        CHECK(j->snippet_len == 100 && memcmp(j->snippet, "abcdefghijklmnopqrstuvwxyzab", 28) == 0,
+              "kept %zu bytes of the body", j->snippet_len);
+        CHECK(j->body_bytes == ANSWER_BODY_BYTES, "counted %lld body bytes",
+              (long long)j->body_bytes);
+        CHECK(j->n_response_headers == 2, "%zu headers kept", j->n_response_headers);
+        CHECK(kept(j, "content-type") && strcmp(kept(j, "content-type"), "text/plain") == 0);
+        CHECK(kept(j, "x-request-id") && strcmp(kept(j, "x-request-id"), "r-1, r-2") == 0,
+              "x-request-id: %s", kept(j, "x-request-id") ? kept(j, "x-request-id") : "(none)");
+        mc_call_free(j);
+    }
+    static const char *const none[] = {"--executor-snippet-bytes=0",
+                                       "--executor-response-headers=", NULL};
+    j = call_answer(e, none);
+    if (j) {
+        CHECK(j->status == 503 && j->snippet_len == 0 && j->n_response_headers == 0 &&
+                  j->body_bytes == ANSWER_BODY_BYTES,
+              "kept %zu bytes and %zu headers with both turned off", j->snippet_len,
+              j->n_response_headers);
+        mc_call_free(j);
+    }
 }
 
 /* The child: one call due in 300 ms, says so on `posted`, then (stopped
@@ -326,6 +417,7 @@ int main(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's call: status %d", status);
 
     a_shut_gate_holds_calls_until_it_opens(&e);
+    the_answer_is_kept(&e);
     endpoint_stop(&e);
     return check_exit("test_executor_http");
 }

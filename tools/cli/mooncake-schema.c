@@ -18,7 +18,7 @@ static void usage(FILE *f)
     fputs("usage: mooncake-schema COMMAND [ARGS]\n"
           "\n"
           "  list                      name, CRC-64-AVRO fingerprint and source file of\n"
-          "                            every compiled-in schema\n"
+          "                            every compiled-in schema (NAME@N: an earlier version)\n"
           "  show NAME                 print a compiled-in schema (e.g. Command)\n"
           "  canonical FILE            print the Parsing Canonical Form of an .avsc file,\n"
           "                            then \"fingerprint: <16 hex digits>\"\n"
@@ -50,6 +50,15 @@ static int cmd_list(void)
         const char *name = mc_schema_name((mc_schema_id)i);
         printf("%-22s %016" PRIx64 "  schemas/%s.avsc\n", name,
                mc_schema_fingerprint((mc_schema_id)i), strrchr(name, '.') + 1);
+    }
+    for (int i = 0; i < MC_SCHEMA_COUNT; i++) {
+        const char *name = mc_schema_name((mc_schema_id)i);
+        for (int v = 1; v < mc_schema_current_version((mc_schema_id)i); v++) {
+            char versioned[64];
+            snprintf(versioned, sizeof versioned, "%s@%d", name, v);
+            printf("%-22s %016" PRIx64 "  schemas/previous/%s_v%d.avsc\n", versioned,
+                   mc_schema_version_fingerprint((mc_schema_id)i, v), strrchr(name, '.') + 1, v);
+        }
     }
     return 0;
 }

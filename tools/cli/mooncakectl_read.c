@@ -213,6 +213,28 @@ static json_t *record_json(const rd_kafka_message_t *m)
     return j;
 }
 
+/* " | name: value, ... | body" of what the endpoint answered, printable and
+ * cut to fit; "" when it kept nothing. */
+static void answer_text(const mc_result *res, char *out, size_t outlen)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < res->n_response_headers && at + 1 < outlen; i++) {
+        char v[200];
+        ctl_printable(res->response_headers[i].value, strlen(res->response_headers[i].value), v,
+                      sizeof v);
+        int n = snprintf(out + at, outlen - at, "%s%s: %s", i ? ", " : " | ",
+                         res->response_headers[i].key, v);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    if (res->response_body_len && at + 1 < outlen) {
+        char body[300];
+        ctl_printable(res->response_body, res->response_body_len, body, sizeof body);
+        snprintf(out + at, outlen - at, " | %s%s", body,
+                 res->response_size > (int64_t)res->response_body_len ? " (cut)" : "");
+    }
+}
+
 static int show_result(reader *r, const rd_kafka_message_t *m)
 {
     mc_result res;
@@ -241,6 +263,19 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
             json_object_set_new(j, "started_at", json_integer(res.started_at));
             json_object_set_new(j, "finished_at", json_integer(res.finished_at));
             json_object_set_new(j, "error", json_string(res.error));
+            json_object_set_new(j, "version",
+                                res.version >= 0 ? json_integer(res.version) : json_null());
+            json_t *h = json_object();
+            for (size_t i = 0; i < res.n_response_headers; i++)
+                json_object_set_new(h, res.response_headers[i].key,
+                                    json_string(res.response_headers[i].value));
+            json_object_set_new(j, "response_headers", h);
+            mc_json_set_bytes(j, "response_body",
+                              res.response_body ? (const void *)res.response_body : "",
+                              res.response_body_len);
+            json_object_set_new(j, "response_size",
+                                res.response_size >= 0 ? json_integer(res.response_size)
+                                                       : json_null());
         }
         ctl_print_json(j);
         return 0;
@@ -249,13 +284,17 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
     ctl_fmt_time(e ? rd_kafka_message_timestamp(m, NULL) : res.finished_at, when);
     ctl_printable(m->key, m->key_len, key, sizeof key);
     if (e) {
-        printf("%-24s %-40s %7s %-18s %4s %s\n", when, key, "-", "?", "-", why);
+        printf("%-24s %-40s %7s %-18s %4s %6s %s\n", when, key, "-", "?", "-", "-", why);
         return 0;
     }
     ctl_printable(res.error, strlen(res.error), error, sizeof error);
     snprintf(status, sizeof status, "%d", (int)res.http_status);
-    printf("%-24s %-40s %7d %-18s %4s %s\n", when, key, (int)res.attempt, outcome_name(res.outcome),
-           res.http_status ? status : "-", error);
+    char took[24] = "-", answer[700] = "";
+    if (res.started_at > 0 && res.finished_at >= res.started_at && res.http_status)
+        snprintf(took, sizeof took, "%" PRId64, res.finished_at - res.started_at);
+    answer_text(&res, answer, sizeof answer);
+    printf("%-24s %-40s %7d %-18s %4s %6s %s%s\n", when, key, (int)res.attempt,
+           outcome_name(res.outcome), res.http_status ? status : "-", took, error, answer);
     return 0;
 }
 
@@ -378,8 +417,8 @@ int ctl_cmd_read(ctl *c, bool dead)
         if (dead)
             printf("%-24s %-40s %7s %-28s %s\n", "TIME", "KEY", "ATTEMPT", "SOURCE", "REASON");
         else
-            printf("%-24s %-40s %7s %-18s %4s %s\n", "TIME", "KEY", "ATTEMPT", "OUTCOME", "HTTP",
-                   "ERROR");
+            printf("%-24s %-40s %7s %-18s %4s %6s %s\n", "TIME", "KEY", "ATTEMPT", "OUTCOME",
+                   "HTTP", "MS", "ERROR | ANSWER");
     }
     if (!o->key) {
         rc = ctl_scan(c, rk, topic, parts, (size_t)n, o->follow, show_record, &r, ppg);

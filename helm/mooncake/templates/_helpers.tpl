@@ -198,6 +198,8 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ .Values.config.commitMaxRecords | int64 | quote }}
 - name: MOONCAKE_TRANSACTION_TIMEOUT_MS
   value: {{ .Values.config.transactionTimeoutMs | int64 | quote }}
+- name: MOONCAKE_RESULTS_RETENTION_MS
+  value: {{ .Values.topics.resultsRetentionMs | int64 | quote }}
 {{- if .Values.config.confluentSchemaIds }}
 - name: MOONCAKE_CONFLUENT_SCHEMA_IDS
   value: {{ .Values.config.confluentSchemaIds | quote }}
@@ -241,6 +243,12 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ $v.timeoutMs | int64 | quote }}
 - name: MOONCAKE_DRAIN_TIMEOUT_MS
   value: {{ $v.drainTimeoutMs | int64 | quote }}
+- name: MOONCAKE_RECORD_VERSION
+  value: {{ $root.Values.config.recordVersion | int64 | quote }}
+- name: MOONCAKE_EXECUTOR_SNIPPET_BYTES
+  value: {{ $v.responseBodyBytes | int64 | quote }}
+- name: MOONCAKE_EXECUTOR_RESPONSE_HEADERS
+  value: {{ join "," $v.responseHeaders | quote }}
 {{- $cidrs := concat $v.allowCidrs $root.Values.tests.allowCallbackCidrs }}
 {{- if $cidrs }}
 - name: MOONCAKE_EXECUTOR_ALLOW_CIDRS
@@ -251,6 +259,8 @@ app.kubernetes.io/component: {{ .role }}
   value: "@/etc/mooncake/auth/app-secrets"
 {{- end }}
 {{- else if eq .role "retry" }}
+- name: MOONCAKE_RECORD_VERSION
+  value: {{ $root.Values.config.recordVersion | int64 | quote }}
 - name: MOONCAKE_RETRY_MAX_ATTEMPTS
   value: {{ $v.maxAttempts | int64 | quote }}
 - name: MOONCAKE_RETRY_INITIAL_BACKOFF_MS
