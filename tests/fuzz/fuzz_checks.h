@@ -69,4 +69,34 @@ static inline void fuzz_check_job_raw(mc_arena *arena, const uint8_t *data, size
     mc_buf_free(&b2);
 }
 
+/* The whole harness of a decoder whose records re-encode on their own
+ * (Attempt, Result): decode, the checks above, and a stable re-encoding
+ * (decode, encode, decode, encode: the same bytes). */
+#define FUZZ_DECODE_REENCODE_HARNESS(type, decode, encode)                                         \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                                  \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                                   \
+    {                                                                                              \
+        mc_arena *arena = mc_arena_new();                                                          \
+        if (!arena)                                                                                \
+            return 0;                                                                              \
+        type a, a2;                                                                                \
+        char detail[256];                                                                          \
+        mc_codec_err e = decode(data, size, arena, &a, detail, sizeof detail);                     \
+        fuzz_check_decode(arena, size, e, detail);                                                 \
+        if (e == MC_CODEC_OK) {                                                                    \
+            mc_buf b1 = {0}, b2 = {0};                                                             \
+            if (encode(&a, &b1) != 0 ||                                                            \
+                decode(b1.data, b1.len, arena, &a2, detail, sizeof detail) != MC_CODEC_OK ||       \
+                encode(&a2, &b2) != 0 || b1.len != b2.len ||                                       \
+                memcmp(b1.data, b2.data, b1.len) != 0) {                                           \
+                fprintf(stderr, "re-encoding is not stable: %s\n", detail);                        \
+                abort();                                                                           \
+            }                                                                                      \
+            mc_buf_free(&b1);                                                                      \
+            mc_buf_free(&b2);                                                                      \
+        }                                                                                          \
+        mc_arena_free(arena);                                                                      \
+        return 0;                                                                                  \
+    }
+
 #endif

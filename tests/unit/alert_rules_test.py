@@ -16,7 +16,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chart_tools import CHART, SOURCE, Checks, documents, render  # noqa: E402
+from chart_tools import CHART, Checks, documents, exported_metrics, render  # noqa: E402
 
 c = Checks()
 PROMTOOL = shutil.which("promtool")
@@ -144,12 +144,7 @@ alerts = [r["alert"] for g in groups for r in g["rules"]]
 c.check(sorted(alerts) == sorted(CASES), f"the rules are {sorted(CASES)}, got {sorted(alerts)}")
 
 # Every metric a rule reads exists (mooncake's own, or kube-state-metrics' restarts).
-exported = set()
-for root in ("common", "processors", "gateway"):
-    for f in os.listdir(os.path.join(SOURCE, root)):
-        if f.endswith(".c"):
-            with open(os.path.join(SOURCE, root, f)) as fh:
-                exported |= set(re.findall(r'"(mooncake_[a-z_]+)"', fh.read()))
+exported = exported_metrics()
 exprs = " ".join(r["expr"] for g in groups for r in g["rules"])
 used = {re.sub(r"_bucket$", "", m) for m in re.findall(r"mooncake_[a-z_]+", exprs)}
 c.check(used and used <= exported, f"the rules' {len(used)} metrics all exist" +

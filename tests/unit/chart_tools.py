@@ -104,3 +104,14 @@ class Checks:
     def exit(self):
         print(f"{len(self.failures)} failed" if self.failures else "all checks passed")
         sys.exit(1 if self.failures else 0)
+
+
+def exported_metrics():
+    """The metric names mooncake's C code registers (every "mooncake_..." literal)."""
+    names = set()
+    for root in ("common", "processors", "gateway"):
+        for f in os.listdir(os.path.join(SOURCE, root)):
+            if f.endswith(".c"):
+                with open(os.path.join(SOURCE, root, f)) as fh:
+                    names |= set(re.findall(r'"(mooncake_[a-z_]+)"', fh.read()))
+    return names

@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chart_tools import (CHART, SOURCE, Checks, documents, external_secrets, render,  # noqa: E402
-                         roles, tool, value_sets)
+from chart_tools import (CHART, SOURCE, Checks, documents, exported_metrics,  # noqa: E402
+                         external_secrets, render, roles, tool, value_sets)
 
 
 c = Checks()
@@ -139,12 +139,7 @@ for bad, needle in ((["--set", "gateway.replicas=abc"], "want integer"),
     c.check(rc != 0 and needle in err, f"values.schema.json refuses {' '.join(bad[1:])}")
 
 # The dashboard shows only metrics mooncake exports.
-exported = set()
-for root in ("common", "processors", "gateway"):
-    for f in os.listdir(os.path.join(SOURCE, root)):
-        if f.endswith(".c"):
-            with open(os.path.join(SOURCE, root, f)) as fh:
-                exported |= set(re.findall(r'"(mooncake_[a-z_]+)"', fh.read()))
+exported = exported_metrics()
 with open(os.path.join(CHART, "dashboards", "mooncake.json")) as f:
     used = {re.sub(r"_bucket$", "", m) for m in re.findall(r"mooncake_[a-z_]+", f.read())}
 c.check(used and used <= exported, f"the dashboard's {len(used)} metrics all exist" +
