@@ -178,11 +178,11 @@ static void keep_header(mc_call *j, const char *list, const char *line, size_t l
         at++;
     const char *old = at < j->n_response_headers ? j->response_headers[at].value : "";
     size_t olen = strlen(old), sep = olen ? 2 : 0;
-    if (at == MC_CALL_RESPONSE_HEADERS_MAX)
+    /* Full (a hostile server may repeat a header without end): the rest is dropped. */
+    if (at == MC_CALL_RESPONSE_HEADERS_MAX || olen + sep >= MC_CALL_RESPONSE_HEADER_MAX)
         return;
     if (olen + sep + vlen > MC_CALL_RESPONSE_HEADER_MAX)
-        vlen =
-            olen + sep < MC_CALL_RESPONSE_HEADER_MAX ? MC_CALL_RESPONSE_HEADER_MAX - olen - sep : 0;
+        vlen = MC_CALL_RESPONSE_HEADER_MAX - olen - sep;
     char *block = malloc(nlen + 1 + olen + sep + vlen + 1);
     if (!block)
         return; /* the header is left out; the call goes on */

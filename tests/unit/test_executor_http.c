@@ -85,6 +85,19 @@ static bool answer(int fd)
            write(fd, body, sizeof body) == (ssize_t)sizeof body;
 }
 
+#define ANSWER_REPEATS 3000
+
+/* A 200 repeating one kept header ANSWER_REPEATS times (about 30 KB). */
+static bool answer_repeats(int fd)
+{
+    static char head[ANSWER_REPEATS * 24 + 128];
+    size_t n = (size_t)snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n");
+    for (int i = 0; i < ANSWER_REPEATS; i++)
+        n += (size_t)snprintf(head + n, sizeof head - n, "X-Request-Id: r-%d\r\n", i);
+    n += (size_t)snprintf(head + n, sizeof head - n, "Content-Length: 0\r\n\r\n");
+    return write(fd, head, n) == (ssize_t)n;
+}
+
 /* Answers every complete request in c's buffer (keep-alive, in order). */
 static void serve(endpoint *e, conn *c)
 {
@@ -109,7 +122,10 @@ static void serve(endpoint *e, conn *c)
             }
             pthread_mutex_unlock(&e->mu);
         }
-        if (strncmp(path, "/answer", 7) == 0) {
+        if (strcmp(path, "/answer-repeats") == 0) {
+            if (!answer_repeats(c->fd))
+                return;
+        } else if (strncmp(path, "/answer", 7) == 0) {
             if (!answer(c->fd))
                 return;
         } else {
@@ -303,14 +319,14 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
     caller_env_end(&ce);
 }
 
-/* Calls /answer with the given flags; the call as it came back (the
- * caller's to free), or NULL when it did not within 10 s. */
-static mc_call *call_answer(endpoint *e, const char *const *flags)
+/* Calls path with the given flags; the call as it came back (the caller's
+ * to free), or NULL when it did not within 10 s. */
+static mc_call *call_answer(endpoint *e, const char *path, const char *const *flags)
 {
     caller_env ce;
     mc_call *back = NULL;
     if (caller_env_start_with(&ce, true, flags)) {
-        ce.c->ops->post(ce.c, call_of("answer", 0, mc_now_ms(), e->port, "/answer"));
+        ce.c->ops->post(ce.c, call_of("answer", 0, mc_now_ms(), e->port, path));
         for (int i = 0; i < 1000 && !back; i++, usleep(10000))
             back = ce.c->ops->take_done(ce.c);
     }
@@ -335,7 +351,7 @@ static void the_answer_is_kept(endpoint *e)
     static const char *const some[] = {"--executor-snippet-bytes=100",
                                        "--executor-response-headers=Content-Type, X-Request-Id",
                                        NULL};
-    mc_call *j = call_answer(e, some);
+    mc_call *j = call_answer(e, "/answer", some);
     if (j) {
         CHECK(j->status == 503 && !j->transport_failed, "status %ld", j->status);
         CHECK(j->snippet_len == 100 && memcmp(j->snippet, "abcdefghijklmnopqrstuvwxyzab", 28) == 0,
@@ -350,12 +366,21 @@ static void the_answer_is_kept(endpoint *e)
     }
     static const char *const none[] = {"--executor-snippet-bytes=0",
                                        "--executor-response-headers=", NULL};
-    j = call_answer(e, none);
+    j = call_answer(e, "/answer", none);
     if (j) {
         CHECK(j->status == 503 && j->snippet_len == 0 && j->n_response_headers == 0 &&
                   j->body_bytes == ANSWER_BODY_BYTES,
               "kept %zu bytes and %zu headers with both turned off", j->snippet_len,
               j->n_response_headers);
+        mc_call_free(j);
+    }
+    /* A header repeated without end is kept up to its bound, not grown. */
+    j = call_answer(e, "/answer-repeats", some);
+    if (j) {
+        const char *v = kept(j, "x-request-id");
+        CHECK(j->status == 200 && v && strncmp(v, "r-0, r-1, r-2", 13) == 0 &&
+                  strlen(v) <= MC_CALL_RESPONSE_HEADER_MAX && strlen(v) > 1000,
+              "x-request-id kept %zu bytes", v ? strlen(v) : 0);
         mc_call_free(j);
     }
 }
