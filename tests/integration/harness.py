@@ -49,8 +49,10 @@ SCHEMAS = {n: load_schema(n) for n in
             "JobCommand", "JobState")}
 
 
-def encode(schema_name, record):
-    parsed, header = SCHEMAS[schema_name]
+def encode(schema_name, record, version=None):
+    """A record framed as mooncake writes it; version=1 writes the earlier
+    version kept in schemas/previous/ (for Attempt and Result)."""
+    parsed, header = PREVIOUS[schema_name] if version == 1 else SCHEMAS[schema_name]
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, parsed, record)
     return header + buf.getvalue()

@@ -579,11 +579,15 @@ def test_jobs_list_and_a_jobs_results():
         assert (got["shop/twice"]["runs"], got["shop/twice"]["status"]) == (7, "ENDED")
 
         # a job's occurrences' results: tasks <job>@<ms>, in any partition
+        # (version 2 records, and one of version 1 as an older mooncake wrote them)
         def result(tid, app="shop"):
-            return encode("Result", {"app_id": app, "task_id": tid, "attempt": 1,
-                                     "due_at": now_ms(), "started_at": now_ms(),
-                                     "finished_at": now_ms(), "http_status": 200,
-                                     "outcome": "SUCCEEDED", "error": ""})
+            r = {"app_id": app, "task_id": tid, "attempt": 1, "due_at": now_ms(),
+                 "started_at": now_ms(), "finished_at": now_ms(), "http_status": 200,
+                 "outcome": "SUCCEEDED", "error": ""}
+            if tid == "nightly-report@1795456800000":
+                return encode("Result", r, version=1)
+            return encode("Result", {**r, "version": 7, "response_headers": {},
+                                     "response_body": b"ok", "response_size": 2})
         for tid in ("nightly-report@1795370400000", "nightly-report@1795456800000",
                     "nightly-report-2@1795370400000", "nightly-report", "other@1"):
             env.produce("results", f"shop/{tid}".encode(), result(tid))
@@ -593,6 +597,11 @@ def test_jobs_list_and_a_jobs_results():
                   prefix=env.prefix).json_lines()
         assert sorted(r["task_id"] for r in occ) == [
             "nightly-report@1795370400000", "nightly-report@1795456800000"], occ
+        by_id = {r["task_id"]: r for r in occ}
+        assert by_id["nightly-report@1795370400000"]["response_body"] == "ok", occ
+        old = by_id["nightly-report@1795456800000"]  # version 1: no answer, no version
+        assert old["response_body"] == "" and old["response_size"] is None and \
+            old["version"] is None and old["outcome"] == "SUCCEEDED", old
     finally:
         env.stop_all()
 
