@@ -244,6 +244,11 @@ static int set_response_headers(mc_config *cfg, const char *v, const char *sourc
         size_t len = (size_t)(p - name);
         if (!len)
             continue;
+        if (len > 64) {
+            snprintf(err, errlen, "%s: '%.20s...' is longer than 64 characters", source, name);
+            free(list);
+            return -1;
+        }
         for (size_t i = 0; i < len; i++)
             if (!strchr("!#$%&'*+-.^_`|~", name[i]) && !isalnum((unsigned char)name[i])) {
                 snprintf(err, errlen, "%s: '%.*s' is not a header name", source, (int)len, name);

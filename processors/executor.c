@@ -191,7 +191,10 @@ static int64_t response_size(const mc_call *j)
     return j->transport_failed || j->status <= 0 ? -1 : j->body_bytes;
 }
 
-static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)
+/* j's Result; without_answer leaves out what the endpoint answered (for a
+ * Result Kafka refused as too large, so the second try is small). */
+static int write_result_of(executor *ex, const mc_call *j, mc_outcome outcome, const char *error,
+                           bool without_answer)
 {
     mc_result res = {.app_id = j->task.app_id,
                      .task_id = j->task.task_id,
@@ -209,10 +212,19 @@ static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, cons
                      .response_body_len = j->snippet_len,
                      .response_size = response_size(j),
                      .write_version = ex->cfg->record_version};
+    if (without_answer) {
+        res.n_response_headers = 0;
+        res.response_body_len = 0;
+    }
     mc_buf_reset(&ex->buf);
     if (mc_encode_result(&res, &ex->buf) != 0)
         return -1;
     return produce_for(ex, ex->results, j, NULL);
+}
+
+static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)
+{
+    return write_result_of(ex, j, outcome, error, false);
 }
 
 /* The `ready` record of job j, as the input a dead letter names. */
@@ -233,7 +245,7 @@ static int report_refused(executor *ex, const mc_call *j, const char *what)
     char error[300];
     snprintf(error, sizeof error,
              "Kafka refused the %s record of this attempt; the task is in the dead topic", what);
-    if (write_result(ex, j, MC_OUTCOME_FAILED_PERMANENTLY, error) != 0)
+    if (write_result_of(ex, j, MC_OUTCOME_FAILED_PERMANENTLY, error, true) != 0)
         return -1;
     char reason[300];
     snprintf(reason, sizeof reason, "executor: Kafka refused the %s record of attempt %" PRId32,

@@ -105,6 +105,11 @@ static void bad_values(void)
     refuses((char *[]){"executor", "--executor-response-headers=x-a,bad:name", NULL}, none,
             "'bad:name' is not a header name");
     refuses((char *[]){"executor", "--record-version=3", NULL}, none, "--record-version");
+    refuses((char *[]){"executor",
+                       "--executor-response-headers=x-"
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                       NULL},
+            none, "longer than 64 characters");
     refuses((char *[]){"router", "--results-retention-ms=1000", NULL}, none,
             "--results-retention-ms");
 }
