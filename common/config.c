@@ -79,6 +79,13 @@ static const opt options[] = {
     {"results-retention-ms", 0, "MOONCAKE_RESULTS_RETENTION_MS", OPT_INT64,
      OFF(results_retention_ms), 60000, INT64_MAX, "259200000",
      "retention of the results topic, set when mooncake creates it"},
+    {"advertised-url", 0, "MOONCAKE_ADVERTISED_URL", OPT_STR, OFF(advertised_url), 0, 0,
+     "(http://<hostname>:<http-port>)",
+     "view: the URL other instances reach this process's HTTP port at, to forward task "
+     "questions here"},
+    {"view-history-ms", 0, "MOONCAKE_VIEW_HISTORY_MS", OPT_INT64, OFF(view_history_ms), 0,
+     INT64_MAX, "3600000",
+     "view: how long a task in a final state stays answerable after it ended"},
     {"executor-allow-cidrs", 0, "MOONCAKE_EXECUTOR_ALLOW_CIDRS", OPT_LIST,
      OFF(executor_allow_cidrs), 0, 0, "",
      "executor: CIDRs exempt from the SSRF guard (comma-separated)"},
@@ -105,7 +112,8 @@ static const opt options[] = {
     {"app-tokens", 0, "MOONCAKE_APP_TOKENS", OPT_LIST, OFF(app_tokens), 0, 0, "",
      "gateway: bearer tokens, appId=token pairs or @file (repeat an app to rotate)"},
     {"inner-tokens", 0, "MOONCAKE_INNER_TOKENS", OPT_LIST, OFF(inner_tokens), 0, 0, "",
-     "gateway: service-to-service tokens for /inner/submit (any appId), comma-separated or @file"},
+     "gateway: service-to-service tokens for /inner/submit and GET /api/task (any appId), "
+     "comma-separated or @file"},
     {"gateway-no-auth", 0, "MOONCAKE_GATEWAY_NO_AUTH", OPT_BOOL, OFF(gateway_no_auth), 0, 1,
      "false", "gateway: serve without tokens, every caller may act on every appId (local use)"},
     {"gateway-jobs-view", 0, "MOONCAKE_GATEWAY_JOBS_VIEW", OPT_BOOL, OFF(gateway_jobs_view), 0, 1,

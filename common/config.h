@@ -36,6 +36,8 @@ typedef struct mc_config {
     int executor_snippet_bytes;      /* response body bytes kept in Results and Attempts */
     char *executor_response_headers; /* lower-case names kept, comma-separated; "" none */
     int record_version;              /* of Result and Attempt records written */
+    char *advertised_url;            /* view: NULL means http://<hostname>:<http-port> */
+    int64_t view_history_ms;         /* view: a finished task is forgotten after this */
     int64_t results_retention_ms;    /* of the results topic, when it is created */
     char *executor_allow_cidrs;      /* exempt from the SSRF guard; "" for none */
     char *app_secrets;               /* webhook signing secrets; "" for none */

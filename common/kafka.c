@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 
@@ -30,6 +31,7 @@ const mc_topic_spec mc_topic_specs[] = {
     {"retry", "delete", "604800000", "failed attempts", 0, NULL},
     {"results", "delete", NULL, "the result of every attempt (retention: --results-retention-ms)",
      0, NULL},
+    {"views", "compact", NULL, "the view's task table (its changelog)", 0, NULL},
     {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL},
     {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
      MC_TOPIC_OWN_COUNT, NULL},
@@ -114,6 +116,25 @@ rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char 
 fail:
     rd_kafka_conf_destroy(conf);
     return NULL;
+}
+
+int mc_advertised_client_id(const mc_config *cfg, char *out, size_t outlen, char *err,
+                            size_t errlen)
+{
+    if (cfg->advertised_url && cfg->advertised_url[0]) {
+        snprintf(out, outlen, MC_ADVERTISED_PREFIX "%s", cfg->advertised_url);
+        return 0;
+    }
+    char host[256];
+    if (cfg->http_port <= 0 || gethostname(host, sizeof host) != 0) {
+        snprintf(err, errlen,
+                 "set --advertised-url: other instances forward task questions to it (no fixed "
+                 "--http-port to make one from)");
+        return -1;
+    }
+    host[sizeof host - 1] = '\0';
+    snprintf(out, outlen, MC_ADVERTISED_PREFIX "http://%s:%d", host, cfg->http_port);
+    return 0;
 }
 
 int32_t mc_key_partition(const void *key, size_t keylen, int32_t n)

@@ -25,7 +25,7 @@ typedef struct mc_topic_spec {
     const char *const *configs;
 } mc_topic_spec;
 #define MC_TOPIC_OWN_COUNT (-1)
-#define MC_N_TOPIC_SPECS 10
+#define MC_N_TOPIC_SPECS 11
 extern const mc_topic_spec mc_topic_specs[];
 extern const size_t mc_n_topic_specs;
 
@@ -61,6 +61,13 @@ int mc_kafka_conf_default(const mc_config *cfg, rd_kafka_conf_t *conf, const cha
  * partition of `tasks`, whoever wrote it, so that a Cancel meets its Submit
  * and versions (offsets) of one key are comparable. */
 int32_t mc_key_partition(const void *key, size_t keylen, int32_t n);
+
+/* The client.id of a consumer that answers questions for its partitions:
+ * MC_ADVERTISED_PREFIX and --advertised-url (or http://<hostname>:<port>).
+ * 0, or -1 with a reason in err (no URL to give). */
+#define MC_ADVERTISED_PREFIX "mooncake@"
+int mc_advertised_client_id(const mc_config *cfg, char *out, size_t outlen, char *err,
+                            size_t errlen);
 
 /* The processor's view of consumed message m of topic (m's name for it,
  * since a handle's name is a lookup). Points into m, which must outlive it. */

@@ -43,12 +43,17 @@
 #include "jobs_view.h"
 #include "kafka.h"
 #include "task_json.h"
+#include "task_query.h"
+#include "view_forward.h"
 #include "uuid7.h"
 #include "crypto.h"
 #include "clock.h"
 
 #define MAX_IDEMPOTENCY_KEY 255
 #define READY_PROBE_MS 1000
+/* How long GET /api/task waits for the view to catch up with what was
+ * committed before the question. */
+#define TASK_QUESTION_TIMEOUT_MS 3000
 
 typedef enum route_id {
     R_SUBMIT,
@@ -62,6 +67,7 @@ typedef enum route_id {
     R_JOBS_TRIGGER,
     R_JOBS_PREVIEW,
     R_JOBS_LIST,
+    R_TASK,
     R_OTHER,
     N_ROUTES
 } route_id;
@@ -85,6 +91,7 @@ static const route routes[N_ROUTES] = {
     [R_JOBS_TRIGGER] = {"/jobs/trigger", "POST", "POST"},
     [R_JOBS_PREVIEW] = {"/jobs/preview", "POST", "POST"},
     [R_JOBS_LIST] = {"/jobs", "GET", "GET, POST", "GET /jobs"},
+    [R_TASK] = {"/api/task", "GET", "GET"},
     [R_OTHER] = {"other", NULL, NULL},
 };
 
@@ -120,7 +127,10 @@ struct mc_gateway {
      * immutable). */
     mc_zone_cache *zones;
     pthread_mutex_t zones_lock;
-    mc_jobs_view *jobs_view; /* NULL: --gateway-jobs-view false */
+    mc_jobs_view *jobs_view;  /* NULL: --gateway-jobs-view false */
+    mc_task_asker ask_task;   /* NULL: no view in this process */
+    mc_view_forward *forward; /* to the view instance holding a key's partition */
+    void *ask_task_cls;
 
     pthread_t delivery_thread;
     bool delivery_started;
@@ -399,7 +409,7 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
                                 "/inner/submit needs an inner token (MOONCAKE_INNER_TOKENS)");
             return true;
         }
-        if (rq->route != R_INNER_SUBMIT && rq->grant.inner) {
+        if (rq->route != R_INNER_SUBMIT && rq->route != R_TASK && rq->grant.inner) {
             *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
                                 "inner tokens are for /inner/submit; use the app's token here");
             return true;
@@ -786,6 +796,94 @@ static enum MHD_Result answer_list(request *rq)
     return ret;
 }
 
+/* A request's query parameters, in the order given. */
+#define MAX_QUERY_ARGS 16
+typedef struct query_args {
+    mc_kv kv[MAX_QUERY_ARGS];
+    size_t n;
+    bool too_many;
+} query_args;
+
+static enum MHD_Result take_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    query_args *a = cls;
+    if (a->n == MAX_QUERY_ARGS) {
+        a->too_many = true;
+        return MHD_NO;
+    }
+    a->kv[a->n++] = (mc_kv){key, value};
+    return MHD_YES;
+}
+
+/* GET /api/task: one task's state and story, from the view (view.h) of
+ * this process, which has read every record committed before the question. */
+static enum MHD_Result answer_task(request *rq)
+{
+    mc_gateway *g = rq->g;
+    query_args args = {0};
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_query_arg, &args);
+    if (args.too_many)
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "more than %d query parameters",
+                            MAX_QUERY_ARGS);
+    mc_task_query a;
+    char why[256];
+    if (!mc_task_query_check(args.kv, args.n, &a, why, sizeof why))
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+    if (!g->cfg->gateway_no_auth && !rq->grant.inner &&
+        !mc_grant_allows(g->tokens, &rq->grant, a.app_id))
+        return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                            a.app_id);
+    /* The view of this process first; the instance holding the key's
+     * partition otherwise, once (a forwarded question goes no further). */
+    char *body = NULL;
+    int status = 421;
+    if (g->ask_task)
+        status = g->ask_task(g->ask_task_cls, a.app_id, a.uuid, TASK_QUESTION_TIMEOUT_MS, &body);
+    bool relayed = false;
+    if (status == 421) {
+        free(body);
+        body = NULL;
+        struct MHD_Connection *c = rq->conn;
+        char why[300];
+        int32_t p;
+        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MC_FORWARDED_HEADER)) {
+            status = 503;
+            body = strdup("the view's partitions are moving; ask again");
+        } else if ((p = mc_view_forward_partition(g->forward, a.app_id, a.uuid, why, sizeof why)) <
+                   0) {
+            status = 503;
+            body = strdup(why);
+        } else {
+            status = mc_view_forward_ask(
+                g->forward, p, a.app_id, a.uuid,
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                &body, &relayed);
+        }
+    }
+    enum MHD_Result ret;
+    if (relayed)
+        ret = answer_json(rq, (unsigned)status, body, false);
+    else if (status == 200)
+        ret = answer_ok(rq, body);
+    else if (status == 404)
+        ret = answer_error(rq, MHD_HTTP_NOT_FOUND, "%s", body ? body : "");
+    else if (status == 503)
+        ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", body ? body : "");
+    else
+        ret =
+            answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", body ? body : "the view failed");
+    free(body);
+    return ret;
+}
+
+void mc_gateway_set_task_asker(mc_gateway *g, mc_task_asker ask, void *cls)
+{
+    g->ask_task = ask;
+    g->ask_task_cls = cls;
+}
+
 static enum MHD_Result handle_post(request *rq)
 {
     mc_gateway *g = rq->g;
@@ -895,6 +993,8 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
     }
     if (rq->route == R_JOBS_LIST)
         return answer_list(rq);
+    if (rq->route == R_TASK)
+        return answer_task(rq);
     return handle_post(rq);
 }
 
@@ -1153,6 +1253,10 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
         goto fail;
     if (!(g->producer = producer_new(g, err, errlen)))
         goto fail;
+    if (!(g->forward = mc_view_forward_new(cfg, g->producer, &g->log))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     mc_topic_name(cfg, "tasks", g->tasks_name, sizeof g->tasks_name);
     mc_topic_name(cfg, "job-commands", g->job_commands_name, sizeof g->job_commands_name);
     if (!(g->tasks = rd_kafka_topic_new(g->producer, g->tasks_name, NULL)) ||
@@ -1281,6 +1385,7 @@ void mc_gateway_free(mc_gateway *g)
         rd_kafka_topic_destroy(g->tasks);
     if (g->job_commands)
         rd_kafka_topic_destroy(g->job_commands);
+    mc_view_forward_free(g->forward);
     if (g->producer)
         rd_kafka_destroy(g->producer);
     mc_jobs_view_free(g->jobs_view);

@@ -157,6 +157,11 @@ int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, siz
     return ctx->ops->partition_count(ctx, topic_suffix, err, errlen);
 }
 
+int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
+{
+    return ctx->ops->position(ctx, topic, partition);
+}
+
 int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
                           size_t errlen)
 {

@@ -38,6 +38,10 @@ struct mc_task;
 typedef struct mc_processor {
     const char *name;                /* role name; the consumer group is <prefix><name> */
     const char *const *input_topics; /* topic suffixes ("tasks"), NULL-terminated */
+    /* The consumer's client.id carries this process's advertised URL
+     * (mc_advertised_client_id), so other instances find who holds a
+     * partition from the group's description and forward questions there. */
+    bool advertises;
     /* Consumer properties this processor wants by default (key, value,
      * ..., NULL); -X still wins. Optional. */
     const char *const *consumer_defaults;
@@ -217,6 +221,13 @@ int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partiti
  * reason in err when it could say nothing. The processor's thread. */
 int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                        int64_t *ends, int timeout_ms, char *err, size_t errlen);
+
+/* Where the consumer of this input partition (full topic name) stands: the
+ * offset of the next record it will deliver, past transaction markers and
+ * aborted records, so a position equal to the last stable offset read
+ * after some moment means every committed record written before that
+ * moment has been delivered. -1 when not assigned or not known yet. */
+int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition);
 
 /* ---- what the processor runs with -------------------------------------------- */
 

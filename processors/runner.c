@@ -774,6 +774,31 @@ static int64_t ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t par
     return hi;
 }
 
+/* librdkafka's application position: past the commit markers and aborted
+ * records it skipped, not only past the last record delivered. It has none
+ * until a fetch returned something after the seek (librdkafka 2.0: a
+ * partition seeked to its end stays at INVALID), and then the next record
+ * is the one it was seeked to: what the group had committed. */
+static int64_t ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    input_part *ip = part_named(r, topic, partition);
+    if (!ip || !ip->assigned)
+        return -1;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    int64_t at = -1;
+    if (rd_kafka_position(r->consumer, l) == RD_KAFKA_RESP_ERR_NO_ERROR && !l->elems[0].err &&
+        l->elems[0].offset >= 0)
+        at = l->elems[0].offset;
+    else if (ip->next >= 0)
+        at = ip->next;
+    else if (ip->committed >= 0)
+        at = ip->committed;
+    rd_kafka_topic_partition_list_destroy(l);
+    return at;
+}
+
 /* ListOffsets with "latest" for every partition at once, one request per
  * leader (rd_kafka_offsets_for_times passes the timestamp -1 through): the
  * high watermark, or for a read_committed asker the last stable offset;
@@ -819,6 +844,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .restore = ctx_restore,
     .partition_count = ctx_partition_count,
     .end_offset = ctx_end_offset,
+    .position = ctx_position,
     .end_offsets = ctx_end_offsets,
 };
 
@@ -1415,6 +1441,12 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
          * a graceful stop still leaves the group (leave_group). */
         mc_kafka_conf_set(cc, "group.instance.id", r->transactional_id, err, errlen))
         goto fail;
+    if (r->proc->advertises) {
+        char id[512];
+        if (mc_advertised_client_id(cfg, id, sizeof id, err, errlen) != 0 ||
+            mc_kafka_conf_set(cc, "client.id", id, err, errlen))
+            goto fail;
+    }
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
     rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_CONSUMER, cc, "consumer", err, errlen);
     if (rk)

@@ -28,6 +28,7 @@
 #include "store.h"
 #include "wheel.h"
 #include "runner.h"
+#include "view.h"
 
 extern char **environ;
 
@@ -41,8 +42,9 @@ typedef struct unit_ops {
     int (*check_config)(const role *r, const mc_config *cfg, char *err, size_t errlen);
     /* Makes the unit before the HTTP server starts, adding to ho what it
      * serves there. NULL with a line in err. */
+    /* door: where the gateway asks the view, when both run here (else NULL). */
     void *(*create)(const role *r, const mc_config *cfg, mc_metrics *metrics, const mc_logger *lg,
-                    mc_http_options *ho, char *err, size_t errlen);
+                    mc_http_options *ho, mc_view_door *door, char *err, size_t errlen);
     /* Once the HTTP server (NULL: none) and, for roles that use them, the
      * topics are there. 0, or -1 with a line in err. */
     int (*attach)(void *unit, const mc_config *cfg, mc_metrics *metrics, mc_http_server *http,
@@ -64,6 +66,7 @@ struct role {
 
 typedef struct runner_unit {
     const mc_processor *processor;
+    mc_processor with_door; /* the view's, given the process's door */
     mc_runner *runner;
 } runner_unit;
 
@@ -75,7 +78,8 @@ static int runner_check_config(const role *r, const mc_config *cfg, char *err, s
 /* The runner itself is made at attach: it registers its probes on the HTTP
  * server, which starts after every unit is made. */
 static void *runner_create(const role *r, const mc_config *cfg, mc_metrics *metrics,
-                           const mc_logger *lg, mc_http_options *ho, char *err, size_t errlen)
+                           const mc_logger *lg, mc_http_options *ho, mc_view_door *door, char *err,
+                           size_t errlen)
 {
     (void)cfg, (void)metrics, (void)lg, (void)ho;
     runner_unit *u = calloc(1, sizeof *u);
@@ -83,6 +87,11 @@ static void *runner_create(const role *r, const mc_config *cfg, mc_metrics *metr
         snprintf(err, errlen, "out of memory");
     else
         u->processor = r->processor;
+    if (u && r->processor == &mc_view_processor && door) {
+        u->with_door = *r->processor;
+        u->with_door.create_arg = door;
+        u->processor = &u->with_door;
+    }
     return u;
 }
 
@@ -129,13 +138,23 @@ static int gateway_check_config(const role *r, const mc_config *cfg, char *err, 
     return mc_gateway_check_config(cfg, err, errlen);
 }
 
+static int ask_view(void *door, const char *app_id, const char *task_id, int timeout_ms,
+                    char **body)
+{
+    return mc_view_ask_task(door, app_id, task_id, timeout_ms, body);
+}
+
 static void *gateway_create(const role *r, const mc_config *cfg, mc_metrics *metrics,
-                            const mc_logger *lg, mc_http_options *ho, char *err, size_t errlen)
+                            const mc_logger *lg, mc_http_options *ho, mc_view_door *door, char *err,
+                            size_t errlen)
 {
     (void)r;
     mc_gateway *g = mc_gateway_new(cfg, metrics, lg, err, errlen);
-    if (g)
+    if (g) {
         mc_gateway_http_options(g, ho);
+        if (door)
+            mc_gateway_set_task_asker(g, ask_view, door);
+    }
     return g;
 }
 
@@ -181,6 +200,8 @@ static const role roles[] = {
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
     {"jobs", &runner_ops, &mc_jobs_processor,
      "recurring jobs (cron, fixed rate, fixed delay): each occurrence a task, exactly once"},
+    {"view", &runner_ops, &mc_view_processor,
+     "every task's state by key (changelog: views), for the gateway's GET /api/task"},
     {"gateway", &gateway_ops, NULL,
      "the HTTP API (POST /submit, /inner/submit, /api/task/done, GET /uuid) producing to tasks"},
 };
@@ -206,6 +227,44 @@ static void usage(FILE *out)
                  "properties, unknown MOONCAKE_* variables), print 'config ok' and exit 0, or\n"
                  "exit 2 with the error.\n\n");
     mc_config_usage(out);
+}
+
+/* The roles named by spec ("all", a role, or roles joined by commas) into
+ * chosen, in the table's order. Their number, or 0 after saying what is
+ * wrong. */
+static size_t choose_roles(const char *spec, const role *chosen[N_ROLES])
+{
+    bool all = strcmp(spec, "all") == 0;
+    bool want[N_ROLES] = {false};
+    for (const char *p = spec; !all && *p;) {
+        size_t len = strcspn(p, ",");
+        size_t i = 0;
+        while (i < N_ROLES &&
+               !(strlen(roles[i].name) == len && strncmp(p, roles[i].name, len) == 0))
+            i++;
+        if (i == N_ROLES || want[i]) {
+            fprintf(stderr,
+                    "mooncake: %s role '%.*s' (roles:", i == N_ROLES ? "unknown" : "repeated",
+                    (int)len, p);
+            for (size_t j = 0; j < N_ROLES; j++)
+                fprintf(stderr, " %s", roles[j].name);
+            fprintf(stderr, " all; several joined by commas)\n");
+            return 0;
+        }
+        want[i] = true;
+        p += len;
+        if (*p == ',' && *++p == '\0') {
+            fprintf(stderr, "mooncake: a role list must not end with ','\n");
+            return 0;
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < N_ROLES; i++)
+        if (all || want[i])
+            chosen[n++] = &roles[i];
+    if (n == 0)
+        fprintf(stderr, "mooncake: no role given\n");
+    return n;
 }
 
 /* --check-config: what a start would refuse later than the flag parser, short
@@ -311,21 +370,16 @@ int main(int argc, char **argv)
         printf("mooncake %s (librdkafka %s)\n", MOONCAKE_VERSION, rd_kafka_version_str());
         return 0;
     }
-    /* The roles this process runs: one, or every one for "all". */
+    /* The roles this process runs: one, several (gateway,view), or every
+     * one for "all". */
     const role *chosen[N_ROLES];
-    size_t n_chosen = 0;
-    bool all = strcmp(argv[1], "all") == 0;
-    for (size_t i = 0; i < N_ROLES; i++)
-        if (all || strcmp(argv[1], roles[i].name) == 0)
-            chosen[n_chosen++] = &roles[i];
-    if (n_chosen == 0) {
-        fprintf(stderr, "mooncake: unknown role '%s' (roles:", argv[1]);
-        for (size_t i = 0; i < N_ROLES; i++)
-            fprintf(stderr, " %s", roles[i].name);
-        fprintf(stderr, " all)\n");
+    size_t n_chosen = choose_roles(argv[1], chosen);
+    if (n_chosen == 0)
         return 2;
-    }
-    const char *name = all ? "all" : chosen[0]->name;
+    bool all = strcmp(argv[1], "all") == 0;
+    /* Errors name the role when several run here. */
+    bool several = n_chosen > 1;
+    const char *name = argv[1];
 
     /* --check-config may sit anywhere after the role; the parser never sees it. */
     bool check_only = false;
@@ -343,7 +397,9 @@ int main(int argc, char **argv)
     int rc = mc_config_load(&cfg, argc - 1, argv + 1, environ, err, sizeof err);
     if (rc == 1) {
         printf("Usage: mooncake %s [flags]\n  %s\n\n", name,
-               all ? ALL_SUMMARY : chosen[0]->summary);
+               all       ? ALL_SUMMARY
+               : several ? "these roles as threads of one process"
+                         : chosen[0]->summary);
         mc_config_usage(stdout);
         mc_config_free(&cfg);
         return 0;
@@ -355,8 +411,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < n_chosen; i++) {
         if (chosen[i]->ops->check_config(chosen[i], &cfg, err, sizeof err) != 0) {
-            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
-                    all ? ": " : "", err);
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, several ? chosen[i]->name : "",
+                    several ? ": " : "", err);
             mc_config_free(&cfg);
             return 2;
         }
@@ -389,6 +445,7 @@ int main(int argc, char **argv)
     bool needs_topics = false;
     mc_metrics *metrics = mc_metrics_new();
     mc_http_server *http = NULL;
+    mc_view_door *door = NULL;
     bool sig_started = false;
     pthread_t sig_tid;
     if (!metrics) {
@@ -399,6 +456,17 @@ int main(int argc, char **argv)
     /* Every unit is made first, since what the HTTP server serves (the
      * gateway's API) is fixed when it starts; then the server; then the
      * topics; then each unit is attached to what now exists. */
+    /* The gateway asks the view through a door when both run here. */
+    bool has_view = false, has_gateway = false;
+    for (size_t i = 0; i < n_chosen; i++) {
+        has_view |= chosen[i]->processor == &mc_view_processor;
+        has_gateway |= chosen[i]->processor == NULL;
+    }
+    if (has_view && has_gateway && !(door = mc_view_door_new())) {
+        fprintf(stderr, "mooncake: out of memory\n");
+        exit_code = 1;
+        goto out;
+    }
     mc_http_options ho = {.bind_address = cfg.http_bind,
                           .port = (uint16_t)cfg.http_port,
                           .metrics = metrics,
@@ -406,10 +474,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n_chosen; i++) {
         unit *u = &proc.units[proc.n_units];
         *u = (unit){.role = chosen[i], .proc = &proc};
-        u->obj = chosen[i]->ops->create(chosen[i], &cfg, metrics, &lg, &ho, err, sizeof err);
+        u->obj = chosen[i]->ops->create(chosen[i], &cfg, metrics, &lg, &ho, door, err, sizeof err);
         if (!u->obj) {
-            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? chosen[i]->name : "",
-                    all ? ": " : "", err);
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, several ? chosen[i]->name : "",
+                    several ? ": " : "", err);
             goto out;
         }
         proc.n_units++;
@@ -434,8 +502,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < proc.n_units; i++) {
         unit *u = &proc.units[i];
         if (u->role->ops->attach(u->obj, &cfg, metrics, http, err, sizeof err) != 0) {
-            fprintf(stderr, "mooncake %s: %s%s%s\n", name, all ? u->role->name : "",
-                    all ? ": " : "", err);
+            fprintf(stderr, "mooncake %s: %s%s%s\n", name, several ? u->role->name : "",
+                    several ? ": " : "", err);
             goto out;
         }
     }
@@ -469,6 +537,7 @@ out:
         mc_http_stop(http);
     for (size_t i = 0; i < proc.n_units; i++)
         proc.units[i].role->ops->destroy(proc.units[i].obj);
+    mc_view_door_free(door);
     mc_metrics_free(metrics);
     mc_config_free(&cfg);
     curl_global_cleanup();

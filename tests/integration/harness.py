@@ -148,7 +148,7 @@ def free_port():
 class Env:
     """A fresh topic prefix plus helpers to produce to and read from it."""
 
-    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "layout")
+    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "views", "layout")
     # Topics whose partition count is fixed, whatever the set's.
     SINGLE_PARTITION = ("layout",)
 
@@ -170,7 +170,8 @@ class Env:
             NewTopic(self.topic(t),
                      num_partitions=1 if t in self.SINGLE_PARTITION else self.partitions,
                      replication_factor=1,
-                     config={"cleanup.policy": "compact" if t in ("store", "layout") else "delete",
+                     config={"cleanup.policy": "compact" if t in ("store", "views", "layout")
+                                                       else "delete",
                              **topic_config.get(t, {})})
             for t in self.TOPICS])
         for f in fs.values():

@@ -730,6 +730,12 @@ static int64_t sim_ctx_end_offset(mc_ctx *ctx, const char *suffix, int32_t parti
     return end;
 }
 
+static int64_t sim_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
+{
+    in_part *ip = in_part_named(INST_OF(ctx), topic, partition);
+    return ip && ip->assigned ? ip->fetch : -1;
+}
+
 static int sim_ctx_end_offsets(mc_ctx *ctx, const char *suffix, const int32_t *partitions, size_t n,
                                int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
@@ -754,6 +760,7 @@ static const mc_ctx_ops sim_ops = {
     .restore = sim_ctx_restore,
     .partition_count = sim_ctx_partition_count,
     .end_offset = sim_ctx_end_offset,
+    .position = sim_ctx_position,
     .end_offsets = sim_ctx_end_offsets,
 };
 

@@ -522,7 +522,8 @@ int ctl_cmd_partitions_grow(ctl *c)
         mc_layout_move(&growing, &l); /* a second run: keep the first run's split */
     else
         growing = (mc_layout){.partitions = old, .growing_to = (int32_t)m};
-    static const char *const internal[] = {"store", "wheel", "ready", "retry", "results", "dead"};
+    static const char *const internal[] = {"store",   "wheel", "ready", "retry",
+                                           "results", "dead",  "views"};
     static const char *const task_topic[] = {"tasks"};
     /* The tasks that move go to new partitions: their readers first. */
     static const group_input readers[] = {

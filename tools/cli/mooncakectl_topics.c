@@ -157,8 +157,13 @@ int ctl_ensure_ledger(ctl *c, rd_kafka_t *rk, bool *created, char *err, size_t e
 static const struct {
     const char *group, *input;
 } groups[] = {
-    {"router", "tasks"},   {"store", "wheel"}, {"wheel", "wheel"},
-    {"executor", "ready"}, {"retry", "retry"}, {"mooncakectl-requeue", "dead"},
+    {"router", "tasks"},
+    {"store", "wheel"},
+    {"wheel", "wheel"},
+    {"executor", "ready"},
+    {"retry", "retry"},
+    {"view", "results"},
+    {"mooncakectl-requeue", "dead"},
 };
 #define N_GROUPS (sizeof groups / sizeof groups[0])
 #define N_TOPICS (MC_N_TOPIC_SPECS + 1) /* mc_topic_specs and requeue's ledger */

@@ -65,7 +65,7 @@ app.kubernetes.io/component: {{ .role }}
        Call with (dict "root" $ "role" "gateway"). */ -}}
 {{- define "mooncake.authItems" -}}
 {{- $items := dict -}}
-{{- if eq .role "gateway" -}}
+{{- if or (eq .role "gateway") (eq .role "view") -}}
 {{- $items = dict "app-tokens" (include "mooncake.authKey" (dict "root" .root "item" "appTokens")) "inner-tokens" (include "mooncake.authKey" (dict "root" .root "item" "innerTokens")) -}}
 {{- else if eq .role "executor" -}}
 {{- $items = dict "app-secrets" (include "mooncake.authKey" (dict "root" .root "item" "appSecrets")) -}}
@@ -272,6 +272,27 @@ app.kubernetes.io/component: {{ .role }}
 {{- else if eq .role "jobs" }}
 - name: MOONCAKE_JOBS_AHEAD_MS
   value: {{ $v.aheadMs | int64 | quote }}
+{{- else if eq .role "view" }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+- name: MOONCAKE_ADVERTISED_URL
+  value: "http://$(POD_IP):{{ $root.Values.httpPort }}"
+- name: MOONCAKE_VIEW_HISTORY_MS
+  value: {{ $v.historyMs | int64 | quote }}
+{{- if $root.Values.gateway.noAuth }}
+- name: MOONCAKE_GATEWAY_NO_AUTH
+  value: "true"
+{{- end }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "appTokens") }}
+- name: MOONCAKE_APP_TOKENS
+  value: "@/etc/mooncake/auth/app-tokens"
+{{- end }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "innerTokens") }}
+- name: MOONCAKE_INNER_TOKENS
+  value: "@/etc/mooncake/auth/inner-tokens"
+{{- end }}
 {{- else if eq .role "gateway" }}
 - name: MOONCAKE_GATEWAY_THREADS
   value: {{ $v.threads | int64 | quote }}

@@ -1,0 +1,41 @@
+/* Finding the view instance that holds a key's partition and asking it:
+ * Kafka Streams' interactive queries across instances. Each view consumer
+ * carries its process's URL in its client.id (mc_advertised_client_id); the
+ * view group's description says which member holds which partition. A
+ * question for a partition held elsewhere is sent there, once: the answer
+ * comes back as the owner's gateway gave it. Any thread (the HTTP threads);
+ * the owner table is shared under a lock. */
+#ifndef MOONCAKE_VIEW_FORWARD_H
+#define MOONCAKE_VIEW_FORWARD_H
+
+#include <librdkafka/rdkafka.h>
+
+#include "config.h"
+#include "log.h"
+
+/* The header a forwarded question carries, so it is never sent on again. */
+#define MC_FORWARDED_HEADER "Mooncake-Forwarded"
+
+typedef struct mc_view_forward mc_view_forward;
+
+/* rk is any handle of the cluster (the gateway's producer), borrowed. Caller
+ * owns the result (mc_view_forward_free); NULL on ENOMEM. */
+mc_view_forward *mc_view_forward_new(const mc_config *cfg, rd_kafka_t *rk, const mc_logger *lg);
+void mc_view_forward_free(mc_view_forward *f);
+
+/* The partition of app_id/task_id among the view's partitions, or -1 with a
+ * reason in why (the broker did not say how many there are). */
+int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const char *task_id,
+                                  char *why, size_t whylen);
+
+/* Asks the instance holding partition p the question GET /api/task for
+ * app_id/task_id, with the client's Authorization header (NULL: none).
+ * Returns the HTTP status and sets *body (the caller frees it) to the
+ * answer as that instance's gateway gave it (*relayed true); or 503 with a
+ * sentence in *body (*relayed false) when no instance holds p, the holder
+ * is this process (its own advertised client.id: the partition is moving),
+ * or it did not answer. */
+int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const char *task_id,
+                        const char *authorization, char **body, bool *relayed);
+
+#endif

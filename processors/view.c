@@ -1,0 +1,860 @@
+/* The view: every task's state by key, for GET /api/task. Kafka Streams'
+ * interactive queries over a state store, in mooncake's terms.
+ *
+ * It reads the partitions it owns of the five topics a task passes through
+ * (tasks, wheel, ready, results, dead), folds each record into the task of
+ * its key (view_task.h), and logs each changed task to its changelog, the
+ * compacted `views` topic, in the transaction that commits the input
+ * offsets: after a crash or a rebalance the next owner restores the table
+ * from the changelog and goes on from the committed offsets, as the store
+ * does. It writes nothing else; no other role reads what it writes, so it
+ * can lag or stop without the engine noticing.
+ *
+ * A question is answered on the view's own thread, which owns the table, so
+ * there is no lock on it: the asker queues the question behind an eventfd
+ * and waits. Before answering, the view reads where each of the five input
+ * partitions ends now (their last stable offsets) and waits until its
+ * consumer has passed them. So an answer reflects every record committed
+ * before the question arrived: a write the gateway acknowledged before is
+ * in it, and a task the answer calls pending had not been fired to `ready`
+ * (and so not called) when the question was asked.
+ *
+ * Memory: one mc_view_task per key with its key, the task's bytes and up to
+ * 16 Results' summaries; a task in a final state is forgotten (a tombstone
+ * in the changelog) --view-history-ms after it ended. */
+#include "view.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "kafka.h"
+#include "keymap.h"
+#include "part_table.h"
+#include "timing_wheel.h"
+#include "view_task.h"
+#include "wheel_topic.h"
+#include "writer_schemas.h"
+
+enum { IN_TASKS, IN_WHEEL, IN_READY, IN_RESULTS, IN_DEAD, N_INPUTS };
+static const char *const view_inputs[] = {"tasks", "wheel", "ready", "results", "dead", NULL};
+
+/* How often a waiting question looks again at the consumer's position. */
+#define QUESTION_POLL_MS 2
+#define FORGET_BATCH 1000
+/* How long the reads of the partitions' ends may take, on the view's
+ * thread, before the question gets 503. */
+#define END_OFFSET_TIMEOUT_MS 2000
+
+/* ---- the door: questions from other threads ----------------------------------- */
+
+typedef struct question {
+    struct question *next;
+    char *key;
+    size_t key_len;
+    int64_t deadline_ms; /* wall clock */
+    int32_t partition;   /* -1 until the view has looked */
+    int64_t ends[N_INPUTS];
+    int status;
+    char *body;
+    bool done, abandoned;
+} question;
+
+struct mc_view_door {
+    pthread_mutex_t lock;
+    pthread_cond_t answered;
+    int efd;
+    question *queue; /* asked, not yet taken by the view; under lock */
+    bool open;       /* a view is running behind the door; under lock */
+};
+
+mc_view_door *mc_view_door_new(void)
+{
+    mc_view_door *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (d->efd < 0) {
+        free(d);
+        return NULL;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->answered, &ca);
+    pthread_condattr_destroy(&ca);
+    return d;
+}
+
+static void question_free(question *q)
+{
+    free(q->key);
+    free(q->body);
+    free(q);
+}
+
+void mc_view_door_free(mc_view_door *d)
+{
+    if (!d)
+        return;
+    while (d->queue) {
+        question *q = d->queue;
+        d->queue = q->next;
+        question_free(q);
+    }
+    close(d->efd);
+    pthread_cond_destroy(&d->answered);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static char *sentence(const char *fmt, const char *a)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, fmt, a);
+    return strdup(buf);
+}
+
+int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
+                     char **body)
+{
+    *body = NULL;
+    question *q = calloc(1, sizeof *q);
+    size_t need = mc_task_key(app_id, task_id, NULL, 0) + 1;
+    if (!q || !(q->key = malloc(need))) {
+        free(q);
+        return 500;
+    }
+    q->key_len = mc_task_key(app_id, task_id, q->key, need);
+    q->deadline_ms = mc_now_ms() + timeout_ms;
+    q->partition = -1;
+    pthread_mutex_lock(&d->lock);
+    if (!d->open) {
+        pthread_mutex_unlock(&d->lock);
+        question_free(q);
+        *body = strdup("the view role does not run in this process");
+        return 503;
+    }
+    q->next = d->queue;
+    d->queue = q;
+    uint64_t one = 1;
+    if (write(d->efd, &one, sizeof one) < 0) {
+        /* The counter is full: the view has that many to read already. */
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    /* The view answers at its deadline; a little longer here covers its turn. */
+    int64_t wait_ms = timeout_ms + 1000;
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!q->done)
+        if (pthread_cond_timedwait(&d->answered, &d->lock, &until) != 0)
+            break;
+    int status;
+    if (q->done) {
+        status = q->status;
+        *body = q->body;
+        q->body = NULL;
+        /* Unlinked by the view before it answered. */
+        question_free(q);
+    } else {
+        status = 503;
+        *body = strdup("the view did not answer in time");
+        /* Still queued: take it back; else the view frees it when done. */
+        question **pp = &d->queue;
+        while (*pp && *pp != q)
+            pp = &(*pp)->next;
+        if (*pp) {
+            *pp = q->next;
+            question_free(q);
+        } else {
+            q->abandoned = true;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return status;
+}
+
+/* ---- the table -------------------------------------------------------------------- */
+
+typedef struct view_part {
+    int32_t partition;
+    mc_keymap *tasks;
+    mc_timing_wheel *forgets;
+    int64_t wheel_position; /* the wheel's last marker in `ready`; -1: none yet */
+    mc_view_task *dirty;    /* changed since the last commit */
+    size_t bytes;
+} view_part;
+
+typedef struct view {
+    const mc_logger *logger;
+    mc_view_door *door; /* NULL: nobody asks */
+    mc_output *changelog;
+    char topics[N_INPUTS][256];
+    char changelog_topic[256];
+    int32_t partitions; /* of the inputs, for a key's partition */
+    int64_t history_ms;
+    mc_part_table parts;
+    mc_codec_options codec;
+    mc_codec_writer *writers;
+    size_t n_writers;
+    mc_arena *arena;
+    mc_buf buf;
+    question *waiting; /* taken from the door, not answered yet */
+    mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
+    mc_counter *answered, *behind, *forgotten, *unreadable;
+} view;
+
+static view_part *part_of(view *v, int32_t partition)
+{
+    return mc_part_table_get(&v->parts, partition);
+}
+
+static mc_view_task *find_task(view_part *p, const void *key, size_t len)
+{
+    return (mc_view_task *)mc_keymap_find(p->tasks, key, len, mc_keymap_hash(key, len));
+}
+
+static void free_node(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    mc_view_task_free((mc_view_task *)n);
+}
+
+static void part_free(view_part *p)
+{
+    if (!p)
+        return;
+    if (p->tasks) {
+        mc_keymap_drain(p->tasks, free_node, NULL);
+        mc_keymap_free(p->tasks);
+    }
+    mc_wheel_free(p->forgets);
+    free(p);
+}
+
+static view_part *add_part(view *v, int32_t partition, int64_t now)
+{
+    view_part *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->partition = partition;
+    p->wheel_position = -1;
+    p->tasks = mc_keymap_new(MC_VIEW_TASK_KEY_OFFSET);
+    p->forgets = mc_wheel_new(now);
+    if (!p->tasks || !p->forgets || mc_part_table_put(&v->parts, partition, p) != 0) {
+        part_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void update_gauges(view *v)
+{
+    size_t n = 0, bytes = 0;
+    view_part *p;
+    for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
+        n += mc_keymap_count(p->tasks);
+        bytes += p->bytes;
+    }
+    mc_gauge_set(v->tasks_gauge, (double)n);
+    mc_gauge_set(v->bytes_gauge, (double)bytes);
+}
+
+static void unlink_dirty(view_part *p, mc_view_task *t)
+{
+    if (!t->dirty)
+        return;
+    for (mc_view_task **pp = &p->dirty; *pp; pp = &(*pp)->next_dirty)
+        if (*pp == t) {
+            *pp = t->next_dirty;
+            break;
+        }
+    t->dirty = false;
+}
+
+static void remove_task(view_part *p, mc_view_task *t)
+{
+    unlink_dirty(p, t);
+    if (mc_wheel_scheduled(&t->forget))
+        mc_wheel_cancel(p->forgets, &t->forget);
+    mc_keymap_remove(p->tasks, &t->node);
+    p->bytes -= mc_view_task_extra_bytes(t);
+    mc_view_task_free(t);
+}
+
+/* A task that may have ended is looked at again after the history: a
+ * final one is forgotten then, another waits longer. */
+static void schedule_forget(view *v, view_part *p, mc_view_task *t, int64_t now)
+{
+    bool maybe_final = t->n_calls > 0 || t->command > t->version || t->rejected;
+    if (!maybe_final || mc_wheel_scheduled(&t->forget))
+        return;
+    mc_wheel_add(p->forgets, &t->forget, now + v->history_ms);
+}
+
+/* After a fold changed t: it goes out in the next commit. */
+static void touched(view *v, view_part *p, mc_view_task *t, size_t bytes_before, int64_t now)
+{
+    p->bytes += mc_view_task_extra_bytes(t) - bytes_before;
+    if (!t->dirty) {
+        t->dirty = true;
+        t->next_dirty = p->dirty;
+        p->dirty = t;
+    }
+    schedule_forget(v, p, t, now);
+}
+
+/* ---- questions -------------------------------------------------------------------- */
+
+static void finish(view *v, question *q, int status, char *body)
+{
+    q->status = status;
+    q->body = body;
+    pthread_mutex_lock(&v->door->lock);
+    if (q->abandoned) {
+        question_free(q);
+    } else {
+        q->done = true;
+        pthread_cond_broadcast(&v->door->answered);
+    }
+    pthread_mutex_unlock(&v->door->lock);
+}
+
+/* Where each input partition ends now: the view answers once past them. */
+static bool read_ends(view *v, question *q, mc_ctx *ctx)
+{
+    for (int i = 0; i < N_INPUTS; i++) {
+        char err[256];
+        q->ends[i] = mc_ctx_end_offset(ctx, view_inputs[i], q->partition, err, sizeof err);
+        if (q->ends[i] < 0) {
+            mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error", err,
+                   (const char *)NULL);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool caught_up(view *v, const question *q, mc_ctx *ctx)
+{
+    for (int i = 0; i < N_INPUTS; i++)
+        if (q->ends[i] > 0 && mc_ctx_position(ctx, v->topics[i], q->partition) < q->ends[i])
+            return false;
+    return true;
+}
+
+static void answer(view *v, question *q, mc_ctx *ctx)
+{
+    view_part *p = part_of(v, q->partition);
+    mc_view_task *t = p ? find_task(p, q->key, q->key_len) : NULL;
+    mc_counter_add(v->answered, 1);
+    if (!t) {
+        finish(v, q, 404,
+               sentence("no task '%.400s' (never submitted, or ended longer ago than the "
+                        "view's history)",
+                        q->key));
+        return;
+    }
+    json_t *j = mc_view_task_json(t, p->wheel_position, mc_ctx_now_ms(ctx));
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    finish(v, q, body ? 200 : 500, body);
+}
+
+/* Answers what can be answered; the rest keep waiting. */
+static void look_at_waiting(view *v, mc_ctx *ctx)
+{
+    int64_t now = mc_ctx_now_ms(ctx);
+    question **pp = &v->waiting;
+    while (*pp) {
+        question *q = *pp;
+        bool ready = caught_up(v, q, ctx);
+        if (!ready && now < q->deadline_ms) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        if (ready) {
+            answer(v, q, ctx);
+        } else {
+            mc_counter_add(v->behind, 1);
+            finish(v, q, 503, sentence("the view is behind its input%s; ask again", ""));
+        }
+    }
+    if (v->waiting)
+        mc_ctx_wakeup_at(ctx, now + QUESTION_POLL_MS);
+}
+
+static int on_questions(void *arg, int fd, int revents, mc_ctx *ctx)
+{
+    (void)revents;
+    view *v = arg;
+    uint64_t n;
+    if (read(fd, &n, sizeof n) < 0) {
+        /* Nothing new: another turn took them. */
+    }
+    pthread_mutex_lock(&v->door->lock);
+    question *fresh = v->door->queue;
+    v->door->queue = NULL;
+    pthread_mutex_unlock(&v->door->lock);
+    while (fresh) {
+        question *q = fresh;
+        fresh = q->next;
+        q->partition = v->partitions > 0 ? mc_key_partition(q->key, q->key_len, v->partitions) : -1;
+        if (q->partition < 0 || !part_of(v, q->partition)) {
+            finish(v, q, 421,
+                   sentence("this view instance does not hold the partition of '%.400s'", q->key));
+            continue;
+        }
+        if (!read_ends(v, q, ctx)) {
+            finish(v, q, 503, sentence("the broker did not say where the view's input ends%s", ""));
+            continue;
+        }
+        q->next = v->waiting;
+        v->waiting = q;
+    }
+    look_at_waiting(v, ctx);
+    return 0;
+}
+
+/* ---- folding records --------------------------------------------------------------- */
+
+static int input_of(const view *v, const char *topic)
+{
+    for (int i = 0; i < N_INPUTS; i++)
+        if (strcmp(topic, v->topics[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* The task of key in p, made when missing and create is true. */
+static mc_view_task *task_for(view_part *p, const void *key, size_t len, bool create)
+{
+    mc_view_task *t = find_task(p, key, len);
+    if (t || !create)
+        return t;
+    t = mc_view_task_new(key, len);
+    if (t) {
+        mc_keymap_insert(p->tasks, &t->node);
+        p->bytes += len;
+    }
+    return t;
+}
+
+static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r)
+{
+    mc_command c;
+    mc_arena_reset(v->arena);
+    if (mc_decode_command(&v->codec, r->value, r->value_len, v->arena, &c, NULL, 0) != MC_CODEC_OK)
+        return false; /* the router dead-letters it; `dead` tells the view */
+    if (c.kind == MC_CMD_CANCEL)
+        return mc_view_task_cancelled(t, r->offset, c.cancel.requested_at);
+    mc_buf_reset(&v->buf);
+    if (mc_encode_stored_task(&(mc_stored_task){r->offset, c.submit}, &v->buf) != 0)
+        return false;
+    return mc_view_task_submitted(t, r->offset, c.submit.attempt, c.submit.due_at,
+                                  c.submit.created_at, v->buf.data, v->buf.len);
+}
+
+/* A WheelEntry Submit's task as StoredTask bytes in v->buf. */
+static int stored_task_of(view *v, const mc_record *r, const mc_wheel_peeked *w)
+{
+    mc_buf_reset(&v->buf);
+    return mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, w->version.v,
+                                   (const uint8_t *)r->value + w->task_offset,
+                                   r->value_len - w->task_offset, NULL, 0, &v->buf);
+}
+
+static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
+{
+    mc_wheel_peeked w;
+    if (mc_wheel_record_peek(r, &w) != MC_CODEC_OK)
+        return false;
+    if (w.kind == MC_CMD_CANCEL) {
+        if (mc_record_header(r, MC_ATTEMPT_HEADER, NULL, NULL))
+            return false; /* the wheel's void of a stale retry, not a client's cancel */
+        bool changed = mc_view_task_cancelled(t, w.version.v, r->timestamp_ms);
+        return mc_view_task_routed(t, w.version.v, r->offset) || changed;
+    }
+    bool changed = false;
+    int64_t at;
+    /* The router's record of a client's command carries no store position
+     * (hand-offs and next attempts do). */
+    if (!mc_wheel_record_handoff_position(r, &at) && w.version.attempt <= 1)
+        changed |= mc_view_task_routed(t, w.version.v, r->offset);
+    if (stored_task_of(v, r, &w) == 0)
+        changed |= mc_view_task_submitted(t, w.version.v, w.version.attempt, w.due_at, 0,
+                                          v->buf.data, v->buf.len);
+    changed |= mc_view_task_scheduled(t, w.version.v, w.version.attempt, w.due_at,
+                                      mc_wheel_record_is_far(r));
+    return changed;
+}
+
+static bool fold_ready(view *v, mc_view_task *t, const mc_record *r)
+{
+    mc_wheel_peeked w;
+    if (mc_wheel_record_peek(r, &w) != MC_CODEC_OK || w.kind != MC_CMD_SUBMIT)
+        return false; /* a recall: its CANCELLED Result says what became of it */
+    bool changed = false;
+    if (stored_task_of(v, r, &w) == 0)
+        changed |= mc_view_task_submitted(t, w.version.v, w.version.attempt, w.due_at, 0,
+                                          v->buf.data, v->buf.len);
+    return mc_view_task_fired(t, w.version.v, w.version.attempt, r->timestamp_ms) || changed;
+}
+
+static bool fold_result(view *v, mc_view_task *t, const mc_record *r)
+{
+    mc_result res;
+    mc_arena_reset(v->arena);
+    if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
+        return false;
+    return mc_view_task_result(t, &res);
+}
+
+static bool fold_dead(view *v, mc_view_task *t, const mc_record *r)
+{
+    mc_dead_letter d;
+    mc_arena_reset(v->arena);
+    if (mc_decode_dead_letter(r->value, r->value_len, v->arena, &d, NULL, 0) != MC_CODEC_OK ||
+        strcmp(d.source_topic, v->topics[IN_TASKS]) != 0)
+        return false; /* a called task's dead letter: its Result says it */
+    return mc_view_task_rejected(t, d.source_offset, d.reason);
+}
+
+static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
+{
+    view *v = self;
+    int in = input_of(v, r->topic);
+    view_part *p = part_of(v, r->partition);
+    if (in < 0 || !p)
+        return 0;
+    if (!r->key) {
+        int64_t position;
+        if (in == IN_READY && mc_record_header_int(r, MC_WHEEL_POSITION_HEADER, &position) &&
+            position > p->wheel_position)
+            p->wheel_position = position;
+        return 0;
+    }
+    if (!r->value)
+        return 0;
+    /* Only records that can be about a task make one. */
+    bool create = in != IN_DEAD;
+    mc_view_task *t = task_for(p, r->key, r->key_len, create);
+    if (!t)
+        return create ? -1 : 0;
+    size_t before = mc_view_task_extra_bytes(t);
+    bool changed = false;
+    switch (in) {
+    case IN_TASKS:
+        changed = fold_tasks(v, t, r);
+        break;
+    case IN_WHEEL:
+        changed = fold_wheel(v, t, r);
+        break;
+    case IN_READY:
+        changed = fold_ready(v, t, r);
+        break;
+    case IN_RESULTS:
+        changed = fold_result(v, t, r);
+        break;
+    default:
+        changed = fold_dead(v, t, r);
+    }
+    if (changed) {
+        touched(v, p, t, before, mc_ctx_now_ms(ctx));
+    } else if (t->version == MC_VIEW_NONE && t->command == MC_VIEW_NONE) {
+        remove_task(p, t); /* made for a record that said nothing */
+    } else {
+        p->bytes += mc_view_task_extra_bytes(t) - before;
+    }
+    return 0;
+}
+
+/* ---- commits, forgetting ------------------------------------------------------------ */
+
+static int view_prepare_commit(void *self, mc_ctx *ctx)
+{
+    view *v = self;
+    view_part *p;
+    for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
+        while (p->dirty) {
+            mc_view_task *t = p->dirty;
+            p->dirty = t->next_dirty;
+            t->dirty = false;
+            mc_buf_reset(&v->buf);
+            if (mc_view_task_encode(t, &v->buf) != 0 ||
+                mc_ctx_forward(ctx, v->changelog, p->partition, t->key, t->node.key_len,
+                               v->buf.data, v->buf.len) != 0)
+                return -1;
+        }
+    }
+    update_gauges(v);
+    return 0;
+}
+
+static int forget_due(view *v, view_part *p, int64_t now, mc_ctx *ctx)
+{
+    mc_timer *due[FORGET_BATCH];
+    size_t n = mc_wheel_advance(p->forgets, now, due, FORGET_BATCH);
+    for (size_t i = 0; i < n; i++) {
+        mc_view_task *t = MC_TIMER_OWNER(due[i], mc_view_task, forget);
+        if (!mc_view_state_final(mc_view_task_state(t, p->wheel_position, now))) {
+            mc_wheel_add(p->forgets, &t->forget, now + v->history_ms);
+            continue;
+        }
+        if (mc_ctx_forward(ctx, v->changelog, p->partition, t->key, t->node.key_len, NULL, 0) != 0)
+            return -1;
+        remove_task(p, t);
+        mc_counter_add(v->forgotten, 1);
+    }
+    if (n == FORGET_BATCH)
+        mc_ctx_wakeup_at(ctx, now);
+    return 0;
+}
+
+static int view_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
+{
+    view *v = self;
+    view_part *p;
+    int64_t next = now_ms + 1000;
+    for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
+        if (forget_due(v, p, now_ms, ctx) != 0)
+            return -1;
+        int64_t d = mc_wheel_next_deadline(p->forgets);
+        if (d >= 0 && d < next)
+            next = d;
+    }
+    mc_ctx_wakeup_at(ctx, next);
+    if (v->waiting)
+        look_at_waiting(v, ctx);
+    return 0;
+}
+
+/* ---- assignment, restore ------------------------------------------------------------ */
+
+typedef struct restoring {
+    view *v;
+    view_part **parts;
+    int64_t now;
+} restoring;
+
+static void restore_one(void *arg, const mc_record *m)
+{
+    restoring *rs = arg;
+    view_part *p = NULL;
+    for (view_part **pp = rs->parts; *pp; pp++)
+        if ((*pp)->partition == m->partition)
+            p = *pp;
+    if (!p || !m->key)
+        return;
+    mc_view_task *old = find_task(p, m->key, m->key_len);
+    if (old)
+        remove_task(p, old);
+    if (!m->value)
+        return;
+    const char *why = NULL;
+    mc_view_task *t = mc_view_task_decode(m->key, m->key_len, m->value, m->value_len, &why);
+    if (!t) {
+        char off[24];
+        snprintf(off, sizeof off, "%" PRId64, m->offset);
+        mc_log(rs->v->logger, MC_LOG_ERROR, "unreadable view record skipped", "offset", off,
+               "error", why ? why : "?", (const char *)NULL);
+        mc_counter_add(rs->v->unreadable, 1);
+        return;
+    }
+    mc_keymap_insert(p->tasks, &t->node);
+    p->bytes += mc_view_task_extra_bytes(t);
+    schedule_forget(rs->v, p, t, rs->now);
+}
+
+static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    view *v = self;
+    mc_ctx_set_ready(ctx, false);
+    char err[256];
+    if (v->partitions <= 0) {
+        v->partitions = mc_ctx_partition_count(ctx, "results", err, sizeof err);
+        if (v->partitions <= 0) {
+            mc_log(v->logger, MC_LOG_ERROR, "cannot read the partition count", "error", err,
+                   (const char *)NULL);
+            return -1;
+        }
+    }
+    view_part **fresh = calloc((size_t)parts->cnt + 1, sizeof *fresh);
+    int32_t *ids = calloc((size_t)parts->cnt + 1, sizeof *ids);
+    if (!fresh || !ids) {
+        free(fresh);
+        free(ids);
+        return -1;
+    }
+    size_t n = 0;
+    int64_t now = mc_ctx_now_ms(ctx);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t id = parts->elems[i].partition;
+        if (part_of(v, id))
+            continue;
+        view_part *p = add_part(v, id, now);
+        if (!p) {
+            free(fresh);
+            free(ids);
+            return -1;
+        }
+        ids[n] = id;
+        fresh[n++] = p;
+    }
+    int rc = 0;
+    if (n) {
+        restoring rs = {v, fresh, now};
+        mc_restore_stats st;
+        rc = mc_ctx_restore(ctx, "views", ids, n, restore_one, &rs, &st);
+        if (rc == 0)
+            mc_gauge_set(v->restore_seconds, st.seconds);
+    }
+    free(fresh);
+    free(ids);
+    update_gauges(v);
+    mc_ctx_wakeup_at(ctx, now);
+    mc_ctx_set_ready(ctx, rc == 0);
+    return rc;
+}
+
+static void view_on_revoke(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    (void)ctx;
+    view *v = self;
+    for (int i = 0; i < parts->cnt; i++)
+        part_free(mc_part_table_take(&v->parts, parts->elems[i].partition));
+    /* Questions about a partition gone are answered by its next owner. */
+    question **pp = &v->waiting;
+    while (*pp) {
+        question *q = *pp;
+        if (part_of(v, q->partition)) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        finish(v, q, 503,
+               sentence("the view's partitions moved while it was asked%s; ask again", ""));
+    }
+    update_gauges(v);
+}
+
+/* ---- life ---------------------------------------------------------------------------- */
+
+static void view_destroy(void *self)
+{
+    view *v = self;
+    if (!v)
+        return;
+    if (v->door) {
+        pthread_mutex_lock(&v->door->lock);
+        v->door->open = false;
+        pthread_mutex_unlock(&v->door->lock);
+        while (v->waiting) {
+            question *q = v->waiting;
+            v->waiting = q->next;
+            finish(v, q, 503, sentence("the view stopped%s", ""));
+        }
+        /* Questions asked after the door closed get 503 from the asker. */
+        pthread_mutex_lock(&v->door->lock);
+        question *left = v->door->queue;
+        v->door->queue = NULL;
+        pthread_mutex_unlock(&v->door->lock);
+        while (left) {
+            question *q = left;
+            left = q->next;
+            finish(v, q, 503, sentence("the view stopped%s", ""));
+        }
+    }
+    view_part *p;
+    for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++)
+        part_free(mc_part_table_take(&v->parts, id));
+    mc_part_table_free(&v->parts);
+    mc_writer_schemas_free(v->writers, v->n_writers);
+    mc_arena_free(v->arena);
+    mc_buf_free(&v->buf);
+    free(v);
+}
+
+static void *view_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
+{
+    const mc_config *cfg = mc_ctx_config(ctx);
+    view *v = calloc(1, sizeof *v);
+    if (!v || !(v->arena = mc_arena_new())) {
+        free(v);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->logger = mc_ctx_logger(ctx);
+    v->history_ms = cfg->view_history_ms;
+    for (int i = 0; i < N_INPUTS; i++)
+        mc_topic_name(cfg, view_inputs[i], v->topics[i], sizeof v->topics[i]);
+    mc_topic_name(cfg, "views", v->changelog_topic, sizeof v->changelog_topic);
+    v->changelog = mc_ctx_output(ctx, "views");
+    v->codec.confluent_command_ids = cfg->confluent_ids;
+    v->codec.n_confluent_command_ids = cfg->n_confluent_ids;
+    if (!v->changelog || mc_writer_schemas_load(cfg->command_writer_schemas, MC_SCHEMA_COMMAND,
+                                                "--command-writer-schemas", &v->writers,
+                                                &v->n_writers, err, errlen) != 0) {
+        if (!v->changelog)
+            snprintf(err, errlen, "cannot create output topic handles");
+        view_destroy(v);
+        return NULL;
+    }
+    v->codec.writers = v->writers;
+    v->codec.n_writers = v->n_writers;
+    mc_metrics *m = mc_ctx_metrics(ctx);
+    v->tasks_gauge = mc_metrics_gauge(m, "mooncake_view_tasks", "Tasks the view holds", NULL);
+    v->bytes_gauge = mc_metrics_gauge(m, "mooncake_view_bytes",
+                                      "Bytes of keys, tasks and Results the view holds", NULL);
+    v->restore_seconds = mc_metrics_gauge(m, "mooncake_view_restore_seconds",
+                                          "Duration of the view's last restore", NULL);
+    v->answered =
+        mc_metrics_counter(m, "mooncake_view_questions_total",
+                           "Questions the view answered, by result", "result=\"answered\"");
+    v->behind = mc_metrics_counter(m, "mooncake_view_questions_total",
+                                   "Questions the view answered, by result", "result=\"behind\"");
+    v->forgotten = mc_metrics_counter(m, "mooncake_view_forgotten_total",
+                                      "Finished tasks the view forgot after the history", NULL);
+    v->unreadable = mc_metrics_counter(m, "mooncake_view_unreadable_total",
+                                       "Changelog records the view could not read", NULL);
+    v->door = (mc_view_door *)arg;
+    if (v->door) {
+        if (mc_ctx_watch_fd(ctx, v->door->efd, POLLIN, on_questions, v) != 0) {
+            snprintf(err, errlen, "cannot watch the view's questions");
+            v->door = NULL;
+            view_destroy(v);
+            return NULL;
+        }
+        pthread_mutex_lock(&v->door->lock);
+        v->door->open = true;
+        pthread_mutex_unlock(&v->door->lock);
+    }
+    return v;
+}
+
+const mc_processor mc_view_processor = {
+    .name = "view",
+    .advertises = true,
+    .input_topics = view_inputs,
+    .create = view_create,
+    .process = view_process,
+    .punctuate = view_punctuate,
+    .on_assign = view_on_assign,
+    .on_revoke = view_on_revoke,
+    .prepare_commit = view_prepare_commit,
+    .destroy = view_destroy,
+};

@@ -1,0 +1,24 @@
+/* The view processor (see view.c) and how the gateway asks it. */
+#ifndef MOONCAKE_VIEW_H
+#define MOONCAKE_VIEW_H
+
+#include "processor.h"
+
+extern const mc_processor mc_view_processor;
+
+/* Where a question to the view meets it: made before the view's runner and
+ * given to it as create_arg, and to whoever asks (the gateway of the same
+ * process). Caller owns it (mc_view_door_free) and frees it after both. */
+typedef struct mc_view_door mc_view_door;
+mc_view_door *mc_view_door_new(void);
+void mc_view_door_free(mc_view_door *d);
+
+/* The answer to "what is task app/task now?": 200 with a JSON object, or
+ * with a sentence: 404 (never seen, or forgotten after the history), 421
+ * (another instance holds the key's partition: ask it), 503 (the view is
+ * not running here, is restoring, or could not catch up within timeout_ms). *body is the caller's
+ * (free()). Blocks until answered; any thread but the view's. */
+int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
+                     char **body);
+
+#endif

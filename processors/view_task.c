@@ -1,0 +1,694 @@
+/* One task as the view keeps it (see view_task.h): the fold, the state, the
+ * answer and the changelog bytes. */
+#include "view_task.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "redact.h"
+#include "task_json.h"
+
+mc_view_task *mc_view_task_new(const void *key, size_t key_len)
+{
+    mc_view_task *t = calloc(1, sizeof *t + key_len);
+    if (!t)
+        return NULL;
+    memcpy(t->key, key, key_len);
+    t->node.key_len = (uint32_t)key_len;
+    t->node.hash = mc_keymap_hash(key, key_len);
+    t->command = MC_VIEW_NONE;
+    t->command_wheel_at = -1;
+    t->version = MC_VIEW_NONE;
+    return t;
+}
+
+static void call_clear(mc_view_call *c)
+{
+    free(c->error);
+    free(c->body);
+    memset(c, 0, sizeof *c);
+}
+
+static void clear_version(mc_view_task *t)
+{
+    for (uint32_t i = 0; i < t->n_calls; i++)
+        call_clear(&t->calls[i]);
+    t->n_calls = 0;
+    free(t->task);
+    t->task = NULL;
+    t->task_len = 0;
+    free(t->rejected);
+    t->rejected = NULL;
+    t->route = MC_VIEW_ROUTE_NONE;
+    t->scheduled = 0;
+    t->scheduled_due = 0;
+    t->fired = 0;
+    t->fired_at = 0;
+    t->due_at = 0;
+}
+
+void mc_view_task_free(mc_view_task *t)
+{
+    if (!t)
+        return;
+    clear_version(t);
+    free(t);
+}
+
+size_t mc_view_task_extra_bytes(const mc_view_task *t)
+{
+    size_t n = t->node.key_len + t->task_len + (t->rejected ? strlen(t->rejected) + 1 : 0);
+    for (uint32_t i = 0; i < t->n_calls; i++)
+        n += strlen(t->calls[i].error) + 1 + t->calls[i].body_len;
+    return n;
+}
+
+/* ---- folding ------------------------------------------------------------------ */
+
+static mc_view_older *older_of(mc_view_task *t, int64_t v)
+{
+    for (uint32_t i = 0; i < t->n_older; i++)
+        if (t->older[i].version == v)
+            return &t->older[i];
+    return NULL;
+}
+
+/* The newest version moves to the older ones: command `by` replaced it. */
+static void retire(mc_view_task *t, int64_t by)
+{
+    if (t->version == MC_VIEW_NONE)
+        return;
+    if (t->n_older == MC_VIEW_MAX_OLDER) {
+        memmove(&t->older[0], &t->older[1], (MC_VIEW_MAX_OLDER - 1) * sizeof t->older[0]);
+        t->n_older--;
+    }
+    mc_view_older *o = &t->older[t->n_older++];
+    *o = (mc_view_older){
+        .version = t->version, .replaced_by = by, .replaced_at = -1, .fired = t->fired};
+    if (t->n_calls) {
+        o->last_attempt = t->calls[t->n_calls - 1].attempt;
+        o->last_outcome = t->calls[t->n_calls - 1].outcome;
+    }
+    /* A cancel between them replaced it first, and its position is known. */
+    if (t->command > t->version && t->command < by) {
+        o->replaced_by = t->command;
+        o->replaced_at = t->command_wheel_at;
+    }
+    clear_version(t);
+}
+
+/* Makes v the newest version if it is newer. True when the record is about
+ * the newest version (now), false when about an older one. */
+static bool take_version(mc_view_task *t, int64_t v)
+{
+    if (v < t->version)
+        return false;
+    if (v > t->version) {
+        retire(t, v);
+        t->version = v;
+    }
+    if (v > t->command) {
+        t->command = v;
+        t->command_kind = MC_CMD_SUBMIT;
+        t->command_wheel_at = -1;
+    }
+    return true;
+}
+
+static bool keep_task(mc_view_task *t, int32_t attempt, const void *task, size_t task_len)
+{
+    if (!task || (t->task && attempt < t->scheduled && attempt < t->fired))
+        return false;
+    uint8_t *copy = malloc(task_len ? task_len : 1);
+    if (!copy)
+        return false;
+    memcpy(copy, task, task_len);
+    free(t->task);
+    t->task = copy;
+    t->task_len = (uint32_t)task_len;
+    return true;
+}
+
+bool mc_view_task_submitted(mc_view_task *t, int64_t v, int32_t attempt, int64_t due_at,
+                            int64_t created_at, const void *task, size_t task_len)
+{
+    if (!take_version(t, v))
+        return false;
+    bool changed = false;
+    if (attempt <= 1 && created_at > 0 && t->command == v && t->command_at != created_at) {
+        t->command_at = created_at;
+        changed = true;
+    }
+    if (attempt <= 1 && t->due_at == 0) {
+        t->due_at = due_at;
+        changed = true;
+    }
+    if (!t->task || attempt > 1)
+        changed |= keep_task(t, attempt, task, task_len);
+    return changed;
+}
+
+bool mc_view_task_cancelled(mc_view_task *t, int64_t v, int64_t requested_at)
+{
+    if (v <= t->command)
+        return false;
+    t->command = v;
+    t->command_kind = MC_CMD_CANCEL;
+    t->command_at = requested_at;
+    t->command_wheel_at = -1;
+    return true;
+}
+
+bool mc_view_task_routed(mc_view_task *t, int64_t v, int64_t at)
+{
+    bool changed = false;
+    if (v == t->command && t->command_wheel_at < 0) {
+        t->command_wheel_at = at;
+        changed = true;
+    }
+    for (uint32_t i = 0; i < t->n_older; i++)
+        if (t->older[i].replaced_by == v && t->older[i].replaced_at < 0) {
+            t->older[i].replaced_at = at;
+            changed = true;
+        }
+    return changed;
+}
+
+bool mc_view_task_scheduled(mc_view_task *t, int64_t v, int32_t attempt, int64_t due_at, bool far)
+{
+    if (!take_version(t, v) || attempt < t->scheduled)
+        return false;
+    if (attempt == t->scheduled && t->route == (far ? MC_VIEW_ROUTE_STORE : MC_VIEW_ROUTE_WHEEL))
+        return false;
+    /* A hand-off from the store (wheel after store) is the same attempt
+     * moving on; the store never takes a task back from the wheel. */
+    if (attempt == t->scheduled && far && t->route == MC_VIEW_ROUTE_WHEEL)
+        return false;
+    t->scheduled = attempt;
+    t->scheduled_due = due_at;
+    t->route = far ? MC_VIEW_ROUTE_STORE : MC_VIEW_ROUTE_WHEEL;
+    if (t->due_at == 0)
+        t->due_at = due_at;
+    return true;
+}
+
+bool mc_view_task_fired(mc_view_task *t, int64_t v, int32_t attempt, int64_t at)
+{
+    if (!take_version(t, v)) {
+        mc_view_older *o = older_of(t, v);
+        if (!o || attempt <= o->fired)
+            return false;
+        o->fired = attempt;
+        return true;
+    }
+    if (attempt <= t->fired)
+        return false;
+    t->fired = attempt;
+    t->fired_at = at;
+    return true;
+}
+
+static char *bounded_copy(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    /* Never cut a UTF-8 character in half. */
+    if (n == max)
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
+static mc_view_call *call_slot(mc_view_task *t, int32_t attempt)
+{
+    for (uint32_t i = 0; i < t->n_calls; i++)
+        if (t->calls[i].attempt == attempt)
+            return &t->calls[i];
+    if (t->n_calls == MC_VIEW_MAX_CALLS) {
+        /* Keep the first attempts and make room at the end. */
+        call_clear(&t->calls[MC_VIEW_MAX_CALLS - 2]);
+        t->calls[MC_VIEW_MAX_CALLS - 2] = t->calls[MC_VIEW_MAX_CALLS - 1];
+        memset(&t->calls[MC_VIEW_MAX_CALLS - 1], 0, sizeof t->calls[0]);
+        t->n_calls--;
+    }
+    /* Results of one version arrive in attempt order but keep them sorted
+     * anyway: a Result written by an older release has no version. */
+    uint32_t at = t->n_calls;
+    while (at > 0 && t->calls[at - 1].attempt > attempt)
+        at--;
+    memmove(&t->calls[at + 1], &t->calls[at], (t->n_calls - at) * sizeof t->calls[0]);
+    memset(&t->calls[at], 0, sizeof t->calls[0]);
+    t->n_calls++;
+    return &t->calls[at];
+}
+
+bool mc_view_task_result(mc_view_task *t, const mc_result *r)
+{
+    /* -1: written by a release before Result version 2 (a shifted version
+     * is far below it). */
+    int64_t v = r->version != -1 ? r->version : t->version;
+    if (v == MC_VIEW_NONE)
+        return false;
+    if (!take_version(t, v)) {
+        mc_view_older *o = older_of(t, v);
+        if (!o || r->attempt < o->last_attempt)
+            return false;
+        o->last_attempt = r->attempt;
+        o->last_outcome = r->outcome;
+        if (r->attempt > o->fired)
+            o->fired = r->attempt;
+        return true;
+    }
+    char *error = bounded_copy(r->error ? r->error : "", MC_VIEW_ERROR_BYTES);
+    size_t body_len =
+        r->response_body_len < MC_VIEW_BODY_BYTES ? r->response_body_len : MC_VIEW_BODY_BYTES;
+    uint8_t *body = body_len ? malloc(body_len) : NULL;
+    if (!error || (body_len && !body)) {
+        free(error);
+        free(body);
+        return false;
+    }
+    if (body_len)
+        memcpy(body, r->response_body, body_len);
+    mc_view_call *c = call_slot(t, r->attempt);
+    call_clear(c);
+    *c = (mc_view_call){.attempt = r->attempt,
+                        .outcome = r->outcome,
+                        .http_status = r->http_status,
+                        .started_at = r->started_at,
+                        .finished_at = r->finished_at,
+                        .error = error,
+                        .body = body,
+                        .body_len = (uint32_t)body_len,
+                        .response_size = r->response_size};
+    /* A Result may come before its `ready` record is read. */
+    if (r->attempt > t->fired && r->outcome != MC_OUTCOME_CANCELLED)
+        t->fired = r->attempt;
+    if (t->due_at == 0)
+        t->due_at = r->due_at;
+    return true;
+}
+
+bool mc_view_task_rejected(mc_view_task *t, int64_t v, const char *reason)
+{
+    if (!take_version(t, v) || t->rejected)
+        return false;
+    t->rejected = bounded_copy(reason, MC_VIEW_ERROR_BYTES);
+    return t->rejected != NULL;
+}
+
+/* ---- the state ------------------------------------------------------------------ */
+
+static const mc_view_call *last_call(const mc_view_task *t)
+{
+    return t->n_calls ? &t->calls[t->n_calls - 1] : NULL;
+}
+
+/* Whether the wheel has read past `wheel_at`, so whatever it fired before
+ * that is in `ready` below the marker the view has read, and nothing older
+ * than the command there can fire again (its floor). */
+static bool wheel_passed(int64_t wheel_at, int64_t wheel_position)
+{
+    return wheel_at >= 0 && wheel_position > wheel_at;
+}
+
+mc_view_state mc_view_task_state(const mc_view_task *t, int64_t wheel_position, int64_t now_ms)
+{
+    if (t->version == MC_VIEW_NONE)
+        return MC_VIEW_UNKNOWN;
+    if (t->rejected)
+        return MC_VIEW_REJECTED;
+    const mc_view_call *c = last_call(t);
+    bool cancel = t->command > t->version;
+    if (c && c->attempt >= t->fired) {
+        switch (c->outcome) {
+        case MC_OUTCOME_SUCCEEDED:
+            return MC_VIEW_SUCCEEDED;
+        case MC_OUTCOME_FAILED_PERMANENTLY:
+            return MC_VIEW_FAILED;
+        case MC_OUTCOME_EXHAUSTED:
+            return MC_VIEW_DEAD;
+        case MC_OUTCOME_CANCELLED:
+            return MC_VIEW_CANCELLED;
+        default:
+            break; /* failed, will retry: what of the next attempt? */
+        }
+    }
+    if (t->fired > 0 && (!c || c->attempt < t->fired)) {
+        int64_t fired_due = t->scheduled == t->fired ? t->scheduled_due : t->due_at;
+        return now_ms < fired_due ? MC_VIEW_HELD : MC_VIEW_CALLING;
+    }
+    if (cancel)
+        return wheel_passed(t->command_wheel_at, wheel_position) ? MC_VIEW_CANCELLED
+                                                                 : MC_VIEW_CANCEL_REQUESTED;
+    if (c) /* the last attempt failed and another follows */
+        return MC_VIEW_RETRYING;
+    switch (t->route) {
+    case MC_VIEW_ROUTE_STORE:
+        return MC_VIEW_PENDING_STORE;
+    case MC_VIEW_ROUTE_WHEEL:
+        return MC_VIEW_PENDING_WHEEL;
+    default:
+        return MC_VIEW_ACCEPTED;
+    }
+}
+
+const char *mc_view_state_name(mc_view_state s)
+{
+    static const char *const names[] = {
+        [MC_VIEW_ACCEPTED] = "accepted",
+        [MC_VIEW_PENDING_STORE] = "pendingStore",
+        [MC_VIEW_PENDING_WHEEL] = "pendingWheel",
+        [MC_VIEW_HELD] = "held",
+        [MC_VIEW_CALLING] = "calling",
+        [MC_VIEW_RETRYING] = "retrying",
+        [MC_VIEW_CANCEL_REQUESTED] = "cancelRequested",
+        [MC_VIEW_SUCCEEDED] = "succeeded",
+        [MC_VIEW_FAILED] = "failed",
+        [MC_VIEW_DEAD] = "dead",
+        [MC_VIEW_CANCELLED] = "cancelled",
+        [MC_VIEW_REJECTED] = "rejected",
+        [MC_VIEW_UNKNOWN] = "unknown",
+    };
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+bool mc_view_state_final(mc_view_state s)
+{
+    return s == MC_VIEW_SUCCEEDED || s == MC_VIEW_FAILED || s == MC_VIEW_DEAD ||
+           s == MC_VIEW_CANCELLED || s == MC_VIEW_REJECTED || s == MC_VIEW_UNKNOWN;
+}
+
+/* ---- the answer ------------------------------------------------------------------ */
+
+static const char *outcome_name(int32_t outcome)
+{
+    switch (outcome) {
+    case MC_OUTCOME_SUCCEEDED:
+        return "SUCCEEDED";
+    case MC_OUTCOME_FAILED_WILL_RETRY:
+        return "FAILED_WILL_RETRY";
+    case MC_OUTCOME_FAILED_PERMANENTLY:
+        return "FAILED_PERMANENTLY";
+    case MC_OUTCOME_EXHAUSTED:
+        return "EXHAUSTED";
+    case MC_OUTCOME_CANCELLED:
+        return "CANCELLED";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+static json_t *callback_json(const mc_callback *cb)
+{
+    json_t *headers = json_object();
+    for (size_t i = 0; i < cb->n_headers; i++)
+        json_object_set_new(
+            headers, cb->headers[i].key,
+            json_string(mc_secret_name(cb->headers[i].key) ? MC_REDACTED : cb->headers[i].value));
+    char *url = mc_url_redacted(cb->url);
+    json_t *j = json_pack("{s:s?, s:s, s:o, s:I}", "url", url, "method", cb->method, "headers",
+                          headers, "timeoutMs", (json_int_t)cb->timeout_ms);
+    free(url);
+    mc_json_set_bytes(j, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
+    return j;
+}
+
+static json_t *call_json(const mc_view_call *c)
+{
+    json_t *j =
+        json_pack("{s:i, s:s, s:i, s:I, s:I, s:I, s:s}", "attempt", (int)c->attempt, "outcome",
+                  outcome_name(c->outcome), "httpStatus", (int)c->http_status, "startedAt",
+                  (json_int_t)c->started_at, "finishedAt", (json_int_t)c->finished_at, "latencyMs",
+                  (json_int_t)(c->finished_at - c->started_at), "error", c->error);
+    if (c->response_size >= 0) {
+        json_object_set_new(j, "responseSize", json_integer(c->response_size));
+        mc_json_set_bytes(j, "responseBody", c->body ? (const void *)c->body : "", c->body_len);
+    }
+    return j;
+}
+
+static json_t *older_json(const mc_view_older *o, int64_t wheel_position)
+{
+    const char *state;
+    if (o->last_attempt && o->last_attempt >= o->fired &&
+        o->last_outcome != MC_OUTCOME_FAILED_WILL_RETRY)
+        state = outcome_name(o->last_outcome);
+    else if (o->fired && o->last_attempt < o->fired)
+        state = "calling";
+    else
+        state = wheel_passed(o->replaced_at, wheel_position) ? "superseded" : "supersedeRequested";
+    json_t *j = json_pack("{s:I, s:I, s:s}", "version", (json_int_t)o->version, "replacedBy",
+                          (json_int_t)o->replaced_by, "state", state);
+    if (o->fired)
+        json_object_set_new(j, "attemptsFired", json_integer(o->fired));
+    return j;
+}
+
+json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms)
+{
+    mc_view_state s = mc_view_task_state(t, wheel_position, now_ms);
+    json_t *j = json_object();
+    json_object_set_new(j, "key", json_stringn(t->key, t->node.key_len));
+    json_object_set_new(j, "state", json_string(mc_view_state_name(s)));
+    json_object_set_new(j, "final", json_boolean(mc_view_state_final(s)));
+    if (t->version != MC_VIEW_NONE)
+        json_object_set_new(j, "version", json_integer(t->version));
+    if (t->due_at)
+        json_object_set_new(j, "dueAt", json_integer(t->due_at));
+    int32_t attempt = t->fired > t->scheduled ? t->fired : t->scheduled;
+    if (attempt)
+        json_object_set_new(j, "attempt", json_integer(attempt));
+    if (s == MC_VIEW_RETRYING && t->scheduled > t->fired)
+        json_object_set_new(j, "nextAttemptAt", json_integer(t->scheduled_due));
+    if (t->command > t->version && t->command_kind == MC_CMD_CANCEL) {
+        json_object_set_new(j, "cancelVersion", json_integer(t->command));
+        json_object_set_new(j, "cancelRequestedAt", json_integer(t->command_at));
+    }
+    if (t->rejected)
+        json_object_set_new(j, "reason", json_string(t->rejected));
+    if (t->task) {
+        mc_arena *arena = mc_arena_new();
+        mc_stored_task st;
+        if (arena &&
+            mc_decode_stored_task(t->task, t->task_len, arena, &st, NULL, 0) == MC_CODEC_OK) {
+            json_object_set_new(j, "appId", json_string(st.task.app_id));
+            json_object_set_new(j, "uuid", json_string(st.task.task_id));
+            json_object_set_new(j, "createdAt", json_integer(st.task.created_at));
+            json_object_set_new(j, "callback", callback_json(&st.task.callback));
+            json_object_set_new(j, "retry",
+                                mc_retry_to_json(st.task.has_retry, &st.task.retry, true));
+            json_object_set_new(j, "metadata",
+                                mc_json_kv_object(st.task.metadata, st.task.n_metadata));
+        }
+        mc_arena_free(arena);
+    }
+    json_t *calls = json_array();
+    for (uint32_t i = 0; i < t->n_calls; i++)
+        json_array_append_new(calls, call_json(&t->calls[i]));
+    json_object_set_new(j, "attempts", calls);
+    json_t *older = json_array();
+    for (uint32_t i = t->n_older; i-- > 0;)
+        json_array_append_new(older, older_json(&t->older[i], wheel_position));
+    json_object_set_new(j, "olderVersions", older);
+    return j;
+}
+
+/* ---- the changelog ------------------------------------------------------------------ */
+
+/* The value: "MV1", then the fields below in order, integers as zig-zag
+ * varints, byte strings as a length and the bytes. Only the view writes
+ * it; the decoder still checks every length (fuzz_view_task). */
+#define MAGIC "MV1"
+
+static int buf_put(mc_buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *d = realloc(b->data, cap);
+        if (!d)
+            return -1;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static int put_int(mc_buf *b, int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        uint8_t byte = z & 0x7f;
+        z >>= 7;
+        tmp[n++] = (uint8_t)(byte | (z ? 0x80 : 0));
+    } while (z);
+    return buf_put(b, tmp, n);
+}
+
+static int put_bytes(mc_buf *b, const void *p, size_t n)
+{
+    return put_int(b, (int64_t)n) || (n && buf_put(b, p, n));
+}
+
+int mc_view_task_encode(const mc_view_task *t, mc_buf *out)
+{
+    int rc = buf_put(out, MAGIC, 3);
+    const int64_t head[] = {t->command,       t->command_kind, t->command_at, t->command_wheel_at,
+                            t->version,       t->due_at,       t->route,      t->scheduled,
+                            t->scheduled_due, t->fired,        t->fired_at,   t->n_calls,
+                            t->n_older};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        rc |= put_int(out, head[i]);
+    rc |= put_bytes(out, t->task, t->task_len);
+    rc |= put_bytes(out, t->rejected, t->rejected ? strlen(t->rejected) : 0);
+    rc |= put_int(out, t->rejected != NULL);
+    for (uint32_t i = 0; i < t->n_calls; i++) {
+        const mc_view_call *c = &t->calls[i];
+        rc |= put_int(out, c->attempt) | put_int(out, c->outcome) | put_int(out, c->http_status) |
+              put_int(out, c->started_at) | put_int(out, c->finished_at) |
+              put_int(out, c->response_size) | put_bytes(out, c->error, strlen(c->error)) |
+              put_bytes(out, c->body, c->body_len);
+    }
+    for (uint32_t i = 0; i < t->n_older; i++) {
+        const mc_view_older *o = &t->older[i];
+        rc |= put_int(out, o->version) | put_int(out, o->replaced_by) |
+              put_int(out, o->replaced_at) | put_int(out, o->fired) |
+              put_int(out, o->last_attempt) | put_int(out, o->last_outcome);
+    }
+    return rc ? -1 : 0;
+}
+
+typedef struct reader {
+    const uint8_t *p, *end;
+    const char *why;
+} reader;
+
+static int64_t get_int(reader *r)
+{
+    uint64_t z = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (r->p == r->end) {
+            r->why = "truncated";
+            return 0;
+        }
+        uint8_t byte = *r->p++;
+        z |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+    }
+    r->why = "varint too long";
+    return 0;
+}
+
+static int64_t get_ranged(reader *r, int64_t min, int64_t max)
+{
+    int64_t v = get_int(r);
+    if (!r->why && (v < min || v > max))
+        r->why = "field out of range";
+    return v;
+}
+
+/* A copy of the next byte string (NUL-terminated, for text), or NULL when
+ * empty. max bounds its length. */
+static uint8_t *get_bytes(reader *r, size_t max, uint32_t *len)
+{
+    int64_t n = get_ranged(r, 0, (int64_t)max);
+    *len = 0;
+    if (r->why || n == 0)
+        return NULL;
+    if ((size_t)(r->end - r->p) < (size_t)n) {
+        r->why = "truncated";
+        return NULL;
+    }
+    uint8_t *c = malloc((size_t)n + 1);
+    if (!c) {
+        r->why = "out of memory";
+        return NULL;
+    }
+    memcpy(c, r->p, (size_t)n);
+    c[n] = '\0';
+    r->p += n;
+    *len = (uint32_t)n;
+    return c;
+}
+
+mc_view_task *mc_view_task_decode(const void *key, size_t key_len, const void *value, size_t len,
+                                  const char **why)
+{
+    reader r = {value, (const uint8_t *)value + len, NULL};
+    if (len < 3 || memcmp(value, MAGIC, 3) != 0) {
+        *why = "not a view record";
+        return NULL;
+    }
+    r.p += 3;
+    mc_view_task *t = mc_view_task_new(key, key_len);
+    if (!t) {
+        *why = "out of memory";
+        return NULL;
+    }
+    t->command = get_int(&r);
+    t->command_kind = (int32_t)get_ranged(&r, MC_CMD_SUBMIT, MC_CMD_CANCEL);
+    t->command_at = get_int(&r);
+    t->command_wheel_at = get_int(&r);
+    t->version = get_int(&r);
+    t->due_at = get_int(&r);
+    t->route = (int32_t)get_ranged(&r, MC_VIEW_ROUTE_NONE, MC_VIEW_ROUTE_WHEEL);
+    t->scheduled = (int32_t)get_ranged(&r, 0, INT32_MAX);
+    t->scheduled_due = get_int(&r);
+    t->fired = (int32_t)get_ranged(&r, 0, INT32_MAX);
+    t->fired_at = get_int(&r);
+    int64_t n_calls = get_ranged(&r, 0, MC_VIEW_MAX_CALLS);
+    int64_t n_older = get_ranged(&r, 0, MC_VIEW_MAX_OLDER);
+    t->task = get_bytes(&r, UINT32_MAX, &t->task_len);
+    uint32_t reason_len;
+    char *reason = (char *)get_bytes(&r, MC_VIEW_ERROR_BYTES, &reason_len);
+    bool rejected = get_ranged(&r, 0, 1);
+    t->rejected = rejected ? (reason ? reason : calloc(1, 1)) : NULL;
+    if (!rejected)
+        free(reason);
+    for (int64_t i = 0; !r.why && i < n_calls; i++) {
+        mc_view_call *c = &t->calls[t->n_calls++];
+        c->attempt = (int32_t)get_ranged(&r, 0, INT32_MAX);
+        c->outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_CANCELLED);
+        c->http_status = (int32_t)get_ranged(&r, 0, 999);
+        c->started_at = get_int(&r);
+        c->finished_at = get_int(&r);
+        c->response_size = get_int(&r);
+        uint32_t error_len;
+        c->error = (char *)get_bytes(&r, MC_VIEW_ERROR_BYTES, &error_len);
+        if (!c->error && !r.why)
+            c->error = calloc(1, 1);
+        c->body = get_bytes(&r, MC_VIEW_BODY_BYTES, &c->body_len);
+        if (!c->error && !r.why)
+            r.why = "out of memory";
+    }
+    for (int64_t i = 0; !r.why && i < n_older; i++) {
+        mc_view_older *o = &t->older[t->n_older++];
+        o->version = get_int(&r);
+        o->replaced_by = get_int(&r);
+        o->replaced_at = get_int(&r);
+        o->fired = (int32_t)get_ranged(&r, 0, INT32_MAX);
+        o->last_attempt = (int32_t)get_ranged(&r, 0, INT32_MAX);
+        o->last_outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_CANCELLED);
+    }
+    if (!r.why && r.p != r.end)
+        r.why = "trailing bytes";
+    if (!r.why && t->rejected == NULL && rejected)
+        r.why = "out of memory";
+    if (r.why) {
+        *why = r.why;
+        mc_view_task_free(t);
+        return NULL;
+    }
+    return t;
+}

@@ -1,0 +1,326 @@
+/* Unit tests of one task as the view keeps it: each state a task can be in
+ * is reached from the records that lead there, in any order between topics;
+ * "cancelled" is said only once the wheel has passed the cancel; the answer
+ * hides the callback's secrets; the changelog bytes bring back the same
+ * answer and refuse damaged input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "layout.h"
+#include "redact.h"
+#include "view_task.h"
+
+#define KEY "shop/order-42"
+#define NOW 1000000
+
+static mc_buf task_bytes(int64_t version, int32_t attempt, int64_t due)
+{
+    static const mc_kv headers[] = {
+        {"Authorization", "Bearer s3cret"}, {"X-Shop-Token", "t0k"}, {"X-Order", "42"}};
+    mc_task t = {.app_id = "shop",
+                 .task_id = "order-42",
+                 .due_at = due,
+                 .callback = {.url = "https://user:pw@shop.example/hook?sig=abc&order=42",
+                              .method = "POST",
+                              .headers = headers,
+                              .n_headers = 3,
+                              .body = (const uint8_t *)"{}",
+                              .body_len = 2,
+                              .timeout_ms = 5000},
+                 .attempt = attempt,
+                 .created_at = NOW - 10};
+    mc_buf b = {0};
+    CHECK(mc_encode_stored_task(&(mc_stored_task){version, t}, &b) == 0);
+    return b;
+}
+
+static mc_view_task *submitted(int64_t v, int64_t due)
+{
+    mc_view_task *t = mc_view_task_new(KEY, strlen(KEY));
+    mc_buf b = task_bytes(v, 1, due);
+    CHECK(mc_view_task_submitted(t, v, 1, due, NOW - 10, b.data, b.len));
+    mc_buf_free(&b);
+    return t;
+}
+
+static mc_result result(int64_t v, int32_t attempt, mc_outcome outcome)
+{
+    return (mc_result){.app_id = "shop",
+                       .task_id = "order-42",
+                       .attempt = attempt,
+                       .due_at = NOW,
+                       .started_at = NOW,
+                       .finished_at = NOW + 12,
+                       .http_status = outcome == MC_OUTCOME_SUCCEEDED ? 200 : 503,
+                       .outcome = outcome,
+                       .error = outcome == MC_OUTCOME_SUCCEEDED ? "" : "HTTP 503",
+                       .version = v,
+                       .response_body = (const uint8_t *)"busy",
+                       .response_body_len = 4,
+                       .response_size = 4};
+}
+
+#define STATE(t, pos, now) mc_view_task_state((t), (pos), (now))
+
+static void test_a_near_task_from_accepted_to_succeeded(void)
+{
+    mc_view_task *t = submitted(7, NOW + 500);
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_ACCEPTED);
+    CHECK(mc_view_task_routed(t, 7, 40));
+    CHECK(mc_view_task_scheduled(t, 7, 1, NOW + 500, false));
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_PENDING_WHEEL);
+    CHECK(mc_view_task_fired(t, 7, 1, NOW + 300));
+    CHECK(STATE(t, -1, NOW + 300) == MC_VIEW_HELD, "fired early, before its due time");
+    CHECK(STATE(t, -1, NOW + 500) == MC_VIEW_CALLING);
+    CHECK(!mc_view_task_fired(t, 7, 1, NOW + 301), "the same fire again changes nothing");
+    mc_result r = result(7, 1, MC_OUTCOME_SUCCEEDED);
+    CHECK(mc_view_task_result(t, &r));
+    CHECK(STATE(t, -1, NOW + 600) == MC_VIEW_SUCCEEDED);
+    CHECK(mc_view_state_final(MC_VIEW_SUCCEEDED) && !mc_view_state_final(MC_VIEW_CALLING));
+    mc_view_task_free(t);
+}
+
+static void test_a_far_task_waits_in_the_store_then_the_wheel(void)
+{
+    mc_view_task *t = submitted(3, NOW + 86400000);
+    CHECK(mc_view_task_scheduled(t, 3, 1, NOW + 86400000, true));
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_PENDING_STORE);
+    CHECK(mc_view_task_scheduled(t, 3, 1, NOW + 86400000, false), "the hand-off");
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_PENDING_WHEEL);
+    CHECK(!mc_view_task_scheduled(t, 3, 1, NOW + 86400000, true),
+          "a far record of the same attempt read late does not take it back to the store");
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_PENDING_WHEEL);
+    mc_view_task_free(t);
+}
+
+static void test_retries_then_dead(void)
+{
+    mc_view_task *t = submitted(5, NOW);
+    mc_view_task_scheduled(t, 5, 1, NOW, false);
+    mc_view_task_fired(t, 5, 1, NOW);
+    mc_result r = result(5, 1, MC_OUTCOME_FAILED_WILL_RETRY);
+    mc_view_task_result(t, &r);
+    CHECK(STATE(t, -1, NOW + 20) == MC_VIEW_RETRYING);
+    mc_buf b = task_bytes(5, 2, NOW + 1000);
+    CHECK(mc_view_task_submitted(t, 5, 2, NOW + 1000, 0, b.data, b.len));
+    mc_buf_free(&b);
+    CHECK(mc_view_task_scheduled(t, 5, 2, NOW + 1000, false));
+    CHECK(STATE(t, -1, NOW + 20) == MC_VIEW_RETRYING);
+    json_t *j = mc_view_task_json(t, -1, NOW + 20);
+    CHECK(json_integer_value(json_object_get(j, "nextAttemptAt")) == NOW + 1000);
+    CHECK(json_integer_value(json_object_get(j, "attempt")) == 2);
+    json_decref(j);
+    mc_view_task_fired(t, 5, 2, NOW + 1000);
+    CHECK(STATE(t, -1, NOW + 999) == MC_VIEW_HELD);
+    CHECK(STATE(t, -1, NOW + 1000) == MC_VIEW_CALLING);
+    r = result(5, 2, MC_OUTCOME_EXHAUSTED);
+    mc_view_task_result(t, &r);
+    CHECK(STATE(t, -1, NOW + 1100) == MC_VIEW_DEAD);
+    CHECK(t->n_calls == 2);
+    r = result(5, 1, MC_OUTCOME_FAILED_PERMANENTLY);
+    mc_view_task *u = submitted(6, NOW);
+    r.version = 6;
+    mc_view_task_fired(u, 6, 1, NOW);
+    mc_view_task_result(u, &r);
+    CHECK(STATE(u, -1, NOW) == MC_VIEW_FAILED);
+    mc_view_task_free(u);
+    mc_view_task_free(t);
+}
+
+static void test_cancelled_only_once_the_wheel_has_passed_the_cancel(void)
+{
+    mc_view_task *t = submitted(7, NOW + 60000);
+    mc_view_task_scheduled(t, 7, 1, NOW + 60000, false);
+    CHECK(mc_view_task_cancelled(t, 9, NOW));
+    CHECK(!mc_view_task_cancelled(t, 8, NOW), "an older cancel is no news");
+    CHECK(STATE(t, 500, NOW) == MC_VIEW_CANCEL_REQUESTED,
+          "the cancel's wheel record is not seen yet: the wheel may still fire");
+    CHECK(mc_view_task_routed(t, 9, 120));
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_CANCEL_REQUESTED);
+    CHECK(STATE(t, 120, NOW) == MC_VIEW_CANCEL_REQUESTED, "the marker says below 120 is done");
+    CHECK(STATE(t, 121, NOW) == MC_VIEW_CANCELLED);
+    /* Fired before the cancel: the call may still happen. */
+    mc_view_task *u = submitted(7, NOW);
+    mc_view_task_fired(u, 7, 1, NOW);
+    mc_view_task_cancelled(u, 9, NOW);
+    mc_view_task_routed(u, 9, 120);
+    CHECK(STATE(u, 500, NOW + 1) == MC_VIEW_CALLING, "a call under way is not cancelled");
+    mc_result r = result(7, 1, MC_OUTCOME_SUCCEEDED);
+    mc_view_task_result(u, &r);
+    CHECK(STATE(u, 500, NOW + 20) == MC_VIEW_SUCCEEDED, "the cancel came too late");
+    json_t *j = mc_view_task_json(u, 500, NOW + 20);
+    CHECK(json_integer_value(json_object_get(j, "cancelVersion")) == 9);
+    json_decref(j);
+    /* The executor's recall answers CANCELLED. */
+    mc_view_task *w = submitted(7, NOW + 100);
+    mc_view_task_fired(w, 7, 1, NOW);
+    mc_view_task_cancelled(w, 9, NOW);
+    r = result(7, 1, MC_OUTCOME_CANCELLED);
+    mc_view_task_result(w, &r);
+    CHECK(STATE(w, -1, NOW + 200) == MC_VIEW_CANCELLED);
+    /* A failed call, then a cancel: its next attempt never fires. */
+    mc_view_task *x = submitted(7, NOW);
+    mc_view_task_fired(x, 7, 1, NOW);
+    r = result(7, 1, MC_OUTCOME_FAILED_WILL_RETRY);
+    mc_view_task_result(x, &r);
+    mc_view_task_scheduled(x, 7, 2, NOW + 5000, false);
+    mc_view_task_cancelled(x, 9, NOW + 10);
+    mc_view_task_routed(x, 9, 300);
+    CHECK(STATE(x, 300, NOW + 20) == MC_VIEW_CANCEL_REQUESTED);
+    CHECK(STATE(x, 301, NOW + 20) == MC_VIEW_CANCELLED);
+    mc_view_task_free(x);
+    mc_view_task_free(w);
+    mc_view_task_free(u);
+    mc_view_task_free(t);
+}
+
+static void test_a_newer_version_supersedes_and_records_arrive_in_any_order(void)
+{
+    mc_view_task *t = submitted(1, NOW + 60000);
+    mc_view_task_scheduled(t, 1, 1, NOW + 60000, false);
+    mc_buf b = task_bytes(7, 1, NOW + 90000);
+    CHECK(mc_view_task_submitted(t, 7, 1, NOW + 90000, NOW, b.data, b.len));
+    mc_buf_free(&b);
+    CHECK(t->version == 7 && t->n_older == 1 && t->older[0].version == 1);
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_ACCEPTED);
+    json_t *j = mc_view_task_json(t, 1000, NOW);
+    json_t *o = json_array_get(json_object_get(j, "olderVersions"), 0);
+    CHECK(strcmp(json_string_value(json_object_get(o, "state")), "supersedeRequested") == 0);
+    json_decref(j);
+    mc_view_task_routed(t, 7, 50);
+    j = mc_view_task_json(t, 51, NOW);
+    o = json_array_get(json_object_get(j, "olderVersions"), 0);
+    CHECK(strcmp(json_string_value(json_object_get(o, "state")), "superseded") == 0);
+    json_decref(j);
+    /* Records of the old version read later change nothing of the new one. */
+    CHECK(!mc_view_task_scheduled(t, 1, 1, NOW + 60000, true));
+    mc_result r = result(1, 1, MC_OUTCOME_SUCCEEDED);
+    CHECK(mc_view_task_result(t, &r), "the old version's Result goes to its story");
+    CHECK(t->n_calls == 0 && t->older[0].last_outcome == MC_OUTCOME_SUCCEEDED);
+    /* A Result of a version never seen yet (its tasks record still unread). */
+    mc_view_task *u = mc_view_task_new(KEY, strlen(KEY));
+    r = result(12, 1, MC_OUTCOME_SUCCEEDED);
+    CHECK(mc_view_task_result(u, &r));
+    CHECK(u->version == 12 && STATE(u, -1, NOW) == MC_VIEW_SUCCEEDED);
+    b = task_bytes(12, 1, NOW);
+    mc_view_task_submitted(u, 12, 1, NOW, NOW - 10, b.data, b.len);
+    mc_buf_free(&b);
+    CHECK(u->task != NULL && STATE(u, -1, NOW) == MC_VIEW_SUCCEEDED);
+    CHECK(mc_view_task_rejected(u, 12, "not a task") && STATE(u, -1, NOW) == MC_VIEW_REJECTED);
+    mc_view_task *w = mc_view_task_new(KEY, strlen(KEY));
+    mc_view_task_cancelled(w, 4, NOW);
+    CHECK(STATE(w, -1, NOW) == MC_VIEW_UNKNOWN, "a cancel of nothing");
+    mc_view_task_free(w);
+    mc_view_task_free(u);
+    mc_view_task_free(t);
+}
+
+static void test_versions_shifted_by_a_growth_are_versions(void)
+{
+    /* After a growth of the partition count a moved key's records carry
+     * versions far below zero; they still order, and still count. */
+    int64_t shifted = mc_layout_shift(40);
+    mc_view_task *t = mc_view_task_new(KEY, strlen(KEY));
+    mc_buf b = task_bytes(shifted, 1, NOW + 5000);
+    CHECK(mc_view_task_submitted(t, shifted, 1, NOW + 5000, NOW, b.data, b.len));
+    mc_buf_free(&b);
+    CHECK(mc_view_task_scheduled(t, shifted, 1, NOW + 5000, false));
+    CHECK(STATE(t, -1, NOW) == MC_VIEW_PENDING_WHEEL && t->version == shifted);
+    CHECK(mc_view_task_cancelled(t, 3, NOW), "a command written after the growth is newer");
+    mc_view_task_routed(t, 3, 10);
+    CHECK(STATE(t, 11, NOW) == MC_VIEW_CANCELLED);
+    mc_view_task_free(t);
+}
+
+static void test_the_answer_hides_secrets(void)
+{
+    mc_view_task *t = submitted(7, NOW);
+    json_t *j = mc_view_task_json(t, -1, NOW);
+    char *s = json_dumps(j, 0);
+    CHECK(!strstr(s, "s3cret") && !strstr(s, "t0k") && !strstr(s, "pw@") && !strstr(s, "abc"), "%s",
+          s);
+    CHECK(strstr(s, "\"X-Order\": \"42\"") && strstr(s, "order=42"), "%s", s);
+    free(s);
+    json_decref(j);
+    mc_view_task_free(t);
+    static const struct {
+        const char *in, *out;
+    } urls[] = {
+        {"https://a.example/x", "https://a.example/x"},
+        {"https://u:p@a.example/x?q=1", "https://[redacted]@a.example/x?q=1"},
+        {"https://a.example/x?access_token=1&b=2#frag",
+         "https://a.example/x?access_token=[redacted]&b=2#frag"},
+        {"https://a.example/?API_KEY=1;Signature=2&x",
+         "https://a.example/?API_KEY=[redacted];Signature=[redacted]&x"},
+        {"https://a.example/?=&&", "https://a.example/?=&&"},
+        {"http://a.example/p@x", "http://a.example/p@x"},
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        char *r = mc_url_redacted(urls[i].in);
+        CHECK(r && strcmp(r, urls[i].out) == 0, "%s -> %s", urls[i].in, r);
+        free(r);
+    }
+    CHECK(mc_secret_name("Proxy-Authorization") && mc_secret_name("x-api-key") &&
+          mc_secret_name("Cookie") && !mc_secret_name("Content-Type") &&
+          !mc_secret_name("X-Order"));
+}
+
+static void test_the_changelog_brings_back_the_same_answer(void)
+{
+    mc_view_task *t = submitted(5, NOW);
+    mc_view_task_scheduled(t, 5, 1, NOW, false);
+    mc_view_task_fired(t, 5, 1, NOW);
+    mc_result r = result(5, 1, MC_OUTCOME_FAILED_WILL_RETRY);
+    mc_view_task_result(t, &r);
+    mc_buf b = task_bytes(9, 1, NOW + 5);
+    mc_view_task_submitted(t, 9, 1, NOW + 5, NOW, b.data, b.len);
+    mc_buf_free(&b);
+    mc_view_task_cancelled(t, 11, NOW);
+    mc_view_task_routed(t, 11, 77);
+    mc_view_task_rejected(t, 9, "callback.url: not http(s)");
+    mc_buf enc = {0};
+    CHECK(mc_view_task_encode(t, &enc) == 0);
+    const char *why = NULL;
+    mc_view_task *back = mc_view_task_decode(KEY, strlen(KEY), enc.data, enc.len, &why);
+    CHECK(back != NULL, "%s", why);
+    if (back) {
+        json_t *ja = mc_view_task_json(t, 80, NOW);
+        char *a = json_dumps(ja, JSON_SORT_KEYS);
+        json_decref(ja);
+        json_t *jb = mc_view_task_json(back, 80, NOW);
+        char *c = json_dumps(jb, JSON_SORT_KEYS);
+        CHECK(strcmp(a, c) == 0, "\n%s\n%s", a, c);
+        free(a);
+        free(c);
+        json_decref(jb);
+        mc_view_task_free(back);
+    }
+    /* Damaged bytes are refused, never read past. */
+    for (size_t n = 0; n < enc.len; n++) {
+        mc_view_task *cut = mc_view_task_decode(KEY, strlen(KEY), enc.data, n, &why);
+        CHECK(cut == NULL, "a record cut at %zu bytes was taken", n);
+        mc_view_task_free(cut);
+    }
+    uint8_t *more = malloc(enc.len + 1);
+    memcpy(more, enc.data, enc.len);
+    more[enc.len] = 0;
+    CHECK(mc_view_task_decode(KEY, strlen(KEY), more, enc.len + 1, &why) == NULL &&
+          strcmp(why, "trailing bytes") == 0);
+    free(more);
+    mc_buf_free(&enc);
+    mc_view_task_free(t);
+}
+
+int main(void)
+{
+    test_a_near_task_from_accepted_to_succeeded();
+    test_a_far_task_waits_in_the_store_then_the_wheel();
+    test_retries_then_dead();
+    test_cancelled_only_once_the_wheel_has_passed_the_cancel();
+    test_a_newer_version_supersedes_and_records_arrive_in_any_order();
+    test_versions_shifted_by_a_growth_are_versions();
+    test_the_answer_hides_secrets();
+    test_the_changelog_brings_back_the_same_answer();
+    return check_exit("test_view_task");
+}
