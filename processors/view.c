@@ -194,6 +194,7 @@ typedef struct view_part {
     mc_keymap *tasks;
     mc_timing_wheel *forgets;
     int64_t wheel_position; /* the wheel's last marker in `ready`; -1: none yet */
+    int64_t position_logged; /* the wheel_position in the changelog */
     mc_view_task *dirty;    /* changed since the last commit */
     size_t bytes;
 } view_part;
@@ -252,6 +253,7 @@ static view_part *add_part(view *v, int32_t partition, int64_t now)
         return NULL;
     p->partition = partition;
     p->wheel_position = -1;
+    p->position_logged = -1;
     p->tasks = mc_keymap_new(MC_VIEW_TASK_KEY_OFFSET);
     p->forgets = mc_wheel_new(now);
     if (!p->tasks || !p->forgets || mc_part_table_put(&v->parts, partition, p) != 0) {
@@ -590,6 +592,14 @@ static int view_prepare_commit(void *self, mc_ctx *ctx)
     view *v = self;
     view_part *p;
     for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
+        if (p->wheel_position != p->position_logged) {
+            char text[24];
+            int n = snprintf(text, sizeof text, "%" PRId64, p->wheel_position);
+            if (mc_ctx_forward(ctx, v->changelog, p->partition, MC_VIEW_POSITION_KEY,
+                               sizeof MC_VIEW_POSITION_KEY - 1, text, (size_t)n) != 0)
+                return -1;
+            p->position_logged = p->wheel_position;
+        }
         while (p->dirty) {
             mc_view_task *t = p->dirty;
             p->dirty = t->next_dirty;
@@ -660,6 +670,17 @@ static void restore_one(void *arg, const mc_record *m)
             p = *pp;
     if (!p || !m->key)
         return;
+    if (m->key_len == sizeof MC_VIEW_POSITION_KEY - 1 &&
+        memcmp(m->key, MC_VIEW_POSITION_KEY, m->key_len) == 0) {
+        char text[24] = "";
+        if (m->value && m->value_len < sizeof text)
+            memcpy(text, m->value, m->value_len);
+        char *end;
+        long long at = strtoll(text, &end, 10);
+        if (end != text && !*end && at > p->wheel_position)
+            p->wheel_position = p->position_logged = at;
+        return;
+    }
     mc_view_task *old = find_task(p, m->key, m->key_len);
     if (old)
         remove_task(p, old);

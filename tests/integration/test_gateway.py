@@ -527,7 +527,7 @@ def test_routes_methods_and_content_types():
     env = Env()
     try:
         port = start_gateway(env).http_port
-        for path in ("/no/such/route", "/submit/", "/SUBMIT", "/api/task", "/"):
+        for path in ("/no/such/route", "/submit/", "/SUBMIT", "/api/task/", "/"):
             check_error(req(port, "GET", path), 404, "no such route")
         check_error(req(port, "POST", "/api/task/list", task()), 404, "no such route")
         for route in ("/submit", "/inner/submit", "/api/task/done"):

@@ -130,12 +130,13 @@ def test_topics_create_and_describe():
         assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
         assert made[env.topic("layout")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 11, again
+        assert again.count("exists") == 12, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
-        res = [ConfigResource("topic", env.topic(t)) for t in ("store", "dead", "results")]
+        res = [ConfigResource("topic", env.topic(t)) for t in ("store", "dead", "results", "views")]
         cfg = {r.name: c for r, f in admin.describe_configs(res).items() for c in [f.result()]}
         assert cfg[env.topic("store")]["cleanup.policy"].value == "compact"
+        assert cfg[env.topic("views")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("dead")]["retention.ms"].value == "2592000000"
         assert cfg[env.topic("results")]["retention.ms"].value == "259200000"
 

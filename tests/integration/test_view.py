@@ -9,10 +9,11 @@ Run against the broker of tools/kafka-local (see harness.py)."""
 import json
 import os
 import signal
+import subprocess
 import time
 
-from harness import CallbackServer, Env, now_ms, run, submit_value, task
-from test_gateway import AUTH, BILLING, INNER, SEEN, SHOP, check_answers, req
+from harness import BOOTSTRAP, CallbackServer, Env, now_ms, run, submit_value, task
+from test_gateway import AUTH, BILLING, CTL, INNER, SEEN, SHOP, check_answers, req
 
 SECRET_HEADER = "Bearer view-secret-0123"
 SECRET_PARAM = "qs-secret-4567"
@@ -175,6 +176,24 @@ def test_each_state_is_answered():
 
         a = ask(port, "never-submitted")
         assert a.status == 404 and "never-submitted" in a.json["msg"], a
+
+        # mooncakectl reads the same answer from the view's changelog (what it committed)
+        def ctl_task(*args):
+            return subprocess.run([CTL, "-b", BOOTSTRAP, "-p", env.prefix, "task", "get", *args],
+                                  capture_output=True, text=True, timeout=60)
+        time.sleep(1)  # a commit interval
+        for uuid in ("held", "flaky", "near", "moved", "far"):
+            got = ctl_task("-J", f"shop/{uuid}")
+            assert got.returncode == 0, got
+            mine, api = json.loads(got.stdout), state_of(port, uuid)
+            assert mine == api, (mine, api)
+            assert SECRET_HEADER not in got.stdout and SECRET_PARAM not in got.stdout
+        table = ctl_task("--app", "shop", "--id", "flaky")
+        assert table.returncode == 0 and "dead" in table.stdout and "EXHAUSTED" in table.stdout, \
+            table
+        missing = ctl_task("shop/never-submitted")
+        assert missing.returncode == 1 and "no task shop/never-submitted" in missing.stderr, missing
+        assert ctl_task("shop").returncode == 2
         assert_no_secret(env, [p])
     finally:
         env.stop_all()

@@ -61,6 +61,7 @@ enum {
     SC_TOPICS = 32,
     SC_PARTITIONS = 64,
     SC_JOBS = 128,
+    SC_TASK = 256,
 };
 
 typedef enum opt_kind { K_STR, K_FLAG, K_LIST } opt_kind;
@@ -85,12 +86,12 @@ static const opt_def opt_defs[] = {
     {"quiet", 'q', 0, K_FLAG, O(quiet)},
     {"help", 'h', 0, K_FLAG, O(help)},
     {"file", 'f', SC_SUBMIT | SC_JOBS, K_STR, O(file)},
-    {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(app)},
+    {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS | SC_TASK, K_STR, O(app)},
     {"job", 0, SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(job)},
     {"cron", 0, SC_JOBS, K_STR, O(cron)},
     {"tz", 0, SC_JOBS, K_STR, O(tz)},
     {"count", 'n', SC_JOBS, K_STR, O(count)},
-    {"id", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(id)},
+    {"id", 0, SC_SUBMIT | SC_CANCEL | SC_TASK, K_STR, O(id)},
     {"at", 0, SC_SUBMIT, K_STR, O(at)},
     {"in", 0, SC_SUBMIT, K_STR, O(in)},
     {"url", 0, SC_SUBMIT, K_STR, O(url)},
@@ -104,7 +105,7 @@ static const opt_def opt_defs[] = {
     {"multiplier", 0, SC_SUBMIT, K_STR, O(multiplier)},
     {"max-backoff-ms", 0, SC_SUBMIT, K_STR, O(max_backoff_ms)},
     {"metadata", 0, SC_SUBMIT, K_LIST, O(metadata)},
-    {"key", 'k', SC_RESULTS | SC_DEAD | SC_REQUEUE, K_STR, O(key)},
+    {"key", 'k', SC_RESULTS | SC_DEAD | SC_REQUEUE | SC_TASK, K_STR, O(key)},
     {"since", 0, SC_RESULTS | SC_DEAD, K_STR, O(since)},
     {"follow", 'f', SC_RESULTS | SC_DEAD, K_FLAG, O(follow)},
     {"reason", 0, SC_DEAD | SC_REQUEUE, K_STR, O(reason)},
@@ -123,10 +124,15 @@ static const struct {
     const char *name;
     unsigned sc;
 } commands[] = {
-    {"submit", SC_SUBMIT},         {"cancel", SC_CANCEL},
-    {"results", SC_RESULTS},       {"dead", SC_DEAD},
-    {"requeue", SC_REQUEUE},       {"topics", SC_TOPICS},
-    {"partitions", SC_PARTITIONS}, {"jobs", SC_JOBS},
+    {"submit", SC_SUBMIT},
+    {"cancel", SC_CANCEL},
+    {"results", SC_RESULTS},
+    {"dead", SC_DEAD},
+    {"requeue", SC_REQUEUE},
+    {"topics", SC_TOPICS},
+    {"partitions", SC_PARTITIONS},
+    {"jobs", SC_JOBS},
+    {"task", SC_TASK},
 };
 
 /* ---- usage ------------------------------------------------------------------ */
@@ -145,6 +151,7 @@ static const char usage_global[] =
     "  topics    create | describe: the topic set, partitions, configs, lag per group\n"
     "  partitions grow --to N: more partitions for every topic, keys moved safely\n"
     "  jobs      recurring jobs: put | pause | resume | delete | trigger | list | preview\n"
+    "  task      get APP/ID: a task's state and story, from the view's table\n"
     "\n"
     "Global options (before or after the command):\n"
     "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
@@ -320,6 +327,18 @@ static const char usage_jobs[] =
     "The next occurrence of a job runs as the task APP/JOB@<epoch ms>; see them all with\n"
     "`mooncakectl results --app APP --job JOB`.\n";
 
+static const char usage_task[] =
+    "usage: mooncakectl task get APP/ID   (or --app APP --id ID, or -k APP/ID)\n"
+    "\n"
+    "A task's state (accepted, pendingStore, pendingWheel, held, calling, retrying,\n"
+    "cancelRequested, succeeded, failed, dead, cancelled, rejected), due time, version,\n"
+    "attempts with their Results and older versions, as the view role folded them. Read\n"
+    "from <prefix>views (read_committed, the key's partition to the end seen at start):\n"
+    "what the view had committed, a commit interval behind GET /api/task, which also\n"
+    "waits for what the topics held when it was asked. Callback secrets are redacted.\n"
+    "-J prints the JSON object GET /api/task answers with. Exit 1 when the view has no\n"
+    "such task.\n";
+
 static const char *usage_text(unsigned sc)
 {
     switch (sc) {
@@ -339,6 +358,8 @@ static const char *usage_text(unsigned sc)
         return usage_partitions;
     case SC_JOBS:
         return usage_jobs;
+    case SC_TASK:
+        return usage_task;
     }
     return usage_global;
 }
@@ -402,13 +423,16 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
                 if (!o->command && !failed) {
                     snprintf(err, errlen,
                              "unknown command '%s' (submit, cancel, results, dead, requeue, "
-                             "topics, partitions, jobs; see -h)",
+                             "topics, partitions, jobs, task; see -h)",
                              a);
                     failed = true;
                 }
-            } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS || o->sc == SC_JOBS) &&
+            } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS || o->sc == SC_JOBS ||
+                        o->sc == SC_TASK) &&
                        !o->action) {
                 o->action = a;
+            } else if (o->sc == SC_TASK && !o->key) {
+                o->key = a;
             } else if (!failed) {
                 snprintf(err, errlen, "unexpected argument '%s' (see %s -h)", a, o->command);
                 failed = true;
@@ -504,6 +528,11 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
                      o->action ? ", not '" : "", o->action ? o->action : "", o->action ? "'" : "");
             return -1;
         }
+    }
+    if (!o->help && o->sc == SC_TASK && (!o->action || strcmp(o->action, "get"))) {
+        snprintf(err, errlen, "task needs get%s%s%s", o->action ? ", not '" : "",
+                 o->action ? o->action : "", o->action ? "'" : "");
+        return -1;
     }
     if (!o->help && o->sc == SC_PARTITIONS && (!o->action || strcmp(o->action, "grow"))) {
         snprintf(err, errlen, "partitions needs grow%s%s%s", o->action ? ", not '" : "",
@@ -1446,6 +1475,9 @@ int main(int argc, char **argv, char **envp)
         break;
     case SC_JOBS:
         rc = ctl_cmd_jobs(&c);
+        break;
+    case SC_TASK:
+        rc = ctl_cmd_task(&c);
         break;
     default:
         rc = EXIT_USAGE;

@@ -181,6 +181,9 @@ int ctl_cmd_read(ctl *c, bool dead);
 /* jobs put | pause | resume | delete | trigger | list | preview. Returns
  * the exit status. */
 int ctl_cmd_jobs(ctl *c);
+/* ---- mooncakectl_task.c ---- */
+/* task get: a task's state from the view's changelog. The exit status. */
+int ctl_cmd_task(ctl *c);
 
 /* ---- mooncakectl_requeue.c ---- */
 

@@ -91,6 +91,12 @@ typedef struct mc_view_task {
 
 #define MC_VIEW_TASK_KEY_OFFSET (offsetof(mc_view_task, key) - offsetof(mc_view_task, node))
 
+/* The changelog record, one per partition, that keeps how far the wheel had
+ * got (its last position marker in `ready`) with the tasks: no task key
+ * starts with '/' (an app id is never empty). Its value is the position in
+ * decimal. */
+#define MC_VIEW_POSITION_KEY "/wheel-position"
+
 /* A new, empty task for key. NULL on ENOMEM. Caller owns it (mc_view_task_free). */
 mc_view_task *mc_view_task_new(const void *key, size_t key_len);
 void mc_view_task_free(mc_view_task *t);
