@@ -33,6 +33,8 @@ static void clear_version(mc_view_task *t)
 {
     for (uint32_t i = 0; i < t->n_calls; i++)
         call_clear(&t->calls[i]);
+    free(t->calls);
+    t->calls = NULL;
     t->n_calls = 0;
     free(t->task);
     t->task = NULL;
@@ -52,12 +54,14 @@ void mc_view_task_free(mc_view_task *t)
     if (!t)
         return;
     clear_version(t);
+    free(t->older);
     free(t);
 }
 
 size_t mc_view_task_extra_bytes(const mc_view_task *t)
 {
-    size_t n = t->node.key_len + t->task_len + (t->rejected ? strlen(t->rejected) + 1 : 0);
+    size_t n = t->node.key_len + t->task_len + (t->rejected ? strlen(t->rejected) + 1 : 0) +
+               t->n_calls * sizeof *t->calls + t->n_older * sizeof *t->older;
     for (uint32_t i = 0; i < t->n_calls; i++)
         n += strlen(t->calls[i].error) + 1 + t->calls[i].body_len;
     return n;
@@ -81,6 +85,13 @@ static void retire(mc_view_task *t, int64_t by)
     if (t->n_older == MC_VIEW_MAX_OLDER) {
         memmove(&t->older[0], &t->older[1], (MC_VIEW_MAX_OLDER - 1) * sizeof t->older[0]);
         t->n_older--;
+    } else {
+        mc_view_older *more = realloc(t->older, (t->n_older + 1) * sizeof *more);
+        if (!more) { /* out of memory: the story loses its oldest version */
+            clear_version(t);
+            return;
+        }
+        t->older = more;
     }
     mc_view_older *o = &t->older[t->n_older++];
     *o = (mc_view_older){
@@ -234,6 +245,11 @@ static mc_view_call *call_slot(mc_view_task *t, int32_t attempt)
         t->calls[MC_VIEW_MAX_CALLS - 2] = t->calls[MC_VIEW_MAX_CALLS - 1];
         memset(&t->calls[MC_VIEW_MAX_CALLS - 1], 0, sizeof t->calls[0]);
         t->n_calls--;
+    } else {
+        mc_view_call *more = realloc(t->calls, (t->n_calls + 1) * sizeof *more);
+        if (!more)
+            return NULL;
+        t->calls = more;
     }
     /* Results of one version arrive in attempt order but keep them sorted
      * anyway: a Result written by an older release has no version. */
@@ -275,6 +291,11 @@ bool mc_view_task_result(mc_view_task *t, const mc_result *r)
     if (body_len)
         memcpy(body, r->response_body, body_len);
     mc_view_call *c = call_slot(t, r->attempt);
+    if (!c) {
+        free(error);
+        free(body);
+        return false;
+    }
     call_clear(c);
     *c = (mc_view_call){.attempt = r->attempt,
                         .outcome = r->outcome,
@@ -649,6 +670,10 @@ mc_view_task *mc_view_task_decode(const void *key, size_t key_len, const void *v
     t->fired_at = get_int(&r);
     int64_t n_calls = get_ranged(&r, 0, MC_VIEW_MAX_CALLS);
     int64_t n_older = get_ranged(&r, 0, MC_VIEW_MAX_OLDER);
+    if (!r.why && n_calls && !(t->calls = calloc((size_t)n_calls, sizeof *t->calls)))
+        r.why = "out of memory";
+    if (!r.why && n_older && !(t->older = calloc((size_t)n_older, sizeof *t->older)))
+        r.why = "out of memory";
     t->task = get_bytes(&r, UINT32_MAX, &t->task_len);
     uint32_t reason_len;
     char *reason = (char *)get_bytes(&r, MC_VIEW_ERROR_BYTES, &reason_len);

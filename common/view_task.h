@@ -82,10 +82,12 @@ typedef struct mc_view_task {
     uint8_t *task; /* StoredTask bytes of the newest attempt seen; owned */
     uint32_t task_len;
     char *rejected; /* the router's reason for a dead letter; owned */
+    /* Allocated when there is something to keep: most pending tasks have
+     * neither, and the view holds millions of them. */
+    mc_view_call *calls;  /* n_calls, oldest first; owned */
+    mc_view_older *older; /* n_older, oldest first; owned */
     uint32_t n_calls;
     uint32_t n_older;
-    mc_view_call calls[MC_VIEW_MAX_CALLS];
-    mc_view_older older[MC_VIEW_MAX_OLDER];
     char key[]; /* node.key_len bytes */
 } mc_view_task;
 

@@ -157,6 +157,12 @@ int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, siz
     return ctx->ops->partition_count(ctx, topic_suffix, err, errlen);
 }
 
+int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n, int32_t partition,
+                       int64_t *ends, int timeout_ms, char *err, size_t errlen)
+{
+    return ctx->ops->stable_ends(ctx, topic_suffixes, n, partition, ends, timeout_ms, err, errlen);
+}
+
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
 {
     return ctx->ops->position(ctx, topic, partition);

@@ -42,6 +42,11 @@ typedef struct mc_processor {
      * (mc_advertised_client_id), so other instances find who holds a
      * partition from the group's description and forward questions there. */
     bool advertises;
+    /* Commit at most this often (ms) even when --commit-interval-ms is
+     * shorter: for a processor nobody downstream waits on (the view), whose
+     * changelog then carries one record per key per interval instead of
+     * one per change. 0: --commit-interval-ms. */
+    int min_commit_interval_ms;
     /* Consumer properties this processor wants by default (key, value,
      * ..., NULL); -X still wins. Optional. */
     const char *const *consumer_defaults;
@@ -228,6 +233,13 @@ int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *par
  * after some moment means every committed record written before that
  * moment has been delivered. -1 when not assigned or not known yet. */
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition);
+
+/* Where partition `partition` of each of n topics (by suffix) ends for a
+ * read_committed reader (its last stable offset), asked in one request per
+ * broker that waits at most timeout_ms: ends[i] for topic_suffixes[i].
+ * Returns 0, or -1 with a reason in err. The processor's thread. */
+int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n, int32_t partition,
+                       int64_t *ends, int timeout_ms, char *err, size_t errlen);
 
 /* ---- what the processor runs with -------------------------------------------- */
 

@@ -799,6 +799,35 @@ static int64_t ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
     return at;
 }
 
+/* The same ListOffsets through the consumer, whose read_committed isolation
+ * makes the broker answer last stable offsets: past every committed record,
+ * and before the first one of a transaction still open. */
+static int ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
+                           int32_t partition, int64_t *ends, int timeout_ms, char *err,
+                           size_t errlen)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++) {
+        char topic[256];
+        mc_topic_name(r->cfg, topic_suffixes[i], topic, sizeof topic);
+        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = RD_KAFKA_OFFSET_END;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->consumer, l, timeout_ms);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rd_kafka_topic_partition_t *p = &l->elems[i];
+        ends[i] = !e && !p->err && p->offset >= 0 ? p->offset : -1;
+        if (ends[i] < 0 && rc == 0) {
+            snprintf(err, errlen, "%s [%d]: %s", p->topic, (int)partition,
+                     rd_kafka_err2str(e ? e : p->err));
+            rc = -1;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
 /* ListOffsets with "latest" for every partition at once, one request per
  * leader (rd_kafka_offsets_for_times passes the timestamp -1 through): the
  * high watermark, or for a read_committed asker the last stable offset;
@@ -845,6 +874,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .partition_count = ctx_partition_count,
     .end_offset = ctx_end_offset,
     .position = ctx_position,
+    .stable_ends = ctx_stable_ends,
     .end_offsets = ctx_end_offsets,
 };
 
@@ -1657,11 +1687,18 @@ static int handle_record(mc_runner *r, const rd_kafka_message_t *m)
 
 /* ---- the loop ------------------------------------------------------------------- */
 
+/* --commit-interval-ms, or the processor's floor when that is longer. */
+static int64_t commit_interval(const mc_runner *r)
+{
+    int64_t floor = r->proc->min_commit_interval_ms;
+    return floor > r->cfg->commit_interval_ms ? floor : r->cfg->commit_interval_ms;
+}
+
 static int poll_timeout(const mc_runner *r)
 {
     int64_t timeout = 100;
     if (r->txn_open && r->txn_dirty) {
-        int64_t left = r->txn_started_ms + r->cfg->commit_interval_ms - r->now_mono_ms;
+        int64_t left = r->txn_started_ms + commit_interval(r) - r->now_mono_ms;
         if (left < timeout)
             timeout = left;
     }
@@ -1679,7 +1716,7 @@ static bool commit_due_by_size_or_age(const mc_runner *r)
         return false;
     if (r->txn_records >= (uint64_t)r->cfg->commit_max_records)
         return true;
-    return r->txn_dirty && r->now_mono_ms - r->txn_started_ms >= r->cfg->commit_interval_ms;
+    return r->txn_dirty && r->now_mono_ms - r->txn_started_ms >= commit_interval(r);
 }
 
 static bool commit_due(const mc_runner *r)

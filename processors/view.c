@@ -193,9 +193,9 @@ typedef struct view_part {
     int32_t partition;
     mc_keymap *tasks;
     mc_timing_wheel *forgets;
-    int64_t wheel_position; /* the wheel's last marker in `ready`; -1: none yet */
+    int64_t wheel_position;  /* the wheel's last marker in `ready`; -1: none yet */
     int64_t position_logged; /* the wheel_position in the changelog */
-    mc_view_task *dirty;    /* changed since the last commit */
+    mc_view_task *dirty;     /* changed since the last commit */
     size_t bytes;
 } view_part;
 
@@ -269,8 +269,9 @@ static void update_gauges(view *v)
     view_part *p;
     for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
         n += mc_keymap_count(p->tasks);
-        bytes += p->bytes;
+        bytes += p->bytes + mc_keymap_bytes(p->tasks);
     }
+    bytes += n * sizeof(mc_view_task);
     mc_gauge_set(v->tasks_gauge, (double)n);
     mc_gauge_set(v->bytes_gauge, (double)bytes);
 }
@@ -335,19 +336,17 @@ static void finish(view *v, question *q, int status, char *body)
     pthread_mutex_unlock(&v->door->lock);
 }
 
-/* Where each input partition ends now: the view answers once past them. */
+/* Where each input partition ends now, in one request: the view answers
+ * once past them. */
 static bool read_ends(view *v, question *q, mc_ctx *ctx)
 {
-    for (int i = 0; i < N_INPUTS; i++) {
-        char err[256];
-        q->ends[i] = mc_ctx_end_offset(ctx, view_inputs[i], q->partition, err, sizeof err);
-        if (q->ends[i] < 0) {
-            mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error", err,
-                   (const char *)NULL);
-            return false;
-        }
-    }
-    return true;
+    char err[256];
+    if (mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->partition, q->ends, END_OFFSET_TIMEOUT_MS,
+                           err, sizeof err) == 0)
+        return true;
+    mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error", err,
+           (const char *)NULL);
+    return false;
 }
 
 static bool caught_up(view *v, const question *q, mc_ctx *ctx)
@@ -840,8 +839,10 @@ static void *view_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     mc_metrics *m = mc_ctx_metrics(ctx);
     v->tasks_gauge = mc_metrics_gauge(m, "mooncake_view_tasks", "Tasks the view holds", NULL);
     v->bytes_gauge = mc_metrics_gauge(m, "mooncake_view_bytes",
-                                      "Bytes of keys, tasks and Results the view holds", NULL);
-    v->restore_seconds = mc_metrics_gauge(m, "mooncake_view_restore_seconds",
+                                      "Bytes the view's tables hold: structs, keys, tasks, Results "
+                                      "(not the allocator's overhead)",
+                                      NULL);
+    v->restore_seconds = mc_metrics_gauge(m, "mooncake_view_last_restore_seconds",
                                           "Duration of the view's last restore", NULL);
     v->answered =
         mc_metrics_counter(m, "mooncake_view_questions_total",
@@ -870,6 +871,10 @@ static void *view_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 const mc_processor mc_view_processor = {
     .name = "view",
     .advertises = true,
+    /* Nothing waits for the view's commits: a restart reads at most this much
+     * input again, and the changelog gets a key's record once per second at
+     * most, however often the task changed. */
+    .min_commit_interval_ms = 1000,
     .input_topics = view_inputs,
     .create = view_create,
     .process = view_process,

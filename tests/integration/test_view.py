@@ -181,7 +181,7 @@ def test_each_state_is_answered():
         def ctl_task(*args):
             return subprocess.run([CTL, "-b", BOOTSTRAP, "-p", env.prefix, "task", "get", *args],
                                   capture_output=True, text=True, timeout=60)
-        time.sleep(1)  # a commit interval
+        time.sleep(2.5)  # the view commits once a second
         for uuid in ("held", "flaky", "near", "moved", "far"):
             got = ctl_task("-J", f"shop/{uuid}")
             assert got.returncode == 0, got

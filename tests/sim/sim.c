@@ -736,6 +736,17 @@ static int64_t sim_ctx_position(mc_ctx *ctx, const char *topic, int32_t partitio
     return ip && ip->assigned ? ip->fetch : -1;
 }
 
+static int sim_ctx_stable_ends(mc_ctx *ctx, const char *const *suffixes, size_t n,
+                               int32_t partition, int64_t *ends, int timeout_ms, char *err,
+                               size_t errlen)
+{
+    (void)timeout_ms;
+    for (size_t i = 0; i < n; i++)
+        if ((ends[i] = sim_ctx_end_offset(ctx, suffixes[i], partition, err, errlen)) < 0)
+            return -1;
+    return 0;
+}
+
 static int sim_ctx_end_offsets(mc_ctx *ctx, const char *suffix, const int32_t *partitions, size_t n,
                                int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
@@ -761,6 +772,7 @@ static const mc_ctx_ops sim_ops = {
     .partition_count = sim_ctx_partition_count,
     .end_offset = sim_ctx_end_offset,
     .position = sim_ctx_position,
+    .stable_ends = sim_ctx_stable_ends,
     .end_offsets = sim_ctx_end_offsets,
 };
 

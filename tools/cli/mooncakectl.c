@@ -334,7 +334,7 @@ static const char usage_task[] =
     "cancelRequested, succeeded, failed, dead, cancelled, rejected), due time, version,\n"
     "attempts with their Results and older versions, as the view role folded them. Read\n"
     "from <prefix>views (read_committed, the key's partition to the end seen at start):\n"
-    "what the view had committed, a commit interval behind GET /api/task, which also\n"
+    "what the view had committed, up to a second behind GET /api/task, which also\n"
     "waits for what the topics held when it was asked. Callback secrets are redacted.\n"
     "-J prints the JSON object GET /api/task answers with. Exit 1 when the view has no\n"
     "such task.\n";

@@ -1,7 +1,7 @@
 /* mooncakectl task get: one task's state and story from the view's
  * changelog, <prefix>views (read_committed, the key's partition to the end
  * seen at start, the latest value of the key): what the view had committed,
- * a commit interval behind GET /api/task, and without a running mooncake. */
+ * up to a second behind GET /api/task, and without a running mooncake. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
