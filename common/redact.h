@@ -11,10 +11,14 @@
 
 /* Whether a header or query parameter called name (any case) carries a
  * secret: Authorization, Cookie, X-Api-Key, anything naming a token, key,
- * secret, password, signature or session. */
+ * secret, password, signature, session, hmac, otp or code, percent-encoded
+ * or not. */
 bool mc_secret_name(const char *name);
 /* url with the user info and the values of secret query parameters replaced
  * by MC_REDACTED. Caller frees it; NULL on ENOMEM. */
 char *mc_url_redacted(const char *url);
+/* text with every URL in it (anything around a "://") redacted as above:
+ * for messages that quote a URL. Caller frees it; NULL on ENOMEM. */
+char *mc_text_redacted(const char *text);
 
 #endif

@@ -128,7 +128,10 @@ static bool take_version(mc_view_task *t, int64_t v)
 
 static bool keep_task(mc_view_task *t, int32_t attempt, const void *task, size_t task_len)
 {
-    if (!task || (t->task && attempt < t->scheduled && attempt < t->fired))
+    /* A task this large is kept without its bytes (the answer then has no
+     * callback): its changelog record must stay far below Kafka's limit. */
+    if (!task || task_len > MC_VIEW_MAX_TASK_BYTES ||
+        (t->task && attempt < t->scheduled && attempt < t->fired))
         return false;
     uint8_t *copy = malloc(task_len ? task_len : 1);
     if (!copy)
@@ -264,11 +267,17 @@ static mc_view_call *call_slot(mc_view_task *t, int32_t attempt)
 
 bool mc_view_task_result(mc_view_task *t, const mc_result *r)
 {
-    /* -1: written by a release before Result version 2 (a shifted version
-     * is far below it). */
-    int64_t v = r->version != -1 ? r->version : t->version;
-    if (v == MC_VIEW_NONE)
-        return false;
+    /* -1: written without a version (a release before Result version 2, or
+     * --record-version 1; a shifted version is far below -1). It is about
+     * the newest version only when the key has had no other and no cancel:
+     * else it could be an older version's (a recall's CANCELLED), and
+     * claiming it for the newest would be a lie. */
+    int64_t v = r->version;
+    if (v == -1) {
+        if (t->version == MC_VIEW_NONE || t->n_older || t->command != t->version)
+            return false;
+        v = t->version;
+    }
     if (!take_version(t, v)) {
         mc_view_older *o = older_of(t, v);
         if (!o || r->attempt < o->last_attempt)
@@ -316,9 +325,20 @@ bool mc_view_task_result(mc_view_task *t, const mc_result *r)
 
 bool mc_view_task_rejected(mc_view_task *t, int64_t v, const char *reason)
 {
-    if (!take_version(t, v) || t->rejected)
+    /* A refused command never was a version of the task: it replaces
+     * nothing. It is the answer only for a key with no version of its own. */
+    if (t->rejected || (t->version != MC_VIEW_NONE && t->version != v) || v < t->command)
         return false;
-    t->rejected = bounded_copy(reason, MC_VIEW_ERROR_BYTES);
+    t->version = v;
+    if (v > t->command) {
+        t->command = v;
+        t->command_kind = MC_CMD_SUBMIT;
+        t->command_wheel_at = -1;
+    }
+    /* The router's reasons quote the callback's URL. */
+    char *said = mc_text_redacted(reason);
+    t->rejected = said ? bounded_copy(said, MC_VIEW_ERROR_BYTES) : NULL;
+    free(said);
     return t->rejected != NULL;
 }
 
@@ -439,17 +459,112 @@ static json_t *callback_json(const mc_callback *cb)
     return j;
 }
 
-static json_t *call_json(const mc_view_call *c)
+/* The callback's secret values, which an endpoint may echo in its answer
+ * ("invalid key sk_live_..."): the values of secret headers (and the
+ * credential after "Bearer "), secret query parameters and the URL's user
+ * info. Pointers into the decoded task, or into url_copy. */
+#define MAX_SECRETS 32
+#define MIN_SECRET_LEN 4
+typedef struct secrets {
+    const char *v[MAX_SECRETS];
+    size_t len[MAX_SECRETS];
+    size_t n;
+} secrets;
+
+static void add_secret(secrets *s, const char *v, size_t len)
 {
+    if (len >= MIN_SECRET_LEN && s->n < MAX_SECRETS) {
+        s->v[s->n] = v;
+        s->len[s->n++] = len;
+    }
+}
+
+static void collect_secrets(const mc_callback *cb, char *url, secrets *s)
+{
+    for (size_t i = 0; i < cb->n_headers; i++) {
+        if (!mc_secret_name(cb->headers[i].key))
+            continue;
+        const char *v = cb->headers[i].value;
+        add_secret(s, v, strlen(v));
+        const char *space = strrchr(v, ' ');
+        if (space)
+            add_secret(s, space + 1, strlen(space + 1));
+    }
+    char *sep = strstr(url, "://");
+    char *authority = sep ? sep + 3 : url;
+    char *at = memchr(authority, '@', strcspn(authority, "/?#"));
+    if (at)
+        add_secret(s, authority, (size_t)(at - authority));
+    for (char *p = authority + strcspn(authority, "?#"); *p;) {
+        p++;
+        size_t field = strcspn(p, "&;#?");
+        char *eq = memchr(p, '=', field);
+        if (eq) {
+            char saved = *eq;
+            *eq = '\0';
+            bool secret = mc_secret_name(p);
+            *eq = saved;
+            if (secret)
+                add_secret(s, eq + 1, field - (size_t)(eq + 1 - p));
+        }
+        p += field;
+    }
+}
+
+/* b[0..n) with every secret replaced by MC_REDACTED, in *out (the caller
+ * frees it); false on ENOMEM. */
+static bool scrub(const uint8_t *b, size_t n, const secrets *s, uint8_t **out, size_t *out_n)
+{
+    size_t cap = n + 1, len = 0;
+    uint8_t *o = malloc(cap);
+    if (!o)
+        return false;
+    for (size_t i = 0; i < n;) {
+        size_t hit = 0;
+        for (size_t k = 0; k < s->n && !hit; k++)
+            if (s->len[k] <= n - i && memcmp(b + i, s->v[k], s->len[k]) == 0)
+                hit = s->len[k];
+        const void *piece = hit ? (const void *)MC_REDACTED : (const void *)(b + i);
+        size_t piece_len = hit ? sizeof MC_REDACTED - 1 : 1;
+        if (len + piece_len + 1 > cap) {
+            cap = (len + piece_len + 1) * 2;
+            uint8_t *grown = realloc(o, cap);
+            if (!grown) {
+                free(o);
+                return false;
+            }
+            o = grown;
+        }
+        memcpy(o + len, piece, piece_len);
+        len += piece_len;
+        i += hit ? hit : 1;
+    }
+    o[len] = 0;
+    *out = o;
+    *out_n = len;
+    return true;
+}
+
+static json_t *call_json(const mc_view_call *c, const secrets *s)
+{
+    uint8_t *error = NULL, *body = NULL;
+    size_t error_len = 0, body_len = 0;
+    if (!scrub((const uint8_t *)c->error, strlen(c->error), s, &error, &error_len) ||
+        !scrub(c->body ? c->body : (const uint8_t *)"", c->body_len, s, &body, &body_len)) {
+        free(error);
+        return NULL;
+    }
     json_t *j =
         json_pack("{s:i, s:s, s:i, s:I, s:I, s:I, s:s}", "attempt", (int)c->attempt, "outcome",
                   outcome_name(c->outcome), "httpStatus", (int)c->http_status, "startedAt",
                   (json_int_t)c->started_at, "finishedAt", (json_int_t)c->finished_at, "latencyMs",
-                  (json_int_t)(c->finished_at - c->started_at), "error", c->error);
-    if (c->response_size >= 0) {
+                  (json_int_t)(c->finished_at - c->started_at), "error", (const char *)error);
+    if (j && c->response_size >= 0) {
         json_object_set_new(j, "responseSize", json_integer(c->response_size));
-        mc_json_set_bytes(j, "responseBody", c->body ? (const void *)c->body : "", c->body_len);
+        mc_json_set_bytes(j, "responseBody", body, body_len);
     }
+    free(error);
+    free(body);
     return j;
 }
 
@@ -492,11 +607,17 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
     }
     if (t->rejected)
         json_object_set_new(j, "reason", json_string(t->rejected));
+    secrets secret = {.n = 0};
+    char *url_copy = NULL;
+    mc_arena *arena = NULL;
     if (t->task) {
-        mc_arena *arena = mc_arena_new();
+        arena = mc_arena_new();
         mc_stored_task st;
         if (arena &&
             mc_decode_stored_task(t->task, t->task_len, arena, &st, NULL, 0) == MC_CODEC_OK) {
+            url_copy = strdup(st.task.callback.url);
+            if (url_copy)
+                collect_secrets(&st.task.callback, url_copy, &secret);
             json_object_set_new(j, "appId", json_string(st.task.app_id));
             json_object_set_new(j, "uuid", json_string(st.task.task_id));
             json_object_set_new(j, "createdAt", json_integer(st.task.created_at));
@@ -506,12 +627,14 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             json_object_set_new(j, "metadata",
                                 mc_json_kv_object(st.task.metadata, st.task.n_metadata));
         }
-        mc_arena_free(arena);
     }
     json_t *calls = json_array();
     for (uint32_t i = 0; i < t->n_calls; i++)
-        json_array_append_new(calls, call_json(&t->calls[i]));
+        json_array_append_new(calls, call_json(&t->calls[i], &secret));
     json_object_set_new(j, "attempts", calls);
+    /* The secrets point into the decoded task: free it only now. */
+    free(url_copy);
+    mc_arena_free(arena);
     json_t *older = json_array();
     for (uint32_t i = t->n_older; i-- > 0;)
         json_array_append_new(older, older_json(&t->older[i], wheel_position));

@@ -32,6 +32,8 @@
 /* An error message and a response body are kept up to these sizes. */
 #define MC_VIEW_ERROR_BYTES 256
 #define MC_VIEW_BODY_BYTES 512
+/* A task's bytes are kept up to this size (a larger one: its state only). */
+#define MC_VIEW_MAX_TASK_BYTES 65536
 
 /* One attempt's Result. */
 typedef struct mc_view_call {
@@ -122,7 +124,8 @@ bool mc_view_task_fired(mc_view_task *t, int64_t v, int32_t attempt, int64_t at)
 /* A Result (its version -1 when written by an older release: taken as the
  * newest version's). */
 bool mc_view_task_result(mc_view_task *t, const mc_result *r);
-/* The router dead-lettered command v. */
+/* The router dead-lettered command v: the key's state when it has no
+ * version of its own (a refused command replaces nothing). */
 bool mc_view_task_rejected(mc_view_task *t, int64_t v, const char *reason);
 
 /* ---- what it is now ---------------------------------------------------------- */

@@ -54,6 +54,8 @@
 /* How long GET /api/task waits for the view to catch up with what was
  * committed before the question. */
 #define TASK_QUESTION_TIMEOUT_MS 3000
+/* Task questions waiting at once (each on a thread); more get 503. */
+#define MAX_QUESTIONS_IN_FLIGHT 256
 
 typedef enum route_id {
     R_SUBMIT,
@@ -142,6 +144,7 @@ struct mc_gateway {
      * shutdown waits for none to be left before it flushes, so no request
      * is handed to Kafka after the flush (it would stay suspended). */
     atomic_int producing;
+    atomic_int asking; /* task questions on their threads (ask_thread) */
     pthread_mutex_t wait_lock;
     pthread_cond_t wait_cond; /* mc_gateway_stop() wakes the probe loop */
     char broker_why[256];     /* under wait_lock */
@@ -152,7 +155,14 @@ struct mc_gateway {
     mc_gauge *in_flight;
 };
 
-typedef enum req_phase { PH_HEADERS, PH_BODY, PH_PRODUCING, PH_ACKED } req_phase;
+typedef enum req_phase {
+    PH_HEADERS,
+    PH_BODY,
+    PH_PRODUCING,
+    PH_ACKED,
+    PH_ASKING,
+    PH_ASKED
+} req_phase;
 
 typedef struct request {
     mc_gateway *g;
@@ -174,6 +184,11 @@ typedef struct request {
     mc_buf out;
     pthread_mutex_t lock; /* orders suspend (handler) before resume (delivery) */
     rd_kafka_resp_err_t delivery_err;
+    /* GET /api/task: the question (copied for ask_thread) and its answer. */
+    char *q_app, *q_uuid, *q_auth;
+    bool q_forwarded, q_relayed;
+    int q_status;
+    char *q_body;
 } request;
 
 /* ---------------------------------------------------------------------------
@@ -330,6 +345,10 @@ static void request_free(request *rq)
     free(rq->idem_scope);
     free(rq->body);
     free(rq->data);
+    free(rq->q_app);
+    free(rq->q_uuid);
+    free(rq->q_auth);
+    free(rq->q_body);
     mc_buf_free(&rq->out);
     pthread_mutex_destroy(&rq->lock);
     free(rq);
@@ -817,6 +836,49 @@ static enum MHD_Result take_query_arg(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+/* Asks the view of this process, or the instance holding the key's
+ * partition (once: a forwarded question goes no further), and resumes the
+ * connection with the answer in rq. Its own thread, detached. */
+static void *ask_thread(void *arg)
+{
+    request *rq = arg;
+    mc_gateway *g = rq->g;
+    char *body = NULL;
+    int status = 421;
+    if (g->ask_task)
+        status =
+            g->ask_task(g->ask_task_cls, rq->q_app, rq->q_uuid, TASK_QUESTION_TIMEOUT_MS, &body);
+    bool relayed = false;
+    if (status == 421) {
+        free(body);
+        body = NULL;
+        char why[300];
+        int32_t p;
+        if (rq->q_forwarded) {
+            status = 503;
+            body = strdup("the view's partitions are moving; ask again");
+        } else if ((p = mc_view_forward_partition(g->forward, rq->q_app, rq->q_uuid, why,
+                                                  sizeof why)) < 0) {
+            status = 503;
+            body = strdup(why);
+        } else {
+            status = mc_view_forward_ask(g->forward, p, rq->q_app, rq->q_uuid, rq->q_auth, &body,
+                                         &relayed);
+        }
+    }
+    pthread_mutex_lock(&rq->lock);
+    rq->q_status = status;
+    rq->q_body = body;
+    rq->q_relayed = relayed;
+    rq->phase = PH_ASKED;
+    struct MHD_Connection *conn = rq->conn;
+    pthread_mutex_unlock(&rq->lock);
+    /* rq may be freed from here on. */
+    MHD_resume_connection(conn);
+    atomic_fetch_sub(&g->asking, 1);
+    return NULL;
+}
+
 /* GET /api/task: one task's state and story, from the view (view.h) of
  * this process, which has read every record committed before the question. */
 static enum MHD_Result answer_task(request *rq)
@@ -835,47 +897,60 @@ static enum MHD_Result answer_task(request *rq)
         !mc_grant_allows(g->tokens, &rq->grant, a.app_id))
         return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
                             a.app_id);
-    /* The view of this process first; the instance holding the key's
-     * partition otherwise, once (a forwarded question goes no further). */
-    char *body = NULL;
-    int status = 421;
-    if (g->ask_task)
-        status = g->ask_task(g->ask_task_cls, a.app_id, a.uuid, TASK_QUESTION_TIMEOUT_MS, &body);
-    bool relayed = false;
-    if (status == 421) {
-        free(body);
-        body = NULL;
-        struct MHD_Connection *c = rq->conn;
-        char why[300];
-        int32_t p;
-        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MC_FORWARDED_HEADER)) {
-            status = 503;
-            body = strdup("the view's partitions are moving; ask again");
-        } else if ((p = mc_view_forward_partition(g->forward, a.app_id, a.uuid, why, sizeof why)) <
-                   0) {
-            status = 503;
-            body = strdup(why);
-        } else {
-            status = mc_view_forward_ask(
-                g->forward, p, a.app_id, a.uuid,
-                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-                &body, &relayed);
-        }
+    /* The question may wait seconds (a view catching up, a forward): on a
+     * thread of its own, with the connection suspended, so the HTTP threads
+     * go on serving submits meanwhile. */
+    const char *auth =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (atomic_fetch_add(&g->asking, 1) >= MAX_QUESTIONS_IN_FLIGHT || atomic_load(&g->stopping)) {
+        atomic_fetch_sub(&g->asking, 1);
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                            atomic_load(&g->stopping) ? "the gateway is shutting down"
+                                                      : "too many task questions in flight");
     }
-    enum MHD_Result ret;
-    if (relayed)
-        ret = answer_json(rq, (unsigned)status, body, false);
-    else if (status == 200)
-        ret = answer_ok(rq, body);
-    else if (status == 404)
-        ret = answer_error(rq, MHD_HTTP_NOT_FOUND, "%s", body ? body : "");
-    else if (status == 503)
-        ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", body ? body : "");
-    else
-        ret =
-            answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", body ? body : "the view failed");
-    free(body);
-    return ret;
+    rq->q_app = strdup(a.app_id);
+    rq->q_uuid = strdup(a.uuid);
+    rq->q_auth = auth ? strdup(auth) : NULL;
+    rq->q_forwarded =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MC_FORWARDED_HEADER) != NULL;
+    pthread_attr_t attr;
+    pthread_t tid;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&rq->lock);
+    rq->phase = PH_ASKING;
+    int rc = rq->q_app && rq->q_uuid && (!auth || rq->q_auth)
+                 ? pthread_create(&tid, &attr, ask_thread, rq)
+                 : ENOMEM;
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        rq->phase = PH_HEADERS;
+        pthread_mutex_unlock(&rq->lock);
+        atomic_fetch_sub(&g->asking, 1);
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "cannot ask the view now");
+    }
+    MHD_suspend_connection(rq->conn);
+    pthread_mutex_unlock(&rq->lock);
+    return MHD_YES;
+}
+
+/* The view's answer, once ask_thread has it. */
+static enum MHD_Result answer_asked(request *rq)
+{
+    const char *body = rq->q_body;
+    if (rq->q_relayed)
+        return answer_json(rq, (unsigned)rq->q_status, body ? body : "", false);
+    switch (rq->q_status) {
+    case 200:
+        return answer_ok(rq, body);
+    case 404:
+        return answer_error(rq, MHD_HTTP_NOT_FOUND, "%s", body ? body : "");
+    case 503:
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", body ? body : "");
+    default:
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s",
+                            body ? body : "the view failed");
+    }
 }
 
 void mc_gateway_set_task_asker(mc_gateway *g, mc_task_asker ask, void *cls)
@@ -979,8 +1054,10 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         return MHD_YES;
     if (rq->phase == PH_ACKED)
         return answer_acked(rq);
-    if (rq->phase == PH_PRODUCING)
+    if (rq->phase == PH_PRODUCING || rq->phase == PH_ASKING)
         return MHD_YES; /* not resumed by us: nothing to say yet */
+    if (rq->phase == PH_ASKED)
+        return answer_asked(rq);
     if (rq->route == R_UUID) {
         char id[MC_UUID_STR_LEN + 1];
         mc_uuid7_next(&g->uuids, mc_now_ms(), id);
@@ -1347,6 +1424,9 @@ int mc_gateway_run(mc_gateway *g)
      * answers, within the produce timeout. */
     atomic_store(&g->stopping, true);
     while (atomic_load(&g->producing) > 0)
+        usleep(1000);
+    /* Task questions end within their timeouts, and resume their connections. */
+    while (atomic_load(&g->asking) > 0)
         usleep(1000);
     rd_kafka_resp_err_t err =
         rd_kafka_flush(g->producer, g->cfg->gateway_produce_timeout_ms + 1000);

@@ -38,6 +38,7 @@
 #include "kafka.h"
 #include "keymap.h"
 #include "part_table.h"
+#include "task_rules.h"
 #include "timing_wheel.h"
 #include "view_task.h"
 #include "wheel_topic.h"
@@ -303,8 +304,12 @@ static void remove_task(view_part *p, mc_view_task *t)
 static void schedule_forget(view *v, view_part *p, mc_view_task *t, int64_t now)
 {
     bool maybe_final = t->n_calls > 0 || t->command > t->version || t->rejected;
-    if (!maybe_final || mc_wheel_scheduled(&t->forget))
+    if (!maybe_final)
         return;
+    /* The history counts from the last change: a task retried for an hour
+     * that then succeeds stays answerable for the history after that. */
+    if (mc_wheel_scheduled(&t->forget))
+        mc_wheel_cancel(p->forgets, &t->forget);
     mc_wheel_add(p->forgets, &t->forget, now + v->history_ms);
 }
 
@@ -341,9 +346,21 @@ static void finish(view *v, question *q, int status, char *body)
 static bool read_ends(view *v, question *q, mc_ctx *ctx)
 {
     char err[256];
+    /* `tasks` by its high watermark: the gateway's writes are not
+     * transactional, and one acknowledged after a transaction opened on the
+     * partition (the jobs role's) lies past the last stable offset. The
+     * view passes it once that transaction ends. The others are written
+     * only in transactions: their last stable offsets. */
+    int64_t high = -1;
     if (mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->partition, q->ends, END_OFFSET_TIMEOUT_MS,
-                           err, sizeof err) == 0)
+                           err, sizeof err) == 0 &&
+        mc_ctx_end_offsets(ctx, view_inputs[IN_TASKS], &q->partition, 1, &high,
+                           END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0 &&
+        high >= 0) {
+        if (high > q->ends[IN_TASKS])
+            q->ends[IN_TASKS] = high;
         return true;
+    }
     mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error", err,
            (const char *)NULL);
     return false;
@@ -455,14 +472,31 @@ static mc_view_task *task_for(view_part *p, const void *key, size_t len, bool cr
     return t;
 }
 
-static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r)
+/* Whether the command's ids are its record's key: the router dead-letters
+ * any other, so it is no version of the key. */
+static bool keyed_by_ids(const mc_record *r, const char *app_id, const char *task_id)
+{
+    char key[1024];
+    size_t n = mc_task_key(app_id, task_id, key, sizeof key);
+    return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
+}
+
+static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx)
 {
     mc_command c;
     mc_arena_reset(v->arena);
     if (mc_decode_command(&v->codec, r->value, r->value_len, v->arena, &c, NULL, 0) != MC_CODEC_OK)
         return false; /* the router dead-letters it; `dead` tells the view */
+    /* The router's own checks: a command it refuses is no version of the
+     * key, whoever wrote it, and must not stand in for the real one. */
+    char why[256];
     if (c.kind == MC_CMD_CANCEL)
-        return mc_view_task_cancelled(t, r->offset, c.cancel.requested_at);
+        return keyed_by_ids(r, c.cancel.app_id, c.cancel.task_id) &&
+               mc_view_task_cancelled(t, r->offset, c.cancel.requested_at);
+    if (!keyed_by_ids(r, c.submit.app_id, c.submit.task_id) ||
+        !mc_task_ok(&c.submit, mc_ctx_now_ms(ctx), mc_ctx_config(ctx)->max_due_ms,
+                    &mc_task_avro_names, why, sizeof why))
+        return false;
     mc_buf_reset(&v->buf);
     if (mc_encode_stored_task(&(mc_stored_task){r->offset, c.submit}, &v->buf) != 0)
         return false;
@@ -491,16 +525,18 @@ static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
         return mc_view_task_routed(t, w.version.v, r->offset) || changed;
     }
     bool changed = false;
-    int64_t at;
-    /* The router's record of a client's command carries no store position
-     * (hand-offs and next attempts do). */
-    if (!mc_wheel_record_handoff_position(r, &at) && w.version.attempt <= 1)
-        changed |= mc_view_task_routed(t, w.version.v, r->offset);
+    /* The version first: the routing of a newer version read before its
+     * `tasks` record must find the older one already retired. */
     if (stored_task_of(v, r, &w) == 0)
         changed |= mc_view_task_submitted(t, w.version.v, w.version.attempt, w.due_at, 0,
                                           v->buf.data, v->buf.len);
     changed |= mc_view_task_scheduled(t, w.version.v, w.version.attempt, w.due_at,
                                       mc_wheel_record_is_far(r));
+    int64_t at;
+    /* The router's record of a client's command carries no store position
+     * (hand-offs and next attempts do). */
+    if (!mc_wheel_record_handoff_position(r, &at) && w.version.attempt <= 1)
+        changed |= mc_view_task_routed(t, w.version.v, r->offset);
     return changed;
 }
 
@@ -551,16 +587,14 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
     }
     if (!r->value)
         return 0;
-    /* Only records that can be about a task make one. */
-    bool create = in != IN_DEAD;
-    mc_view_task *t = task_for(p, r->key, r->key_len, create);
+    mc_view_task *t = task_for(p, r->key, r->key_len, true);
     if (!t)
-        return create ? -1 : 0;
+        return -1;
     size_t before = mc_view_task_extra_bytes(t);
     bool changed = false;
     switch (in) {
     case IN_TASKS:
-        changed = fold_tasks(v, t, r);
+        changed = fold_tasks(v, t, r, ctx);
         break;
     case IN_WHEEL:
         changed = fold_wheel(v, t, r);
@@ -604,10 +638,20 @@ static int view_prepare_commit(void *self, mc_ctx *ctx)
             p->dirty = t->next_dirty;
             t->dirty = false;
             mc_buf_reset(&v->buf);
-            if (mc_view_task_encode(t, &v->buf) != 0 ||
-                mc_ctx_forward(ctx, v->changelog, p->partition, t->key, t->node.key_len,
-                               v->buf.data, v->buf.len) != 0)
+            if (mc_view_task_encode(t, &v->buf) != 0)
                 return -1;
+            int rc = mc_ctx_forward(ctx, v->changelog, p->partition, t->key, t->node.key_len,
+                                    v->buf.data, v->buf.len);
+            if (rc == MC_FORWARD_REFUSED) {
+                /* Kafka will not take it (too large): the task is answered
+                 * from memory until the next change, and a restore loses
+                 * that change; stopping would stop every task here. */
+                mc_counter_add(v->unreadable, 1);
+                mc_log(v->logger, MC_LOG_WARN, "Kafka refused a view record", "key", t->key,
+                       (const char *)NULL);
+            } else if (rc != 0) {
+                return -1;
+            }
         }
     }
     update_gauges(v);
@@ -700,18 +744,28 @@ static void restore_one(void *arg, const mc_record *m)
     schedule_forget(rs->v, p, t, rs->now);
 }
 
+/* Whether parts holds partition id of all five inputs. */
+static bool whole(const view *v, const rd_kafka_topic_partition_list_t *parts, int32_t id)
+{
+    int seen = 0;
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].partition == id && input_of(v, parts->elems[i].topic) >= 0)
+            seen++;
+    return seen == N_INPUTS;
+}
+
 static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     view *v = self;
     mc_ctx_set_ready(ctx, false);
     char err[256];
+    /* Read again at every assignment: a growth of the partition count moves
+     * keys, and then comes with a rebalance. */
+    v->partitions = mc_ctx_partition_count(ctx, "results", err, sizeof err);
     if (v->partitions <= 0) {
-        v->partitions = mc_ctx_partition_count(ctx, "results", err, sizeof err);
-        if (v->partitions <= 0) {
-            mc_log(v->logger, MC_LOG_ERROR, "cannot read the partition count", "error", err,
-                   (const char *)NULL);
-            return -1;
-        }
+        mc_log(v->logger, MC_LOG_ERROR, "cannot read the partition count", "error", err,
+               (const char *)NULL);
+        return -1;
     }
     view_part **fresh = calloc((size_t)parts->cnt + 1, sizeof *fresh);
     int32_t *ids = calloc((size_t)parts->cnt + 1, sizeof *ids);
@@ -726,6 +780,17 @@ static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
         int32_t id = parts->elems[i].partition;
         if (part_of(v, id))
             continue;
+        if (!whole(v, parts, id)) {
+            /* During a growth `tasks` has fewer partitions, and the range
+             * assignor may give its partition of a number to one instance
+             * and the other four to another: neither folds that number (two
+             * would write its changelog), and neither reads past it, so the
+             * next owner of all five starts where this assignment did. */
+            for (int k = 0; k < parts->cnt; k++)
+                if (parts->elems[k].partition == id)
+                    mc_ctx_pause(ctx, parts->elems[k].topic, id, true);
+            continue;
+        }
         view_part *p = add_part(v, id, now);
         if (!p) {
             free(fresh);

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from harness import BOOTSTRAP, CallbackServer, Env, now_ms, run, submit_value, task
@@ -158,8 +159,15 @@ def test_each_state_is_answered():
         env.produce("tasks", b"shop/bad-url",
                     submit_value(task("shop", "bad-url", now_ms() + 1000, url="ftp://x.example/")))
         env.flush()
-        d = wait_state(port, "bad-url", "rejected")
+        # the view folds no command the router refuses: 404 until its dead letter
+        d = wait_state(port, "bad-url", "rejected", missing_ok=True)
         assert "url" in d["reason"], d
+        # a refused re-submit of a task replaces nothing
+        env.produce("tasks", b"shop/held",
+                    submit_value(task("shop", "held", now_ms() + 1000, url="ftp://x.example/")))
+        env.flush()
+        time.sleep(1)
+        assert state_of(port, "held")["state"] == "succeeded"
 
         # a recurring job's occurrence is a task
         a = req(port, "POST", "/jobs", {"appId": "shop", "jobId": "nightly",
@@ -310,6 +318,45 @@ def test_the_view_survives_kill_9_and_moves_between_instances():
         server.close()
 
 
+def test_a_slow_question_does_not_hold_up_submits():
+    """A question waits on its own thread: while one hangs on a view instance
+    that does not answer, the gateway's one HTTP thread takes submits."""
+    import socket
+    from confluent_kafka import Consumer
+    env = Env(partitions=1)
+    # A member of the view group advertising a port that takes connections
+    # and never answers.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    member = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": env.topic("view"),
+                       "client.id": f"mooncake@http://127.0.0.1:{silent.getsockname()[1]}",
+                       "log_level": 3})
+    member.subscribe([env.topic("results")])
+    try:
+        deadline = time.time() + 30
+        while not member.assignment():
+            member.poll(0.2)
+            assert time.time() < deadline, "the fake view member got no partition"
+        g = env.start("gateway", *AUTH, "--gateway-threads", "1")
+        answers = []
+        asker = threading.Thread(target=lambda: answers.append(ask(g.http_port, "x")))
+        t0 = time.time()
+        asker.start()
+        time.sleep(0.3)
+        for i in range(5):
+            t = time.time()
+            submit(g.http_port, f"during-{i}", now_ms() + 60_000, {"url": "http://127.0.0.1:9/x"})
+            assert time.time() - t < 1.0, "a submit waited behind the question"
+        asker.join()
+        assert answers[0].status == 503 and "did not answer" in answers[0].json["msg"], answers
+        assert 3 < time.time() - t0 < 10, "the question did not wait, or was not bounded"
+    finally:
+        silent.close()
+        member.close()
+        env.stop_all()
+
+
 def test_every_answer_matches_the_document():
     check_answers(SEEN, at_least=50)
 
@@ -319,4 +366,5 @@ if __name__ == "__main__":
          test_questions_are_checked_and_tokens_see_their_app_only,
          test_an_acknowledged_write_is_in_the_next_answer_and_pending_means_not_called,
          test_the_view_survives_kill_9_and_moves_between_instances,
+         test_a_slow_question_does_not_hold_up_submits,
          test_every_answer_matches_the_document])

@@ -233,6 +233,32 @@ static void test_versions_shifted_by_a_growth_are_versions(void)
     mc_view_task_free(t);
 }
 
+static void test_results_without_a_version_claim_nothing_they_may_not_be_about(void)
+{
+    /* v1 fired early and held; the client re-submits (v2); the executor's
+     * recall writes CANCELLED without a version (--record-version 1). It
+     * is v1's, not v2's: v2 stays pending. */
+    mc_view_task *t = submitted(1, NOW + 500);
+    mc_view_task_fired(t, 1, 1, NOW);
+    mc_buf b = task_bytes(2, 1, NOW + 90000);
+    mc_view_task_submitted(t, 2, 1, NOW + 90000, NOW, b.data, b.len);
+    mc_buf_free(&b);
+    mc_view_task_scheduled(t, 2, 1, NOW + 90000, true);
+    mc_result r = result(-1, 1, MC_OUTCOME_CANCELLED);
+    CHECK(!mc_view_task_result(t, &r));
+    CHECK(STATE(t, -1, NOW + 600) == MC_VIEW_PENDING_STORE);
+    /* A key with one version and no cancel: the Result is that version's. */
+    mc_view_task *u = submitted(4, NOW);
+    mc_view_task_fired(u, 4, 1, NOW);
+    r = result(-1, 1, MC_OUTCOME_SUCCEEDED);
+    CHECK(mc_view_task_result(u, &r) && STATE(u, -1, NOW + 20) == MC_VIEW_SUCCEEDED);
+    /* A command the router refused replaces nothing. */
+    CHECK(!mc_view_task_rejected(t, 9, "callback.url 'ftp://x' is not http:// or https://"));
+    CHECK(STATE(t, -1, NOW + 600) == MC_VIEW_PENDING_STORE && t->version == 2);
+    mc_view_task_free(u);
+    mc_view_task_free(t);
+}
+
 static void test_the_answer_hides_secrets(void)
 {
     mc_view_task *t = submitted(7, NOW);
@@ -241,6 +267,21 @@ static void test_the_answer_hides_secrets(void)
     CHECK(!strstr(s, "s3cret") && !strstr(s, "t0k") && !strstr(s, "pw@") && !strstr(s, "abc"), "%s",
           s);
     CHECK(strstr(s, "\"X-Order\": \"42\"") && strstr(s, "order=42"), "%s", s);
+    free(s);
+    json_decref(j);
+    /* An endpoint that echoes the request shows no secret either. */
+    mc_view_task_fired(t, 7, 1, NOW);
+    mc_result r = result(7, 1, MC_OUTCOME_FAILED_PERMANENTLY);
+    r.response_body = (const uint8_t *)"bad key s3cret; Bearer s3cret";
+    r.response_body_len = strlen((const char *)r.response_body);
+    r.error = "HTTP 401: s3cret";
+    mc_view_task_result(t, &r);
+    j = mc_view_task_json(t, -1, NOW);
+    s = json_dumps(j, 0);
+    /* (values shorter than 4 bytes, like this test's "abc", are left alone) */
+    CHECK(!strstr(s, "s3cret") && strstr(s, "bad key [redacted]; [redacted]") &&
+              strstr(s, "HTTP 401: [redacted]"),
+          "%s", s);
     free(s);
     json_decref(j);
     mc_view_task_free(t);
@@ -255,12 +296,21 @@ static void test_the_answer_hides_secrets(void)
          "https://a.example/?API_KEY=[redacted];Signature=[redacted]&x"},
         {"https://a.example/?=&&", "https://a.example/?=&&"},
         {"http://a.example/p@x", "http://a.example/p@x"},
+        {"https://a.example/cb#access_token=t0k&state=1",
+         "https://a.example/cb#access_token=[redacted]&state=1"},
+        {"https://a.example/?%74oken=1&Pass=2",
+         "https://a.example/?%74oken=[redacted]&Pass=[redacted]"},
     };
     for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
         char *r = mc_url_redacted(urls[i].in);
         CHECK(r && strcmp(r, urls[i].out) == 0, "%s -> %s", urls[i].in, r);
         free(r);
     }
+    char *said = mc_text_redacted("callback.url 'htps://u:p@h.example/cb?token=s3' is not http");
+    CHECK(said && strcmp(said, "callback.url 'htps://[redacted]@h.example/cb?token=[redacted]' "
+                               "is not http") == 0,
+          "%s", said);
+    free(said);
     CHECK(mc_secret_name("Proxy-Authorization") && mc_secret_name("x-api-key") &&
           mc_secret_name("Cookie") && !mc_secret_name("Content-Type") &&
           !mc_secret_name("X-Order"));
@@ -320,6 +370,7 @@ int main(void)
     test_cancelled_only_once_the_wheel_has_passed_the_cancel();
     test_a_newer_version_supersedes_and_records_arrive_in_any_order();
     test_versions_shifted_by_a_growth_are_versions();
+    test_results_without_a_version_claim_nothing_they_may_not_be_about();
     test_the_answer_hides_secrets();
     test_the_changelog_brings_back_the_same_answer();
     return check_exit("test_view_task");
