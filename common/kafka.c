@@ -24,20 +24,22 @@ static const char *const jobs_changelog_configs[] = {
     "segment.bytes", "67108864", "segment.ms", "600000", "min.cleanable.dirty.ratio", "0.1", NULL};
 
 const mc_topic_spec mc_topic_specs[] = {
-    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0, NULL},
-    {"store", "compact", NULL, "far-future tasks: the task table", 0, NULL},
-    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0, NULL},
-    {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL},
-    {"retry", "delete", "604800000", "failed attempts", 0, NULL},
+    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0, NULL, false},
+    {"store", "compact", NULL, "far-future tasks: the task table", 0, NULL, false},
+    {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0, NULL,
+     false},
+    {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL, false},
+    {"retry", "delete", "604800000", "failed attempts", 0, NULL, false},
     {"results", "delete", NULL, "the result of every attempt (retention: --results-retention-ms)",
-     0, NULL},
-    {"views", "compact", NULL, "the view's task table (its changelog)", 0, NULL},
-    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL},
+     0, NULL, false},
+    {"views", "compact", NULL, "the view's task table (its changelog)", 0, NULL, true},
+    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL, false},
     {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
-     MC_TOPIC_OWN_COUNT, NULL},
+     MC_TOPIC_OWN_COUNT, NULL, false},
     {"jobs", "compact", NULL, "recurring jobs: the job table (the jobs processor's changelog)",
-     MC_TOPIC_OWN_COUNT, jobs_changelog_configs},
-    {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1, NULL},
+     MC_TOPIC_OWN_COUNT, jobs_changelog_configs, false},
+    {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1, NULL,
+     false},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
 _Static_assert(sizeof mc_topic_specs / sizeof mc_topic_specs[0] == MC_N_TOPIC_SPECS,
@@ -196,7 +198,7 @@ static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
  * (created now, or by another instance at the same moment), or -1 with a
  * reason in err. */
 static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_metadata_t *md,
-                         const mc_logger *lg, char *err, size_t errlen)
+                         const mc_logger *lg, bool with_optional, char *err, size_t errlen)
 {
     rd_kafka_NewTopic_t *nt[16];
     size_t n = 0;
@@ -205,7 +207,7 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
     for (size_t i = 0; i < mc_n_topic_specs; i++) {
         const mc_topic_spec *s = &mc_topic_specs[i];
         mc_topic_name(cfg, s->suffix, name, sizeof name);
-        if (topic_partitions(md, name) >= 0)
+        if (topic_partitions(md, name) >= 0 || (s->optional && !with_optional))
             continue;
         nt[n] = rd_kafka_NewTopic_new(name, s->partitions > 0 ? s->partitions : cfg->partitions,
                                       cfg->replication_factor, errstr, sizeof errstr);
@@ -284,7 +286,8 @@ static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config 
     return md;
 }
 
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen)
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_optional, char *err,
+                     size_t errlen)
 {
     struct {
         mc_logger lg; /* first: the log callback reads the opaque as a logger */
@@ -299,7 +302,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
     const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
     if (!md)
         goto out;
-    int created = cfg->create_topics ? create_topics(rk, cfg, md, lg, err, errlen) : 0;
+    int created =
+        cfg->create_topics ? create_topics(rk, cfg, md, lg, with_optional, err, errlen) : 0;
     if (created < 0)
         goto out;
     rd_kafka_metadata_destroy(md);
@@ -318,6 +322,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_
         const char *shared_name = NULL, *own_name = NULL;
         for (size_t i = 0; i < mc_n_topic_specs && !mismatch; i++) {
             const mc_topic_spec *spec = &mc_topic_specs[i];
+            if (spec->optional && !with_optional)
+                continue;
             mc_topic_name(cfg, spec->suffix, name, sizeof name);
             int p = topic_partitions(md, name);
             if (p < 0) {

@@ -23,6 +23,9 @@ typedef struct mc_topic_spec {
     int partitions;
     /* More topic configs, key, value, ..., NULL; NULL for none. */
     const char *const *configs;
+    /* Needed by one role only (the view's changelog): the others neither
+     * create nor check it, so an engine without a view does not depend on it. */
+    bool optional;
 } mc_topic_spec;
 #define MC_TOPIC_OWN_COUNT (-1)
 #define MC_N_TOPIC_SPECS 11
@@ -85,6 +88,7 @@ int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, 
  * count, and tasks has no more than that (it has fewer only while
  * `mooncakectl partitions grow` runs). Returns 0, or -1 with a line in err
  * saying what to fix. */
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, char *err, size_t errlen);
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_optional, char *err,
+                     size_t errlen);
 
 #endif

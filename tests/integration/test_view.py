@@ -318,6 +318,25 @@ def test_the_view_survives_kill_9_and_moves_between_instances():
         server.close()
 
 
+def test_an_engine_without_a_view_needs_no_views_topic():
+    """Only the view reads and writes <prefix>views: the engine's roles start
+    without it, and the view role makes it."""
+    class WithoutViews(Env):
+        TOPICS = tuple(t for t in Env.TOPICS if t != "views")
+
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    env = WithoutViews()
+    try:
+        for role in ("router", "wheel", "executor"):
+            env.start(role)
+        assert env.topic("views") not in admin.list_topics(timeout=10).topics
+        env.start("view", instance="v0")
+        assert env.topic("views") in admin.list_topics(timeout=10).topics
+    finally:
+        env.stop_all()
+
+
 def test_a_slow_question_does_not_hold_up_submits():
     """A question waits on its own thread: while one hangs on a view instance
     that does not answer, the gateway's one HTTP thread takes submits."""
@@ -366,5 +385,6 @@ if __name__ == "__main__":
          test_questions_are_checked_and_tokens_see_their_app_only,
          test_an_acknowledged_write_is_in_the_next_answer_and_pending_means_not_called,
          test_the_view_survives_kill_9_and_moves_between_instances,
+         test_an_engine_without_a_view_needs_no_views_topic,
          test_a_slow_question_does_not_hold_up_submits,
          test_every_answer_matches_the_document])
