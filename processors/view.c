@@ -519,7 +519,9 @@ static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
     if (mc_wheel_record_peek(r, &w) != MC_CODEC_OK)
         return false;
     if (w.kind == MC_CMD_CANCEL) {
-        if (mc_record_header(r, MC_ATTEMPT_HEADER, NULL, NULL))
+        const void *attempt;
+        size_t attempt_len;
+        if (mc_record_header(r, MC_ATTEMPT_HEADER, &attempt, &attempt_len))
             return false; /* the wheel's void of a stale retry, not a client's cancel */
         bool changed = mc_view_task_cancelled(t, w.version.v, r->timestamp_ms);
         return mc_view_task_routed(t, w.version.v, r->offset) || changed;

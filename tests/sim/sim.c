@@ -455,7 +455,7 @@ static void offset_store(sim_kafka *k, const char *grp, const char *name, int32_
 
 /* ---- instances ------------------------------------------------------------------------ */
 
-#define SIM_MAX_INPUTS 4
+#define SIM_MAX_INPUTS 8 /* as the runner */
 #define SIM_MAX_OUTPUTS 16
 #define SIM_MAX_FDS 16
 

@@ -1,0 +1,158 @@
+/* The view processor on the broker-free driver: it folds every kind of
+ * record the five topics carry (the wheel's voids and the router's records
+ * with headers among them) into the task of its key, logs each changed task
+ * to its changelog, and a new instance restored from that changelog alone
+ * answers the same; a refused command in `tasks` or a record keyed under
+ * another task does not stand in for the real one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kafka.h"
+#include "simkit.h"
+#include "view.h"
+#include "view_task.h"
+
+#define T0 INT64_C(1800000000000)
+
+static const char *const flags[] = {"--commit-interval-ms=100", "--advertised-url=http://x:1",
+                                    NULL};
+
+/* The view's changelog record of a/id, decoded (NULL: none, or a tombstone). */
+static mc_view_task *logged(sim_kafka *k, const char *id, int64_t *wheel_position)
+{
+    char key[256];
+    size_t kl = kit_key(id, key, sizeof key);
+    sim_rec *r;
+    size_t n = sim_read(k, kit_topic("views"), 0, &r);
+    const sim_rec *last = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].key_len == sizeof MC_VIEW_POSITION_KEY - 1 &&
+            memcmp(r[i].key, MC_VIEW_POSITION_KEY, r[i].key_len) == 0 && wheel_position) {
+            char text[24] = "";
+            memcpy(text, r[i].value, r[i].value_len < 23 ? r[i].value_len : 23);
+            *wheel_position = strtoll(text, NULL, 10);
+        }
+        if (r[i].key_len == kl && memcmp(r[i].key, key, kl) == 0)
+            last = &r[i];
+    }
+    if (!last || !last->value)
+        return NULL;
+    const char *why = NULL;
+    mc_view_task *t = mc_view_task_decode(key, kl, last->value, last->value_len, &why);
+    CHECK(t != NULL, "the changelog record of %s is unreadable: %s", id, why);
+    return t;
+}
+
+static const char *state_of(sim_kafka *k, const char *id)
+{
+    int64_t position = -1;
+    mc_view_task *t = logged(k, id, &position);
+    if (!t)
+        return "none";
+    const char *s = mc_view_state_name(mc_view_task_state(t, position, sim_now(k)));
+    mc_view_task_free(t);
+    return s;
+}
+
+static void append_result(sim_kafka *k, int64_t version, const char *id, int32_t attempt,
+                          mc_outcome outcome)
+{
+    mc_result r = {.app_id = "a",
+                   .task_id = id,
+                   .attempt = attempt,
+                   .due_at = T0,
+                   .started_at = T0,
+                   .finished_at = T0 + 5,
+                   .http_status = outcome == MC_OUTCOME_SUCCEEDED ? 200 : 503,
+                   .outcome = outcome,
+                   .error = "",
+                   .version = version,
+                   .response_size = -1};
+    mc_buf b = {0};
+    mc_encode_result(&r, &b);
+    char key[256];
+    size_t kl = kit_key(id, key, sizeof key);
+    sim_append(k, kit_topic("results"), 0, key, kl, b.data, b.len, NULL, 0);
+    mc_buf_free(&b);
+}
+
+/* The wheel's position marker in `ready`. */
+static void append_marker(sim_kafka *k, int64_t position)
+{
+    char text[24];
+    int n = snprintf(text, sizeof text, "%lld", (long long)position);
+    mc_header h = {MC_WHEEL_POSITION_HEADER, text, (size_t)n};
+    sim_append(k, kit_topic("ready"), 0, NULL, 0, NULL, 0, &h, 1);
+}
+
+int main(void)
+{
+    sim_kafka *k = sim_kafka_new(1, T0);
+    mc_config *cfg = kit_config("view", flags);
+    sim_inst *v = sim_inst_new(k, &mc_view_processor, cfg, NULL);
+    CHECK(v && sim_assign_all(v) == 0);
+
+    /* done: submitted, routed, fired, succeeded. */
+    mc_task done = kit_task("done", T0 + 100, "http://h.example/cb");
+    int64_t done_v = kit_tasks_submit(k, 0, &done);
+    kit_wheel_submit(k, 0, done_v, &done, false);
+    kit_ready_submit(k, 0, done_v, &done);
+    append_result(k, done_v, "done", 1, MC_OUTCOME_SUCCEEDED);
+    /* far: in the store. */
+    mc_task far = kit_task("far", T0 + 86400000, "http://h.example/cb");
+    int64_t far_v = kit_tasks_submit(k, 0, &far);
+    kit_wheel_submit(k, 0, far_v, &far, true);
+    /* gone: a cancel the wheel has passed (its marker is past the cancel). */
+    mc_task gone = kit_task("gone", T0 + 60000, "http://h.example/cb");
+    int64_t gone_v = kit_tasks_submit(k, 0, &gone);
+    kit_wheel_submit(k, 0, gone_v, &gone, false);
+    int64_t cancel_v = kit_tasks_cancel(k, 0, "gone", T0);
+    int64_t cancel_at = kit_wheel_cancel(k, 0, cancel_v, "gone", T0);
+    /* The wheel's void of a stale far retry: a Cancel with an attempt header,
+     * which is no client's cancel. */
+    mc_wheel_entry void_entry = {
+        .version = far_v,
+        .command = {.kind = MC_CMD_CANCEL,
+                    .cancel = {.app_id = "a", .task_id = "far", .requested_at = T0}}};
+    mc_buf b = {0};
+    mc_encode_wheel_entry(&void_entry, &b);
+    mc_header attempt = {MC_ATTEMPT_HEADER, "2", 1};
+    sim_append(k, kit_topic("wheel"), 0, "a/far", 5, b.data, b.len, &attempt, 1);
+    mc_buf_free(&b);
+    append_marker(k, cancel_at + 1);
+    /* A command the router refuses (not http) re-submitting "done", and one
+     * keyed under "far" whose body names another task: neither is a version. */
+    mc_task bad = kit_task("done", T0 + 100, "ftp://h.example/cb");
+    kit_tasks_submit(k, 0, &bad);
+    mc_task other = kit_task("elsewhere", T0 + 100, "http://h.example/cb");
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = other};
+    mc_encode_command(&c, &b);
+    sim_append(k, kit_topic("tasks"), 0, "a/far", 5, b.data, b.len, NULL, 0);
+    mc_buf_free(&b);
+
+    CHECK(sim_settle(v, 50) == 0);
+    CHECK(sim_commit(v) == 0);
+    CHECK(strcmp(state_of(k, "done"), "succeeded") == 0, "%s", state_of(k, "done"));
+    CHECK(strcmp(state_of(k, "far"), "pendingStore") == 0, "%s", state_of(k, "far"));
+    CHECK(strcmp(state_of(k, "gone"), "cancelled") == 0, "%s", state_of(k, "gone"));
+    CHECK(strcmp(state_of(k, "elsewhere"), "none") == 0, "a record keyed a/far made no task");
+    mc_view_task *far_task = logged(k, "far", NULL);
+    CHECK(far_task && far_task->version == far_v && far_task->n_older == 0);
+    mc_view_task_free(far_task);
+
+    /* A new instance, restored from the changelog, answers the same: its
+     * gauge counts what it holds. */
+    sim_crash(v);
+    sim_inst *w = sim_inst_new(k, &mc_view_processor, cfg, NULL);
+    CHECK(w && sim_assign_all(w) == 0);
+    CHECK(sim_settle(w, 50) == 0);
+    CHECK(sim_gauge(w, "mooncake_view_tasks", NULL) == 3, "%g",
+          sim_gauge(w, "mooncake_view_tasks", NULL));
+    CHECK(strcmp(state_of(k, "gone"), "cancelled") == 0);
+    CHECK(sim_stop(w) == 0);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
+    return check_exit("test_view_sim");
+}
