@@ -377,6 +377,24 @@ uint64_t mc_schema_version_fingerprint(mc_schema_id id, int version)
 /* ---- misc ----------------------------------------------------------------------- */
 
 /* A static, human-readable name for a codec error. */
+const char *mc_outcome_name(int32_t outcome)
+{
+    switch (outcome) {
+    case MC_OUTCOME_SUCCEEDED:
+        return "SUCCEEDED";
+    case MC_OUTCOME_FAILED_WILL_RETRY:
+        return "FAILED_WILL_RETRY";
+    case MC_OUTCOME_FAILED_PERMANENTLY:
+        return "FAILED_PERMANENTLY";
+    case MC_OUTCOME_EXHAUSTED:
+        return "EXHAUSTED";
+    case MC_OUTCOME_CANCELLED:
+        return "CANCELLED";
+    default:
+        return "UNKNOWN";
+    }
+}
+
 const char *mc_codec_strerror(mc_codec_err e)
 {
     switch (e) {

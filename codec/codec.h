@@ -125,6 +125,10 @@ typedef enum mc_outcome {
     MC_OUTCOME_CANCELLED = 4,
 } mc_outcome;
 
+/* The Result schema's name of an outcome ("SUCCEEDED", ...; "UNKNOWN" for
+ * a value it has none for). Static text; any thread. */
+const char *mc_outcome_name(int32_t outcome);
+
 /* results topic value: the execution log. */
 typedef struct mc_result {
     const char *app_id;

@@ -426,24 +426,6 @@ bool mc_view_state_final(mc_view_state s)
 
 /* ---- the answer ------------------------------------------------------------------ */
 
-static const char *outcome_name(int32_t outcome)
-{
-    switch (outcome) {
-    case MC_OUTCOME_SUCCEEDED:
-        return "SUCCEEDED";
-    case MC_OUTCOME_FAILED_WILL_RETRY:
-        return "FAILED_WILL_RETRY";
-    case MC_OUTCOME_FAILED_PERMANENTLY:
-        return "FAILED_PERMANENTLY";
-    case MC_OUTCOME_EXHAUSTED:
-        return "EXHAUSTED";
-    case MC_OUTCOME_CANCELLED:
-        return "CANCELLED";
-    default:
-        return "UNKNOWN";
-    }
-}
-
 static json_t *callback_json(const mc_callback *cb)
 {
     json_t *headers = json_object();
@@ -556,7 +538,7 @@ static json_t *call_json(const mc_view_call *c, const secrets *s)
     }
     json_t *j =
         json_pack("{s:i, s:s, s:i, s:I, s:I, s:I, s:s}", "attempt", (int)c->attempt, "outcome",
-                  outcome_name(c->outcome), "httpStatus", (int)c->http_status, "startedAt",
+                  mc_outcome_name(c->outcome), "httpStatus", (int)c->http_status, "startedAt",
                   (json_int_t)c->started_at, "finishedAt", (json_int_t)c->finished_at, "latencyMs",
                   (json_int_t)(c->finished_at - c->started_at), "error", (const char *)error);
     if (j && c->response_size >= 0) {
@@ -573,7 +555,7 @@ static json_t *older_json(const mc_view_older *o, int64_t wheel_position)
     const char *state;
     if (o->last_attempt && o->last_attempt >= o->fired &&
         o->last_outcome != MC_OUTCOME_FAILED_WILL_RETRY)
-        state = outcome_name(o->last_outcome);
+        state = mc_outcome_name(o->last_outcome);
     else if (o->fired && o->last_attempt < o->fired)
         state = "calling";
     else

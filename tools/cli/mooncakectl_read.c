@@ -131,23 +131,6 @@ int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t
 
 /* ---- results and dead ----------------------------------------------------------- */
 
-static const char *outcome_name(mc_outcome o)
-{
-    switch (o) {
-    case MC_OUTCOME_SUCCEEDED:
-        return "SUCCEEDED";
-    case MC_OUTCOME_FAILED_WILL_RETRY:
-        return "FAILED_WILL_RETRY";
-    case MC_OUTCOME_FAILED_PERMANENTLY:
-        return "FAILED_PERMANENTLY";
-    case MC_OUTCOME_EXHAUSTED:
-        return "EXHAUSTED";
-    case MC_OUTCOME_CANCELLED:
-        return "CANCELLED";
-    }
-    return "?";
-}
-
 typedef struct reader {
     ctl *c;
     bool dead; /* dead letters, else results */
@@ -257,7 +240,7 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
             json_object_set_new(j, "app_id", json_string(res.app_id));
             json_object_set_new(j, "task_id", json_string(res.task_id));
             json_object_set_new(j, "attempt", json_integer(res.attempt));
-            json_object_set_new(j, "outcome", json_string(outcome_name(res.outcome)));
+            json_object_set_new(j, "outcome", json_string(mc_outcome_name(res.outcome)));
             json_object_set_new(j, "http_status", json_integer(res.http_status));
             json_object_set_new(j, "due_at", json_integer(res.due_at));
             json_object_set_new(j, "started_at", json_integer(res.started_at));
@@ -294,7 +277,7 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
         snprintf(took, sizeof took, "%" PRId64, res.finished_at - res.started_at);
     answer_text(&res, answer, sizeof answer);
     printf("%-24s %-40s %7d %-18s %4s %6s %s%s\n", when, key, (int)res.attempt,
-           outcome_name(res.outcome), res.http_status ? status : "-", took, error, answer);
+           mc_outcome_name(res.outcome), res.http_status ? status : "-", took, error, answer);
     return 0;
 }
 
