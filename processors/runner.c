@@ -1474,8 +1474,8 @@ static rd_kafka_t *make_consumer(mc_runner *r, char *err, size_t errlen)
     if (r->proc->advertises) {
         char id[512], why[256];
         if (mc_advertised_client_id(cfg, id, sizeof id, why, sizeof why) != 0)
-            mc_log(&r->logger, MC_LOG_WARN, "other instances cannot forward questions here",
-                   "why", why, (const char *)NULL);
+            mc_log(&r->logger, MC_LOG_WARN, "other instances cannot forward questions here", "why",
+                   why, (const char *)NULL);
         else if (mc_kafka_conf_set(cc, "client.id", id, err, errlen))
             goto fail;
     }

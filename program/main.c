@@ -493,7 +493,8 @@ int main(int argc, char **argv)
         snprintf(port, sizeof port, "%u", mc_http_port(http));
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
-    if ((needs_topics || cfg.create_topics) && mc_topics_ensure(&cfg, &lg, has_view, err, sizeof err) != 0) {
+    if ((needs_topics || cfg.create_topics) &&
+        mc_topics_ensure(&cfg, &lg, has_view, err, sizeof err) != 0) {
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
