@@ -383,9 +383,12 @@ mc_view_state mc_view_task_state(const mc_view_task *t, int64_t wheel_position, 
         int64_t fired_due = t->scheduled == t->fired ? t->scheduled_due : t->due_at;
         return now_ms < fired_due ? MC_VIEW_HELD : MC_VIEW_CALLING;
     }
-    if (cancel)
-        return wheel_passed(t->command_wheel_at, wheel_position) ? MC_VIEW_CANCELLED
-                                                                 : MC_VIEW_CANCEL_REQUESTED;
+    if (cancel && wheel_passed(t->command_wheel_at, wheel_position))
+        return MC_VIEW_CANCELLED;
+    /* cancelRequested promises "not called": a task called before the
+     * cancel (a failed attempt waiting for its next) is still retrying. */
+    if (cancel && !t->fired)
+        return MC_VIEW_CANCEL_REQUESTED;
     if (c) /* the last attempt failed and another follows */
         return MC_VIEW_RETRYING;
     switch (t->route) {
@@ -453,12 +456,19 @@ typedef struct secrets {
     size_t n;
 } secrets;
 
+/* Kept longest first, so a secret that begins another does not cut it. */
 static void add_secret(secrets *s, const char *v, size_t len)
 {
-    if (len >= MIN_SECRET_LEN && s->n < MAX_SECRETS) {
-        s->v[s->n] = v;
-        s->len[s->n++] = len;
+    if (len < MIN_SECRET_LEN || s->n == MAX_SECRETS)
+        return;
+    size_t at = s->n++;
+    while (at > 0 && s->len[at - 1] < len) {
+        s->v[at] = s->v[at - 1];
+        s->len[at] = s->len[at - 1];
+        at--;
     }
+    s->v[at] = v;
+    s->len[at] = len;
 }
 
 static void collect_secrets(const mc_callback *cb, char *url, secrets *s)
@@ -527,12 +537,20 @@ static bool scrub(const uint8_t *b, size_t n, const secrets *s, uint8_t **out, s
     return true;
 }
 
-static json_t *call_json(const mc_view_call *c, const secrets *s)
+/* with_body false: the task's secrets are not known (its bytes were not
+ * kept), so what the endpoint echoed cannot be scrubbed: leave it out. */
+static json_t *call_json(const mc_view_call *c, const secrets *s, bool with_body)
 {
     uint8_t *error = NULL, *body = NULL;
     size_t error_len = 0, body_len = 0;
-    if (!scrub((const uint8_t *)c->error, strlen(c->error), s, &error, &error_len) ||
-        !scrub(c->body ? c->body : (const uint8_t *)"", c->body_len, s, &body, &body_len)) {
+    if (!with_body) {
+        char *said = mc_text_redacted(c->error);
+        error = (uint8_t *)said;
+        error_len = said ? strlen(said) : 0;
+        if (!said)
+            return NULL;
+    } else if (!scrub((const uint8_t *)c->error, strlen(c->error), s, &error, &error_len) ||
+               !scrub(c->body ? c->body : (const uint8_t *)"", c->body_len, s, &body, &body_len)) {
         free(error);
         return NULL;
     }
@@ -543,7 +561,8 @@ static json_t *call_json(const mc_view_call *c, const secrets *s)
                   (json_int_t)(c->finished_at - c->started_at), "error", (const char *)error);
     if (j && c->response_size >= 0) {
         json_object_set_new(j, "responseSize", json_integer(c->response_size));
-        mc_json_set_bytes(j, "responseBody", body, body_len);
+        if (with_body)
+            mc_json_set_bytes(j, "responseBody", body, body_len);
     }
     free(error);
     free(body);
@@ -612,7 +631,7 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
     }
     json_t *calls = json_array();
     for (uint32_t i = 0; i < t->n_calls; i++)
-        json_array_append_new(calls, call_json(&t->calls[i], &secret));
+        json_array_append_new(calls, call_json(&t->calls[i], &secret, url_copy != NULL));
     json_object_set_new(j, "attempts", calls);
     /* The secrets point into the decoded task: free it only now. */
     free(url_copy);

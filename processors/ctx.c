@@ -163,6 +163,12 @@ int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
     return ctx->ops->stable_ends(ctx, topic_suffixes, n, partition, ends, timeout_ms, err, errlen);
 }
 
+int64_t mc_ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
+                              int timeout_ms, char *err, size_t errlen)
+{
+    return ctx->ops->high_watermark(ctx, topic_suffix, partition, timeout_ms, err, errlen);
+}
+
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
 {
     return ctx->ops->position(ctx, topic, partition);

@@ -215,8 +215,9 @@ int mc_ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partiti
                    mc_restore_fn fn, void *arg, mc_restore_stats *stats);
 /* The partition count of topic (by suffix), or -1 with a reason in err. */
 int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen);
-/* Where a partition of topic (by suffix) ends now (its high watermark, one
- * broker round trip), or -1 with a reason in err. Cheap enough to ask every
+/* Where a partition of topic (by suffix) ends now for a read_committed
+ * reader (its last stable offset; one broker round trip), or -1 with a
+ * reason in err. Cheap enough to ask every
  * few seconds whether a small topic changed before restoring it again. */
 int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
                           size_t errlen);
@@ -234,6 +235,13 @@ int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *par
  * moment has been delivered. -1 when not assigned or not known yet. */
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition);
 
+/* Where partition `partition` of topic (by suffix) ends for a
+ * read_uncommitted reader (its high watermark): past the records of
+ * transactions still open, as a non-transactional writer's acknowledged
+ * record may lie behind one. One request of at most timeout_ms; -1 with a
+ * reason in err. The processor's thread. */
+int64_t mc_ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
+                              int timeout_ms, char *err, size_t errlen);
 /* Where partition `partition` of each of n topics (by suffix) ends for a
  * read_committed reader (its last stable offset), asked in one request per
  * broker that waits at most timeout_ms: ends[i] for topic_suffixes[i].

@@ -732,6 +732,26 @@ static void restore_tick(void *arg)
     ctx_alive(arg);
 }
 
+/* The restorer's read_uncommitted handle answers high watermarks: the
+ * consumer's and the producer's are read_committed (librdkafka's default)
+ * and are told last stable offsets. */
+static mc_restorer *restorer_of(mc_runner *r, char *err, size_t errlen)
+{
+    if (!r->restorer)
+        r->restorer = mc_restorer_new(r->cfg, &r->logger, err, errlen);
+    return r->restorer;
+}
+
+static int64_t ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
+                                  int timeout_ms, char *err, size_t errlen)
+{
+    mc_runner *r = RUNNER_OF(ctx);
+    char topic[256];
+    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
+    mc_restorer *rs = restorer_of(r, err, errlen);
+    return rs ? mc_restorer_high_watermark(rs, topic, partition, timeout_ms, err, errlen) : -1;
+}
+
 static int ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                        mc_restore_fn fn, void *arg, mc_restore_stats *stats)
 {
@@ -874,6 +894,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .partition_count = ctx_partition_count,
     .end_offset = ctx_end_offset,
     .position = ctx_position,
+    .high_watermark = ctx_high_watermark,
     .stable_ends = ctx_stable_ends,
     .end_offsets = ctx_end_offsets,
 };

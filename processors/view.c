@@ -354,9 +354,8 @@ static bool read_ends(view *v, question *q, mc_ctx *ctx)
     int64_t high = -1;
     if (mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->partition, q->ends, END_OFFSET_TIMEOUT_MS,
                            err, sizeof err) == 0 &&
-        mc_ctx_end_offsets(ctx, view_inputs[IN_TASKS], &q->partition, 1, &high,
-                           END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0 &&
-        high >= 0) {
+        (high = mc_ctx_high_watermark(ctx, view_inputs[IN_TASKS], q->partition,
+                                      END_OFFSET_TIMEOUT_MS, err, sizeof err)) >= 0) {
         if (high > q->ends[IN_TASKS])
             q->ends[IN_TASKS] = high;
         return true;
@@ -437,6 +436,13 @@ static int on_questions(void *arg, int fd, int revents, mc_ctx *ctx)
                    sentence("this view instance does not hold the partition of '%.400s'", q->key));
             continue;
         }
+        if (mc_ctx_now_ms(ctx) >= q->deadline_ms) {
+            /* Waited while the view was busy (a restore): its asker has
+             * given up, or is about to. */
+            mc_counter_add(v->behind, 1);
+            finish(v, q, 503, sentence("the view was busy%s; ask again", ""));
+            continue;
+        }
         if (!read_ends(v, q, ctx)) {
             finish(v, q, 503, sentence("the broker did not say where the view's input ends%s", ""));
             continue;
@@ -491,11 +497,17 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
      * key, whoever wrote it, and must not stand in for the real one. */
     char why[256];
     if (c.kind == MC_CMD_CANCEL)
-        return keyed_by_ids(r, c.cancel.app_id, c.cancel.task_id) &&
+        return mc_task_ids_ok(c.cancel.app_id, c.cancel.task_id, &mc_task_avro_names, why,
+                              sizeof why) &&
+               keyed_by_ids(r, c.cancel.app_id, c.cancel.task_id) &&
                mc_view_task_cancelled(t, r->offset, c.cancel.requested_at);
+    /* The due-time bounds against the record's time, close to when the
+     * router (and the gateway) judged it, not the view's, which may read it
+     * long after (a replay). */
+    (void)ctx;
     if (!keyed_by_ids(r, c.submit.app_id, c.submit.task_id) ||
-        !mc_task_ok(&c.submit, mc_ctx_now_ms(ctx), mc_ctx_config(ctx)->max_due_ms,
-                    &mc_task_avro_names, why, sizeof why))
+        !mc_task_ok(&c.submit, r->timestamp_ms, mc_ctx_config(ctx)->max_due_ms, &mc_task_avro_names,
+                    why, sizeof why))
         return false;
     mc_buf_reset(&v->buf);
     if (mc_encode_stored_task(&(mc_stored_task){r->offset, c.submit}, &v->buf) != 0)
@@ -704,7 +716,31 @@ typedef struct restoring {
     view *v;
     view_part **parts;
     int64_t now;
+    /* Keys held at a partition that is no longer their home: partition,
+     * key length, key, one after another. */
+    uint8_t *moved;
+    size_t moved_len, moved_cap;
 } restoring;
+
+static void note_moved(restoring *rs, int32_t partition, const void *key, size_t key_len)
+{
+    size_t need = rs->moved_len + sizeof partition + sizeof(uint32_t) + key_len;
+    if (need > rs->moved_cap) {
+        size_t cap = rs->moved_cap ? rs->moved_cap * 2 : 4096;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *grown = realloc(rs->moved, cap);
+        if (!grown)
+            return; /* kept until the next restore */
+        rs->moved = grown;
+        rs->moved_cap = cap;
+    }
+    uint32_t len = (uint32_t)key_len;
+    memcpy(rs->moved + rs->moved_len, &partition, sizeof partition);
+    memcpy(rs->moved + rs->moved_len + sizeof partition, &len, sizeof len);
+    memcpy(rs->moved + rs->moved_len + sizeof partition + sizeof len, key, key_len);
+    rs->moved_len = need;
+}
 
 static void restore_one(void *arg, const mc_record *m)
 {
@@ -732,6 +768,13 @@ static void restore_one(void *arg, const mc_record *m)
     if (!m->value)
         return;
     const char *why = NULL;
+    if (mc_key_partition(m->key, m->key_len, rs->v->partitions) != p->partition) {
+        /* Its partition count grew: the key lives elsewhere now, where the
+         * moved records rebuild it. Forget it here (a tombstone after the
+         * restore), or it would stay forever. */
+        note_moved(rs, p->partition, m->key, m->key_len);
+        return;
+    }
     mc_view_task *t = mc_view_task_decode(m->key, m->key_len, m->value, m->value_len, &why);
     if (!t) {
         char off[24];
@@ -756,6 +799,24 @@ static bool whole(const view *v, const rd_kafka_topic_partition_list_t *parts, i
     return seen == N_INPUTS;
 }
 
+/* Tombstones, in the changelog partition each was read from, the keys a
+ * restore found away from their home. */
+static int forget_moved(view *v, const restoring *rs, mc_ctx *ctx)
+{
+    for (size_t at = 0; at < rs->moved_len;) {
+        int32_t partition;
+        uint32_t len;
+        memcpy(&partition, rs->moved + at, sizeof partition);
+        memcpy(&len, rs->moved + at + sizeof partition, sizeof len);
+        const uint8_t *key = rs->moved + at + sizeof partition + sizeof len;
+        if (mc_ctx_forward(ctx, v->changelog, partition, key, len, NULL, 0) != 0)
+            return -1;
+        mc_counter_add(v->forgotten, 1);
+        at += sizeof partition + sizeof len + len;
+    }
+    return 0;
+}
+
 static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     view *v = self;
@@ -763,8 +824,10 @@ static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     char err[256];
     /* Read again at every assignment: a growth of the partition count moves
      * keys, and then comes with a rebalance. */
-    v->partitions = mc_ctx_partition_count(ctx, "results", err, sizeof err);
-    if (v->partitions <= 0) {
+    int32_t count = mc_ctx_partition_count(ctx, "results", err, sizeof err);
+    if (count > 0) {
+        v->partitions = count;
+    } else if (v->partitions <= 0) {
         mc_log(v->logger, MC_LOG_ERROR, "cannot read the partition count", "error", err,
                (const char *)NULL);
         return -1;
@@ -804,11 +867,14 @@ static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     }
     int rc = 0;
     if (n) {
-        restoring rs = {v, fresh, now};
+        restoring rs = {v, fresh, now, NULL, 0, 0};
         mc_restore_stats st;
         rc = mc_ctx_restore(ctx, "views", ids, n, restore_one, &rs, &st);
         if (rc == 0)
             mc_gauge_set(v->restore_seconds, st.seconds);
+        if (rc == 0)
+            rc = forget_moved(v, &rs, ctx);
+        free(rs.moved);
     }
     free(fresh);
     free(ids);

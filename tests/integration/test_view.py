@@ -270,6 +270,32 @@ def test_an_acknowledged_write_is_in_the_next_answer_and_pending_means_not_calle
         server.close()
 
 
+def test_a_write_acknowledged_behind_an_open_transaction_is_in_the_answer():
+    """The gateway's writes are not transactional: one acknowledged while another
+    writer's transaction is open on the partition lies past its last stable offset.
+    The answer waits for that transaction to end, and then has the write."""
+    from confluent_kafka import Producer
+    env = Env(partitions=1)
+    try:
+        p = start_all(env)
+        port = p.http_port
+        tx = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": env.prefix + "tx",
+                       "log_level": 3})
+        tx.init_transactions(30)
+        tx.begin_transaction()
+        tx.produce(env.topic("tasks"), key=b"shop/in-txn",
+                   value=submit_value(task("shop", "in-txn", now_ms() + 60_000)))
+        tx.flush(10)
+        submit(port, "behind", now_ms() + 40_000, {"url": "http://127.0.0.1:9/x"})
+        threading.Timer(1.0, lambda: tx.commit_transaction(30)).start()
+        t0 = time.time()
+        a = ask(port, "behind")
+        assert a.status == 200 and a.json["data"]["uuid"] == "behind", a
+        assert time.time() - t0 > 0.8, "answered before the transaction ended"
+    finally:
+        env.stop_all()
+
+
 def test_the_view_survives_kill_9_and_moves_between_instances():
     env = Env()
     server = CallbackServer()
@@ -384,6 +410,7 @@ if __name__ == "__main__":
     run([test_each_state_is_answered,
          test_questions_are_checked_and_tokens_see_their_app_only,
          test_an_acknowledged_write_is_in_the_next_answer_and_pending_means_not_called,
+         test_a_write_acknowledged_behind_an_open_transaction_is_in_the_answer,
          test_the_view_survives_kill_9_and_moves_between_instances,
          test_an_engine_without_a_view_needs_no_views_topic,
          test_a_slow_question_does_not_hold_up_submits,

@@ -736,6 +736,13 @@ static int64_t sim_ctx_position(mc_ctx *ctx, const char *topic, int32_t partitio
     return ip && ip->assigned ? ip->fetch : -1;
 }
 
+static int64_t sim_ctx_high_watermark(mc_ctx *ctx, const char *suffix, int32_t partition,
+                                      int timeout_ms, char *err, size_t errlen)
+{
+    (void)timeout_ms;
+    return sim_ctx_end_offset(ctx, suffix, partition, err, errlen);
+}
+
 static int sim_ctx_stable_ends(mc_ctx *ctx, const char *const *suffixes, size_t n,
                                int32_t partition, int64_t *ends, int timeout_ms, char *err,
                                size_t errlen)
@@ -772,6 +779,7 @@ static const mc_ctx_ops sim_ops = {
     .partition_count = sim_ctx_partition_count,
     .end_offset = sim_ctx_end_offset,
     .position = sim_ctx_position,
+    .high_watermark = sim_ctx_high_watermark,
     .stable_ends = sim_ctx_stable_ends,
     .end_offsets = sim_ctx_end_offsets,
 };
