@@ -37,11 +37,13 @@ static mc_view_task *logged(sim_kafka *k, const char *id, int64_t *wheel_positio
         if (r[i].key_len == kl && memcmp(r[i].key, key, kl) == 0)
             last = &r[i];
     }
-    if (!last || !last->value)
-        return NULL;
-    const char *why = NULL;
-    mc_view_task *t = mc_view_task_decode(key, kl, last->value, last->value_len, &why);
-    CHECK(t != NULL, "the changelog record of %s is unreadable: %s", id, why);
+    mc_view_task *t = NULL;
+    if (last && last->value) {
+        const char *why = NULL;
+        t = mc_view_task_decode(key, kl, last->value, last->value_len, &why);
+        CHECK(t != NULL, "the changelog record of %s is unreadable: %s", id, why);
+    }
+    free(r);
     return t;
 }
 
