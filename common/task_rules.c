@@ -155,3 +155,23 @@ bool mc_header_reserved(const char *name)
             return true;
     return false;
 }
+
+/* The record key must be exactly app_id/task_id: the key picks the partition,
+ * and a cancel must land where its submit did. */
+bool mc_record_keyed_by(const mc_record *m, const char *app_id, const char *task_id, char *why,
+                        size_t whylen)
+{
+    char key[1024];
+    size_t n = mc_task_key(app_id, task_id, key, sizeof key);
+    if (n >= sizeof key) {
+        snprintf(why, whylen, "app_id/task_id is longer than %zu bytes", sizeof key - 1);
+        return false;
+    }
+    if (!m->key || m->key_len != n || memcmp(m->key, key, n) != 0) {
+        snprintf(why, whylen, "record key '%.*s' is not app_id/task_id '%.200s'",
+                 m->key ? (int)(m->key_len > 200 ? 200 : m->key_len) : 6,
+                 m->key ? (const char *)m->key : "(none)", key);
+        return false;
+    }
+    return true;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "record.h"
 
 /* Earliest due time accepted: 2000-01-01, so a seconds-for-milliseconds mix-up
  * (1.7e9 instead of 1.7e12) is caught instead of firing at once. */
@@ -32,6 +33,11 @@ extern const mc_task_field_names mc_task_avro_names;
  * must split back into the two. On failure writes a reason into why. */
 bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field_names *names,
                     char *why, size_t whylen);
+/* Whether record m's key is exactly app_id/task_id: the key picks the
+ * partition, and a cancel must land where its submit did. On failure
+ * writes a reason into why. Any thread. */
+bool mc_record_keyed_by(const mc_record *m, const char *app_id, const char *task_id, char *why,
+                        size_t whylen);
 /* Checks every field of a submitted task at time now (epoch ms); a task due
  * more than max_due_ms ahead is refused. On failure writes a reason naming
  * the field into why. */

@@ -487,26 +487,6 @@ static void router_destroy(void *self)
     free(r);
 }
 
-/* The record key must be exactly app_id/task_id: the key picks the partition,
- * and a cancel must land where its submit did. */
-static bool key_matches(const mc_record *m, const char *app_id, const char *task_id, char *why,
-                        size_t whylen)
-{
-    char key[1024];
-    size_t n = mc_task_key(app_id, task_id, key, sizeof key);
-    if (n >= sizeof key) {
-        snprintf(why, whylen, "app_id/task_id is longer than %zu bytes", sizeof key - 1);
-        return false;
-    }
-    if (!m->key || m->key_len != n || memcmp(m->key, key, n) != 0) {
-        snprintf(why, whylen, "record key '%.*s' is not app_id/task_id '%.200s'",
-                 m->key ? (int)(m->key_len > 200 ? 200 : m->key_len) : 6,
-                 m->key ? (const char *)m->key : "(none)", key);
-        return false;
-    }
-    return true;
-}
-
 /* One debug line per routed command, with its key, version and where it
  * went; formatted only when debug logging is on. */
 static void log_routed(mc_ctx *ctx, const mc_record *m, const char *what)
@@ -601,7 +581,7 @@ static command_read read_command(router *r, const mc_record *m, int64_t now, mc_
     bool ok = cmd->kind == MC_CMD_SUBMIT
                   ? mc_task_ok(&cmd->submit, now, r->max_due_ms, &mc_task_avro_names, why, whylen)
                   : mc_task_ids_ok(app, tid, &mc_task_avro_names, why, whylen);
-    return ok && key_matches(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
+    return ok && mc_record_keyed_by(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
 }
 
 static int router_process(void *self, const mc_record *m, mc_ctx *ctx)

@@ -478,15 +478,6 @@ static mc_view_task *task_for(view_part *p, const void *key, size_t len, bool cr
     return t;
 }
 
-/* Whether the command's ids are its record's key: the router dead-letters
- * any other, so it is no version of the key. */
-static bool keyed_by_ids(const mc_record *r, const char *app_id, const char *task_id)
-{
-    char key[1024];
-    size_t n = mc_task_key(app_id, task_id, key, sizeof key);
-    return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
-}
-
 static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx)
 {
     mc_command c;
@@ -499,13 +490,13 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
     if (c.kind == MC_CMD_CANCEL)
         return mc_task_ids_ok(c.cancel.app_id, c.cancel.task_id, &mc_task_avro_names, why,
                               sizeof why) &&
-               keyed_by_ids(r, c.cancel.app_id, c.cancel.task_id) &&
+               mc_record_keyed_by(r, c.cancel.app_id, c.cancel.task_id, why, sizeof why) &&
                mc_view_task_cancelled(t, r->offset, c.cancel.requested_at);
     /* The due-time bounds against the record's time, close to when the
      * router (and the gateway) judged it, not the view's, which may read it
      * long after (a replay). */
     (void)ctx;
-    if (!keyed_by_ids(r, c.submit.app_id, c.submit.task_id) ||
+    if (!mc_record_keyed_by(r, c.submit.app_id, c.submit.task_id, why, sizeof why) ||
         !mc_task_ok(&c.submit, r->timestamp_ms, mc_ctx_config(ctx)->max_due_ms, &mc_task_avro_names,
                     why, sizeof why))
         return false;
