@@ -185,6 +185,31 @@ int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, 
     return n;
 }
 
+int mc_list_end_offsets(rd_kafka_t *rk, const char *const *topics, size_t n_topics,
+                        const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                        int timeout_ms, char *err, size_t errlen)
+{
+    size_t n = n_topics * n_partitions;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
+    for (size_t p = 0; p < n_partitions; p++)
+        for (size_t t = 0; t < n_topics; t++)
+            rd_kafka_topic_partition_list_add(l, topics[t], partitions[p])->offset =
+                RD_KAFKA_OFFSET_END;
+    rd_kafka_resp_err_t e = n ? rd_kafka_offsets_for_times(rk, l, timeout_ms) : 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rd_kafka_topic_partition_t *p = &l->elems[i];
+        ends[i] = !e && !p->err && p->offset >= 0 ? p->offset : -1;
+        if (ends[i] < 0 && rc == 0) {
+            snprintf(err, errlen, "%s [%d]: %s", p->topic, (int)p->partition,
+                     rd_kafka_err2str(e ? e : p->err));
+            rc = -1;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
 /* Partition count of topic from metadata; -1 if the topic does not exist. */
 static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
 {

@@ -82,6 +82,16 @@ mc_record mc_kafka_record(const rd_kafka_message_t *m, const char *topic);
 int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
                              size_t errlen);
 
+/* Where each partition of each topic (full names) ends, in one ListOffsets
+ * per leader of at most timeout_ms (rd_kafka_offsets_for_times passes the
+ * timestamp "latest" through): the high watermark, or the last stable
+ * offset when rk is a read_committed consumer. ends[p * n_topics + t] for
+ * partitions[p] of topics[t]. 0, or -1 with the first problem in err (that
+ * end -1). Any thread that owns rk's use. */
+int mc_list_end_offsets(rd_kafka_t *rk, const char *const *topics, size_t n_topics,
+                        const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                        int timeout_ms, char *err, size_t errlen);
+
 /* Creates the missing topics (partitions, cleanup policy, retention) and
  * checks their partition counts: mooncake keeps a task in the same
  * partition number on every topic, so every topic after tasks has one

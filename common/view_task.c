@@ -643,6 +643,32 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
     return j;
 }
 
+json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms)
+{
+    json_t *j = mc_view_task_json(t, wheel_position, now_ms);
+    if (!j)
+        return NULL;
+    json_t *calls = json_object_get(j, "attempts");
+    size_t n = json_array_size(calls);
+    if (n)
+        json_object_set(j, "lastAttempt", json_array_get(calls, n - 1));
+    json_object_del(j, "attempts");
+    json_object_del(j, "olderVersions");
+    json_object_del(j, "metadata");
+    json_object_del(j, "retry");
+    /* The page's order and cursor need both, even when the task's bytes
+     * were never seen (a key known from its Results only). */
+    const char *slash = memchr(t->key, '/', t->node.key_len);
+    if (!json_object_get(j, "uuid") && slash) {
+        json_object_set_new(j, "appId", json_stringn(t->key, (size_t)(slash - t->key)));
+        json_object_set_new(
+            j, "uuid", json_stringn(slash + 1, t->node.key_len - (size_t)(slash + 1 - t->key)));
+    }
+    if (!json_object_get(j, "dueAt"))
+        json_object_set_new(j, "dueAt", json_integer(t->due_at));
+    return j;
+}
+
 /* ---- the changelog ------------------------------------------------------------------ */
 
 /* The value: "MV1", then the fields below in order, integers as zig-zag

@@ -159,6 +159,11 @@ bool mc_view_state_final(mc_view_state s);
  * Caller owns the JSON. */
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
 
+/* One line of GET /api/tasks: the answer above without the attempts (their
+ * count, and the last one as lastAttempt), older versions, metadata and
+ * retry policy. Caller owns the JSON. */
+json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
+
 /* ---- the changelog ------------------------------------------------------------ */
 
 /* Appends the task's changelog value to out. 0, or -1 on ENOMEM. */

@@ -70,6 +70,8 @@ typedef enum route_id {
     R_JOBS_PREVIEW,
     R_JOBS_LIST,
     R_TASK,
+    R_TASKS,
+    R_STATS,
     R_OTHER,
     N_ROUTES
 } route_id;
@@ -94,6 +96,8 @@ static const route routes[N_ROUTES] = {
     [R_JOBS_PREVIEW] = {"/jobs/preview", "POST", "POST"},
     [R_JOBS_LIST] = {"/jobs", "GET", "GET, POST", "GET /jobs"},
     [R_TASK] = {"/api/task", "GET", "GET"},
+    [R_TASKS] = {"/api/tasks", "GET", "GET"},
+    [R_STATS] = {"/api/stats", "GET", "GET"},
     [R_OTHER] = {"other", NULL, NULL},
 };
 
@@ -130,9 +134,8 @@ struct mc_gateway {
     mc_zone_cache *zones;
     pthread_mutex_t zones_lock;
     mc_jobs_view *jobs_view;  /* NULL: --gateway-jobs-view false */
-    mc_task_asker ask_task;   /* NULL: no view in this process */
+    mc_view_asker view;       /* its functions NULL: no view in this process */
     mc_view_forward *forward; /* to the view instance holding a key's partition */
-    void *ask_task_cls;
 
     pthread_t delivery_thread;
     bool delivery_started;
@@ -184,8 +187,12 @@ typedef struct request {
     mc_buf out;
     pthread_mutex_t lock; /* orders suspend (handler) before resume (delivery) */
     rd_kafka_resp_err_t delivery_err;
-    /* GET /api/task: the question (copied for ask_thread) and its answer. */
+    /* GET /api/task, /api/tasks, /api/stats: the question (copied for
+     * ask_thread) and its answer. */
     char *q_app, *q_uuid, *q_auth;
+    mc_tasks_query *q_tasks; /* its strings point into q_args */
+    char *q_query;           /* what q_tasks asks, as a query string */
+    char *q_args;
     bool q_forwarded, q_relayed;
     int q_status;
     char *q_body;
@@ -349,6 +356,9 @@ static void request_free(request *rq)
     free(rq->q_uuid);
     free(rq->q_auth);
     free(rq->q_body);
+    free(rq->q_tasks);
+    free(rq->q_query);
+    free(rq->q_args);
     mc_buf_free(&rq->out);
     pthread_mutex_destroy(&rq->lock);
     free(rq);
@@ -428,7 +438,8 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
                                 "/inner/submit needs an inner token (MOONCAKE_INNER_TOKENS)");
             return true;
         }
-        if (rq->route != R_INNER_SUBMIT && rq->route != R_TASK && rq->grant.inner) {
+        if (rq->route != R_INNER_SUBMIT && rq->route != R_TASK && rq->route != R_TASKS &&
+            rq->route != R_STATS && rq->grant.inner) {
             *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
                                 "inner tokens are for /inner/submit; use the app's token here");
             return true;
@@ -836,6 +847,106 @@ static enum MHD_Result take_query_arg(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+static enum MHD_Result start_asking(request *rq);
+
+/* The partitions a view answer says it answered for, marked in covered
+ * (n of them); false when it names one outside or twice. */
+static bool mark_covered(const json_t *answer, bool *covered, int32_t n)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(answer, "partitions"), i, p)
+    {
+        json_int_t id = json_integer_value(p);
+        if (!json_is_integer(p) || id < 0 || id >= n || covered[id])
+            return false;
+        covered[id] = true;
+    }
+    return true;
+}
+
+/* GET /api/tasks or /api/stats: the view of this process answers for the
+ * partitions it holds, the instances holding the others for theirs (all at
+ * once), and the answers are merged into one. A question forwarded here
+ * names its partitions and gets this view's answer for exactly those. The
+ * status, and in *body the data (JSON) or a sentence. */
+static int gather(request *rq, char **body)
+{
+    mc_gateway *g = rq->g;
+    const mc_tasks_query *q = rq->q_tasks;
+    bool stats = rq->route == R_STATS;
+    char why[300];
+    *body = NULL;
+    int32_t n = q->has_partitions ? (int32_t)q->n_partitions
+                                  : mc_view_forward_count(g->forward, why, sizeof why);
+    if (n <= 0) {
+        *body = strdup(why);
+        return 503;
+    }
+    json_t **answers = calloc((size_t)n + 1, sizeof *answers);
+    bool *covered = calloc((size_t)n, sizeof *covered);
+    int32_t *missing = calloc((size_t)n, sizeof *missing);
+    size_t n_answers = 0, n_missing = 0;
+    int status = 200;
+    if (!answers || !covered || !missing) {
+        status = 500;
+        *body = strdup("out of memory");
+        goto out;
+    }
+    char *local = NULL;
+    int local_status = 503;
+    if (g->view.tasks)
+        local_status = g->view.tasks(g->view.cls, &q->filter, stats, q->partitions, q->n_partitions,
+                                     TASK_QUESTION_TIMEOUT_MS, &local);
+    json_t *mine = local_status == 200 ? json_loads(local, 0, NULL) : NULL;
+    if (q->has_partitions) {
+        /* Forwarded: all of them here, or the asker looks again. */
+        size_t held = json_array_size(json_object_get(mine, "partitions"));
+        json_decref(mine);
+        if (mine && held == q->n_partitions) {
+            *body = local;
+        } else {
+            free(local);
+            status = 503;
+            *body = strdup("the view's partitions are moving; ask again");
+        }
+        goto out;
+    }
+    free(local);
+    if (mine) {
+        if (!mark_covered(mine, covered, n)) {
+            /* The view counts partitions differently (a growth under way). */
+            json_decref(mine);
+            status = 503;
+            *body = strdup("the view's partition count is changing; ask again");
+            goto out;
+        }
+        answers[n_answers++] = mine;
+    }
+    for (int32_t p = 0; p < n; p++)
+        if (!covered[p])
+            missing[n_missing++] = p;
+    status = mc_view_forward_gather(g->forward, routes[rq->route].path, rq->q_query, missing,
+                                    n_missing, rq->q_auth, answers, &n_answers, body);
+    if (status != 200)
+        goto out;
+    json_t *merged = stats ? mc_view_stats_merge(answers, n_answers, q->filter.app_id)
+                           : mc_view_list_merge(answers, n_answers, q->filter.limit);
+    *body = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
+    json_decref(merged);
+    if (!*body) {
+        status = 500;
+        *body = strdup("out of memory");
+    }
+out:
+    for (size_t i = 0; answers && i < n_answers; i++)
+        json_decref(answers[i]);
+    free(answers);
+    free(covered);
+    free(missing);
+    return status;
+}
+
 /* Asks the view of this process, or the instance holding the key's
  * partition (once: a forwarded question goes no further), and resumes the
  * connection with the answer in rq. Its own thread, detached. */
@@ -845,10 +956,13 @@ static void *ask_thread(void *arg)
     mc_gateway *g = rq->g;
     char *body = NULL;
     int status = 421;
-    if (g->ask_task)
-        status =
-            g->ask_task(g->ask_task_cls, rq->q_app, rq->q_uuid, TASK_QUESTION_TIMEOUT_MS, &body);
     bool relayed = false;
+    if (rq->q_tasks) {
+        status = gather(rq, &body);
+        goto answered;
+    }
+    if (g->view.task)
+        status = g->view.task(g->view.cls, rq->q_app, rq->q_uuid, TASK_QUESTION_TIMEOUT_MS, &body);
     if (status == 421) {
         free(body);
         body = NULL;
@@ -866,6 +980,7 @@ static void *ask_thread(void *arg)
                                          &relayed);
         }
     }
+answered:
     pthread_mutex_lock(&rq->lock);
     rq->q_status = status;
     rq->q_body = body;
@@ -897,9 +1012,69 @@ static enum MHD_Result answer_task(request *rq)
         !mc_grant_allows(g->tokens, &rq->grant, a.app_id))
         return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
                             a.app_id);
-    /* The question may wait seconds (a view catching up, a forward): on a
-     * thread of its own, with the connection suspended, so the HTTP threads
-     * go on serving submits meanwhile. */
+    rq->q_app = strdup(a.app_id);
+    rq->q_uuid = strdup(a.uuid);
+    if (!rq->q_app || !rq->q_uuid)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    return start_asking(rq);
+}
+
+/* GET /api/tasks and /api/stats: an app's tasks by due time, or counted,
+ * from every view instance (gather). */
+static enum MHD_Result answer_tasks(request *rq)
+{
+    mc_gateway *g = rq->g;
+    bool stats = rq->route == R_STATS;
+    query_args args = {0};
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_query_arg, &args);
+    if (args.too_many)
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "more than %d query parameters",
+                            MAX_QUERY_ARGS);
+    /* The checked query points into the arguments, which live as long as
+     * the connection's request: ask_thread gets copies of both. */
+    size_t total = 0;
+    for (size_t i = 0; i < args.n; i++)
+        total += strlen(args.kv[i].key) + (args.kv[i].value ? strlen(args.kv[i].value) : 0) + 2;
+    rq->q_args = malloc(total + 1);
+    rq->q_tasks = malloc(sizeof *rq->q_tasks);
+    if (!rq->q_args || !rq->q_tasks)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    char *at = rq->q_args;
+    for (size_t i = 0; i < args.n; i++) {
+        size_t kl = strlen(args.kv[i].key);
+        memcpy(at, args.kv[i].key, kl + 1);
+        args.kv[i].key = at;
+        at += kl + 1;
+        if (args.kv[i].value) {
+            size_t vl = strlen(args.kv[i].value);
+            memcpy(at, args.kv[i].value, vl + 1);
+            args.kv[i].value = at;
+            at += vl + 1;
+        }
+    }
+    char why[256];
+    mc_tasks_query *q = rq->q_tasks;
+    if (!mc_tasks_query_check(args.kv, args.n, stats, q, why, sizeof why))
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+    if (q->has_partitions &&
+        !MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MC_FORWARDED_HEADER))
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST,
+                            "partitions is only for mooncake's own instances asking each other");
+    if (!g->cfg->gateway_no_auth && !rq->grant.inner &&
+        !mc_grant_allows(g->tokens, &rq->grant, q->filter.app_id))
+        return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                            q->filter.app_id);
+    if (!(rq->q_query = mc_tasks_query_string(q, stats)))
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    return start_asking(rq);
+}
+
+/* Hands the question in rq to ask_thread: it may wait seconds (a view
+ * catching up, a forward), so on a thread of its own, with the connection
+ * suspended, and the HTTP threads go on serving submits meanwhile. */
+static enum MHD_Result start_asking(request *rq)
+{
+    mc_gateway *g = rq->g;
     const char *auth =
         MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (atomic_fetch_add(&g->asking, 1) >= MAX_QUESTIONS_IN_FLIGHT || atomic_load(&g->stopping)) {
@@ -908,8 +1083,6 @@ static enum MHD_Result answer_task(request *rq)
                             atomic_load(&g->stopping) ? "the gateway is shutting down"
                                                       : "too many task questions in flight");
     }
-    rq->q_app = strdup(a.app_id);
-    rq->q_uuid = strdup(a.uuid);
     rq->q_auth = auth ? strdup(auth) : NULL;
     rq->q_forwarded =
         MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MC_FORWARDED_HEADER) != NULL;
@@ -919,9 +1092,7 @@ static enum MHD_Result answer_task(request *rq)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_mutex_lock(&rq->lock);
     rq->phase = PH_ASKING;
-    int rc = rq->q_app && rq->q_uuid && (!auth || rq->q_auth)
-                 ? pthread_create(&tid, &attr, ask_thread, rq)
-                 : ENOMEM;
+    int rc = !auth || rq->q_auth ? pthread_create(&tid, &attr, ask_thread, rq) : ENOMEM;
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         rq->phase = PH_HEADERS;
@@ -943,8 +1114,11 @@ static enum MHD_Result answer_asked(request *rq)
     switch (rq->q_status) {
     case 200:
         return answer_ok(rq, body);
+    case 400:
+    case 401:
+    case 403:
     case 404:
-        return answer_error(rq, MHD_HTTP_NOT_FOUND, "%s", body ? body : "");
+        return answer_error(rq, (unsigned)rq->q_status, "%s", body ? body : "");
     case 503:
         return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", body ? body : "");
     default:
@@ -953,10 +1127,9 @@ static enum MHD_Result answer_asked(request *rq)
     }
 }
 
-void mc_gateway_set_task_asker(mc_gateway *g, mc_task_asker ask, void *cls)
+void mc_gateway_set_view(mc_gateway *g, const mc_view_asker *view)
 {
-    g->ask_task = ask;
-    g->ask_task_cls = cls;
+    g->view = *view;
 }
 
 static enum MHD_Result handle_post(request *rq)
@@ -1072,6 +1245,8 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         return answer_list(rq);
     if (rq->route == R_TASK)
         return answer_task(rq);
+    if (rq->route == R_TASKS || rq->route == R_STATS)
+        return answer_tasks(rq);
     return handle_post(rq);
 }
 

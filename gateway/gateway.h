@@ -16,6 +16,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
+#include "view_forward.h"
 
 typedef struct mc_gateway mc_gateway;
 
@@ -32,13 +33,9 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
 /* Fills the API part of the HTTP server's options (handler, threads, limits,
  * TLS); the caller sets port and metrics and starts the server. */
 void mc_gateway_http_options(mc_gateway *g, mc_http_options *ho);
-/* Answers "what is task app/task now?" (see processors/view.h): an HTTP
- * status and a body the caller frees (JSON for 200, a sentence otherwise). */
-typedef int (*mc_task_asker)(void *cls, const char *app_id, const char *task_id, int timeout_ms,
-                             char **body);
-/* Gives the gateway the view of its process, for GET /api/task. Before the
- * HTTP server starts. */
-void mc_gateway_set_task_asker(mc_gateway *g, mc_task_asker ask, void *cls);
+/* Gives the gateway the view of its process (copied), for GET /api/task,
+ * /api/tasks and /api/stats. Before the HTTP server starts. */
+void mc_gateway_set_view(mc_gateway *g, const mc_view_asker *view);
 /* Registers the gateway's /readyz and /healthz checks on the started server. */
 void mc_gateway_attach(mc_gateway *g, mc_http_server *http);
 /* Serves until mc_gateway_stop(): delivers acknowledgements and probes the

@@ -73,8 +73,7 @@ void mc_view_forward_free(mc_view_forward *f)
     free(f);
 }
 
-int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const char *task_id,
-                                  char *why, size_t whylen)
+int32_t mc_view_forward_count(mc_view_forward *f, char *why, size_t whylen)
 {
     int64_t now = mc_mono_ms();
     pthread_mutex_lock(&f->lock);
@@ -93,6 +92,15 @@ int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const 
             return -1;
         }
     }
+    return n;
+}
+
+int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const char *task_id,
+                                  char *why, size_t whylen)
+{
+    int32_t n = mc_view_forward_count(f, why, whylen);
+    if (n <= 0)
+        return -1;
     size_t need = mc_task_key(app_id, task_id, NULL, 0) + 1;
     char *key = malloc(need);
     if (!key) {
@@ -220,6 +228,42 @@ static int sentence(char **body, const char *why)
     return 503;
 }
 
+/* An easy handle for GET url with the forwarded mark and the client's
+ * Authorization, writing into a. *h is the header list to free after. */
+static CURL *forward_handle(const char *url, const char *authorization, answer_buf *a,
+                            struct curl_slist **h)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return NULL;
+    *h = curl_slist_append(NULL, MC_FORWARDED_HEADER ": 1");
+    if (authorization) {
+        size_t n = strlen(authorization) + 32;
+        char *line = malloc(n);
+        if (line) {
+            snprintf(line, n, "Authorization: %s", authorization);
+            *h = curl_slist_append(*h, line);
+            free(line);
+        }
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)FORWARD_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+    return c;
+}
+
+static void look_again(mc_view_forward *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->owners_at = 0;
+    pthread_mutex_unlock(&f->lock);
+}
+
 int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const char *task_id,
                         const char *authorization, char **body, bool *relayed)
 {
@@ -231,40 +275,21 @@ int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const
         return sentence(body, why);
     if (f->self[0] && strcmp(owner, f->self) == 0) {
         free(owner);
-        pthread_mutex_lock(&f->lock);
-        f->owners_at = 0;
-        pthread_mutex_unlock(&f->lock);
+        look_again(f);
         return sentence(body, "the view's partitions are moving; ask again");
     }
     const char *base = owner + strlen(MC_ADVERTISED_PREFIX);
-    CURL *c = curl_easy_init();
     answer_buf a = {0};
     struct curl_slist *h = NULL;
-    char *app = c ? curl_easy_escape(c, app_id, 0) : NULL;
-    char *uuid = c ? curl_easy_escape(c, task_id, 0) : NULL;
+    char *app = curl_easy_escape(NULL, app_id, 0);
+    char *uuid = curl_easy_escape(NULL, task_id, 0);
     size_t url_len = strlen(base) + (app ? strlen(app) : 0) + (uuid ? strlen(uuid) : 0) + 64;
     char *url = malloc(url_len);
-    int status = 503;
-    if (c && app && uuid && url) {
+    if (url && app && uuid)
         snprintf(url, url_len, "%s/api/task?appId=%s&uuid=%s", base, app, uuid);
-        h = curl_slist_append(h, MC_FORWARDED_HEADER ": 1");
-        if (authorization) {
-            size_t n = strlen(authorization) + 32;
-            char *line = malloc(n);
-            if (line) {
-                snprintf(line, n, "Authorization: %s", authorization);
-                h = curl_slist_append(h, line);
-                free(line);
-            }
-        }
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)FORWARD_TIMEOUT_MS);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+    CURL *c = url && app && uuid ? forward_handle(url, authorization, &a, &h) : NULL;
+    int status = 503;
+    if (c) {
         CURLcode rc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -278,12 +303,8 @@ int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const
                      (int)p, a.too_large ? "answer too large" : curl_easy_strerror(rc));
             status = sentence(body, why);
         }
-        if (status == 503) {
-            /* It may no longer hold the partition: look again next time. */
-            pthread_mutex_lock(&f->lock);
-            f->owners_at = 0;
-            pthread_mutex_unlock(&f->lock);
-        }
+        if (status == 503)
+            look_again(f); /* it may no longer hold the partition */
     } else {
         status = sentence(body, "out of memory");
     }
@@ -295,5 +316,142 @@ int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const
     if (c)
         curl_easy_cleanup(c);
     free(owner);
+    return status;
+}
+
+/* One instance's share of a gathered question. */
+typedef struct share {
+    char *owner; /* advertised client.id */
+    char *url;
+    CURL *easy;
+    struct curl_slist *headers;
+    answer_buf answer;
+} share;
+
+/* The shares of the n partitions: one per owner, with the URL asking it
+ * about its partitions. 0, or -1 with a sentence in why (a partition
+ * without an owner, or owned by this process: it is moving). */
+static int split(mc_view_forward *f, const char *path, const char *query, const int32_t *parts,
+                 size_t n, share *shares, size_t *n_shares, char *why, size_t whylen)
+{
+    *n_shares = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *owner = owner_of(f, parts[i], why, whylen);
+        if (!owner)
+            return -1;
+        if (f->self[0] && strcmp(owner, f->self) == 0) {
+            free(owner);
+            look_again(f);
+            snprintf(why, whylen, "the view's partitions are moving; ask again");
+            return -1;
+        }
+        size_t k = 0;
+        while (k < *n_shares && strcmp(shares[k].owner, owner) != 0)
+            k++;
+        char num[16];
+        snprintf(num, sizeof num, "%d", (int)parts[i]);
+        if (k == *n_shares) {
+            const char *base = owner + strlen(MC_ADVERTISED_PREFIX);
+            size_t len = strlen(base) + strlen(path) + strlen(query) + 32 + n * 12;
+            shares[k] = (share){.owner = owner, .url = malloc(len)};
+            (*n_shares)++;
+            if (!shares[k].url) {
+                snprintf(why, whylen, "out of memory");
+                return -1;
+            }
+            snprintf(shares[k].url, len, "%s%s?%s&partitions=%s", base, path, query, num);
+        } else {
+            free(owner);
+            strcat(shares[k].url, "%2C");
+            strcat(shares[k].url, num);
+        }
+    }
+    return 0;
+}
+
+/* Runs the shares' requests at once; 0 when all are done. */
+static int run_all(CURLM *m, share *shares, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (curl_multi_add_handle(m, shares[i].easy) != CURLM_OK)
+            return -1;
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(m, &running) != CURLM_OK)
+            return -1;
+        if (running && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+            return -1;
+    }
+    return 0;
+}
+
+int mc_view_forward_gather(mc_view_forward *f, const char *path, const char *query,
+                           const int32_t *parts, size_t n, const char *authorization,
+                           json_t **answers, size_t *n_answers, char **body)
+{
+    *body = NULL;
+    if (!n)
+        return 200;
+    share *shares = calloc(n, sizeof *shares);
+    size_t n_shares = 0;
+    char why[300] = "out of memory";
+    int status = 503;
+    CURLM *m = curl_multi_init();
+    if (!shares || !m || split(f, path, query, parts, n, shares, &n_shares, why, sizeof why) != 0)
+        goto out;
+    for (size_t i = 0; i < n_shares; i++)
+        if (!(shares[i].easy = forward_handle(shares[i].url, authorization, &shares[i].answer,
+                                              &shares[i].headers)))
+            goto out;
+    if (run_all(m, shares, n_shares) != 0)
+        goto out;
+    status = 200;
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(m, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        share *sh = NULL;
+        for (size_t i = 0; i < n_shares; i++)
+            if (shares[i].easy == msg->easy_handle)
+                sh = &shares[i];
+        long code = 0;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+        json_t *envelope = sh && msg->data.result == CURLE_OK && sh->answer.data
+                               ? json_loads(sh->answer.data, 0, NULL)
+                               : NULL;
+        json_t *data = json_object_get(envelope, "data");
+        if (code == 200 && json_is_object(data)) {
+            answers[(*n_answers)++] = json_incref(data);
+        } else if (status == 200) {
+            /* A 4xx is the client's (its token): pass it on as it came. */
+            const char *said = json_string_value(json_object_get(envelope, "msg"));
+            status = code >= 400 && code < 500 && code != 421 ? (int)code : 503;
+            snprintf(why, sizeof why, "the view instance %s did not answer: %s",
+                     sh ? sh->owner + strlen(MC_ADVERTISED_PREFIX) : "?",
+                     said                           ? said
+                     : msg->data.result != CURLE_OK ? curl_easy_strerror(msg->data.result)
+                     : sh && sh->answer.too_large   ? "answer too large"
+                                                    : "no JSON answer");
+            look_again(f);
+        }
+        json_decref(envelope);
+    }
+out:
+    if (status != 200)
+        *body = strdup(why);
+    for (size_t i = 0; i < n_shares; i++) {
+        if (shares[i].easy) {
+            curl_multi_remove_handle(m, shares[i].easy);
+            curl_easy_cleanup(shares[i].easy);
+        }
+        curl_slist_free_all(shares[i].headers);
+        free(shares[i].answer.data);
+        free(shares[i].url);
+        free(shares[i].owner);
+    }
+    free(shares);
+    if (m)
+        curl_multi_cleanup(m);
     return status;
 }

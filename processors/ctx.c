@@ -157,16 +157,19 @@ int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, siz
     return ctx->ops->partition_count(ctx, topic_suffix, err, errlen);
 }
 
-int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n, int32_t partition,
-                       int64_t *ends, int timeout_ms, char *err, size_t errlen)
+int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
+                       const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                       int timeout_ms, char *err, size_t errlen)
 {
-    return ctx->ops->stable_ends(ctx, topic_suffixes, n, partition, ends, timeout_ms, err, errlen);
+    return ctx->ops->stable_ends(ctx, topic_suffixes, n, partitions, n_partitions, ends, timeout_ms,
+                                 err, errlen);
 }
 
-int64_t mc_ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
-                              int timeout_ms, char *err, size_t errlen)
+int mc_ctx_high_watermarks(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
+                           size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
-    return ctx->ops->high_watermark(ctx, topic_suffix, partition, timeout_ms, err, errlen);
+    return ctx->ops->high_watermarks(ctx, topic_suffix, partitions, n, ends, timeout_ms, err,
+                                     errlen);
 }
 
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)

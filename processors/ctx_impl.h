@@ -28,10 +28,11 @@ typedef struct mc_ctx_ops {
     int64_t (*end_offset)(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
                           size_t errlen);
     int64_t (*position)(mc_ctx *ctx, const char *topic, int32_t partition);
-    int64_t (*high_watermark)(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
-                              int timeout_ms, char *err, size_t errlen);
-    int (*stable_ends)(mc_ctx *ctx, const char *const *topic_suffixes, size_t n, int32_t partition,
-                       int64_t *ends, int timeout_ms, char *err, size_t errlen);
+    int (*high_watermarks)(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
+                           size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen);
+    int (*stable_ends)(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
+                       const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                       int timeout_ms, char *err, size_t errlen);
     int (*end_offsets)(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                        int64_t *ends, int timeout_ms, char *err, size_t errlen);
 } mc_ctx_ops;

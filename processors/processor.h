@@ -224,7 +224,7 @@ int64_t mc_ctx_end_offset(mc_ctx *ctx, const char *topic_suffix, int32_t partiti
 /* A lower bound of where each of n partitions of topic (by suffix) ends, in
  * one request per broker that waits at most timeout_ms: ends[i] for
  * partitions[i], -1 where the broker did not say. Returns 0, or -1 with a
- * reason in err when it could say nothing. The processor's thread. */
+ * reason in err when it could not say them all. The processor's thread. */
 int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                        int64_t *ends, int timeout_ms, char *err, size_t errlen);
 
@@ -235,19 +235,22 @@ int mc_ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *par
  * moment has been delivered. -1 when not assigned or not known yet. */
 int64_t mc_ctx_position(mc_ctx *ctx, const char *topic, int32_t partition);
 
-/* Where partition `partition` of topic (by suffix) ends for a
+/* Where each of n partitions of topic (by suffix) ends for a
  * read_uncommitted reader (its high watermark): past the records of
  * transactions still open, as a non-transactional writer's acknowledged
- * record may lie behind one. One request of at most timeout_ms; -1 with a
- * reason in err. The processor's thread. */
-int64_t mc_ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
-                              int timeout_ms, char *err, size_t errlen);
-/* Where partition `partition` of each of n topics (by suffix) ends for a
+ * record may lie behind one. ends[i] for partitions[i], in one request per
+ * broker of at most timeout_ms. 0, or -1 with a reason in err. The
+ * processor's thread. */
+int mc_ctx_high_watermarks(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
+                           size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen);
+/* Where each partition of each of n topics (by suffix) ends for a
  * read_committed reader (its last stable offset), asked in one request per
- * broker that waits at most timeout_ms: ends[i] for topic_suffixes[i].
- * Returns 0, or -1 with a reason in err. The processor's thread. */
-int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n, int32_t partition,
-                       int64_t *ends, int timeout_ms, char *err, size_t errlen);
+ * broker that waits at most timeout_ms: ends[p * n + i] for partitions[p]
+ * of topic_suffixes[i]. Returns 0, or -1 with a reason in err. The
+ * processor's thread. */
+int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
+                       const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                       int timeout_ms, char *err, size_t errlen);
 
 /* ---- what the processor runs with -------------------------------------------- */
 

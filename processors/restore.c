@@ -304,15 +304,9 @@ int mc_restorer_run(mc_restorer *rs, const char *topic, const int32_t *partition
     return 0;
 }
 
-int64_t mc_restorer_high_watermark(mc_restorer *rs, const char *topic, int32_t partition,
-                                   int timeout_ms, char *err, size_t errlen)
+int mc_restorer_high_watermarks(mc_restorer *rs, const char *topic, const int32_t *partitions,
+                                size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
-    int64_t lo = 0, hi = 0;
-    rd_kafka_resp_err_t e =
-        rd_kafka_query_watermark_offsets(rs->ends, topic, partition, &lo, &hi, timeout_ms);
-    if (e) {
-        snprintf(err, errlen, "%s [%d]: %s", topic, (int)partition, rd_kafka_err2str(e));
-        return -1;
-    }
-    return hi;
+    const char *topics[] = {topic};
+    return mc_list_end_offsets(rs->ends, topics, 1, partitions, n, ends, timeout_ms, err, errlen);
 }

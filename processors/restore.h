@@ -29,10 +29,11 @@ int mc_restorer_run(mc_restorer *rs, const char *topic, const int32_t *partition
                     mc_restore_fn fn, void *arg, mc_restore_tick tick, void *tick_arg,
                     mc_restore_stats *stats);
 
-/* The high watermark of a partition of topic (full name), asked through the
- * read_uncommitted handle: past records of transactions still open too.
- * One ListOffsets of at most timeout_ms; -1 with a reason in err. */
-int64_t mc_restorer_high_watermark(mc_restorer *rs, const char *topic, int32_t partition,
-                                   int timeout_ms, char *err, size_t errlen);
+/* The high watermarks of n partitions of topic (full name) into ends,
+ * asked through the read_uncommitted handle: past records of transactions
+ * still open too. One ListOffsets per broker of at most timeout_ms; 0, or
+ * -1 with a reason in err. The processor's thread. */
+int mc_restorer_high_watermarks(mc_restorer *rs, const char *topic, const int32_t *partitions,
+                                size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen);
 
 #endif

@@ -350,12 +350,13 @@ static void read_wheel_ends(router *r, mc_ctx *ctx)
         size_t k = 0;
         for (int32_t i = 0; k < n && (o = mc_part_table_next(&r->owned, &i)); i++)
             parts[k++] = o->partition;
-        int rc =
-            mc_ctx_end_offsets(ctx, "wheel", parts, k, ends, WHEEL_END_TIMEOUT_MS, err, sizeof err);
+        /* A partition it could not read is -1; the others are used. */
+        (void)mc_ctx_end_offsets(ctx, "wheel", parts, k, ends, WHEEL_END_TIMEOUT_MS, err,
+                                 sizeof err);
         size_t unknown = 0;
         for (size_t j = 0; j < k; j++) {
             o = mc_part_table_get(&r->owned, parts[j]);
-            if (rc == 0 && ends[j] >= 0) {
+            if (ends[j] >= 0) {
                 o->wheel_end = ends[j];
                 o->wheel_end_at = now;
             } else {

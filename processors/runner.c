@@ -742,14 +742,15 @@ static mc_restorer *restorer_of(mc_runner *r, char *err, size_t errlen)
     return r->restorer;
 }
 
-static int64_t ctx_high_watermark(mc_ctx *ctx, const char *topic_suffix, int32_t partition,
-                                  int timeout_ms, char *err, size_t errlen)
+static int ctx_high_watermarks(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
+                               size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
     mc_runner *r = RUNNER_OF(ctx);
     char topic[256];
     mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
     mc_restorer *rs = restorer_of(r, err, errlen);
-    return rs ? mc_restorer_high_watermark(rs, topic, partition, timeout_ms, err, errlen) : -1;
+    return rs ? mc_restorer_high_watermarks(rs, topic, partitions, n, ends, timeout_ms, err, errlen)
+              : -1;
 }
 
 static int ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
@@ -819,63 +820,40 @@ static int64_t ctx_position(mc_ctx *ctx, const char *topic, int32_t partition)
     return at;
 }
 
-/* The same ListOffsets through the consumer, whose read_committed isolation
- * makes the broker answer last stable offsets: past every committed record,
- * and before the first one of a transaction still open. */
+/* Through the consumer, whose read_committed isolation makes the broker
+ * answer last stable offsets: past every committed record, and before the
+ * first one of a transaction still open. */
 static int ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,
-                           int32_t partition, int64_t *ends, int timeout_ms, char *err,
-                           size_t errlen)
+                           const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                           int timeout_ms, char *err, size_t errlen)
 {
     mc_runner *r = RUNNER_OF(ctx);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-    for (size_t i = 0; i < n; i++) {
-        char topic[256];
-        mc_topic_name(r->cfg, topic_suffixes[i], topic, sizeof topic);
-        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = RD_KAFKA_OFFSET_END;
+    char names[8][256];
+    const char *topics[8];
+    if (n > 8) {
+        snprintf(err, errlen, "more than 8 topics");
+        return -1;
     }
-    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->consumer, l, timeout_ms);
-    int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        const rd_kafka_topic_partition_t *p = &l->elems[i];
-        ends[i] = !e && !p->err && p->offset >= 0 ? p->offset : -1;
-        if (ends[i] < 0 && rc == 0) {
-            snprintf(err, errlen, "%s [%d]: %s", p->topic, (int)partition,
-                     rd_kafka_err2str(e ? e : p->err));
-            rc = -1;
-        }
+        mc_topic_name(r->cfg, topic_suffixes[i], names[i], sizeof names[i]);
+        topics[i] = names[i];
     }
-    rd_kafka_topic_partition_list_destroy(l);
-    return rc;
+    return mc_list_end_offsets(r->consumer, topics, n, partitions, n_partitions, ends, timeout_ms,
+                               err, errlen);
 }
 
-/* ListOffsets with "latest" for every partition at once, one request per
- * leader (rd_kafka_offsets_for_times passes the timestamp -1 through): the
- * high watermark, or for a read_committed asker the last stable offset;
- * either is at most where the partition's next record will go. Asked
- * through the producer: the topics a processor writes are the ones it asks
- * about, and a producer refreshes their leaders when a request finds one
- * moved (a consumer that does not read the topic would not). One error in
- * the answer fails it all. */
+/* Asked through the producer: the topics a processor writes are the ones it
+ * asks about, and a producer refreshes their leaders when a request finds
+ * one moved (a consumer that does not read the topic would not). */
 static int ctx_end_offsets(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions,
                            size_t n, int64_t *ends, int timeout_ms, char *err, size_t errlen)
 {
     mc_runner *r = RUNNER_OF(ctx);
     char topic[256];
     mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-    for (size_t i = 0; i < n; i++)
-        rd_kafka_topic_partition_list_add(l, topic, partitions[i])->offset = RD_KAFKA_OFFSET_END;
-    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->producer, l, timeout_ms);
-    for (size_t i = 0; i < n; i++) {
-        const rd_kafka_topic_partition_t *p = &l->elems[i];
-        ends[i] = !e && !p->err && p->offset >= 0 ? p->offset : -1;
-    }
-    rd_kafka_topic_partition_list_destroy(l);
-    if (e) {
-        snprintf(err, errlen, "%s: %s", topic, rd_kafka_err2str(e));
-        return -1;
-    }
-    return 0;
+    const char *topics[] = {topic};
+    return mc_list_end_offsets(r->producer, topics, 1, partitions, n, ends, timeout_ms, err,
+                               errlen);
 }
 
 static const mc_ctx_ops runner_ctx_ops = {
@@ -894,7 +872,7 @@ static const mc_ctx_ops runner_ctx_ops = {
     .partition_count = ctx_partition_count,
     .end_offset = ctx_end_offset,
     .position = ctx_position,
-    .high_watermark = ctx_high_watermark,
+    .high_watermarks = ctx_high_watermarks,
     .stable_ends = ctx_stable_ends,
     .end_offsets = ctx_end_offsets,
 };

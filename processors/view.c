@@ -40,6 +40,7 @@
 #include "part_table.h"
 #include "task_rules.h"
 #include "timing_wheel.h"
+#include "view_list.h"
 #include "view_task.h"
 #include "wheel_topic.h"
 #include "writer_schemas.h"
@@ -56,13 +57,25 @@ static const char *const view_inputs[] = {"tasks", "wheel", "ready", "results", 
 
 /* ---- the door: questions from other threads ----------------------------------- */
 
+typedef enum question_kind { Q_TASK, Q_LIST, Q_STATS } question_kind;
+
 typedef struct question {
     struct question *next;
-    char *key;
+    question_kind kind;
+    char *key; /* Q_TASK: the task's key */
     size_t key_len;
+    /* Q_LIST, Q_STATS: the filter, its strings owned here, and the
+     * partitions asked about (none: every one the view holds). */
+    mc_view_filter filter;
+    char *app_id, *after_uuid;
+    int32_t *asked;
+    size_t n_asked;
     int64_t deadline_ms; /* wall clock */
-    int32_t partition;   /* -1 until the view has looked */
-    int64_t ends[N_INPUTS];
+    /* The partitions answered for, once the view has looked, and where each
+     * input of each ended then: ends[i * N_INPUTS + input]. */
+    int32_t *parts;
+    size_t n_parts;
+    int64_t *ends;
     int status;
     char *body;
     bool done, abandoned;
@@ -98,6 +111,11 @@ mc_view_door *mc_view_door_new(void)
 static void question_free(question *q)
 {
     free(q->key);
+    free(q->app_id);
+    free(q->after_uuid);
+    free(q->asked);
+    free(q->parts);
+    free(q->ends);
     free(q->body);
     free(q);
 }
@@ -124,19 +142,10 @@ static char *sentence(const char *fmt, const char *a)
     return strdup(buf);
 }
 
-int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
-                     char **body)
+/* Queues q (owned from here on) for the view and waits for its answer. */
+static int ask(mc_view_door *d, question *q, int timeout_ms, char **body)
 {
-    *body = NULL;
-    question *q = calloc(1, sizeof *q);
-    size_t need = mc_task_key(app_id, task_id, NULL, 0) + 1;
-    if (!q || !(q->key = malloc(need))) {
-        free(q);
-        return 500;
-    }
-    q->key_len = mc_task_key(app_id, task_id, q->key, need);
     q->deadline_ms = mc_now_ms() + timeout_ms;
-    q->partition = -1;
     pthread_mutex_lock(&d->lock);
     if (!d->open) {
         pthread_mutex_unlock(&d->lock);
@@ -188,6 +197,45 @@ int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, i
     return status;
 }
 
+int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
+                     char **body)
+{
+    *body = NULL;
+    question *q = calloc(1, sizeof *q);
+    size_t need = mc_task_key(app_id, task_id, NULL, 0) + 1;
+    if (!q || !(q->key = malloc(need))) {
+        free(q);
+        return 500;
+    }
+    q->kind = Q_TASK;
+    q->key_len = mc_task_key(app_id, task_id, q->key, need);
+    return ask(d, q, timeout_ms, body);
+}
+
+int mc_view_ask_tasks(mc_view_door *d, const mc_view_filter *f, bool stats,
+                      const int32_t *partitions, size_t n, int timeout_ms, char **body)
+{
+    *body = NULL;
+    question *q = calloc(1, sizeof *q);
+    if (!q)
+        return 500;
+    q->kind = stats ? Q_STATS : Q_LIST;
+    q->filter = *f;
+    q->app_id = strdup(f->app_id);
+    q->after_uuid = f->has_after ? strdup(f->after_uuid) : NULL;
+    q->asked = n ? malloc(n * sizeof *q->asked) : NULL;
+    if (!q->app_id || (f->has_after && !q->after_uuid) || (n && !q->asked)) {
+        question_free(q);
+        return 500;
+    }
+    q->filter.app_id = q->app_id;
+    q->filter.after_uuid = q->after_uuid;
+    if (n)
+        memcpy(q->asked, partitions, n * sizeof *partitions);
+    q->n_asked = n;
+    return ask(d, q, timeout_ms, body);
+}
+
 /* ---- the table -------------------------------------------------------------------- */
 
 typedef struct view_part {
@@ -198,6 +246,9 @@ typedef struct view_part {
     int64_t position_logged; /* the wheel_position in the changelog */
     mc_view_task *dirty;     /* changed since the last commit */
     size_t bytes;
+    mc_keymap *apps;               /* mc_view_app_stats by changelog key */
+    mc_view_app_stats *dirty_apps; /* changed since the last commit */
+    int64_t apps_swept_at;         /* when apps with an empty hour were last forgotten */
 } view_part;
 
 typedef struct view {
@@ -235,6 +286,12 @@ static void free_node(mc_keynode *n, void *arg)
     mc_view_task_free((mc_view_task *)n);
 }
 
+static void free_app(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    free(n);
+}
+
 static void part_free(view_part *p)
 {
     if (!p)
@@ -242,6 +299,10 @@ static void part_free(view_part *p)
     if (p->tasks) {
         mc_keymap_drain(p->tasks, free_node, NULL);
         mc_keymap_free(p->tasks);
+    }
+    if (p->apps) {
+        mc_keymap_drain(p->apps, free_app, NULL);
+        mc_keymap_free(p->apps);
     }
     mc_wheel_free(p->forgets);
     free(p);
@@ -257,7 +318,9 @@ static view_part *add_part(view *v, int32_t partition, int64_t now)
     p->position_logged = -1;
     p->tasks = mc_keymap_new(MC_VIEW_TASK_KEY_OFFSET);
     p->forgets = mc_wheel_new(now);
-    if (!p->tasks || !p->forgets || mc_part_table_put(&v->parts, partition, p) != 0) {
+    p->apps = mc_keymap_new(MC_VIEW_APP_STATS_KEY_OFFSET);
+    p->apps_swept_at = now;
+    if (!p->tasks || !p->forgets || !p->apps || mc_part_table_put(&v->parts, partition, p) != 0) {
         part_free(p);
         return NULL;
     }
@@ -341,43 +404,90 @@ static void finish(view *v, question *q, int status, char *body)
     pthread_mutex_unlock(&v->door->lock);
 }
 
-/* Where each input partition ends now, in one request: the view answers
- * once past them. */
+/* The partitions a question is answered for: its key's, or those it asked
+ * about that the view holds (all it holds when it named none). false when
+ * a task's partition is not held here, or on ENOMEM. */
+static bool choose_parts(view *v, question *q)
+{
+    if (q->kind == Q_TASK) {
+        int32_t p = v->partitions > 0 ? mc_key_partition(q->key, q->key_len, v->partitions) : -1;
+        if (p < 0 || !part_of(v, p) || !(q->parts = malloc(sizeof *q->parts)))
+            return false;
+        q->parts[0] = p;
+        q->n_parts = 1;
+    } else {
+        size_t held = mc_part_table_count(&v->parts);
+        size_t cap = q->n_asked ? q->n_asked : held;
+        q->parts = malloc((cap ? cap : 1) * sizeof *q->parts);
+        if (!q->parts)
+            return false;
+        view_part *p;
+        if (!q->n_asked) {
+            for (int32_t id = 0; q->n_parts < cap && (p = mc_part_table_next(&v->parts, &id)); id++)
+                q->parts[q->n_parts++] = id;
+        }
+        for (size_t i = 0; i < q->n_asked; i++)
+            if (part_of(v, q->asked[i]))
+                q->parts[q->n_parts++] = q->asked[i];
+    }
+    q->ends = calloc(q->n_parts * N_INPUTS + 1, sizeof *q->ends);
+    return q->ends != NULL;
+}
+
+/* Where each input partition of the question ends now, in one request per
+ * broker and handle: the view answers once past them. */
 static bool read_ends(view *v, question *q, mc_ctx *ctx)
 {
+    if (!q->n_parts)
+        return true;
     char err[256];
     /* `tasks` by its high watermark: the gateway's writes are not
      * transactional, and one acknowledged after a transaction opened on the
      * partition (the jobs role's) lies past the last stable offset. The
      * view passes it once that transaction ends. The others are written
      * only in transactions: their last stable offsets. */
-    int64_t high = -1;
-    if (mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->partition, q->ends, END_OFFSET_TIMEOUT_MS,
-                           err, sizeof err) == 0 &&
-        (high = mc_ctx_high_watermark(ctx, view_inputs[IN_TASKS], q->partition,
-                                      END_OFFSET_TIMEOUT_MS, err, sizeof err)) >= 0) {
-        if (high > q->ends[IN_TASKS])
-            q->ends[IN_TASKS] = high;
-        return true;
+    int64_t *high = malloc(q->n_parts * sizeof *high);
+    bool ok = high &&
+              mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->parts, q->n_parts, q->ends,
+                                 END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0 &&
+              mc_ctx_high_watermarks(ctx, view_inputs[IN_TASKS], q->parts, q->n_parts, high,
+                                     END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0;
+    if (ok) {
+        for (size_t i = 0; i < q->n_parts; i++)
+            if (high[i] > q->ends[i * N_INPUTS + IN_TASKS])
+                q->ends[i * N_INPUTS + IN_TASKS] = high[i];
+    } else {
+        mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error",
+               high ? err : "out of memory", (const char *)NULL);
     }
-    mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error", err,
-           (const char *)NULL);
-    return false;
+    free(high);
+    return ok;
 }
 
 static bool caught_up(view *v, const question *q, mc_ctx *ctx)
 {
-    for (int i = 0; i < N_INPUTS; i++)
-        if (q->ends[i] > 0 && mc_ctx_position(ctx, v->topics[i], q->partition) < q->ends[i])
+    for (size_t p = 0; p < q->n_parts; p++)
+        for (int i = 0; i < N_INPUTS; i++) {
+            int64_t end = q->ends[p * N_INPUTS + i];
+            if (end > 0 && mc_ctx_position(ctx, v->topics[i], q->parts[p]) < end)
+                return false;
+        }
+    return true;
+}
+
+/* Whether the view still holds every partition the question waits for. */
+static bool still_held(view *v, const question *q)
+{
+    for (size_t i = 0; i < q->n_parts; i++)
+        if (!part_of(v, q->parts[i]))
             return false;
     return true;
 }
 
-static void answer(view *v, question *q, mc_ctx *ctx)
+static void answer_task(view *v, question *q, mc_ctx *ctx)
 {
-    view_part *p = part_of(v, q->partition);
+    view_part *p = part_of(v, q->parts[0]);
     mc_view_task *t = p ? find_task(p, q->key, q->key_len) : NULL;
-    mc_counter_add(v->answered, 1);
     if (!t) {
         finish(v, q, 404,
                sentence("no task '%.400s' (never submitted, or ended longer ago than the "
@@ -389,6 +499,90 @@ static void answer(view *v, question *q, mc_ctx *ctx)
     char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     finish(v, q, body ? 200 : 500, body);
+}
+
+typedef struct offering {
+    mc_view_selection *sel;
+    int64_t wheel_position;
+} offering;
+
+static void offer_one(mc_keynode *n, void *arg)
+{
+    offering *o = arg;
+    mc_view_selection_offer(o->sel, (const mc_view_task *)n, o->wheel_position);
+}
+
+/* The app's calls, failures and dead letters of the last hour in the
+ * question's partitions. */
+static json_t *last_hour(view *v, const question *q, int64_t now)
+{
+    size_t app_len = strlen(q->app_id);
+    size_t key_len = sizeof MC_VIEW_STATS_PREFIX - 1 + app_len;
+    char *key = malloc(key_len + 1);
+    uint64_t sum[3] = {0, 0, 0};
+    if (key) {
+        memcpy(key, MC_VIEW_STATS_PREFIX, sizeof MC_VIEW_STATS_PREFIX - 1);
+        memcpy(key + sizeof MC_VIEW_STATS_PREFIX - 1, q->app_id, app_len);
+        uint32_t hash = mc_keymap_hash(key, key_len);
+        for (size_t i = 0; i < q->n_parts; i++) {
+            view_part *p = part_of(v, q->parts[i]);
+            const mc_view_app_stats *a =
+                p ? (const mc_view_app_stats *)mc_keymap_find(p->apps, key, key_len, hash) : NULL;
+            uint64_t one[3];
+            if (a && mc_view_app_stats_sum(a, now, one))
+                for (int k = 0; k < 3; k++)
+                    sum[k] += one[k];
+        }
+        free(key);
+    }
+    (void)v;
+    json_t *j = json_object();
+    json_object_set_new(j, "calls", json_integer((json_int_t)sum[0]));
+    json_object_set_new(j, "failures", json_integer((json_int_t)sum[1]));
+    json_object_set_new(j, "deadLetters", json_integer((json_int_t)sum[2]));
+    return j;
+}
+
+/* GET /api/tasks and /api/stats, for the question's partitions: each task
+ * of them is offered to one selection. */
+static void answer_tasks(view *v, question *q, mc_ctx *ctx)
+{
+    int64_t now = mc_ctx_now_ms(ctx);
+    mc_view_selection sel;
+    mc_view_selection_init(&sel, &q->filter, now);
+    for (size_t i = 0; i < q->n_parts; i++) {
+        view_part *p = part_of(v, q->parts[i]);
+        offering o = {&sel, p->wheel_position};
+        mc_keymap_each(p->tasks, offer_one, &o);
+    }
+    json_t *j = NULL;
+    if (!sel.failed) {
+        j = q->kind == Q_LIST ? mc_view_selection_list_json(&sel) : json_object();
+        if (j && q->kind == Q_STATS) {
+            json_object_set_new(j, "tasks", mc_view_selection_counts_json(&sel));
+            json_object_set_new(j, "lastHour", last_hour(v, q, now));
+        }
+    }
+    mc_view_selection_free(&sel);
+    json_t *parts = json_array();
+    for (size_t i = 0; i < q->n_parts; i++)
+        json_array_append_new(parts, json_integer(q->parts[i]));
+    if (j)
+        json_object_set_new(j, "partitions", parts);
+    else
+        json_decref(parts);
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    finish(v, q, body ? 200 : 500, body ? body : strdup("out of memory"));
+}
+
+static void answer(view *v, question *q, mc_ctx *ctx)
+{
+    mc_counter_add(v->answered, 1);
+    if (q->kind == Q_TASK)
+        answer_task(v, q, ctx);
+    else
+        answer_tasks(v, q, ctx);
 }
 
 /* Answers what can be answered; the rest keep waiting. */
@@ -430,10 +624,12 @@ static int on_questions(void *arg, int fd, int revents, mc_ctx *ctx)
     while (fresh) {
         question *q = fresh;
         fresh = q->next;
-        q->partition = v->partitions > 0 ? mc_key_partition(q->key, q->key_len, v->partitions) : -1;
-        if (q->partition < 0 || !part_of(v, q->partition)) {
-            finish(v, q, 421,
-                   sentence("this view instance does not hold the partition of '%.400s'", q->key));
+        if (!choose_parts(v, q)) {
+            finish(
+                v, q, q->kind == Q_TASK ? 421 : 500,
+                q->kind == Q_TASK
+                    ? sentence("this view instance does not hold the partition of '%.400s'", q->key)
+                    : strdup("out of memory"));
             continue;
         }
         if (mc_ctx_now_ms(ctx) >= q->deadline_ms) {
@@ -557,12 +753,45 @@ static bool fold_ready(view *v, mc_view_task *t, const mc_record *r)
     return mc_view_task_fired(t, w.version.v, w.version.attempt, r->timestamp_ms) || changed;
 }
 
-static bool fold_result(view *v, mc_view_task *t, const mc_record *r)
+/* Adds to the minute of r's time in the counters of r's app (the key up to
+ * its '/'), which go to the changelog with the next commit. */
+static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t failures, uint32_t dead)
+{
+    const char *slash = memchr(r->key, '/', r->key_len);
+    if (!slash || slash == (const char *)r->key)
+        return 0;
+    size_t app_len = (size_t)(slash - (const char *)r->key);
+    char key[sizeof MC_VIEW_STATS_PREFIX + 256];
+    if (app_len > 256)
+        return 0;
+    size_t key_len = sizeof MC_VIEW_STATS_PREFIX - 1 + app_len;
+    memcpy(key, MC_VIEW_STATS_PREFIX, sizeof MC_VIEW_STATS_PREFIX - 1);
+    memcpy(key + sizeof MC_VIEW_STATS_PREFIX - 1, r->key, app_len);
+    uint32_t hash = mc_keymap_hash(key, key_len);
+    mc_view_app_stats *a = (mc_view_app_stats *)mc_keymap_find(p->apps, key, key_len, hash);
+    if (!a) {
+        if (!(a = mc_view_app_stats_new(key, key_len)))
+            return -1;
+        mc_keymap_insert(p->apps, &a->node);
+    }
+    mc_view_app_stats_add(a, r->timestamp_ms, calls, failures, dead);
+    if (!a->dirty) {
+        a->dirty = true;
+        a->next_dirty = p->dirty_apps;
+        p->dirty_apps = a;
+    }
+    return 0;
+}
+
+static bool fold_result(view *v, view_part *p, mc_view_task *t, const mc_record *r)
 {
     mc_result res;
     mc_arena_reset(v->arena);
     if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
         return false;
+    /* A recall's CANCELLED Result is no call. */
+    if (res.outcome != MC_OUTCOME_CANCELLED)
+        (void)count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0);
     return mc_view_task_result(t, &res);
 }
 
@@ -608,9 +837,10 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         changed = fold_ready(v, t, r);
         break;
     case IN_RESULTS:
-        changed = fold_result(v, t, r);
+        changed = fold_result(v, p, t, r);
         break;
     default:
+        (void)count(p, r, 0, 0, 1);
         changed = fold_dead(v, t, r);
     }
     if (changed) {
@@ -637,6 +867,16 @@ static int view_prepare_commit(void *self, mc_ctx *ctx)
                                sizeof MC_VIEW_POSITION_KEY - 1, text, (size_t)n) != 0)
                 return -1;
             p->position_logged = p->wheel_position;
+        }
+        while (p->dirty_apps) {
+            mc_view_app_stats *a = p->dirty_apps;
+            p->dirty_apps = a->next_dirty;
+            a->dirty = false;
+            mc_buf_reset(&v->buf);
+            if (mc_view_app_stats_encode(a, &v->buf) != 0 ||
+                mc_ctx_forward(ctx, v->changelog, p->partition, a->key, a->node.key_len,
+                               v->buf.data, v->buf.len) != 0)
+                return -1;
         }
         while (p->dirty) {
             mc_view_task *t = p->dirty;
@@ -683,13 +923,49 @@ static int forget_due(view *v, view_part *p, int64_t now, mc_ctx *ctx)
     return 0;
 }
 
+typedef struct sweeping {
+    int64_t now;
+    mc_view_app_stats *idle; /* apps with nothing in the last hour */
+} sweeping;
+
+static void note_idle(mc_keynode *n, void *arg)
+{
+    sweeping *sw = arg;
+    mc_view_app_stats *a = (mc_view_app_stats *)n;
+    uint64_t sum[3];
+    if (!a->dirty && !mc_view_app_stats_sum(a, sw->now, sum)) {
+        a->next_dirty = sw->idle;
+        sw->idle = a;
+    }
+}
+
+/* Forgets, once a minute, the counters of apps with nothing in the last
+ * hour (a tombstone each), so the changelog keeps only live apps. */
+static int sweep_apps(view *v, view_part *p, int64_t now, mc_ctx *ctx)
+{
+    if (now - p->apps_swept_at < 60000)
+        return 0;
+    p->apps_swept_at = now;
+    sweeping sw = {now, NULL};
+    mc_keymap_each(p->apps, note_idle, &sw);
+    while (sw.idle) {
+        mc_view_app_stats *a = sw.idle;
+        sw.idle = a->next_dirty;
+        if (mc_ctx_forward(ctx, v->changelog, p->partition, a->key, a->node.key_len, NULL, 0) != 0)
+            return -1;
+        mc_keymap_remove(p->apps, &a->node);
+        free(a);
+    }
+    return 0;
+}
+
 static int view_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     view *v = self;
     view_part *p;
     int64_t next = now_ms + 1000;
     for (int32_t id = 0; (p = mc_part_table_next(&v->parts, &id)); id++) {
-        if (forget_due(v, p, now_ms, ctx) != 0)
+        if (forget_due(v, p, now_ms, ctx) != 0 || sweep_apps(v, p, now_ms, ctx) != 0)
             return -1;
         int64_t d = mc_wheel_next_deadline(p->forgets);
         if (d >= 0 && d < next)
@@ -733,6 +1009,38 @@ static void note_moved(restoring *rs, int32_t partition, const void *key, size_t
     rs->moved_len = need;
 }
 
+static void skipped(const restoring *rs, const mc_record *m, const char *why)
+{
+    char off[24];
+    snprintf(off, sizeof off, "%" PRId64, m->offset);
+    mc_log(rs->v->logger, MC_LOG_ERROR, "unreadable view record skipped", "offset", off, "error",
+           why ? why : "?", (const char *)NULL);
+    mc_counter_add(rs->v->unreadable, 1);
+}
+
+/* An app's minute counters: a restore may come after a growth, and they
+ * stay in the partition they were counted in (a stats answer adds them all
+ * up). */
+static void restore_app(restoring *rs, view_part *p, const mc_record *m)
+{
+    mc_keynode *old =
+        mc_keymap_find(p->apps, m->key, m->key_len, mc_keymap_hash(m->key, m->key_len));
+    if (old) {
+        mc_keymap_remove(p->apps, old);
+        free(old);
+    }
+    if (!m->value)
+        return;
+    const char *why = NULL;
+    mc_view_app_stats *a =
+        mc_view_app_stats_decode(m->key, m->key_len, m->value, m->value_len, &why);
+    if (!a) {
+        skipped(rs, m, why);
+        return;
+    }
+    mc_keymap_insert(p->apps, &a->node);
+}
+
 static void restore_one(void *arg, const mc_record *m)
 {
     restoring *rs = arg;
@@ -753,6 +1061,11 @@ static void restore_one(void *arg, const mc_record *m)
             p->wheel_position = p->position_logged = at;
         return;
     }
+    size_t prefix = sizeof MC_VIEW_STATS_PREFIX - 1;
+    if (m->key_len > prefix && memcmp(m->key, MC_VIEW_STATS_PREFIX, prefix) == 0) {
+        restore_app(rs, p, m);
+        return;
+    }
     mc_view_task *old = find_task(p, m->key, m->key_len);
     if (old)
         remove_task(p, old);
@@ -768,11 +1081,7 @@ static void restore_one(void *arg, const mc_record *m)
     }
     mc_view_task *t = mc_view_task_decode(m->key, m->key_len, m->value, m->value_len, &why);
     if (!t) {
-        char off[24];
-        snprintf(off, sizeof off, "%" PRId64, m->offset);
-        mc_log(rs->v->logger, MC_LOG_ERROR, "unreadable view record skipped", "offset", off,
-               "error", why ? why : "?", (const char *)NULL);
-        mc_counter_add(rs->v->unreadable, 1);
+        skipped(rs, m, why);
         return;
     }
     mc_keymap_insert(p->tasks, &t->node);
@@ -885,7 +1194,7 @@ static void view_on_revoke(void *self, const rd_kafka_topic_partition_list_t *pa
     question **pp = &v->waiting;
     while (*pp) {
         question *q = *pp;
-        if (part_of(v, q->partition)) {
+        if (still_held(v, q)) {
             pp = &q->next;
             continue;
         }

@@ -3,6 +3,7 @@
 #define MOONCAKE_VIEW_H
 
 #include "processor.h"
+#include "view_list.h"
 
 extern const mc_processor mc_view_processor;
 
@@ -16,9 +17,19 @@ void mc_view_door_free(mc_view_door *d);
 /* The answer to "what is task app/task now?": 200 with a JSON object, or
  * with a sentence: 404 (never seen, or forgotten after the history), 421
  * (another instance holds the key's partition: ask it), 503 (the view is
- * not running here, is restoring, or could not catch up within timeout_ms). *body is the caller's
- * (free()). Blocks until answered; any thread but the view's. */
+ * not running here, is restoring, or could not catch up within
+ * timeout_ms). *body is the caller's (free()). Blocks until answered; any
+ * thread but the view's. */
 int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
                      char **body);
+/* The answer to GET /api/tasks (stats false) or /api/stats for the n
+ * partitions named (n 0: every one this view holds) that this view holds,
+ * with every record committed before the question in it: 200 with
+ * {"partitions": [those answered for], "tasks": [...], "more": bool} or
+ * {"partitions", "tasks": {state: count}, "lastHour": {...}}; 503 as above.
+ * f and its strings are copied. *body is the caller's. Blocks; any thread
+ * but the view's. */
+int mc_view_ask_tasks(mc_view_door *d, const mc_view_filter *f, bool stats,
+                      const int32_t *partitions, size_t n, int timeout_ms, char **body);
 
 #endif

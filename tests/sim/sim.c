@@ -736,21 +736,27 @@ static int64_t sim_ctx_position(mc_ctx *ctx, const char *topic, int32_t partitio
     return ip && ip->assigned ? ip->fetch : -1;
 }
 
-static int64_t sim_ctx_high_watermark(mc_ctx *ctx, const char *suffix, int32_t partition,
-                                      int timeout_ms, char *err, size_t errlen)
-{
-    (void)timeout_ms;
-    return sim_ctx_end_offset(ctx, suffix, partition, err, errlen);
-}
-
-static int sim_ctx_stable_ends(mc_ctx *ctx, const char *const *suffixes, size_t n,
-                               int32_t partition, int64_t *ends, int timeout_ms, char *err,
-                               size_t errlen)
+static int sim_ctx_high_watermarks(mc_ctx *ctx, const char *suffix, const int32_t *partitions,
+                                   size_t n, int64_t *ends, int timeout_ms, char *err,
+                                   size_t errlen)
 {
     (void)timeout_ms;
     for (size_t i = 0; i < n; i++)
-        if ((ends[i] = sim_ctx_end_offset(ctx, suffixes[i], partition, err, errlen)) < 0)
+        if ((ends[i] = sim_ctx_end_offset(ctx, suffix, partitions[i], err, errlen)) < 0)
             return -1;
+    return 0;
+}
+
+static int sim_ctx_stable_ends(mc_ctx *ctx, const char *const *suffixes, size_t n,
+                               const int32_t *partitions, size_t n_partitions, int64_t *ends,
+                               int timeout_ms, char *err, size_t errlen)
+{
+    (void)timeout_ms;
+    for (size_t p = 0; p < n_partitions; p++)
+        for (size_t i = 0; i < n; i++)
+            if ((ends[p * n + i] =
+                     sim_ctx_end_offset(ctx, suffixes[i], partitions[p], err, errlen)) < 0)
+                return -1;
     return 0;
 }
 
@@ -779,7 +785,7 @@ static const mc_ctx_ops sim_ops = {
     .partition_count = sim_ctx_partition_count,
     .end_offset = sim_ctx_end_offset,
     .position = sim_ctx_position,
-    .high_watermark = sim_ctx_high_watermark,
+    .high_watermarks = sim_ctx_high_watermarks,
     .stable_ends = sim_ctx_stable_ends,
     .end_offsets = sim_ctx_end_offsets,
 };

@@ -90,7 +90,11 @@ static const opt_def opt_defs[] = {
     {"job", 0, SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(job)},
     {"cron", 0, SC_JOBS, K_STR, O(cron)},
     {"tz", 0, SC_JOBS, K_STR, O(tz)},
-    {"count", 'n', SC_JOBS, K_STR, O(count)},
+    {"count", 'n', SC_JOBS | SC_TASK, K_STR, O(count)},
+    {"state", 0, SC_TASK, K_STR, O(state)},
+    {"due-from", 0, SC_TASK, K_STR, O(due_from)},
+    {"due-to", 0, SC_TASK, K_STR, O(due_to)},
+    {"after", 0, SC_TASK, K_STR, O(after)},
     {"id", 0, SC_SUBMIT | SC_CANCEL | SC_TASK, K_STR, O(id)},
     {"at", 0, SC_SUBMIT, K_STR, O(at)},
     {"in", 0, SC_SUBMIT, K_STR, O(in)},
@@ -151,7 +155,8 @@ static const char usage_global[] =
     "  topics    create | describe: the topic set, partitions, configs, lag per group\n"
     "  partitions grow --to N: more partitions for every topic, keys moved safely\n"
     "  jobs      recurring jobs: put | pause | resume | delete | trigger | list | preview\n"
-    "  task      get APP/ID: a task's state and story, from the view's table\n"
+    "  task      get APP/ID, list, stats: a task's state and story, an app's tasks by\n"
+    "            due time, counts per state (from the view's table)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
@@ -329,6 +334,9 @@ static const char usage_jobs[] =
 
 static const char usage_task[] =
     "usage: mooncakectl task get APP/ID   (or --app APP --id ID, or -k APP/ID)\n"
+    "       mooncakectl task list --app APP [--state S,S] [--due-from WHEN] [--due-to WHEN]\n"
+    "                             [-n N] [--after DUE:ID]\n"
+    "       mooncakectl task stats --app APP\n"
     "\n"
     "A task's state (accepted, pendingStore, pendingWheel, held, calling, retrying,\n"
     "cancelRequested, succeeded, failed, dead, cancelled, rejected), due time, version,\n"
@@ -337,7 +345,18 @@ static const char usage_task[] =
     "what the view had committed, up to a second behind GET /api/task, which also\n"
     "waits for what the topics held when it was asked. Callback secrets are redacted.\n"
     "-J prints the JSON object GET /api/task answers with. Exit 1 when the view has no\n"
-    "such task.\n";
+    "such task.\n"
+    "\n"
+    "list: the app's tasks ordered by due time (then id), N a page (default 100, at most\n"
+    "1000); the last line names the --after of the next page. stats: how many of the\n"
+    "app's tasks are in each state, and the last hour's calls, failures and dead letters.\n"
+    "Both read every partition of <prefix>views; -J prints what GET /api/tasks and GET\n"
+    "/api/stats answer with.\n"
+    "  --state S,S           only tasks in these states\n"
+    "  --due-from WHEN       due at or after WHEN: 1h (from now), epoch ms or RFC 3339\n"
+    "  --due-to WHEN         due before WHEN\n"
+    "  -n, --count N         tasks per page\n"
+    "  --after DUE:ID        the page after the one that ended with this task\n";
 
 static const char *usage_text(unsigned sc)
 {
@@ -529,8 +548,10 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
             return -1;
         }
     }
-    if (!o->help && o->sc == SC_TASK && (!o->action || strcmp(o->action, "get"))) {
-        snprintf(err, errlen, "task needs get%s%s%s", o->action ? ", not '" : "",
+    if (!o->help && o->sc == SC_TASK &&
+        (!o->action ||
+         (strcmp(o->action, "get") && strcmp(o->action, "list") && strcmp(o->action, "stats")))) {
+        snprintf(err, errlen, "task needs get, list or stats%s%s%s", o->action ? ", not '" : "",
                  o->action ? o->action : "", o->action ? "'" : "");
         return -1;
     }
@@ -754,6 +775,17 @@ bool ctl_parse_since(const char *s, int64_t *out)
     if (!parse_duration(s, &d))
         return false;
     *out = mc_now_ms() - d;
+    return true;
+}
+
+bool ctl_parse_due(const char *s, int64_t *out)
+{
+    int64_t d;
+    if (parse_time(s, out))
+        return true;
+    if (!parse_duration(s, &d))
+        return false;
+    *out = mc_now_ms() + d;
     return true;
 }
 
@@ -1477,7 +1509,9 @@ int main(int argc, char **argv, char **envp)
         rc = ctl_cmd_jobs(&c);
         break;
     case SC_TASK:
-        rc = ctl_cmd_task(&c);
+        rc = strcmp(c.o.action, "get") == 0
+                 ? ctl_cmd_task(&c)
+                 : ctl_cmd_task_list(&c, strcmp(c.o.action, "stats") == 0);
         break;
     default:
         rc = EXIT_USAGE;

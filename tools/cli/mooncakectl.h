@@ -44,6 +44,8 @@ typedef struct ctl_opts {
     str_list headers, metadata;
     /* results / dead / requeue (and --app --job: one job's occurrences) */
     const char *key, *since, *reason;
+    /* task list */
+    const char *state, *due_from, *due_to, *after;
     /* jobs */
     const char *job, *cron, *tz, *count;
     bool follow, all, dry_run;
@@ -104,6 +106,8 @@ typedef struct delivery {
 void ctl_fmt_time(int64_t ms, char out[32]);
 /* --since: a duration ago (10m), epoch ms or RFC 3339. False if none. */
 bool ctl_parse_since(const char *s, int64_t *out);
+/* --due-from / --due-to: 1h (from now), epoch ms or RFC 3339. */
+bool ctl_parse_due(const char *s, int64_t *out);
 /* True once SIGINT or SIGTERM arrived (they are blocked, so they wait as
  * pending signals until this asks). */
 bool ctl_stop_requested(ctl *c);
@@ -184,6 +188,9 @@ int ctl_cmd_jobs(ctl *c);
 /* ---- mooncakectl_task.c ---- */
 /* task get: a task's state from the view's changelog. The exit status. */
 int ctl_cmd_task(ctl *c);
+/* task list (stats false) / task stats: an app's tasks by due time, or
+ * counted, from the view's changelog. The exit status. */
+int ctl_cmd_task_list(ctl *c, bool stats);
 
 /* ---- mooncakectl_requeue.c ---- */
 

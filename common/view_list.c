@@ -1,0 +1,431 @@
+/* Listing and counting an app's tasks (see view_list.h). */
+#include "view_list.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+mc_view_filter mc_view_filter_all(const char *app_id)
+{
+    return (mc_view_filter){
+        .app_id = app_id,
+        .due_from = INT64_MIN,
+        .due_to = INT64_MAX,
+        .limit = MC_VIEW_LIST_DEFAULT,
+    };
+}
+
+int mc_view_state_parse(const char *name)
+{
+    for (int s = 0; s < MC_VIEW_N_STATES; s++)
+        if (strcmp(name, mc_view_state_name((mc_view_state)s)) == 0)
+            return s;
+    return -1;
+}
+
+char *mc_view_cursor_format(int64_t due_at, const char *uuid, size_t uuid_len)
+{
+    char head[24];
+    int n = snprintf(head, sizeof head, "%" PRId64 ":", due_at);
+    char *c = malloc((size_t)n + uuid_len + 1);
+    if (!c)
+        return NULL;
+    memcpy(c, head, (size_t)n);
+    memcpy(c + n, uuid, uuid_len);
+    c[(size_t)n + uuid_len] = '\0';
+    return c;
+}
+
+bool mc_view_cursor_parse(const char *text, mc_view_filter *f)
+{
+    const char *colon = strchr(text, ':');
+    if (!colon || colon == text || !colon[1] || colon - text > 20)
+        return false;
+    char digits[24];
+    memcpy(digits, text, (size_t)(colon - text));
+    digits[colon - text] = '\0';
+    char *end;
+    errno = 0;
+    long long due = strtoll(digits, &end, 10);
+    if (*end || errno || (digits[0] != '-' && (digits[0] < '0' || digits[0] > '9')))
+        return false;
+    f->has_after = true;
+    f->after_due = due;
+    f->after_uuid = colon + 1;
+    return true;
+}
+
+/* ---- one instance's selection ---------------------------------------------------- */
+
+void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms)
+{
+    *s = (mc_view_selection){.filter = f, .app_len = strlen(f->app_id), .now_ms = now_ms};
+}
+
+void mc_view_selection_free(mc_view_selection *s)
+{
+    free(s->heap);
+    s->heap = NULL;
+    s->n = 0;
+}
+
+/* The uuid of a task: its key after "app/". */
+static const char *uuid_of(const mc_view_task *t, size_t app_len, size_t *len)
+{
+    *len = t->node.key_len - app_len - 1;
+    return t->key + app_len + 1;
+}
+
+static int cmp_uuid(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* Order of two tasks of one app: by due time, then uuid. */
+static int cmp_tasks(const mc_view_task *a, const mc_view_task *b, size_t app_len)
+{
+    if (a->due_at != b->due_at)
+        return a->due_at < b->due_at ? -1 : 1;
+    size_t al, bl;
+    const char *au = uuid_of(a, app_len, &al), *bu = uuid_of(b, app_len, &bl);
+    return cmp_uuid(au, al, bu, bl);
+}
+
+static void sift_down(mc_view_selection *s, size_t i)
+{
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < s->n && cmp_tasks(s->heap[l].task, s->heap[big].task, s->app_len) > 0)
+            big = l;
+        if (r < s->n && cmp_tasks(s->heap[r].task, s->heap[big].task, s->app_len) > 0)
+            big = r;
+        if (big == i)
+            return;
+        mc_view_pick tmp = s->heap[i];
+        s->heap[i] = s->heap[big];
+        s->heap[big] = tmp;
+        i = big;
+    }
+}
+
+static void sift_up(mc_view_selection *s, size_t i)
+{
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (cmp_tasks(s->heap[i].task, s->heap[up].task, s->app_len) <= 0)
+            return;
+        mc_view_pick tmp = s->heap[i];
+        s->heap[i] = s->heap[up];
+        s->heap[up] = tmp;
+        i = up;
+    }
+}
+
+static bool after_cursor(const mc_view_filter *f, const mc_view_task *t, size_t app_len)
+{
+    if (!f->has_after || t->due_at > f->after_due)
+        return true;
+    if (t->due_at < f->after_due)
+        return false;
+    size_t len;
+    const char *u = uuid_of(t, app_len, &len);
+    return cmp_uuid(u, len, f->after_uuid, strlen(f->after_uuid)) > 0;
+}
+
+void mc_view_selection_offer(mc_view_selection *s, const mc_view_task *t, int64_t wheel_position)
+{
+    const mc_view_filter *f = s->filter;
+    if (t->node.key_len <= s->app_len || t->key[s->app_len] != '/' ||
+        memcmp(t->key, f->app_id, s->app_len) != 0)
+        return;
+    mc_view_state st = mc_view_task_state(t, wheel_position, s->now_ms);
+    s->counts[st]++;
+    if ((f->states && !(f->states & (1u << st))) || t->due_at < f->due_from ||
+        t->due_at >= f->due_to || !after_cursor(f, t, s->app_len))
+        return;
+    size_t keep = (size_t)f->limit + 1; /* one more says whether there is more */
+    if (s->n == keep) {
+        if (cmp_tasks(t, s->heap[0].task, s->app_len) >= 0)
+            return;
+        s->heap[0] = (mc_view_pick){t, wheel_position};
+        sift_down(s, 0);
+        return;
+    }
+    if (!s->heap && !(s->heap = malloc(keep * sizeof *s->heap))) {
+        s->failed = true;
+        return;
+    }
+    s->heap[s->n] = (mc_view_pick){t, wheel_position};
+    sift_up(s, s->n++);
+}
+
+/* Insertion sort: at most MC_VIEW_LIST_MAX + 1 picks, once per answer. */
+static void sort_picks(mc_view_pick *p, size_t n, size_t app_len)
+{
+    for (size_t i = 1; i < n; i++) {
+        mc_view_pick x = p[i];
+        size_t j = i;
+        while (j > 0 && cmp_tasks(p[j - 1].task, x.task, app_len) > 0) {
+            p[j] = p[j - 1];
+            j--;
+        }
+        p[j] = x;
+    }
+}
+
+json_t *mc_view_selection_list_json(mc_view_selection *s)
+{
+    sort_picks(s->heap, s->n, s->app_len);
+    bool more = s->n > s->filter->limit;
+    size_t n = more ? s->filter->limit : s->n;
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(tasks, mc_view_task_summary_json(
+                                         s->heap[i].task, s->heap[i].wheel_position, s->now_ms));
+    json_t *j = json_object();
+    json_object_set_new(j, "tasks", tasks);
+    json_object_set_new(j, "more", json_boolean(more));
+    return j;
+}
+
+json_t *mc_view_selection_counts_json(const mc_view_selection *s)
+{
+    json_t *j = json_object();
+    uint64_t total = 0;
+    for (int st = 0; st < MC_VIEW_N_STATES; st++) {
+        total += s->counts[st];
+        if (s->counts[st])
+            json_object_set_new(j, mc_view_state_name((mc_view_state)st),
+                                json_integer((json_int_t)s->counts[st]));
+    }
+    json_object_set_new(j, "total", json_integer((json_int_t)total));
+    return j;
+}
+
+/* ---- merging the instances' answers ------------------------------------------------ */
+
+static int64_t due_of(const json_t *item)
+{
+    return (int64_t)json_integer_value(json_object_get(item, "dueAt"));
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int64_t dx = due_of(x), dy = due_of(y);
+    if (dx != dy)
+        return dx < dy ? -1 : 1;
+    const char *ux = json_string_value(json_object_get(x, "uuid"));
+    const char *uy = json_string_value(json_object_get(y, "uuid"));
+    return strcmp(ux ? ux : "", uy ? uy : "");
+}
+
+json_t *mc_view_list_merge(json_t *const *answers, size_t n, uint32_t limit)
+{
+    size_t total = 0;
+    bool more = false;
+    for (size_t i = 0; i < n; i++) {
+        total += json_array_size(json_object_get(answers[i], "tasks"));
+        more |= json_is_true(json_object_get(answers[i], "more"));
+    }
+    json_t **items = malloc((total ? total : 1) * sizeof *items);
+    json_t *out = json_object(), *tasks = json_array();
+    if (!items || !out || !tasks) {
+        free(items);
+        json_decref(out);
+        json_decref(tasks);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t at;
+        json_t *item;
+        json_array_foreach(json_object_get(answers[i], "tasks"), at, item) items[k++] = item;
+    }
+    qsort(items, k, sizeof *items, cmp_items);
+    /* An instance that had more than it sent holds nothing before its last
+     * item it did not send: so the page is complete up to limit. */
+    if (k > limit) {
+        more = true;
+        k = limit;
+    }
+    for (size_t i = 0; i < k; i++)
+        json_array_append(tasks, items[i]);
+    json_object_set_new(out, "tasks", tasks);
+    json_t *next = json_null();
+    if (more && k > 0) {
+        const char *uuid = json_string_value(json_object_get(items[k - 1], "uuid"));
+        char *c = uuid ? mc_view_cursor_format(due_of(items[k - 1]), uuid, strlen(uuid)) : NULL;
+        if (c) {
+            json_decref(next);
+            next = json_string(c);
+            free(c);
+        }
+    }
+    json_object_set_new(out, "next", next);
+    free(items);
+    return out;
+}
+
+/* Adds every integer of `from` to the same name in `to`, one level of
+ * objects deep. */
+static void add_counts(json_t *to, const json_t *from)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)from, name, v)
+    {
+        if (json_is_object(v)) {
+            json_t *sub = json_object_get(to, name);
+            if (!sub) {
+                sub = json_object();
+                json_object_set_new(to, name, sub);
+            }
+            add_counts(sub, v);
+        } else if (json_is_integer(v)) {
+            json_t *was = json_object_get(to, name);
+            json_int_t sum = json_integer_value(v) + (was ? json_integer_value(was) : 0);
+            json_object_set_new(to, name, json_integer(sum));
+        }
+    }
+}
+
+json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id)
+{
+    json_t *out = json_object();
+    if (!out)
+        return NULL;
+    json_object_set_new(out, "appId", json_string(app_id));
+    json_t *tasks = json_object(), *hour = json_object();
+    json_object_set_new(tasks, "total", json_integer(0));
+    json_object_set_new(out, "tasks", tasks);
+    json_object_set_new(out, "lastHour", hour);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_object_get(answers[i], "tasks");
+        const json_t *h = json_object_get(answers[i], "lastHour");
+        if (json_is_object(t))
+            add_counts(tasks, t);
+        if (json_is_object(h))
+            add_counts(hour, h);
+    }
+    return out;
+}
+
+/* ---- an app's minutes -------------------------------------------------------------- */
+
+mc_view_app_stats *mc_view_app_stats_new(const void *key, size_t key_len)
+{
+    mc_view_app_stats *s = calloc(1, sizeof *s + key_len + 1);
+    if (!s)
+        return NULL;
+    memcpy(s->key, key, key_len);
+    s->node.key_len = (uint32_t)key_len;
+    s->node.hash = mc_keymap_hash(key, key_len);
+    return s;
+}
+
+void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, uint32_t calls, uint32_t failures,
+                           uint32_t dead)
+{
+    int32_t minute = (int32_t)(at_ms / 60000);
+    mc_view_minute *m = &s->minutes[minute % MC_VIEW_STATS_MINUTES];
+    if (m->minute > minute)
+        return; /* older than the window this slot now holds */
+    if (m->minute < minute)
+        *m = (mc_view_minute){.minute = minute};
+    m->calls += calls;
+    m->failures += failures;
+    m->dead += dead;
+}
+
+bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t out[3])
+{
+    int32_t now = (int32_t)(now_ms / 60000);
+    bool any = false;
+    out[0] = out[1] = out[2] = 0;
+    for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
+        const mc_view_minute *m = &s->minutes[i];
+        if (!m->minute || m->minute <= now - MC_VIEW_STATS_MINUTES || m->minute > now + 1)
+            continue;
+        any = true;
+        out[0] += m->calls;
+        out[1] += m->failures;
+        out[2] += m->dead;
+    }
+    return any;
+}
+
+#define STATS_MAGIC "MS1"
+#define MINUTE_BYTES 16
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int mc_view_app_stats_encode(const mc_view_app_stats *s, mc_buf *out)
+{
+    size_t need = out->len + 3 + MC_VIEW_STATS_MINUTES * MINUTE_BYTES;
+    if (need > out->cap) {
+        uint8_t *d = realloc(out->data, need);
+        if (!d)
+            return -1;
+        out->data = d;
+        out->cap = need;
+    }
+    memcpy(out->data + out->len, STATS_MAGIC, 3);
+    out->len += 3;
+    for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
+        const mc_view_minute *m = &s->minutes[i];
+        if (!m->minute)
+            continue;
+        uint8_t *p = out->data + out->len;
+        put_u32(p, (uint32_t)m->minute);
+        put_u32(p + 4, m->calls);
+        put_u32(p + 8, m->failures);
+        put_u32(p + 12, m->dead);
+        out->len += MINUTE_BYTES;
+    }
+    return 0;
+}
+
+mc_view_app_stats *mc_view_app_stats_decode(const void *key, size_t key_len, const void *value,
+                                            size_t len, const char **why)
+{
+    const uint8_t *v = value;
+    if (len < 3 || memcmp(v, STATS_MAGIC, 3) != 0) {
+        *why = "not an MS1 record";
+        return NULL;
+    }
+    if ((len - 3) % MINUTE_BYTES || (len - 3) / MINUTE_BYTES > MC_VIEW_STATS_MINUTES) {
+        *why = "its length is not a whole number of minutes, or more than an hour of them";
+        return NULL;
+    }
+    mc_view_app_stats *s = mc_view_app_stats_new(key, key_len);
+    if (!s) {
+        *why = "out of memory";
+        return NULL;
+    }
+    for (const uint8_t *p = v + 3; p < v + len; p += MINUTE_BYTES) {
+        int32_t minute = (int32_t)get_u32(p);
+        if (minute <= 0) {
+            free(s);
+            *why = "a minute before 1970";
+            return NULL;
+        }
+        mc_view_minute *m = &s->minutes[minute % MC_VIEW_STATS_MINUTES];
+        if (m->minute >= minute)
+            continue; /* a newer minute holds the slot */
+        *m = (mc_view_minute){minute, get_u32(p + 4), get_u32(p + 8), get_u32(p + 12)};
+    }
+    return s;
+}
