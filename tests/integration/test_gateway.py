@@ -1368,7 +1368,7 @@ def served_routes():
         api = re.findall(r'\[R_\w+\]\s*=\s*\{"(/[^"]*)",\s*"(\w+)"', f.read())
     with open(os.path.join(SOURCE_DIR, "common", "http_server.c")) as f:
         probes = set(re.findall(r'strcmp\(url, "(/\w+)"\)', f.read()))
-    assert len(api) == 12 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
+    assert len(api) == 14 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
     return {(p, m.lower()) for p, m in api} | {(p, "get") for p in probes}
 
 

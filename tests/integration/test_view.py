@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 
 from harness import BOOTSTRAP, CallbackServer, Env, now_ms, run, submit_value, task
 from test_gateway import AUTH, BILLING, CTL, INNER, SEEN, SHOP, check_answers, req
@@ -315,6 +316,11 @@ def test_the_view_survives_kill_9_and_moves_between_instances():
                 d = state_of(g.http_port, u)
                 assert d["state"] == "pendingWheel" or d["state"] == "accepted", d
         before = {u: state_of(a.http_port, u)["version"] for u in uuids}
+        # a list gathered from the three instances is the same through each
+        for g in (engine, a, b):
+            got, _ = list_all(g.http_port, "appId=shop", limit=5)
+            assert sorted(got) == sorted(uuids) and len(got) == len(uuids), got
+            assert stats(g.http_port)["tasks"]["total"] == len(uuids)
         a.send_signal(signal.SIGKILL)
         a.wait()
         # every key is answered by the survivor, the same as before
@@ -328,6 +334,15 @@ def test_the_view_survives_kill_9_and_moves_between_instances():
             if got == before:
                 break
             assert time.time() < deadline, (got, before)
+            time.sleep(0.5)
+        # and lists them all, gathered from the two left
+        deadline = time.time() + 60
+        while True:
+            r = req(b.http_port, "GET", "/api/tasks?appId=shop&limit=100")
+            if r.status == 200 and sorted(t["uuid"] for t in r.json["data"]["tasks"]) == \
+                    sorted(uuids):
+                break
+            assert time.time() < deadline and r.status in (200, 503), r
             time.sleep(0.5)
         # restarted under the same id, it answers again from its changelog
         a = env.start("gateway,view", *AUTH, instance="v1", **fast)
@@ -402,6 +417,129 @@ def test_a_slow_question_does_not_hold_up_submits():
         env.stop_all()
 
 
+def list_all(port, query, token=SHOP, limit=7):
+    """Every page of GET /api/tasks?<query>, following next: the uuids in order."""
+    uuids, after, pages = [], None, 0
+    while True:
+        q = f"/api/tasks?{query}&limit={limit}" + (f"&after={urllib.parse.quote(after)}" if after else "")
+        a = req(port, "GET", q, token=token)
+        assert a.status == 200, a
+        pages += 1
+        d = a.json["data"]
+        assert len(d["tasks"]) <= limit
+        uuids += [t["uuid"] for t in d["tasks"]]
+        after = d["next"]
+        if not after:
+            return uuids, pages
+        assert pages < 100
+
+
+def stats(port, app="shop", token=SHOP):
+    a = req(port, "GET", f"/api/stats?appId={app}", token=token)
+    assert a.status == 200, a
+    return a.json["data"]
+
+
+def test_tasks_are_listed_by_due_time_and_counted():
+    """GET /api/tasks pages an app's tasks by due time with nothing repeated or
+    skipped, filters by state and due time, and GET /api/stats counts them per
+    state with the last hour's calls, failures and dead letters; another app's
+    token sees nothing of it; mooncakectl task list / stats say the same."""
+    env = Env()
+    server = CallbackServer(lambda call: (500, {}, b"no") if call["path"].startswith("/bad")
+                            else (200, {}, b"ok"))
+    try:
+        p = start_all(env)
+        port = p.http_port
+        t0 = now_ms()
+        far = {}
+        # 23 shop tasks far ahead, due times with ties (ordered by uuid then)
+        for i in range(23):
+            u = f"far-{i:02d}"
+            far[u] = t0 + 3_600_000 + (i // 2) * 1000
+            submit(port, u, far[u], {"url": "http://127.0.0.1:9/x"})
+        # 3 called now that succeed, 2 that fail for good (one attempt), a billing task
+        for i in range(3):
+            submit(port, f"ok-{i}", t0 + 500, callback(server, "/ok"))
+        for i in range(2):
+            submit(port, f"bad-{i}", t0 + 500, callback(server, "/bad"),
+                   retry={"maxAttempts": 1})
+        submit(port, "other", t0 + 3_600_000, {"url": "http://127.0.0.1:9/x"}, token=BILLING,
+               app="billing")
+        want = sorted(far, key=lambda u: (far[u], u))
+        # Right after the acknowledgements: every far task, in order, on whole pages
+        got, pages = list_all(port, "appId=shop&state=accepted,pendingStore,pendingWheel"
+                                    f"&dueFrom={t0 + 60_000}")
+        assert got == want and pages == 4, (got, pages)
+        # the due-time window is [dueFrom, dueTo)
+        got, _ = list_all(port, f"appId=shop&dueFrom={far['far-02']}&dueTo={far['far-06']}")
+        assert got == ["far-02", "far-03", "far-04", "far-05"], got
+        deadline = time.time() + 30
+        while True:
+            st = stats(port)
+            if st["tasks"].get("succeeded") == 3 and st["tasks"].get("dead") == 2:
+                break
+            assert time.time() < deadline, st
+            time.sleep(0.2)
+        assert st["tasks"]["total"] == 28 and st["tasks"].get("pendingStore", 0) + \
+            st["tasks"].get("pendingWheel", 0) == 23, st
+        assert st["lastHour"] == {"calls": 5, "failures": 2, "deadLetters": 2}, st
+        got, _ = list_all(port, "appId=shop&state=dead", limit=1)
+        assert got == ["bad-0", "bad-1"], got
+        a = req(port, "GET", "/api/tasks?appId=shop&state=succeeded", token=SHOP)
+        item = a.json["data"]["tasks"][0]
+        assert item["lastAttempt"]["httpStatus"] == 200 and "attempts" not in item, item
+        assert SECRET_PARAM not in a.body.decode() and SECRET_HEADER not in a.body.decode()
+        # tokens: another app's is refused, an inner one reads any app
+        for path in ("/api/tasks?appId=shop", "/api/stats?appId=shop"):
+            a = req(port, "GET", path, token=BILLING)
+            assert a.status == 403 and "appId 'shop'" in a.json["msg"], a
+            assert req(port, "GET", path, token=None).status == 401
+        assert stats(port, "billing", token=INNER)["tasks"]["total"] == 1
+        got, _ = list_all(port, "appId=billing", token=INNER)
+        assert got == ["other"], got
+        # checked parameters, each naming what is wrong
+        for path, word in (("/api/tasks?state=dead", "appId"),
+                           ("/api/tasks?appId=shop&state=pending", "state"),
+                           ("/api/tasks?appId=shop&limit=0", "limit"),
+                           ("/api/tasks?appId=shop&limit=1001", "limit"),
+                           ("/api/tasks?appId=shop&dueFrom=soon", "dueFrom"),
+                           ("/api/tasks?appId=shop&after=x", "after"),
+                           ("/api/tasks?appId=shop&uuid=x", "uuid"),
+                           ("/api/tasks?appId=shop&partitions=0", "partitions"),
+                           ("/api/stats?appId=shop&state=dead", "state"),
+                           ("/api/stats?appId=shop&appId=x", "appId")):
+            a = req(port, "GET", path)
+            assert a.status == 400 and word in a.json["msg"], (path, a)
+        assert req(port, "POST", "/api/tasks", {}).status == 405
+        # mooncakectl reads the same from the changelog (committed once a second)
+        time.sleep(2)
+        out = subprocess.run([CTL, "-b", BOOTSTRAP, "--prefix", env.prefix, "task", "list",
+                              "--app", "shop", "--state", "dead,succeeded", "-J"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        listed = [t["uuid"] for t in json.loads(out.stdout)["tasks"]]
+        assert sorted(listed) == ["bad-0", "bad-1", "ok-0", "ok-1", "ok-2"], listed
+        out = subprocess.run([CTL, "-b", BOOTSTRAP, "--prefix", env.prefix, "task", "stats",
+                              "--app", "shop", "-J"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        ctl_stats = json.loads(out.stdout)
+        assert ctl_stats["tasks"]["total"] == 28 and ctl_stats["lastHour"] == st["lastHour"], \
+            ctl_stats
+        out = subprocess.run([CTL, "-b", BOOTSTRAP, "--prefix", env.prefix, "task", "list",
+                              "--app", "shop", "-n", "5"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0 and "more: --after" in out.stdout, out
+        bad = subprocess.run([CTL, "-b", BOOTSTRAP, "--prefix", env.prefix, "task", "list",
+                              "--app", "shop", "--state", "nope"], capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode == 2 and "--state 'nope'" in bad.stderr, bad
+        assert_no_secret(env, [p])
+    finally:
+        env.stop_all()
+        server.close()
+
+
 def test_every_answer_matches_the_document():
     check_answers(SEEN, at_least=50)
 
@@ -412,6 +550,7 @@ if __name__ == "__main__":
          test_an_acknowledged_write_is_in_the_next_answer_and_pending_means_not_called,
          test_a_write_acknowledged_behind_an_open_transaction_is_in_the_answer,
          test_the_view_survives_kill_9_and_moves_between_instances,
+         test_tasks_are_listed_by_due_time_and_counted,
          test_an_engine_without_a_view_needs_no_views_topic,
          test_a_slow_question_does_not_hold_up_submits,
          test_every_answer_matches_the_document])

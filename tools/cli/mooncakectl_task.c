@@ -336,12 +336,13 @@ static int list_filter(const ctl_opts *o, mc_view_filter *f)
              s = strtok_r(NULL, ",", &save)) {
             int st = mc_view_state_parse(s);
             if (st < 0) {
+                int rc = ctl_fail(EXIT_USAGE,
+                                  "--state '%s' is not a state (accepted, pendingStore, "
+                                  "pendingWheel, held, calling, retrying, cancelRequested, "
+                                  "succeeded, failed, dead, cancelled, rejected, unknown)",
+                                  s);
                 free(copy);
-                return ctl_fail(EXIT_USAGE,
-                                "--state '%s' is not a state (accepted, pendingStore, "
-                                "pendingWheel, held, calling, retrying, cancelRequested, "
-                                "succeeded, failed, dead, cancelled, rejected, unknown)",
-                                s);
+                return rc;
             }
             f->states |= 1u << st;
         }
