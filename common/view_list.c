@@ -59,9 +59,11 @@ bool mc_view_cursor_parse(const char *text, mc_view_filter *f)
 
 /* ---- one instance's selection ---------------------------------------------------- */
 
-void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms)
+void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms,
+                            bool counting)
 {
-    *s = (mc_view_selection){.filter = f, .app_len = strlen(f->app_id), .now_ms = now_ms};
+    *s = (mc_view_selection){
+        .filter = f, .app_len = strlen(f->app_id), .now_ms = now_ms, .counting = counting};
 }
 
 void mc_view_selection_free(mc_view_selection *s)
@@ -141,15 +143,19 @@ void mc_view_selection_offer(mc_view_selection *s, const mc_view_task *t, int64_
     if (t->node.key_len <= s->app_len || t->key[s->app_len] != '/' ||
         memcmp(t->key, f->app_id, s->app_len) != 0)
         return;
-    mc_view_state st = mc_view_task_state(t, wheel_position, s->now_ms);
-    s->counts[st]++;
-    if ((f->states && !(f->states & (1u << st))) || t->due_at < f->due_from ||
-        t->due_at >= f->due_to || !after_cursor(f, t, s->app_len))
+    if (s->counting) {
+        s->counts[mc_view_task_state(t, wheel_position, s->now_ms)]++;
+        return;
+    }
+    /* The cheap tests first: a list of a million tasks does this for each. */
+    if (t->due_at < f->due_from || t->due_at >= f->due_to || !after_cursor(f, t, s->app_len))
         return;
     size_t keep = (size_t)f->limit + 1; /* one more says whether there is more */
+    if (s->n == keep && cmp_tasks(t, s->heap[0].task, s->app_len) >= 0)
+        return;
+    if (f->states && !(f->states & (1u << mc_view_task_state(t, wheel_position, s->now_ms))))
+        return;
     if (s->n == keep) {
-        if (cmp_tasks(t, s->heap[0].task, s->app_len) >= 0)
-            return;
         s->heap[0] = (mc_view_pick){t, wheel_position};
         sift_down(s, 0);
         return;

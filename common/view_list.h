@@ -66,15 +66,20 @@ typedef struct mc_view_selection {
     mc_view_pick *heap; /* the limit + 1 first by (dueAt, key): a max-heap */
     size_t n;
     bool failed;                       /* out of memory */
-    uint64_t counts[MC_VIEW_N_STATES]; /* every task of the app, per state */
+    bool counting;                     /* counts only, keeps nothing */
+    uint64_t counts[MC_VIEW_N_STATES]; /* counting: every task of the app, per state */
 } mc_view_selection;
 
-/* Starts a selection under filter f (borrowed) at now_ms. */
-void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms);
+/* Starts a selection under filter f (borrowed) at now_ms: one that keeps
+ * the first tasks in order, or (counting) one that counts the app's tasks
+ * per state. */
+void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms,
+                            bool counting);
 void mc_view_selection_free(mc_view_selection *s);
 /* Offers task t (borrowed until the selection is turned into JSON) of a
- * partition whose wheel has got to wheel_position: counted when it is the
- * filter's app, kept when it matches the rest of the filter too. */
+ * partition whose wheel has got to wheel_position: when it is the filter's
+ * app, counted (counting) or kept if it matches the rest of the filter and
+ * is among the first. */
 void mc_view_selection_offer(mc_view_selection *s, const mc_view_task *t, int64_t wheel_position);
 /* {"tasks": [up to limit summaries, in order], "more": bool}. Caller owns it. */
 json_t *mc_view_selection_list_json(mc_view_selection *s);

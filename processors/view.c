@@ -549,7 +549,7 @@ static void answer_tasks(view *v, question *q, mc_ctx *ctx)
 {
     int64_t now = mc_ctx_now_ms(ctx);
     mc_view_selection sel;
-    mc_view_selection_init(&sel, &q->filter, now);
+    mc_view_selection_init(&sel, &q->filter, now, q->kind == Q_STATS);
     for (size_t i = 0; i < q->n_parts; i++) {
         view_part *p = part_of(v, q->parts[i]);
         offering o = {&sel, p->wheel_position};

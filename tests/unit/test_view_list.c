@@ -28,7 +28,7 @@ static mc_view_task *task(const char *app, const char *uuid, int64_t due, bool i
 static json_t *page(mc_view_task **tasks, size_t n, const mc_view_filter *f)
 {
     mc_view_selection s;
-    mc_view_selection_init(&s, f, NOW);
+    mc_view_selection_init(&s, f, NOW, false);
     for (size_t i = 0; i < n; i++)
         mc_view_selection_offer(&s, tasks[i], -1);
     json_t *j = mc_view_selection_list_json(&s);
@@ -115,7 +115,7 @@ int main(void)
     /* Counts: every task of the app, none of another with a longer name. */
     f = mc_view_filter_all("shop");
     mc_view_selection s;
-    mc_view_selection_init(&s, &f, NOW);
+    mc_view_selection_init(&s, &f, NOW, true);
     for (size_t i = 0; i < n; i++)
         mc_view_selection_offer(&s, tasks[i], -1);
     json_t *counts = mc_view_selection_counts_json(&s);

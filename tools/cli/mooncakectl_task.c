@@ -407,7 +407,7 @@ int ctl_cmd_task_list(ctl *c, bool stats)
         rc = ctl_fail(EXIT_INTERRUPTED, "interrupted before the end of %s", topic);
         goto out;
     }
-    mc_view_selection_init(&sel, &filter, fo.now);
+    mc_view_selection_init(&sel, &filter, fo.now, stats);
     mc_keymap_each(g.keys, fold_one, &fo);
     if (fo.unreadable)
         fprintf(stderr, "mooncakectl: %zu unreadable records in %s skipped\n", fo.unreadable,
