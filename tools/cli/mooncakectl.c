@@ -766,27 +766,27 @@ static bool parse_time(const char *s, int64_t *out)
     return mc_parse_int64(s, 0, INT64_MAX, out) || parse_rfc3339(s, out);
 }
 
-/* --since: 10m (ago), epoch ms or RFC 3339. */
-bool ctl_parse_since(const char *s, int64_t *out)
+/* A point in time, or a duration from now in the direction of sign. */
+static bool parse_when(const char *s, int sign, int64_t *out)
 {
     int64_t d;
     if (parse_time(s, out))
         return true;
     if (!parse_duration(s, &d))
         return false;
-    *out = mc_now_ms() - d;
+    *out = mc_now_ms() + sign * d;
     return true;
+}
+
+/* --since: 10m (ago), epoch ms or RFC 3339. */
+bool ctl_parse_since(const char *s, int64_t *out)
+{
+    return parse_when(s, -1, out);
 }
 
 bool ctl_parse_due(const char *s, int64_t *out)
 {
-    int64_t d;
-    if (parse_time(s, out))
-        return true;
-    if (!parse_duration(s, &d))
-        return false;
-    *out = mc_now_ms() + d;
-    return true;
+    return parse_when(s, 1, out);
 }
 
 void ctl_fmt_time(int64_t ms, char out[32])

@@ -23,19 +23,24 @@ typedef struct found {
     int64_t wheel_position;
 } found;
 
+/* Whether m is a partition's wheel position record; its position in *at. */
+static bool position_record(const rd_kafka_message_t *m, int64_t *at)
+{
+    if (m->key_len != sizeof MC_VIEW_POSITION_KEY - 1 ||
+        memcmp(m->key, MC_VIEW_POSITION_KEY, m->key_len) != 0)
+        return false;
+    char text[24] = "";
+    if (m->payload && m->len < sizeof text)
+        memcpy(text, m->payload, m->len);
+    *at = strtoll(text, NULL, 10);
+    return true;
+}
+
 static int take(void *arg, const rd_kafka_message_t *m)
 {
     found *f = arg;
-    if (!m->key)
+    if (!m->key || position_record(m, &f->wheel_position))
         return 0;
-    if (m->key_len == sizeof MC_VIEW_POSITION_KEY - 1 &&
-        memcmp(m->key, MC_VIEW_POSITION_KEY, m->key_len) == 0) {
-        char text[24] = "";
-        if (m->payload && m->len < sizeof text)
-            memcpy(text, m->payload, m->len);
-        f->wheel_position = strtoll(text, NULL, 10);
-        return 0;
-    }
     if (m->key_len != f->key_len || memcmp(m->key, f->key, f->key_len) != 0)
         return 0;
     free(f->value);
@@ -197,15 +202,12 @@ static void free_latest(mc_keynode *n, void *arg)
 static int gather_one(void *arg, const rd_kafka_message_t *m)
 {
     gathering *g = arg;
+    int64_t at;
     if (!m->key)
         return 0;
-    if (m->key_len == sizeof MC_VIEW_POSITION_KEY - 1 &&
-        memcmp(m->key, MC_VIEW_POSITION_KEY, m->key_len) == 0) {
-        char text[24] = "";
-        if (m->payload && m->len < sizeof text)
-            memcpy(text, m->payload, m->len);
+    if (position_record(m, &at)) {
         if (m->partition >= 0 && m->partition < g->n_partitions)
-            g->positions[m->partition] = strtoll(text, NULL, 10);
+            g->positions[m->partition] = at;
         return 0;
     }
     /* The app's tasks (APP/...) and its counters (/stats/APP, one per
