@@ -57,6 +57,166 @@ bool mc_view_cursor_parse(const char *text, mc_view_filter *f)
     return true;
 }
 
+static int cmp_uuid(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* ---- an app's tasks in order ------------------------------------------------------ */
+
+/* Order in an index: by the due time it was indexed under, then key (all
+ * keys of one index share the "app/" before the uuid). */
+static int cmp_indexed(const mc_view_task *a, const mc_view_task *b)
+{
+    if (a->indexed_due != b->indexed_due)
+        return a->indexed_due < b->indexed_due ? -1 : 1;
+    return cmp_uuid(a->key, a->node.key_len, b->key, b->node.key_len);
+}
+
+static mc_view_task *rotate_up_lower(mc_view_task *t)
+{
+    mc_view_task *l = t->lower;
+    t->lower = l->higher;
+    l->higher = t;
+    return l;
+}
+
+static mc_view_task *rotate_up_higher(mc_view_task *t)
+{
+    mc_view_task *h = t->higher;
+    t->higher = h->lower;
+    h->lower = t;
+    return h;
+}
+
+/* The heap order: a hash of the key, as random as the treap needs. */
+static uint32_t priority(const mc_view_task *t)
+{
+    return t->node.hash * 2654435761u;
+}
+
+static mc_view_task *insert_under(mc_view_task *root, mc_view_task *t)
+{
+    if (!root)
+        return t;
+    if (cmp_indexed(t, root) < 0) {
+        root->lower = insert_under(root->lower, t);
+        if (priority(root->lower) > priority(root))
+            root = rotate_up_lower(root);
+    } else {
+        root->higher = insert_under(root->higher, t);
+        if (priority(root->higher) > priority(root))
+            root = rotate_up_higher(root);
+    }
+    return root;
+}
+
+/* Joins two treaps, every task of lower before every task of higher. */
+static mc_view_task *join(mc_view_task *lower, mc_view_task *higher)
+{
+    if (!lower || !higher)
+        return lower ? lower : higher;
+    if (priority(lower) > priority(higher)) {
+        lower->higher = join(lower->higher, higher);
+        return lower;
+    }
+    higher->lower = join(lower, higher->lower);
+    return higher;
+}
+
+static mc_view_task *remove_under(mc_view_task *root, mc_view_task *t)
+{
+    if (!root)
+        return NULL;
+    if (root == t)
+        return join(t->lower, t->higher);
+    if (cmp_indexed(t, root) < 0)
+        root->lower = remove_under(root->lower, t);
+    else
+        root->higher = remove_under(root->higher, t);
+    return root;
+}
+
+void mc_view_index_insert(mc_view_index *ix, mc_view_task *t)
+{
+    t->lower = t->higher = NULL;
+    t->indexed_due = t->due_at;
+    t->indexed = true;
+    ix->root = insert_under(ix->root, t);
+    ix->n++;
+}
+
+void mc_view_index_remove(mc_view_index *ix, mc_view_task *t)
+{
+    ix->root = remove_under(ix->root, t);
+    t->lower = t->higher = NULL;
+    t->indexed = false;
+    ix->n--;
+}
+
+/* Whether t comes before where a walk starts. */
+static bool before_start(const mc_view_task *t, int64_t from_due, const char *after_uuid)
+{
+    if (t->indexed_due != from_due)
+        return t->indexed_due < from_due;
+    if (!after_uuid)
+        return false;
+    const char *slash = memchr(t->key, '/', t->node.key_len);
+    size_t off = slash ? (size_t)(slash - t->key) + 1 : 0;
+    return cmp_uuid(t->key + off, t->node.key_len - off, after_uuid, strlen(after_uuid)) <= 0;
+}
+
+typedef struct walk_stack {
+    mc_view_task **at;
+    size_t n, cap;
+} walk_stack;
+
+static bool push(walk_stack *st, mc_view_task *t)
+{
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 64;
+        mc_view_task **grown = realloc(st->at, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        st->at = grown;
+        st->cap = cap;
+    }
+    st->at[st->n++] = t;
+    return true;
+}
+
+int mc_view_index_walk(const mc_view_index *ix, int64_t from_due, const char *after_uuid,
+                       bool (*fn)(mc_view_task *t, void *arg), void *arg)
+{
+    walk_stack st = {0};
+    int rc = 0;
+    /* Down to the first task at or after the start: the path's tasks at or
+     * after it wait on the stack, each before the ones under it. */
+    for (mc_view_task *t = ix->root; t;) {
+        if (before_start(t, from_due, after_uuid)) {
+            t = t->higher;
+        } else if (!push(&st, t)) {
+            rc = -1;
+            break;
+        } else {
+            t = t->lower;
+        }
+    }
+    while (rc == 0 && st.n) {
+        mc_view_task *t = st.at[--st.n];
+        if (!fn(t, arg))
+            break;
+        for (mc_view_task *c = t->higher; c; c = c->lower)
+            if (!push(&st, c)) {
+                rc = -1;
+                break;
+            }
+    }
+    free(st.at);
+    return rc;
+}
+
 /* ---- one instance's selection ---------------------------------------------------- */
 
 void mc_view_selection_init(mc_view_selection *s, const mc_view_filter *f, int64_t now_ms,
@@ -78,12 +238,6 @@ static const char *uuid_of(const mc_view_task *t, size_t app_len, size_t *len)
 {
     *len = t->node.key_len - app_len - 1;
     return t->key + app_len + 1;
-}
-
-static int cmp_uuid(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    return c ? c : (alen > blen) - (alen < blen);
 }
 
 /* Order of two tasks of one app: by due time, then uuid. */
@@ -180,6 +334,40 @@ static void sort_picks(mc_view_pick *p, size_t n, size_t app_len)
         }
         p[j] = x;
     }
+}
+
+bool mc_view_selection_full_before(const mc_view_selection *s, const mc_view_task *t)
+{
+    return !s->counting && s->n == (size_t)s->filter->limit + 1 &&
+           cmp_tasks(t, s->heap[0].task, s->app_len) >= 0;
+}
+
+typedef struct index_offer {
+    mc_view_selection *s;
+    int64_t wheel_position;
+} index_offer;
+
+static bool offer_indexed(mc_view_task *t, void *arg)
+{
+    index_offer *o = arg;
+    if (mc_view_selection_full_before(o->s, t) ||
+        (!o->s->counting && t->due_at >= o->s->filter->due_to))
+        return false;
+    mc_view_selection_offer(o->s, t, o->wheel_position);
+    return !o->s->failed;
+}
+
+int mc_view_selection_offer_index(mc_view_selection *s, const mc_view_index *ix,
+                                  int64_t wheel_position)
+{
+    const mc_view_filter *f = s->filter;
+    index_offer o = {s, wheel_position};
+    if (s->counting)
+        return mc_view_index_walk(ix, INT64_MIN, NULL, offer_indexed, &o);
+    /* From the later of dueFrom and the cursor. */
+    bool cursor = f->has_after && f->after_due >= f->due_from;
+    return mc_view_index_walk(ix, cursor ? f->after_due : f->due_from,
+                              cursor ? f->after_uuid : NULL, offer_indexed, &o);
 }
 
 json_t *mc_view_selection_list_json(mc_view_selection *s)

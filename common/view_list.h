@@ -52,6 +52,27 @@ char *mc_view_cursor_format(int64_t due_at, const char *uuid, size_t uuid_len);
  * not one. */
 bool mc_view_cursor_parse(const char *text, mc_view_filter *f);
 
+/* ---- an app's tasks in order ------------------------------------------------------ */
+
+/* The tasks of one app (in one partition) ordered by (due time, key): a
+ * treap threaded through the tasks themselves (mc_view_task's lower,
+ * higher), its heap order from the keys' hashes, so a list reads from its
+ * first task on instead of looking at every task held. */
+typedef struct mc_view_index {
+    mc_view_task *root;
+    size_t n;
+} mc_view_index;
+
+/* Adds t (not in an index) under its current due time. */
+void mc_view_index_insert(mc_view_index *ix, mc_view_task *t);
+/* Takes t (in ix) out. */
+void mc_view_index_remove(mc_view_index *ix, mc_view_task *t);
+/* Calls fn on ix's tasks in order, from the first due at or after from_due
+ * (with after_uuid, the first after (from_due, after_uuid)), until fn
+ * returns false. 0, or -1 on ENOMEM (the walk's stack). */
+int mc_view_index_walk(const mc_view_index *ix, int64_t from_due, const char *after_uuid,
+                       bool (*fn)(mc_view_task *t, void *arg), void *arg);
+
 /* ---- one instance's selection ---------------------------------------------------- */
 
 typedef struct mc_view_pick {
@@ -81,6 +102,14 @@ void mc_view_selection_free(mc_view_selection *s);
  * app, counted (counting) or kept if it matches the rest of the filter and
  * is among the first. */
 void mc_view_selection_offer(mc_view_selection *s, const mc_view_task *t, int64_t wheel_position);
+/* Whether t, after what the selection has, can no longer get into it (a
+ * walk in order stops there). */
+bool mc_view_selection_full_before(const mc_view_selection *s, const mc_view_task *t);
+/* Offers the tasks of an index (one app's, of a partition whose wheel has
+ * got to wheel_position) from the filter's first due time or cursor on, and
+ * stops when no more can get in. 0, or -1 on ENOMEM. */
+int mc_view_selection_offer_index(mc_view_selection *s, const mc_view_index *ix,
+                                  int64_t wheel_position);
 /* {"tasks": [up to limit summaries, in order], "more": bool}. Caller owns it. */
 json_t *mc_view_selection_list_json(mc_view_selection *s);
 /* {"accepted": n, ...} for every state with a task, and "total". Caller owns it. */

@@ -66,6 +66,10 @@ typedef enum mc_view_route {
 typedef struct mc_view_task {
     mc_keynode node;
     mc_timer forget; /* a task in a final state is forgotten after the history */
+    /* Its place among its app's tasks by (due time, key): see view_list.h. */
+    struct mc_view_task *lower, *higher;
+    int64_t indexed_due; /* the due time it is ordered by */
+    bool indexed;
     struct mc_view_task *next_dirty;
     bool dirty;
     /* The newest command of the key: a Submit (then == version) or a Cancel. */

@@ -246,6 +246,7 @@ typedef struct view_part {
     int64_t position_logged; /* the wheel_position in the changelog */
     mc_view_task *dirty;     /* changed since the last commit */
     size_t bytes;
+    mc_keymap *indexes;            /* app_index by app id: each app's tasks in order */
     mc_keymap *apps;               /* mc_view_app_stats by changelog key */
     mc_view_app_stats *dirty_apps; /* changed since the last commit */
     int64_t apps_swept_at;         /* when apps with an empty hour were last forgotten */
@@ -269,6 +270,15 @@ typedef struct view {
     mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
     mc_counter *answered, *behind, *forgotten, *unreadable;
 } view;
+
+/* One app's tasks of a partition, in order (view_list.h). */
+typedef struct app_index {
+    mc_keynode node;
+    mc_view_index ix;
+    char app[];
+} app_index;
+
+#define APP_INDEX_KEY_OFFSET (offsetof(app_index, app) - offsetof(app_index, node))
 
 static view_part *part_of(view *v, int32_t partition)
 {
@@ -304,6 +314,10 @@ static void part_free(view_part *p)
         mc_keymap_drain(p->apps, free_app, NULL);
         mc_keymap_free(p->apps);
     }
+    if (p->indexes) {
+        mc_keymap_drain(p->indexes, free_app, NULL);
+        mc_keymap_free(p->indexes);
+    }
     mc_wheel_free(p->forgets);
     free(p);
 }
@@ -319,8 +333,10 @@ static view_part *add_part(view *v, int32_t partition, int64_t now)
     p->tasks = mc_keymap_new(MC_VIEW_TASK_KEY_OFFSET);
     p->forgets = mc_wheel_new(now);
     p->apps = mc_keymap_new(MC_VIEW_APP_STATS_KEY_OFFSET);
+    p->indexes = mc_keymap_new(APP_INDEX_KEY_OFFSET);
     p->apps_swept_at = now;
-    if (!p->tasks || !p->forgets || !p->apps || mc_part_table_put(&v->parts, partition, p) != 0) {
+    if (!p->tasks || !p->forgets || !p->apps || !p->indexes ||
+        mc_part_table_put(&v->parts, partition, p) != 0) {
         part_free(p);
         return NULL;
     }
@@ -340,6 +356,56 @@ static void update_gauges(view *v)
     mc_gauge_set(v->bytes_gauge, (double)bytes);
 }
 
+/* The index of the app of t (its key up to '/'), made when missing and
+ * create is true. */
+static app_index *index_of(view_part *p, const char *app, size_t app_len, bool create)
+{
+    uint32_t hash = mc_keymap_hash(app, app_len);
+    app_index *a = (app_index *)mc_keymap_find(p->indexes, app, app_len, hash);
+    if (a || !create)
+        return a;
+    if (!(a = calloc(1, sizeof *a + app_len)))
+        return NULL;
+    memcpy(a->app, app, app_len);
+    a->node.key_len = (uint32_t)app_len;
+    a->node.hash = hash;
+    mc_keymap_insert(p->indexes, &a->node);
+    return a;
+}
+
+static size_t app_len_of(const mc_view_task *t)
+{
+    const char *slash = memchr(t->key, '/', t->node.key_len);
+    return slash ? (size_t)(slash - t->key) : t->node.key_len;
+}
+
+static void unindex(view_part *p, mc_view_task *t)
+{
+    if (!t->indexed)
+        return;
+    app_index *a = index_of(p, t->key, app_len_of(t), false);
+    if (!a)
+        return;
+    mc_view_index_remove(&a->ix, t);
+    if (a->ix.n == 0) {
+        mc_keymap_remove(p->indexes, &a->node);
+        free(a);
+    }
+}
+
+/* Puts t in its app's order under its current due time. -1 on ENOMEM. */
+static int reindex(view_part *p, mc_view_task *t)
+{
+    if (t->indexed && t->indexed_due == t->due_at)
+        return 0;
+    unindex(p, t);
+    app_index *a = index_of(p, t->key, app_len_of(t), true);
+    if (!a)
+        return -1;
+    mc_view_index_insert(&a->ix, t);
+    return 0;
+}
+
 static void unlink_dirty(view_part *p, mc_view_task *t)
 {
     if (!t->dirty)
@@ -355,6 +421,7 @@ static void unlink_dirty(view_part *p, mc_view_task *t)
 static void remove_task(view_part *p, mc_view_task *t)
 {
     unlink_dirty(p, t);
+    unindex(p, t);
     if (mc_wheel_scheduled(&t->forget))
         mc_wheel_cancel(p->forgets, &t->forget);
     mc_keymap_remove(p->tasks, &t->node);
@@ -376,8 +443,8 @@ static void schedule_forget(view *v, view_part *p, mc_view_task *t, int64_t now)
     mc_wheel_add(p->forgets, &t->forget, now + v->history_ms);
 }
 
-/* After a fold changed t: it goes out in the next commit. */
-static void touched(view *v, view_part *p, mc_view_task *t, size_t bytes_before, int64_t now)
+/* After a fold changed t: it goes out in the next commit. -1 on ENOMEM. */
+static int touched(view *v, view_part *p, mc_view_task *t, size_t bytes_before, int64_t now)
 {
     p->bytes += mc_view_task_extra_bytes(t) - bytes_before;
     if (!t->dirty) {
@@ -386,6 +453,7 @@ static void touched(view *v, view_part *p, mc_view_task *t, size_t bytes_before,
         p->dirty = t;
     }
     schedule_forget(v, p, t, now);
+    return reindex(p, t);
 }
 
 /* ---- questions -------------------------------------------------------------------- */
@@ -501,17 +569,6 @@ static void answer_task(view *v, question *q, mc_ctx *ctx)
     finish(v, q, body ? 200 : 500, body);
 }
 
-typedef struct offering {
-    mc_view_selection *sel;
-    int64_t wheel_position;
-} offering;
-
-static void offer_one(mc_keynode *n, void *arg)
-{
-    offering *o = arg;
-    mc_view_selection_offer(o->sel, (const mc_view_task *)n, o->wheel_position);
-}
-
 /* The app's calls, failures and dead letters of the last hour in the
  * question's partitions. */
 static json_t *last_hour(view *v, const question *q, int64_t now)
@@ -550,10 +607,12 @@ static void answer_tasks(view *v, question *q, mc_ctx *ctx)
     int64_t now = mc_ctx_now_ms(ctx);
     mc_view_selection sel;
     mc_view_selection_init(&sel, &q->filter, now, q->kind == Q_STATS);
-    for (size_t i = 0; i < q->n_parts; i++) {
+    size_t app_len = strlen(q->app_id);
+    for (size_t i = 0; i < q->n_parts && !sel.failed; i++) {
         view_part *p = part_of(v, q->parts[i]);
-        offering o = {&sel, p->wheel_position};
-        mc_keymap_each(p->tasks, offer_one, &o);
+        app_index *a = index_of(p, q->app_id, app_len, false);
+        if (a && mc_view_selection_offer_index(&sel, &a->ix, p->wheel_position) != 0)
+            sel.failed = true;
     }
     json_t *j = NULL;
     if (!sel.failed) {
@@ -844,7 +903,8 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         changed = fold_dead(v, t, r);
     }
     if (changed) {
-        touched(v, p, t, before, mc_ctx_now_ms(ctx));
+        if (touched(v, p, t, before, mc_ctx_now_ms(ctx)) != 0)
+            return -1;
     } else if (t->version == MC_VIEW_NONE && t->command == MC_VIEW_NONE) {
         remove_task(p, t); /* made for a record that said nothing */
     } else {
@@ -987,6 +1047,7 @@ typedef struct restoring {
      * key length, key, one after another. */
     uint8_t *moved;
     size_t moved_len, moved_cap;
+    bool failed; /* out of memory */
 } restoring;
 
 static void note_moved(restoring *rs, int32_t partition, const void *key, size_t key_len)
@@ -1087,6 +1148,8 @@ static void restore_one(void *arg, const mc_record *m)
     mc_keymap_insert(p->tasks, &t->node);
     p->bytes += mc_view_task_extra_bytes(t);
     schedule_forget(rs->v, p, t, rs->now);
+    if (reindex(p, t) != 0)
+        rs->failed = true;
 }
 
 /* Whether parts holds partition id of all five inputs. */
@@ -1167,9 +1230,11 @@ static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     }
     int rc = 0;
     if (n) {
-        restoring rs = {v, fresh, now, NULL, 0, 0};
+        restoring rs = {v, fresh, now, NULL, 0, 0, false};
         mc_restore_stats st;
         rc = mc_ctx_restore(ctx, "views", ids, n, restore_one, &rs, &st);
+        if (rs.failed)
+            rc = -1;
         if (rc == 0)
             mc_gauge_set(v->restore_seconds, st.seconds);
         if (rc == 0)

@@ -42,8 +42,96 @@ static const char *uuid_at(const json_t *page, size_t i)
         json_object_get(json_array_get(json_object_get(page, "tasks"), i), "uuid"));
 }
 
+typedef struct walked {
+    const mc_view_task *seen[64];
+    size_t n, stop_at;
+} walked;
+
+static bool note(mc_view_task *t, void *arg)
+{
+    walked *w = arg;
+    w->seen[w->n++] = t;
+    return w->n < w->stop_at;
+}
+
+static int by_due_key(const void *a, const void *b)
+{
+    const mc_view_task *x = *(mc_view_task *const *)a, *y = *(mc_view_task *const *)b;
+    if (x->due_at != y->due_at)
+        return x->due_at < y->due_at ? -1 : 1;
+    size_t n = x->node.key_len < y->node.key_len ? x->node.key_len : y->node.key_len;
+    int c = memcmp(x->key, y->key, n);
+    return c ? c : (int)x->node.key_len - (int)y->node.key_len;
+}
+
+/* The index keeps 40 tasks in order through inserts, removals and due
+ * times that change; a walk starts where it is asked to; a page read from
+ * the index is the page read by looking at every task. */
+static void index_keeps_order(void)
+{
+    mc_view_task *t[40];
+    mc_view_index ix = {0};
+    unsigned seed = 12345;
+    for (int i = 0; i < 40; i++) {
+        char uuid[16];
+        snprintf(uuid, sizeof uuid, "u%02d", i);
+        seed = seed * 1103515245u + 12345u;
+        t[i] = task("shop", uuid, NOW + (seed >> 16) % 10 * 1000, false);
+        mc_view_index_insert(&ix, t[i]);
+    }
+    for (int round = 0; round < 200; round++) {
+        seed = seed * 1103515245u + 12345u;
+        mc_view_task *x = t[(seed >> 16) % 40];
+        mc_view_index_remove(&ix, x);
+        x->due_at = NOW + (seed >> 8) % 10 * 1000; /* a newer version due elsewhere */
+        mc_view_index_insert(&ix, x);
+    }
+    CHECK(ix.n == 40);
+    mc_view_task *sorted[40];
+    memcpy(sorted, t, sizeof sorted);
+    qsort(sorted, 40, sizeof *sorted, by_due_key);
+    walked w = {.stop_at = 64};
+    CHECK(mc_view_index_walk(&ix, INT64_MIN, NULL, note, &w) == 0);
+    CHECK(w.n == 40);
+    for (size_t i = 0; i < w.n && i < 40; i++)
+        CHECK(w.seen[i] == sorted[i], "position %zu out of order", i);
+    /* from the 17th on, strictly after it */
+    const mc_view_task *k = sorted[16];
+    walked from = {.stop_at = 64};
+    char after[16];
+    snprintf(after, sizeof after, "%.*s", (int)k->node.key_len - 5, k->key + 5); /* after "shop/" */
+    CHECK(mc_view_index_walk(&ix, k->due_at, after, note, &from) == 0);
+    CHECK(from.n == 23 && from.seen[0] == sorted[17], "%zu from the cursor", from.n);
+    walked three = {.stop_at = 3};
+    mc_view_index_walk(&ix, NOW + 5000, NULL, note, &three);
+    CHECK(three.n == 3 && three.seen[0]->due_at >= NOW + 5000);
+    /* a page through the index is the page of the scan, with a state filter */
+    mc_view_filter f = mc_view_filter_all("shop");
+    f.limit = 6;
+    f.due_from = NOW + 2000;
+    f.states = 1u << MC_VIEW_ACCEPTED;
+    mc_view_selection a, b;
+    mc_view_selection_init(&a, &f, NOW, false);
+    mc_view_selection_init(&b, &f, NOW, false);
+    CHECK(mc_view_selection_offer_index(&a, &ix, -1) == 0);
+    for (int i = 0; i < 40; i++)
+        mc_view_selection_offer(&b, t[i], -1);
+    json_t *ja = mc_view_selection_list_json(&a), *jb = mc_view_selection_list_json(&b);
+    CHECK(json_equal(ja, jb) && json_array_size(json_object_get(ja, "tasks")) == 6);
+    json_decref(ja);
+    json_decref(jb);
+    mc_view_selection_free(&a);
+    mc_view_selection_free(&b);
+    for (int i = 0; i < 40; i++) {
+        mc_view_index_remove(&ix, t[i]);
+        mc_view_task_free(t[i]);
+    }
+    CHECK(ix.n == 0 && ix.root == NULL);
+}
+
 int main(void)
 {
+    index_keeps_order();
     /* 30 tasks of shop due in a shuffled order (ties broken by uuid), 5 of
      * another app. */
     mc_view_task *tasks[40];
