@@ -10,10 +10,13 @@ topics (job-commands, jobs) keep their partition count.
 
 What is checked is what a user sees: the calls reaching a local endpoint, the
 command's exit status and output, and the router's log and /readyz."""
+import json
 import os
 import subprocess
 import threading
 import time
+import urllib.parse
+import urllib.request
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
@@ -171,6 +174,32 @@ def test_grow_with_tasks_near_far_and_cancels_after():
         assert not uncalled, f"occurrences due and not called: {uncalled}"
         print(f"     a job every second fired {len(subs)} occurrences through the growth, "
               "each once", flush=True)
+        # The view (in `mooncake all`) answers for every key after the growth, at
+        # its new home: what was called succeeded, what was cancelled is cancelled
+        # (the zombie's Submit was aborted: never a task), and a list and the
+        # counts of the app agree.
+        port = env.procs[0].http_port
+
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+                return json.loads(r.read())["data"]
+
+        want = {k: "cancelled" if k in cancelled else "succeeded" for k in due if k != "g/zombie"}
+        deadline = time.time() + 30
+        while True:
+            said = {k: get(f"/api/task?appId=g&uuid={urllib.parse.quote(k[2:])}")["state"]
+                    for k in want}
+            if said == want or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert said == want, {k: (said[k], w) for k, w in want.items() if said[k] != w}
+        listed = get("/api/tasks?appId=g&state=succeeded&limit=1000")["tasks"]
+        succeeded = {t["key"] for t in listed}
+        assert {k for k, w in want.items() if w == "succeeded"} <= succeeded
+        counts = get("/api/stats?appId=g")
+        assert counts["tasks"]["succeeded"] == len(succeeded), (counts, len(succeeded))
+        assert counts["tasks"]["cancelled"] == sum(w == "cancelled" for w in want.values())
+        print(f"     the view answers all {len(want)} keys after the growth", flush=True)
         r = mooncakectl(env, "partitions", "grow", "--to", str(NEW))
         assert r.returncode == 0 and "already" in r.stderr, (r.returncode, r.stderr)
         r = mooncakectl(env, "partitions", "grow", "--to", str(OLD))
