@@ -233,6 +233,31 @@ void mc_view_selection_free(mc_view_selection *s)
     s->n = 0;
 }
 
+static bool utf8_ok(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        unsigned c = *p++;
+        size_t more = c < 0x80             ? 0
+                      : (c & 0xE0) == 0xC0 ? 1
+                      : (c & 0xF0) == 0xE0 ? 2
+                      : (c & 0xF8) == 0xF0 ? 3
+                                           : 4;
+        if (more == 4 || (more && c < 0xC2) || c > 0xF4 || (size_t)(end - p) < more)
+            return false;
+        unsigned cp = more ? c & (0x3F >> more) : c;
+        for (size_t i = 0; i < more; i++, p++) {
+            if ((*p & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (*p & 0x3F);
+        }
+        if (!c || (more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+    }
+    return true;
+}
+
 /* The uuid of a task: its key after "app/". */
 static const char *uuid_of(const mc_view_task *t, size_t app_len, size_t *len)
 {
@@ -308,6 +333,11 @@ void mc_view_selection_offer(mc_view_selection *s, const mc_view_task *t, int64_
     if (s->n == keep && cmp_tasks(t, s->heap[0].task, s->app_len) >= 0)
         return;
     if (f->states && !(f->states & (1u << mc_view_task_state(t, wheel_position, s->now_ms))))
+        return;
+    /* A key JSON cannot carry (not UTF-8: only a direct Kafka client writes
+     * one) would leave its line without a uuid, and the page without a
+     * cursor: it is counted, not listed. */
+    if (!utf8_ok(t->key, t->node.key_len))
         return;
     if (s->n == keep) {
         s->heap[0] = (mc_view_pick){t, wheel_position};
@@ -524,6 +554,8 @@ mc_view_app_stats *mc_view_app_stats_new(const void *key, size_t key_len)
 void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, uint32_t calls, uint32_t failures,
                            uint32_t dead)
 {
+    if (at_ms < 60000 || at_ms / 60000 > INT32_MAX)
+        return; /* no record of mooncake's is stamped so */
     int32_t minute = (int32_t)(at_ms / 60000);
     mc_view_minute *m = &s->minutes[minute % MC_VIEW_STATS_MINUTES];
     if (m->minute > minute)

@@ -648,10 +648,24 @@ json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position,
     json_t *j = mc_view_task_json(t, wheel_position, now_ms);
     if (!j)
         return NULL;
+    /* A line of a page stays small (a page of 1000 goes through the gateway
+     * in one piece): the callback's address, not its headers and body, and
+     * the last Result without the endpoint's answer. */
     json_t *calls = json_object_get(j, "attempts");
     size_t n = json_array_size(calls);
-    if (n)
-        json_object_set(j, "lastAttempt", json_array_get(calls, n - 1));
+    if (n) {
+        json_t *last = json_array_get(calls, n - 1);
+        json_object_del(last, "responseBody");
+        json_object_del(last, "responseBody_base64");
+        json_object_set(j, "lastAttempt", last);
+    }
+    json_t *cb = json_object_get(j, "callback");
+    if (cb) {
+        json_object_del(cb, "headers");
+        json_object_del(cb, "body");
+        json_object_del(cb, "body_base64");
+        json_object_del(cb, "timeoutMs");
+    }
     json_object_del(j, "attempts");
     json_object_del(j, "olderVersions");
     json_object_del(j, "metadata");

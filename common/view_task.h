@@ -163,9 +163,10 @@ bool mc_view_state_final(mc_view_state s);
  * Caller owns the JSON. */
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
 
-/* One line of GET /api/tasks: the answer above without the attempts (their
- * count, and the last one as lastAttempt), older versions, metadata and
- * retry policy. Caller owns the JSON. */
+/* One line of GET /api/tasks: the answer above without the attempts (the
+ * last one as lastAttempt, without the endpoint's answer), older versions,
+ * metadata, retry policy, and of the callback only its URL and method.
+ * Caller owns the JSON. */
 json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
 
 /* ---- the changelog ------------------------------------------------------------ */

@@ -916,6 +916,7 @@ static int gather(request *rq, char **body)
     if (mine) {
         if (!mark_covered(mine, covered, n)) {
             /* The view counts partitions differently (a growth under way). */
+            mc_view_forward_forget_count(g->forward);
             json_decref(mine);
             status = 503;
             *body = strdup("the view's partition count is changing; ask again");
@@ -930,6 +931,15 @@ static int gather(request *rq, char **body)
                                     n_missing, rq->q_auth, answers, &n_answers, body);
     if (status != 200)
         goto out;
+    for (size_t i = 0; i < n_answers; i++)
+        if (json_integer_value(json_object_get(answers[i], "partitionCount")) > n) {
+            /* A growth: the partitions past the count known here were not
+             * asked about. */
+            mc_view_forward_forget_count(g->forward);
+            status = 503;
+            *body = strdup("the partition count grew; ask again");
+            goto out;
+        }
     json_t *merged = stats ? mc_view_stats_merge(answers, n_answers, q->filter.app_id)
                            : mc_view_list_merge(answers, n_answers, q->filter.limit);
     *body = merged ? json_dumps(merged, JSON_COMPACT) : NULL;

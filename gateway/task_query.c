@@ -112,6 +112,11 @@ static bool take_partitions(const char *text, mc_tasks_query *q, char *why, size
             snprintf(why, whylen, "partitions: '%.15s' is not a partition number", num);
             return false;
         }
+        for (size_t i = 0; i < q->n_partitions; i++)
+            if (q->partitions[i] == (int32_t)v) {
+                snprintf(why, whylen, "partitions: %lld is given twice", v);
+                return false;
+            }
         q->partitions[q->n_partitions++] = (int32_t)v;
         p += len;
         if (*p == ',')

@@ -21,7 +21,8 @@
 #define COUNT_TTL_MS 30000
 #define DESCRIBE_TIMEOUT_MS 3000
 #define FORWARD_TIMEOUT_MS 6000
-#define MAX_ANSWER_BYTES (1 << 20)
+/* A page of 1000 lines with long URLs fits. */
+#define MAX_ANSWER_BYTES (16 << 20)
 
 struct mc_view_forward {
     const mc_config *cfg;
@@ -93,6 +94,13 @@ int32_t mc_view_forward_count(mc_view_forward *f, char *why, size_t whylen)
         }
     }
     return n;
+}
+
+void mc_view_forward_forget_count(mc_view_forward *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->partitions_at = 0;
+    pthread_mutex_unlock(&f->lock);
 }
 
 int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const char *task_id,

@@ -38,6 +38,8 @@ void mc_view_forward_free(mc_view_forward *f);
 /* How many partitions the view's inputs have (cached), or -1 with a reason
  * in why. */
 int32_t mc_view_forward_count(mc_view_forward *f, char *why, size_t whylen);
+/* Makes the next mc_view_forward_count ask the broker again. */
+void mc_view_forward_forget_count(mc_view_forward *f);
 
 /* The partition of app_id/task_id among the view's partitions, or -1 with a
  * reason in why (the broker did not say how many there are). */

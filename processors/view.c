@@ -626,10 +626,14 @@ static void answer_tasks(view *v, question *q, mc_ctx *ctx)
     json_t *parts = json_array();
     for (size_t i = 0; i < q->n_parts; i++)
         json_array_append_new(parts, json_integer(q->parts[i]));
-    if (j)
+    if (j) {
         json_object_set_new(j, "partitions", parts);
-    else
+        /* The asker compares: a count it has not caught up with means a
+         * growth, whose new partitions it did not ask about. */
+        json_object_set_new(j, "partitionCount", json_integer(v->partitions));
+    } else {
         json_decref(parts);
+    }
     char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     finish(v, q, body ? 200 : 500, body ? body : strdup("out of memory"));
@@ -820,9 +824,9 @@ static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t fail
     if (!slash || slash == (const char *)r->key)
         return 0;
     size_t app_len = (size_t)(slash - (const char *)r->key);
-    char key[sizeof MC_VIEW_STATS_PREFIX + 256];
-    if (app_len > 256)
-        return 0;
+    char key[sizeof MC_VIEW_STATS_PREFIX + 1024];
+    if (app_len > 1024)
+        return 0; /* no app id the gateway takes is this long */
     size_t key_len = sizeof MC_VIEW_STATS_PREFIX - 1 + app_len;
     memcpy(key, MC_VIEW_STATS_PREFIX, sizeof MC_VIEW_STATS_PREFIX - 1);
     memcpy(key + sizeof MC_VIEW_STATS_PREFIX - 1, r->key, app_len);
@@ -849,8 +853,9 @@ static bool fold_result(view *v, view_part *p, mc_view_task *t, const mc_record 
     if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
         return false;
     /* A recall's CANCELLED Result is no call. */
-    if (res.outcome != MC_OUTCOME_CANCELLED)
-        (void)count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0);
+    if (res.outcome != MC_OUTCOME_CANCELLED &&
+        count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0) != 0)
+        return false;
     return mc_view_task_result(t, &res);
 }
 
@@ -880,6 +885,16 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
     }
     if (!r->value)
         return 0;
+    if (in == IN_DEAD && count(p, r, 0, 0, 1) != 0)
+        return -1;
+    /* Only a key's home partition tells its story: a command a client wrote
+     * elsewhere is copied home by the router, and after a growth the old
+     * home still gets a retry's next attempt of a call fired before it.
+     * Folded there, the key would be held twice, one copy stuck. No task
+     * key starts with '/' (the changelog's own keys do). */
+    if (r->key_len == 0 || ((const char *)r->key)[0] == '/' || v->partitions <= 0 ||
+        mc_key_partition(r->key, r->key_len, v->partitions) != r->partition)
+        return 0;
     mc_view_task *t = task_for(p, r->key, r->key_len, true);
     if (!t)
         return -1;
@@ -899,7 +914,6 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         changed = fold_result(v, p, t, r);
         break;
     default:
-        (void)count(p, r, 0, 0, 1);
         changed = fold_dead(v, t, r);
     }
     if (changed) {

@@ -25,8 +25,9 @@ int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, i
 /* The answer to GET /api/tasks (stats false) or /api/stats for the n
  * partitions named (n 0: every one this view holds) that this view holds,
  * with every record committed before the question in it: 200 with
- * {"partitions": [those answered for], "tasks": [...], "more": bool} or
- * {"partitions", "tasks": {state: count}, "lastHour": {...}}; 503 as above.
+ * {"partitions": [those answered for], "partitionCount": n, "tasks": [...],
+ * "more": bool} or {"partitions", "partitionCount", "tasks": {state:
+ * count}, "lastHour": {...}}; 503 as above.
  * f and its strings are copied. *body is the caller's. Blocks; any thread
  * but the view's. */
 int mc_view_ask_tasks(mc_view_door *d, const mc_view_filter *f, bool stats,

@@ -489,6 +489,9 @@ def test_tasks_are_listed_by_due_time_and_counted():
         a = req(port, "GET", "/api/tasks?appId=shop&state=succeeded", token=SHOP)
         item = a.json["data"]["tasks"][0]
         assert item["lastAttempt"]["httpStatus"] == 200 and "attempts" not in item, item
+        # a line stays small: no callback headers or body, no endpoint answer
+        assert set(item["callback"]) == {"url", "method"}, item
+        assert "responseBody" not in item["lastAttempt"], item
         assert SECRET_PARAM not in a.body.decode() and SECRET_HEADER not in a.body.decode()
         # tokens: another app's is refused, an inner one reads any app
         for path in ("/api/tasks?appId=shop", "/api/stats?appId=shop"):
@@ -512,6 +515,9 @@ def test_tasks_are_listed_by_due_time_and_counted():
             a = req(port, "GET", path)
             assert a.status == 400 and word in a.json["msg"], (path, a)
         assert req(port, "POST", "/api/tasks", {}).status == 405
+        a = req(port, "GET", "/api/tasks?appId=shop&partitions=0,0",
+                headers={"Mooncake-Forwarded": "1"})
+        assert a.status == 400 and "twice" in a.json["msg"], a
         # mooncakectl reads the same from the changelog (committed once a second)
         time.sleep(2)
         out = subprocess.run([CTL, "-b", BOOTSTRAP, "--prefix", env.prefix, "task", "list",

@@ -217,6 +217,10 @@ static int gather_one(void *arg, const rd_kafka_message_t *m)
     bool counters = m->key_len == g->stats_key_len && memcmp(m->key, g->stats_key, m->key_len) == 0;
     if (!task && !counters)
         return 0;
+    /* A task is the view's at its home partition only (view.c): a copy left
+     * elsewhere, or a tombstone of a key moved away by a growth, is not it. */
+    if (task && mc_key_partition(m->key, m->key_len, g->n_partitions) != m->partition)
+        return 0;
     char mapkey[1100];
     size_t len = m->key_len;
     if (len + 16 > sizeof mapkey)
