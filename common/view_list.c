@@ -90,10 +90,17 @@ static mc_view_task *rotate_up_higher(mc_view_task *t)
     return h;
 }
 
-/* The heap order: a hash of the key, as random as the treap needs. */
-static uint32_t priority(const mc_view_task *t)
+/* The heap order, which keeps the treap's depth logarithmic only if it is
+ * random with respect to the order: not from the key, which a client
+ * chooses (keys made to share a hash would make the treap a list, and its
+ * recursion as deep as the app's tasks), but from where the task lives in
+ * memory, mixed (splitmix64's finaliser). */
+static uint64_t priority(const mc_view_task *t)
 {
-    return t->node.hash * 2654435761u;
+    uint64_t x = (uint64_t)(uintptr_t)t;
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
 }
 
 static mc_view_task *insert_under(mc_view_task *root, mc_view_task *t)

@@ -129,9 +129,45 @@ static void index_keeps_order(void)
     CHECK(ix.n == 0 && ix.root == NULL);
 }
 
+/* Keys a client made to share one hash, submitted in due order (a plain
+ * search tree's worst case): the treap's balance owes nothing to the keys,
+ * so 100,000 of them go in, walk out in order and come out again without a
+ * recursion as deep as the app. */
+static bool count_in_order(mc_view_task *t, void *arg)
+{
+    int64_t *prev = arg;
+    CHECK(t->due_at >= *prev);
+    *prev = t->due_at;
+    return true;
+}
+
+static void index_stays_shallow_for_hostile_keys(void)
+{
+    enum { N = 100000 };
+    mc_view_task **t = malloc(N * sizeof *t);
+    mc_view_index ix = {0};
+    for (int i = 0; i < N; i++) {
+        char uuid[16];
+        snprintf(uuid, sizeof uuid, "h%06d", i);
+        t[i] = task("shop", uuid, NOW + i, false);
+        t[i]->node.hash = 42;
+        mc_view_index_insert(&ix, t[i]);
+    }
+    int64_t prev = INT64_MIN;
+    CHECK(mc_view_index_walk(&ix, INT64_MIN, NULL, count_in_order, &prev) == 0);
+    CHECK(prev == NOW + N - 1);
+    for (int i = 0; i < N; i++) {
+        mc_view_index_remove(&ix, t[i]);
+        mc_view_task_free(t[i]);
+    }
+    CHECK(ix.n == 0 && !ix.root);
+    free(t);
+}
+
 int main(void)
 {
     index_keeps_order();
+    index_stays_shallow_for_hostile_keys();
     /* 30 tasks of shop due in a shuffled order (ties broken by uuid), 5 of
      * another app. */
     mc_view_task *tasks[40];
