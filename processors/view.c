@@ -846,19 +846,6 @@ static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t fail
     return 0;
 }
 
-static bool fold_result(view *v, view_part *p, mc_view_task *t, const mc_record *r)
-{
-    mc_result res;
-    mc_arena_reset(v->arena);
-    if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
-        return false;
-    /* A recall's CANCELLED Result is no call. */
-    if (res.outcome != MC_OUTCOME_CANCELLED &&
-        count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0) != 0)
-        return false;
-    return mc_view_task_result(t, &res);
-}
-
 static bool fold_dead(view *v, mc_view_task *t, const mc_record *r)
 {
     mc_dead_letter d;
@@ -885,15 +872,33 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
     }
     if (!r->value)
         return 0;
+    /* Every Result and dead letter counts, wherever it is. */
+    mc_result res;
+    if (in == IN_RESULTS) {
+        mc_arena_reset(v->arena);
+        if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
+            return 0;
+        /* A recall's CANCELLED Result is no call. */
+        if (res.outcome != MC_OUTCOME_CANCELLED &&
+            count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0) != 0)
+            return -1;
+    }
     if (in == IN_DEAD && count(p, r, 0, 0, 1) != 0)
         return -1;
+    /* No task key starts with '/' (the changelog's own keys do). */
+    if (r->key_len == 0 || ((const char *)r->key)[0] == '/' || v->partitions <= 0)
+        return 0;
     /* Only a key's home partition tells its story: a command a client wrote
      * elsewhere is copied home by the router, and after a growth the old
      * home still gets a retry's next attempt of a call fired before it.
-     * Folded there, the key would be held twice, one copy stuck. No task
-     * key starts with '/' (the changelog's own keys do). */
-    if (r->key_len == 0 || ((const char *)r->key)[0] == '/' || v->partitions <= 0 ||
-        mc_key_partition(r->key, r->key_len, v->partitions) != r->partition)
+     * Folded there, the key would be held twice, one copy stuck. But the end
+     * of a call fired at the old home before a growth reaches only the old
+     * home: its final Result is folded there (a final task, forgotten after
+     * the history). */
+    bool final_result = in == IN_RESULTS && (res.outcome == MC_OUTCOME_SUCCEEDED ||
+                                             res.outcome == MC_OUTCOME_FAILED_PERMANENTLY ||
+                                             res.outcome == MC_OUTCOME_EXHAUSTED);
+    if (mc_key_partition(r->key, r->key_len, v->partitions) != r->partition && !final_result)
         return 0;
     mc_view_task *t = task_for(p, r->key, r->key_len, true);
     if (!t)
@@ -911,7 +916,7 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         changed = fold_ready(v, t, r);
         break;
     case IN_RESULTS:
-        changed = fold_result(v, p, t, r);
+        changed = mc_view_task_result(t, &res);
         break;
     default:
         changed = fold_dead(v, t, r);
@@ -923,6 +928,10 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         remove_task(p, t); /* made for a record that said nothing */
     } else {
         p->bytes += mc_view_task_extra_bytes(t) - before;
+        /* A fold that kept nothing to log may still have retired a version
+         * (its due time with it): the order must follow. */
+        if (reindex(p, t) != 0)
+            return -1;
     }
     return 0;
 }
