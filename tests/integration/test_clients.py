@@ -243,10 +243,17 @@ def test_java_client_submits_and_cancels():
         calls = server.calls_to("/java/kept")
         assert sorted(c["headers"].get("webhook-id") for c in calls) == \
             sorted(f"shop/{i}" for i in kept), calls
+        # Never early; late only by what the machine allows: in the sanitizer pass
+        # on 2 cores, with the JVMs of the commands above still starting beside
+        # it, two fresh-clone runs saw the first call 2.1 and 2.9 s late (on time
+        # in every run on a warm machine). What the client must get right is the
+        # due time itself, which the -5 ms bound checks.
+        late_by = {c["headers"]["webhook-id"]: round(c["at"] - due[
+            c["headers"]["webhook-id"][len("shop/"):]]) for c in calls}
         for c in calls:
             key = c["headers"]["webhook-id"]
-            late = c["at"] - due[key[len("shop/"):]]
-            assert -5 <= late <= 2000, f"{key}: called {late:.0f} ms from due"
+            late = late_by[key]
+            assert -5 <= late <= 5000, f"{key}: called {late:.0f} ms from due ({late_by})"
             assert c["method"] == "PATCH" and c["body"] == b"from java" and \
                 c["headers"].get("x-lang") == "java", c
         assert server.calls_to("/java/cancelled") == [], "a cancelled task was called"
