@@ -547,6 +547,16 @@ json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id
 
 /* ---- an app's minutes -------------------------------------------------------------- */
 
+size_t mc_view_stats_key(const char *app, size_t app_len, char buf[MC_VIEW_STATS_KEY_MAX])
+{
+    size_t prefix = sizeof MC_VIEW_STATS_PREFIX - 1;
+    if (app_len == 0 || prefix + app_len > MC_VIEW_STATS_KEY_MAX)
+        return 0;
+    memcpy(buf, MC_VIEW_STATS_PREFIX, prefix);
+    memcpy(buf + prefix, app, app_len);
+    return prefix + app_len;
+}
+
 mc_view_app_stats *mc_view_app_stats_new(const void *key, size_t key_len)
 {
     mc_view_app_stats *s = calloc(1, sizeof *s + key_len + 1);

@@ -132,6 +132,13 @@ json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id
  * task key starts with '/'. */
 #define MC_VIEW_STATS_PREFIX "/stats/"
 
+/* Room for the counters' key of any app the view counts. */
+#define MC_VIEW_STATS_KEY_MAX (sizeof MC_VIEW_STATS_PREFIX + 1024)
+/* Writes MC_VIEW_STATS_PREFIX and the app_len bytes of app to buf (room for
+ * MC_VIEW_STATS_KEY_MAX): the counters' key. Its length, or 0 for an app id
+ * longer than the view counts. Any thread. */
+size_t mc_view_stats_key(const char *app, size_t app_len, char buf[MC_VIEW_STATS_KEY_MAX]);
+
 typedef struct mc_view_minute {
     int32_t minute; /* since the epoch; 0: unused */
     uint32_t calls, failures, dead;

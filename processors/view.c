@@ -573,13 +573,10 @@ static void answer_task(view *v, question *q, mc_ctx *ctx)
  * question's partitions. */
 static json_t *last_hour(view *v, const question *q, int64_t now)
 {
-    size_t app_len = strlen(q->app_id);
-    size_t key_len = sizeof MC_VIEW_STATS_PREFIX - 1 + app_len;
-    char *key = malloc(key_len + 1);
+    char key[MC_VIEW_STATS_KEY_MAX];
+    size_t key_len = mc_view_stats_key(q->app_id, strlen(q->app_id), key);
     uint64_t sum[3] = {0, 0, 0};
-    if (key) {
-        memcpy(key, MC_VIEW_STATS_PREFIX, sizeof MC_VIEW_STATS_PREFIX - 1);
-        memcpy(key + sizeof MC_VIEW_STATS_PREFIX - 1, q->app_id, app_len);
+    if (key_len) {
         uint32_t hash = mc_keymap_hash(key, key_len);
         for (size_t i = 0; i < q->n_parts; i++) {
             view_part *p = part_of(v, q->parts[i]);
@@ -590,7 +587,6 @@ static json_t *last_hour(view *v, const question *q, int64_t now)
                 for (int k = 0; k < 3; k++)
                     sum[k] += one[k];
         }
-        free(key);
     }
     (void)v;
     json_t *j = json_object();
@@ -823,13 +819,10 @@ static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t fail
     const char *slash = memchr(r->key, '/', r->key_len);
     if (!slash || slash == (const char *)r->key)
         return 0;
-    size_t app_len = (size_t)(slash - (const char *)r->key);
-    char key[sizeof MC_VIEW_STATS_PREFIX + 1024];
-    if (app_len > 1024)
+    char key[MC_VIEW_STATS_KEY_MAX];
+    size_t key_len = mc_view_stats_key(r->key, (size_t)(slash - (const char *)r->key), key);
+    if (!key_len)
         return 0; /* no app id the gateway takes is this long */
-    size_t key_len = sizeof MC_VIEW_STATS_PREFIX - 1 + app_len;
-    memcpy(key, MC_VIEW_STATS_PREFIX, sizeof MC_VIEW_STATS_PREFIX - 1);
-    memcpy(key + sizeof MC_VIEW_STATS_PREFIX - 1, r->key, app_len);
     uint32_t hash = mc_keymap_hash(key, key_len);
     mc_view_app_stats *a = (mc_view_app_stats *)mc_keymap_find(p->apps, key, key_len, hash);
     if (!a) {

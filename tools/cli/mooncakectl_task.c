@@ -185,7 +185,7 @@ typedef struct latest {
 typedef struct gathering {
     const char *app;
     size_t app_len;
-    char stats_key[300];
+    char stats_key[MC_VIEW_STATS_KEY_MAX];
     size_t stats_key_len;
     mc_keymap *keys;    /* latest of every task key and counter key of the app */
     int64_t *positions; /* per partition: the wheel's last marker */
@@ -390,8 +390,7 @@ int ctl_cmd_task_list(ctl *c, bool stats)
     if (!rk)
         return ctl_fail(EXIT_KAFKA, "%s", err);
     gathering g = {.app = o->app, .app_len = strlen(o->app)};
-    g.stats_key_len =
-        (size_t)snprintf(g.stats_key, sizeof g.stats_key, "%s%s", MC_VIEW_STATS_PREFIX, o->app);
+    g.stats_key_len = mc_view_stats_key(o->app, strlen(o->app), g.stats_key);
     g.keys = mc_keymap_new(LATEST_KEY_OFFSET);
     int n = ctl_topic_partitions(c, rk, topic, err, sizeof err);
     part_scan *all = n > 0 ? calloc((size_t)n, sizeof *all) : NULL;
