@@ -107,6 +107,11 @@ static const opt options[] = {
      "repeats what is left)"},
     {"jobs-ahead-ms", 0, "MOONCAKE_JOBS_AHEAD_MS", OPT_INT64, OFF(jobs_ahead_ms), 100, 3600000,
      "5000", "jobs: write each occurrence this long before it is due (at most half the horizon)"},
+    {"alarm-webhooks", 0, "MOONCAKE_ALARM_WEBHOOKS", OPT_LIST, OFF(alarm_webhooks), 0, 0, "",
+     "alarms: where each app's alarms go, app=https://... pairs or @file ('*' for every other "
+     "app); none: no alarms"},
+    {"alarm-interval-ms", 0, "MOONCAKE_ALARM_INTERVAL_MS", OPT_INT64, OFF(alarm_interval_ms), 1000,
+     86400000, "60000", "alarms: at most one alarm call per app this often"},
     {"zoneinfo-dir", 0, "MOONCAKE_ZONEINFO_DIR", OPT_STR, OFF(zoneinfo_dir), 0, 0,
      "/usr/share/zoneinfo", "jobs and gateway: where the IANA time zone files are (tzdata)"},
     {"app-tokens", 0, "MOONCAKE_APP_TOKENS", OPT_LIST, OFF(app_tokens), 0, 0, "",

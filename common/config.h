@@ -50,6 +50,9 @@ typedef struct mc_config {
     /* jobs */
     int64_t jobs_ahead_ms; /* occurrences are written this long before they are due */
     char *zoneinfo_dir;    /* IANA time zone files */
+    /* alarms */
+    char *alarm_webhooks;      /* app=url pairs or @file; "" for none */
+    int64_t alarm_interval_ms; /* at most one alarm per app this often */
     /* gateway */
     char *app_tokens;                   /* appId=token pairs or @file; "" for none */
     char *inner_tokens;                 /* tokens or @file; "" for none */

@@ -16,30 +16,35 @@
 #define TOPIC_CREATE_TIMEOUT_MS 30000
 #define TOPIC_VISIBLE_POLL_MS 200
 
-/* The jobs changelog takes a JobState per occurrence written: with the
- * broker's 1 GiB segments (compaction never touches the active one) a
- * restore would replay minutes of history. Small segments, rolled at least
- * every 10 minutes, and an eager cleaner keep it near one record per job. */
-static const char *const jobs_changelog_configs[] = {
+/* The jobs changelog takes a JobState per occurrence written, the alarms
+ * changelog a batch per transaction that touched it: with the broker's 1 GiB
+ * segments (compaction never touches the active one) a restore would replay
+ * minutes of history. Small segments, rolled at least every 10 minutes, and
+ * an eager cleaner keep each near one record per key. */
+static const char *const small_changelog_configs[] = {
     "segment.bytes", "67108864", "segment.ms", "600000", "min.cleanable.dirty.ratio", "0.1", NULL};
 
 const mc_topic_spec mc_topic_specs[] = {
-    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0, NULL, false},
-    {"store", "compact", NULL, "far-future tasks: the task table", 0, NULL, false},
+    {"tasks", "delete", "604800000", "commands from clients and the gateway", 0, NULL, NULL},
+    {"store", "compact", NULL, "far-future tasks: the task table", 0, NULL, NULL},
     {"wheel", "delete", "604800000", "tasks within the horizon, stamped with a version", 0, NULL,
-     false},
-    {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL, false},
-    {"retry", "delete", "604800000", "failed attempts", 0, NULL, false},
+     NULL},
+    {"ready", "delete", "604800000", "tasks due now, for the executor", 0, NULL, NULL},
+    {"retry", "delete", "604800000", "failed attempts", 0, NULL, NULL},
     {"results", "delete", NULL, "the result of every attempt (retention: --results-retention-ms)",
-     0, NULL, false},
-    {"views", "compact", NULL, "the view's task table (its changelog)", 0, NULL, true},
-    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL, false},
+     0, NULL, NULL},
+    {"views", "compact", NULL, "the view's task table (its changelog)", 0, NULL, "view"},
+    {"dead", "delete", "2592000000", "dead letters: bad input and exhausted tasks", 0, NULL, NULL},
     {"job-commands", "delete", "604800000", "recurring jobs: puts, actions, finished occurrences",
-     MC_TOPIC_OWN_COUNT, NULL, false},
+     MC_TOPIC_OWN_COUNT, NULL, NULL},
     {"jobs", "compact", NULL, "recurring jobs: the job table (the jobs processor's changelog)",
-     MC_TOPIC_OWN_COUNT, jobs_changelog_configs, false},
+     MC_TOPIC_OWN_COUNT, small_changelog_configs, NULL},
+    {"alarm-events", "delete", "604800000", "alarms: dead letters relayed by app",
+     MC_TOPIC_OWN_COUNT, NULL, "alarms"},
+    {"alarms", "compact", NULL, "alarms: each app's batch of dead letters (changelog)",
+     MC_TOPIC_OWN_COUNT, small_changelog_configs, "alarms"},
     {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1, NULL,
-     false},
+     NULL},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
 _Static_assert(sizeof mc_topic_specs / sizeof mc_topic_specs[0] == MC_N_TOPIC_SPECS,
@@ -219,11 +224,22 @@ static int topic_partitions(const rd_kafka_metadata_t *md, const char *topic)
     return -1;
 }
 
+/* Whether one of roles (NULL: all of them) needs the topic. */
+static bool wanted(const mc_topic_spec *spec, const char *const *roles)
+{
+    if (!spec->only_role || !roles)
+        return true;
+    for (; *roles; roles++)
+        if (strcmp(*roles, spec->only_role) == 0)
+            return true;
+    return false;
+}
+
 /* Creates the topics that md lacks. The number of topics it asked for
  * (created now, or by another instance at the same moment), or -1 with a
  * reason in err. */
 static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_metadata_t *md,
-                         const mc_logger *lg, bool with_optional, char *err, size_t errlen)
+                         const mc_logger *lg, const char *const *roles, char *err, size_t errlen)
 {
     rd_kafka_NewTopic_t *nt[16];
     size_t n = 0;
@@ -232,7 +248,7 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
     for (size_t i = 0; i < mc_n_topic_specs; i++) {
         const mc_topic_spec *s = &mc_topic_specs[i];
         mc_topic_name(cfg, s->suffix, name, sizeof name);
-        if (topic_partitions(md, name) >= 0 || (s->optional && !with_optional))
+        if (topic_partitions(md, name) >= 0 || !wanted(s, roles))
             continue;
         nt[n] = rd_kafka_NewTopic_new(name, s->partitions > 0 ? s->partitions : cfg->partitions,
                                       cfg->replication_factor, errstr, sizeof errstr);
@@ -311,7 +327,7 @@ static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config 
     return md;
 }
 
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_optional, char *err,
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles, char *err,
                      size_t errlen)
 {
     struct {
@@ -327,8 +343,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_option
     const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
     if (!md)
         goto out;
-    int created =
-        cfg->create_topics ? create_topics(rk, cfg, md, lg, with_optional, err, errlen) : 0;
+    int created = cfg->create_topics ? create_topics(rk, cfg, md, lg, roles, err, errlen) : 0;
     if (created < 0)
         goto out;
     rd_kafka_metadata_destroy(md);
@@ -347,7 +362,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_option
         const char *shared_name = NULL, *own_name = NULL;
         for (size_t i = 0; i < mc_n_topic_specs && !mismatch; i++) {
             const mc_topic_spec *spec = &mc_topic_specs[i];
-            if (spec->optional && !with_optional)
+            if (!wanted(spec, roles))
                 continue;
             mc_topic_name(cfg, spec->suffix, name, sizeof name);
             int p = topic_partitions(md, name);
@@ -372,8 +387,8 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_option
                 } else if (p != own) {
                     mismatch = true;
                     snprintf(err, errlen,
-                             "topic %s has %d partitions but %s%s has %d: the jobs topics need "
-                             "the same partition count",
+                             "topic %s has %d partitions but %s%s has %d: the jobs and alarms "
+                             "topics need the same partition count",
                              name, p, cfg->topic_prefix, own_name, own);
                 }
             } else if (spec->partitions && p != spec->partitions) {

@@ -23,12 +23,13 @@ typedef struct mc_topic_spec {
     int partitions;
     /* More topic configs, key, value, ..., NULL; NULL for none. */
     const char *const *configs;
-    /* Needed by one role only (the view's changelog): the others neither
-     * create nor check it, so an engine without a view does not depend on it. */
-    bool optional;
+    /* Needed by this role only (the view's changelog, the alarms' topics):
+     * the others neither create nor check it, so an engine without that role
+     * does not depend on it. NULL: needed by every role. */
+    const char *only_role;
 } mc_topic_spec;
 #define MC_TOPIC_OWN_COUNT (-1)
-#define MC_N_TOPIC_SPECS 11
+#define MC_N_TOPIC_SPECS 13
 extern const mc_topic_spec mc_topic_specs[];
 extern const size_t mc_n_topic_specs;
 
@@ -96,9 +97,10 @@ int mc_list_end_offsets(rd_kafka_t *rk, const char *const *topics, size_t n_topi
  * checks their partition counts: mooncake keeps a task in the same
  * partition number on every topic, so every topic after tasks has one
  * count, and tasks has no more than that (it has fewer only while
- * `mooncakectl partitions grow` runs). Returns 0, or -1 with a line in err
- * saying what to fix. */
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, bool with_optional, char *err,
+ * `mooncakectl partitions grow` runs). roles (NULL-terminated names) says
+ * which topics only some roles need to include; NULL includes them all.
+ * Returns 0, or -1 with a line in err saying what to fix. */
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles, char *err,
                      size_t errlen);
 
 #endif

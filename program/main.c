@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alarms.h"
 #include "config.h"
 #include "executor.h"
 #include "gateway.h"
@@ -206,6 +207,8 @@ static const role roles[] = {
      "reschedule failed calls with backoff (back to tasks), or dead-letter them"},
     {"jobs", &runner_ops, &mc_jobs_processor,
      "recurring jobs (cron, fixed rate, fixed delay): each occurrence a task, exactly once"},
+    {"alarms", &runner_ops, &mc_alarms_processor,
+     "call each app's alarm webhook when its tasks go dead: batched, each dead letter once"},
     {"view", &runner_ops, &mc_view_processor,
      "every task's state by key (changelog: views), for the gateway's GET /api/task"},
     {"gateway", &gateway_ops, NULL,
@@ -464,7 +467,9 @@ int main(int argc, char **argv)
      * topics; then each unit is attached to what now exists. */
     /* The gateway asks the view through a door when both run here. */
     bool has_view = false, has_gateway = false;
+    const char *role_names[N_ROLES + 1] = {NULL};
     for (size_t i = 0; i < n_chosen; i++) {
+        role_names[i] = chosen[i]->name;
         has_view |= chosen[i]->processor == &mc_view_processor;
         has_gateway |= chosen[i]->processor == NULL;
     }
@@ -500,7 +505,7 @@ int main(int argc, char **argv)
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
     if ((needs_topics || cfg.create_topics) &&
-        mc_topics_ensure(&cfg, &lg, has_view, err, sizeof err) != 0) {
+        mc_topics_ensure(&cfg, &lg, role_names, err, sizeof err) != 0) {
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
