@@ -91,7 +91,8 @@ CASES = {
     "MooncakeSlowRestore": dict(
         fire=[series("mooncake_store_last_restore_seconds", {"pod": "s-1"}, "300x5")],
         quiet=[series("mooncake_store_last_restore_seconds", {"pod": "s-1"}, "119x5"),
-               series("mooncake_jobs_last_restore_seconds", {"pod": "j-1"}, "2x5")],
+               series("mooncake_jobs_last_restore_seconds", {"pod": "j-1"}, "2x5"),
+               series("mooncake_alarms_last_restore_seconds", {"pod": "a-1"}, "119x5")],
         at="2m", labels={"namespace": "default", "pod": "s-1"}),
     "MooncakeTransactionsAborting": dict(
         fire=[series("mooncake_transactions_aborted_total", {"processor": "wheel", "pod": "w-1"},
@@ -109,6 +110,16 @@ CASES = {
                series("kube_pod_container_status_restarts_total",
                       {"pod": "other-app-1", "container": "app"}, "0+5x10")],
         at="10m", labels={"namespace": "default", "pod": "ci-mooncake-wheel-7d9f-abcde"}),
+    "MooncakeAlarmsDropped": dict(
+        fire=[series("mooncake_alarm_dropped_dead_letters_total", {"pod": "a-1"},
+                     "0 0 0 0 0 0 3 3 3 3")],
+        quiet=[series("mooncake_alarm_dropped_dead_letters_total", {"pod": "a-1"},
+                      "3 3 3 3 3 3 3 3 3 3"),
+               # dead letters relayed and counted in alarms are no drop
+               series("mooncake_alarm_dead_letters_total", {"outcome": "relayed", "pod": "a-1"},
+                      "0+10x10"),
+               series("mooncake_alarm_counted_dead_letters_total", {"pod": "a-1"}, "0+10x10")],
+        at="8m", labels={"namespace": "default"}),
 }
 
 
@@ -175,6 +186,17 @@ with tempfile.TemporaryDirectory() as tmp:
     higher = rules("--set", "prometheusRule.deadLettersPer5m=100")
     got = fired(tmp, higher, "MooncakeDeadLetters", CASES["MooncakeDeadLetters"]["fire"], "8m")
     c.check(got == [], f"prometheusRule.deadLettersPer5m=100 silences 10 dead letters (got {got})")
+    # A slow alarms restore fires MooncakeSlowRestore as the store's does.
+    got = fired(tmp, groups, "MooncakeSlowRestore",
+                [series("mooncake_alarms_last_restore_seconds", {"pod": "a-1"}, "300x5")], "2m")
+    c.check(got is not None and {"namespace": "default", "pod": "a-1", "alertname":
+                                 "MooncakeSlowRestore", "severity": "warning"} in got,
+            f"MooncakeSlowRestore fires on a slow alarms restore (got {got})")
+    # MooncakeAlarmsDropped looks back 15 minutes: a drop 20 minutes ago no longer fires.
+    got = fired(tmp, groups, "MooncakeAlarmsDropped",
+                [series("mooncake_alarm_dropped_dead_letters_total", {"pod": "a-1"}, "0 3x40")],
+                "21m")
+    c.check(got == [], f"MooncakeAlarmsDropped is quiet 15 minutes after the last drop (got {got})")
     other = rules("--set", "kafka.topicPrefix=shop.")
     got = fired(tmp, other, "MooncakeDeadLetters", CASES["MooncakeDeadLetters"]["fire"], "8m")
     c.check(got == [], f"with topicPrefix shop. mooncake.dead is not the dead topic (got {got})")

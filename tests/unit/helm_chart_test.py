@@ -108,6 +108,58 @@ c.check(env_of(role_container("keda-external-secrets-values.yaml", "jobs"))
 c.check(all("MOONCAKE_JOBS_AHEAD_MS" not in env_of(role_container("default-values.yaml", r))
             for r in ROLES if r != "jobs"), "only the jobs role gets MOONCAKE_JOBS_AHEAD_MS")
 
+# The alarms role: its interval, and the webhook URLs (credentials) as a file of the auth
+# Secret that only it mounts, and only when there are webhooks.
+c.check("alarms" in ROLES, f"the binary's roles {ROLES} include alarms")
+WEBHOOKS = "@/etc/mooncake/auth/alarm-webhooks"
+
+
+def auth_items(name, role):
+    """key -> path of the auth Secret files the role's pods mount ({}: none)."""
+    d = next(d for d in rendered[name] if d["kind"] == "Deployment" and
+             d["metadata"]["labels"]["app.kubernetes.io/component"] == role)
+    vols = [v for v in d["spec"]["template"]["spec"]["volumes"] if v["name"] == "auth"]
+    return {i["key"]: i["path"] for v in vols for i in v["secret"]["items"]}
+
+
+alarms = role_container("default-values.yaml", "alarms")
+c.check(alarms["args"] == ["alarms"] and
+        env_of(alarms).get("MOONCAKE_ALARM_INTERVAL_MS") == "60000",
+        "the alarms Deployment runs `mooncake alarms` with MOONCAKE_ALARM_INTERVAL_MS=60000 "
+        "(alarms.intervalMs)")
+c.check(alarms["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"},
+                                "limits": {"memory": "512Mi"}},
+        f"the alarms Deployment has alarms.resources ({alarms['resources']})")
+c.check(env_of(role_container("keda-external-secrets-values.yaml", "alarms"))
+        .get("MOONCAKE_ALARM_INTERVAL_MS") == "300000", "alarms.intervalMs reaches the alarms role")
+c.check("MOONCAKE_ALARM_WEBHOOKS" not in env_of(alarms) and auth_items("default-values.yaml",
+                                                                       "alarms") == {},
+        "no auth.alarmWebhooks: the alarms role gets no MOONCAKE_ALARM_WEBHOOKS and mounts nothing")
+for name, key in (("ingress-monitoring-values.yaml", "alarm-webhooks"),
+                  ("keda-external-secrets-values.yaml", "alarm-hooks")):
+    c.check(env_of(role_container(name, "alarms")).get("MOONCAKE_ALARM_WEBHOOKS") == WEBHOOKS and
+            auth_items(name, "alarms") == {key: "alarm-webhooks"},
+            f"{name}: the alarms role gets MOONCAKE_ALARM_WEBHOOKS={WEBHOOKS}, mounting only "
+            f"the Secret's {key} ({auth_items(name, 'alarms')})")
+for name in rendered:
+    wrong = [r for r in ROLES if r != "alarms" and
+             ({"MOONCAKE_ALARM_WEBHOOKS", "MOONCAKE_ALARM_INTERVAL_MS"} &
+              set(env_of(role_container(name, r))) or
+              "alarm-webhooks" in auth_items(name, r).values())]
+    c.check(not wrong, f"{name}: only the alarms role gets the alarm settings and mounts the "
+            f"webhooks" + (f" (also {wrong})" if wrong else ""))
+auth = next(d for d in rendered["ingress-monitoring-values.yaml"]
+            if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-auth"))
+c.check(sorted(auth["stringData"].get("alarm-webhooks", "").splitlines()) ==
+        ["*=https://events.pagerduty.example.com/v2/enqueue?routing_key=ci-routing-key",
+         "shop=https://hooks.slack.example.com/services/T0000/B0000/ci-alarm-0123456789"],
+        "the chart's auth Secret holds auth.alarmWebhooks as app=url lines (alarm-webhooks)")
+rc, out, _ = render(None, "--set", "auth.alarmWebhooks.shop=https://hooks.example.com/x",
+                    "--set", "gateway.noAuth=true")
+only = [d for d in documents(out) if d["kind"] == "Secret"] if rc == 0 else []
+c.check(rc == 0 and len(only) == 1 and list(only[0]["stringData"]) == ["alarm-webhooks"],
+        "webhooks without tokens: the chart still creates the auth Secret, with the webhooks only")
+
 # Without a token the gateway could not start: the chart says so instead.
 rc, _, err = render(None)
 c.check(rc != 0 and "the gateway needs tokens" in err, "no tokens: helm refuses to render")
@@ -134,7 +186,12 @@ for bad, needle in ((["--set", "gateway.replicas=abc"], "want integer"),
                     (["--set", "auth.appTokens.shop=short"], "minLength"),
                     (["--set", "config.logLevel=verbose"], "logLevel"),
                     (["--set", "jobs.aheadMs=50"], "minimum"),
-                    (["--set", "jobs.replicaCount=2"], "additional properties")):
+                    (["--set", "jobs.replicaCount=2"], "additional properties"),
+                    (["--set", "alarms.intervalMs=500"], "minimum"),
+                    (["--set", "alarms.replicaCount=2"], "additional properties"),
+                    (["--set", "auth.alarmWebhooks.shop=ftp://hooks.example.com/x"], "pattern"),
+                    (["--set", "auth.existingSecretKeys.alarmWebhookz=x"],
+                     "additional properties")):
     rc, _, err = render(DEFAULTS, *bad)
     c.check(rc != 0 and needle in err, f"values.schema.json refuses {' '.join(bad[1:])}")
 

@@ -2,9 +2,10 @@
 """The chart cannot drift from the binary: for every container the chart renders, in
 the defaults and every CI value set, the real `mooncake <role> --check-config` runs
 with exactly that container's arguments and environment (references to Secrets and
-the downward API filled with samples, mounted files written to a temp dir) and must
-answer "config ok": an environment variable the binary does not know, a librdkafka
-property librdkafka does not know, a bad token or schema file all fail here. A
+the downward API filled with samples, mounted files written to a temp dir: what the
+chart's own Secrets hold, else a sample) and must answer "config ok": an environment
+variable the binary does not know, a librdkafka property librdkafka does not know, a
+bad token, schema or alarm webhooks file all fail here. A
 role-scoped setting (its help begins "executor: ", "jobs and gateway: ", ...) must be
 set only on the roles it names: the binary would accept the executor's settings on the
 store, and ignore them. The topics Job's mooncakectl flags must be ones
@@ -26,7 +27,8 @@ SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 # What each mounted file holds in a real install, by the variable that points at it.
 SAMPLES = {"MOONCAKE_APP_TOKENS": "shop=sample-token-0123456789\n",
            "MOONCAKE_INNER_TOKENS": "sample-inner-token-0123456789\n",
-           "MOONCAKE_APP_SECRETS": f"shop={SECRET}\n"}
+           "MOONCAKE_APP_SECRETS": f"shop={SECRET}\n",
+           "MOONCAKE_ALARM_WEBHOOKS": "shop=https://hooks.example.com/alarm\n"}
 
 
 def containers(docs):
@@ -40,8 +42,24 @@ def containers(docs):
             yield d, ct
 
 
-def environment(ct, configmaps, tmp):
-    """The container's environment as the binary would see it, files made real."""
+def secret_files(d, secrets):
+    """Mounted path -> content of the files the pod spec of d mounts from the Secrets
+    the chart renders (secrets: name -> stringData); the others are not known here."""
+    spec = d["spec"]["template"]["spec"] if "template" in d["spec"] else d["spec"]
+    files = {}
+    for ct in spec.get("containers", []):
+        for m in ct.get("volumeMounts", []):
+            vol = next((v for v in spec.get("volumes", []) if v["name"] == m["name"]), {})
+            data = secrets.get(vol.get("secret", {}).get("secretName"), {})
+            for item in vol.get("secret", {}).get("items", []):
+                if item["key"] in data:
+                    files[os.path.join(m["mountPath"], item["path"])] = data[item["key"]]
+    return files
+
+
+def environment(ct, configmaps, tmp, files=None):
+    """The container's environment as the binary would see it, files made real (the
+    rendered content from files, mounted path -> content, else a sample)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     for e in ct.get("env", []):
         if "value" in e:
@@ -53,7 +71,7 @@ def environment(ct, configmaps, tmp):
         if value.startswith("@/"):
             path = os.path.join(tmp, os.path.basename(value[1:]) + "-" + e["name"])
             with open(path, "w") as f:
-                f.write(SAMPLES.get(e["name"], "x\n"))
+                f.write((files or {}).get(value[1:]) or SAMPLES.get(e["name"], "x\n"))
             value = "@" + path
         if e["name"] == "MOONCAKE_COMMAND_WRITER_SCHEMAS":
             parts = []
@@ -79,6 +97,10 @@ def misplaced(roles, env):
 
 c.check(len(ROLES) >= 7 and "jobs" in ROLES and SCOPED.get("MOONCAKE_JOBS_AHEAD_MS") == {"jobs"},
         f"mooncake --help lists the roles {ROLES} and which settings belong to which")
+c.check("alarms" in ROLES and SCOPED.get("MOONCAKE_ALARM_WEBHOOKS") == {"alarms"} and
+        SCOPED.get("MOONCAKE_ALARM_INTERVAL_MS") == {"alarms"},
+        "mooncake --help lists the alarms role and its two settings as the alarms role's")
+webhooks_read = 0
 ctl_help = subprocess.run([CTL, "topics", "create", "-h"], capture_output=True,
                           text=True).stdout + subprocess.run([CTL, "-h"], capture_output=True,
                                                              text=True).stdout
@@ -91,9 +113,13 @@ for name, values in value_sets():
     for d in docs:
         if d["kind"] == "ConfigMap":
             configmaps.update(d.get("data", {}))
+    secrets = {d["metadata"]["name"]: d.get("stringData", {}) for d in docs
+               if d["kind"] == "Secret"}
     for d, ct in containers(docs):
         with tempfile.TemporaryDirectory() as tmp:
-            env = environment(ct, configmaps, tmp)
+            files = secret_files(d, secrets)
+            env = environment(ct, configmaps, tmp, files)
+            webhooks_read += "/etc/mooncake/auth/alarm-webhooks" in files
             what = f"{name}: {d['kind']} {d['metadata']['name']} container {ct['name']}"
             cmd = ct.get("command", [])
             if cmd == ["mooncakectl"]:
@@ -122,6 +148,8 @@ for name, values in value_sets():
 c.check(checked == (len(ROLES) + 2) * len(value_sets()),
         f"{checked} containers checked ({len(ROLES)} roles, the topics Job, the test Pod "
         "per value set)")
+c.check(webhooks_read == 1, "the alarms role read the webhooks file the chart's Secret holds "
+        f"(auth.alarmWebhooks, in {webhooks_read} value set)")
 
 # And the check can fail: the same gateway with a variable the binary does not know.
 rc, out, _ = render(value_sets()[0][1])
@@ -138,5 +166,23 @@ for d, ct in containers(docs):
             c.check(misplaced(["gateway"], dict(env, MOONCAKE_JOBS_AHEAD_MS="5000")) ==
                     ["MOONCAKE_JOBS_AHEAD_MS"],
                     "the jobs role's setting on the gateway would fail this test")
+            c.check(misplaced(["gateway", "view"],
+                              dict(env, MOONCAKE_ALARM_WEBHOOKS="@/etc/mooncake/auth/x")) ==
+                    ["MOONCAKE_ALARM_WEBHOOKS"],
+                    "the alarms role's webhooks on another role would fail this test")
         break
+# A webhooks file in the wrong shape (what a broken auth Secret template would write)
+# fails the alarms role's check.
+rc, out, _ = render(value_sets()[0][1])
+for d, ct in containers(documents(out)):
+    if ct["name"] == "alarms":
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "alarm-webhooks")
+            with open(path, "w") as f:
+                f.write("shop: https://hooks.example.com/alarm\n")
+            env = dict(environment(ct, {}, tmp), MOONCAKE_ALARM_WEBHOOKS="@" + path)
+            p = subprocess.run([MOONCAKE, "alarms", "--check-config"], env=env,
+                               capture_output=True, text=True, timeout=30)
+            c.check(p.returncode == 2 and "MOONCAKE_ALARM_WEBHOOKS" in p.stderr,
+                    "a malformed alarm webhooks file would fail this test")
 c.exit()

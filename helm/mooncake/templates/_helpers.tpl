@@ -46,22 +46,24 @@ app.kubernetes.io/component: {{ .role }}
 {{- default (printf "%s-kafka-sasl" (include "mooncake.fullname" .)) .Values.kafka.sasl.existingSecret -}}
 {{- end -}}
 
-{{- /* The file key of one auth item (appTokens, innerTokens, appSecrets) in the auth
-       Secret, or "" when that file is not used. */ -}}
+{{- /* The file key of one auth item (appTokens, innerTokens, appSecrets, alarmWebhooks)
+       in the auth Secret, or "" when that file is not used. */ -}}
 {{- define "mooncake.authKey" -}}
 {{- $v := .root.Values.auth -}}
 {{- if $v.existingSecret -}}
-{{- index $v.existingSecretKeys .item -}}
+{{- index $v.existingSecretKeys .item | default "" -}}
 {{- else if eq .item "appTokens" -}}{{- if $v.appTokens -}}app-tokens{{- end -}}
 {{- else if eq .item "innerTokens" -}}{{- if $v.innerTokens -}}inner-tokens{{- end -}}
 {{- else if eq .item "appSecrets" -}}{{- if $v.appSecrets -}}app-secrets{{- end -}}
+{{- else if eq .item "alarmWebhooks" -}}{{- if $v.alarmWebhooks -}}alarm-webhooks{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- /* The auth Secret's files one role reads, as secret volume items (key -> fixed
        path under /etc/mooncake/auth): the gateway gets only the tokens, the executor
-       only the signing secrets, so neither sees the other's. Empty: the role mounts
-       nothing (and no Secret has to exist, e.g. gateway.noAuth without tokens).
+       only the signing secrets, the alarms role only the alarm webhook URLs, so none
+       sees the others'. Empty: the role mounts nothing (and no Secret has to exist,
+       e.g. gateway.noAuth without tokens).
        Call with (dict "root" $ "role" "gateway"). */ -}}
 {{- define "mooncake.authItems" -}}
 {{- $items := dict -}}
@@ -69,6 +71,8 @@ app.kubernetes.io/component: {{ .role }}
 {{- $items = dict "app-tokens" (include "mooncake.authKey" (dict "root" .root "item" "appTokens")) "inner-tokens" (include "mooncake.authKey" (dict "root" .root "item" "innerTokens")) -}}
 {{- else if eq .role "executor" -}}
 {{- $items = dict "app-secrets" (include "mooncake.authKey" (dict "root" .root "item" "appSecrets")) -}}
+{{- else if eq .role "alarms" -}}
+{{- $items = dict "alarm-webhooks" (include "mooncake.authKey" (dict "root" .root "item" "alarmWebhooks")) -}}
 {{- end -}}
 {{- range $path, $key := $items }}
 {{- if $key }}
@@ -272,6 +276,13 @@ app.kubernetes.io/component: {{ .role }}
 {{- else if eq .role "jobs" }}
 - name: MOONCAKE_JOBS_AHEAD_MS
   value: {{ $v.aheadMs | int64 | quote }}
+{{- else if eq .role "alarms" }}
+- name: MOONCAKE_ALARM_INTERVAL_MS
+  value: {{ $v.intervalMs | int64 | quote }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "alarmWebhooks") }}
+- name: MOONCAKE_ALARM_WEBHOOKS
+  value: "@/etc/mooncake/auth/alarm-webhooks"
+{{- end }}
 {{- else if eq .role "view" }}
 - name: POD_IP
   valueFrom:
