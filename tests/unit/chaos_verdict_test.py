@@ -3,11 +3,14 @@
 only when an executor turn (an abort, a revoke) lies between the two calls, where the
 first call counts from when it may have reached the endpoint - earlier than the
 endpoint logged it by as much as the endpoint's loop was measured behind, and not a
-millisecond more. And which sanitizer reports fail a run."""
+millisecond more. And which sanitizer reports fail a run. And the judge of alarms: per
+app the distinct alarm calls count each dead letter of `dead` exactly once, list no key
+twice nor one that is no dead letter, and come at least the interval apart."""
 import contextlib
 import importlib.machinery
 import io
 import importlib.util
+import json
 import os
 import sqlite3
 import sys
@@ -42,6 +45,70 @@ def judge(calls, turns, lags):
     v.executor_turns = [(t, "aborting transaction (executor-1)") for t in turns]
     v.endpoint_lag = lags
     return v.repeats("1")
+
+
+WEBHOOK = "http://127.0.0.1:9/alarm/chaos"
+INTERVAL = 4000
+
+
+def alarm(sent_at, entries, dead_letters=None, **extra):
+    """An alarm body of app chaos listing entries [(key, failedAt[, jobId])], counting
+    dead_letters (default: as many as entries)."""
+    first = []
+    for e in entries[:10]:
+        first.append(dict({"key": e[0], "reason": "permanent failure on attempt 1: HTTP 404",
+                           "failedAt": e[1]}, **({"jobId": e[2]} if len(e) > 2 else {})))
+    n = len(entries) if dead_letters is None else dead_letters
+    return dict({"type": "mooncake.alarm", "appId": "chaos", "deadLetters": n,
+                 "firstAt": entries[0][1] if entries else 0,
+                 "lastAt": entries[-1][1] if entries else 0, "sentAt": sent_at, "alarm": 1,
+                 "first": first, "jobs": []}, **extra)
+
+
+def judge_alarms(dead, alarms, repeated=(), turns=(), not_called=(), gone_due=0):
+    """The alarm judge on made-up evidence: dead letters [(key, failed_at[, job])] of app
+    chaos (plus one of an alarm call and one without a task, both left out), the alarms
+    called (bodies; each written to tasks and called once, those of `repeated` (indexes)
+    twice, 1 s apart; those of `not_called` written only), executor turns, and gone_due
+    acknowledged 404 tasks due. Returns the Verdict after check_alarms."""
+    db = sqlite3.connect(":memory:")
+    db.executescript(chaos.DB_SCHEMA + chaos.JOB_DB_SCHEMA + chaos.ALARM_DB_SCHEMA)
+    rows = [(d[0], "chaos", d[0].split("/", 1)[1], 1, d[1], "HTTP 404",
+             d[2] if len(d) > 2 else None, 0, i) for i, d in enumerate(dead)]
+    rows += [("chaos/mooncake-alarm-5", "chaos", "mooncake-alarm-5", 1, 6, "HTTP 500", None, 1, 0),
+             ("junk", None, None, 0, 7, "not a Command", None, 1, 1)]
+    db.executemany("INSERT INTO dead_letters VALUES (?,?,?,?,?,?,?,?,?)", rows)
+    for i, body in enumerate(alarms):
+        key = f"chaos/mooncake-alarm-{body['sentAt']}"
+        text = json.dumps(body)
+        db.execute("INSERT INTO alarm_tasks VALUES (?,?,?,?,?,?,?)",
+                   (key, WEBHOOK, text, body["sentAt"], body["sentAt"], 0, i))
+        if i in not_called:
+            continue
+        for k in range(2 if i in repeated else 1):
+            at = body["sentAt"] + 50.0 + 1000 * k
+            db.execute("INSERT INTO alarm_calls VALUES (?,?,?,?,?,?,?)",
+                       (at, "/alarm/chaos", "POST", key + ":1", key, "application/json", text))
+            db.execute("INSERT INTO calls VALUES (?, 'alarm', NULL, ?, ?, 1, 200, 0)",
+                       (at, key, key + ":1"))
+    for i in range(gone_due):
+        db.execute("INSERT INTO commands (seq, key, kind, sid, due, scenario) VALUES "
+                   "(?, ?, 'submit', ?, 1000, 'gone')", (i, f"chaos/g{i}", i))
+    v = chaos.Verdict.__new__(chaos.Verdict)
+    v.db = db
+    v.db.row_factory = sqlite3.Row
+    v.dis = NoDisruptions()
+    v.executor_turns = [(t, "aborting transaction (executor-1)") for t in turns]
+    v.endpoint_lag = []
+    v.events, v.counts, v.violations, v.info = [], {}, {}, {}
+    v.cut = 10 ** 9
+    v.alarms = {"webhooks": {"chaos": WEBHOOK}, "interval_ms": INTERVAL}
+    v.check_alarms()
+    return v
+
+
+def alarm_failures(v):
+    return sorted(k for k in chaos.Verdict.ALARM_CHECKS if v.counts[k])
 
 
 def main():
@@ -203,6 +270,94 @@ def main():
         fatal + lib + "x.c:3:5: runtime error: signed integer overflow\n")
     check(len(failing) == 1 and failing[0].startswith("runtime error") and excused == 1,
           "the harness fails a UBSan report beside the excused leak")
+    # alarms: fifteen dead letters of app chaos (one a job's occurrence), in two alarms 4 s
+    # apart, the second counting twelve and listing the first ten of them; it is called
+    # twice (an abort between: a repeat expected, and counted once)
+    dead = [(f"chaos/t{i}", 1000 + i) for i in range(1, 15)] + [("chaos/job1@900", 1015, "job1")]
+    good = [alarm(10_000, dead[:3]),
+            alarm(14_000, dead[3:13], dead_letters=12)]
+    v = judge_alarms(dead, good, repeated=[1], turns=[14_500])
+    check(alarm_failures(v) == [] and v.counts["alarms_counted"] == 15
+          and v.counts["alarms_dead_letters"] == 15 and v.counts["alarms_distinct"] == 2
+          and v.counts["alarms_calls"] == 3 and v.counts["alarms_repeats_expected"] == 1
+          and v.info["alarms"]["left_out"] == {"alarm_calls": 1, "no_task": 1, "no_webhook": 0},
+          f"alarms: a correct set passes: {alarm_failures(v)} {v.counts}")
+    # the job's occurrence listed with another jobId is no dead letter of the app
+    v = judge_alarms(dead, [good[0], alarm(14_000, dead[3:12] + [dead[14][:2] + ("job2",)],
+                                             dead_letters=12)])
+    check(alarm_failures(v) == ["alarms_keys_unknown"], f"alarms: wrong jobId: {alarm_failures(v)}")
+    # the same repeat with no executor turn between the calls: unexpected
+    v = judge_alarms(dead, good, repeated=[1])
+    check(alarm_failures(v) == ["alarms_repeats_unexpected"],
+          f"alarms: an unexplained repeat: {alarm_failures(v)}")
+    # a dead letter counted twice: a third alarm counts (and lists) t3 again
+    v = judge_alarms(dead, good + [alarm(18_000, dead[2:3])])
+    check(alarm_failures(v) == ["alarms_counted_twice", "alarms_keys_twice"]
+          and v.counts["alarms_counted_twice"] == 1
+          and v.violations["alarms_keys_twice"][0]["key"] == "chaos/t3",
+          f"alarms: a dead letter counted twice: {alarm_failures(v)}")
+    # ... or only counted twice (the second alarm says 13)
+    v = judge_alarms(dead, [good[0], alarm(14_000, dead[3:13], dead_letters=13)])
+    check(alarm_failures(v) == ["alarms_counted_twice"], f"alarms: 13 of 12: {alarm_failures(v)}")
+    # a dead letter missing: the first alarm counts two of its three
+    v = judge_alarms(dead, [alarm(10_000, dead[:2]), good[1]])
+    check(alarm_failures(v) == ["alarms_missed"] and v.counts["alarms_missed"] == 1
+          and [d["key"] for d in v.violations["alarms_missed"][0]["not_listed"]][0] == "chaos/t3",
+          f"alarms: a dead letter missing: {alarm_failures(v)}")
+    # an alarm written to tasks but never called: its dead letters are missing too
+    v = judge_alarms(dead, good, not_called=[0])
+    check(alarm_failures(v) == ["alarms_missed", "alarms_not_called"]
+          and v.counts["alarms_missed"] == 3, f"alarms: an alarm never called: {alarm_failures(v)}")
+    # a key listed in two alarms (the sum still right: t14 counted, not listed)
+    v = judge_alarms(dead, [good[0], alarm(14_000, dead[2:12] + dead[12:13], dead_letters=12)])
+    check(alarm_failures(v) == ["alarms_keys_twice"]
+          and v.violations["alarms_keys_twice"][0]["alarms"] == [
+              "chaos/mooncake-alarm-10000", "chaos/mooncake-alarm-14000"],
+          f"alarms: a key in two alarms: {alarm_failures(v)}")
+    # a listed key that is no dead letter
+    v = judge_alarms(dead, [alarm(10_000, dead[:2] + [("chaos/nope", 1003)], dead_letters=3),
+                            good[1]])
+    check(alarm_failures(v) == ["alarms_keys_unknown"],
+          f"alarms: an unknown key: {alarm_failures(v)}")
+    # two alarms too close: 3.5 s apart with a 4 s interval
+    v = judge_alarms(dead, [good[0], dict(good[1], sentAt=13_500)])
+    check(alarm_failures(v) == ["alarms_too_close"]
+          and v.violations["alarms_too_close"][0]["gap_ms"] == 3500,
+          f"alarms: two alarms too close: {alarm_failures(v)}")
+    # exactly the interval apart is fine
+    v = judge_alarms(dead, [good[0], dict(good[1], sentAt=10_000 + INTERVAL)])
+    check(alarm_failures(v) == [], f"alarms: exactly the interval apart: {alarm_failures(v)}")
+    # an alarm body of another app, or listing fewer than min(deadLetters, 10)
+    v = judge_alarms(dead, [dict(good[0], appId="shop"), good[1]])
+    check(alarm_failures(v) == ["alarms_malformed"], f"alarms: another appId: {alarm_failures(v)}")
+    v = judge_alarms(dead, [good[0], alarm(14_000, dead[3:12], dead_letters=12)])
+    check(alarm_failures(v) == ["alarms_malformed"], f"alarms: 9 listed of 12: {alarm_failures(v)}")
+    # no dead letter at all: nothing judged, which fails when 404 tasks were due ...
+    v = judge_alarms([], [], gone_due=3)
+    check(alarm_failures(v) == ["alarms_no_dead_letters"], f"alarms: none: {alarm_failures(v)}")
+    # ... and passes, saying so, when none were
+    v = judge_alarms([], [])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        chaos.print_alarms_summary(v)
+    check(alarm_failures(v) == [] and "nothing to judge" in out.getvalue(),
+          f"alarms: none due: {alarm_failures(v)}\n{out.getvalue()}")
+    # dead letters and no alarm at all: every one missed
+    v = judge_alarms(dead, [])
+    check(alarm_failures(v) == ["alarms_missed"] and v.counts["alarms_missed"] == 15,
+          f"alarms: no alarm: {alarm_failures(v)}")
+    # the summary rows, and an alarm-less run judged as before
+    v = judge_alarms(dead, [alarm(10_000, dead[:2]), good[1]])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        chaos.print_alarms_summary(v)
+    check("dead letters not alarmed" in out.getvalue() and "dead letters counted" in out.getvalue(),
+          f"print_alarms_summary:\n{out.getvalue()}")
+    v = chaos.Verdict.__new__(chaos.Verdict)
+    v.counts, v.violations, v.info = {}, {}, {}
+    v.check_alarms()
+    check(alarm_failures(v) == [] and not v.info["alarms"]["configured"],
+          "alarms: a run without the alarms role")
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 
