@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "config.h"
+#include "task_rules.h"
 
 #define ERR_PREFIX "MOONCAKE_ALARM_WEBHOOKS"
 /* Keys and job ids longer than this are not ours (the gateway allows far
@@ -48,11 +49,14 @@ static char *copy_n(const char *s, size_t n)
     return c;
 }
 
-/* http:// or https://, then a host: what the executor can call at all (its
- * SSRF guard judges the address when it calls). */
+/* http:// or https://, then a host, no longer than a task's URL may be:
+ * what the executor can call at all (its SSRF guard judges the address when
+ * it calls). */
 static bool plausible_url(const char *u, size_t len)
 {
     size_t skip;
+    if (len > MC_MAX_URL_LEN)
+        return false;
     if (len > 7 && strncasecmp(u, "http://", 7) == 0)
         skip = 7;
     else if (len > 8 && strncasecmp(u, "https://", 8) == 0)
@@ -89,7 +93,7 @@ static int add_webhook(void *arg, const char *entry, size_t len, const char *whe
     if (!plausible_url(url, url_len)) {
         snprintf(err, errlen,
                  ERR_PREFIX ": %s (app '%.*s'): the webhook must be an http:// or https:// URL "
-                            "with a host",
+                            "with a host, at most 8192 bytes",
                  where, shown, app);
         return -1;
     }
@@ -171,6 +175,19 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
         return 0;
     return len;
+}
+
+bool mc_alarm_app_ok(const char *app, size_t len)
+{
+    if (len == 0 || len > MC_ALARM_APP_MAX)
+        return false;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq((const unsigned char *)app + i, len - i);
+        if (!n || (n == 1 && ((unsigned char)app[i] < 0x20 || app[i] == '/' || app[i] == 0x7f)))
+            return false;
+        i += n;
+    }
+    return true;
 }
 
 /* A copy of s of at most max bytes that JSON can carry: invalid UTF-8 and
@@ -261,7 +278,7 @@ static void empty_batch(mc_alarm_batch *b)
     for (size_t i = 0; i < b->n_jobs; i++)
         free(b->jobs[i].job_id);
     b->n_first = b->n_jobs = 0;
-    b->count = b->first_at = b->last_at = 0;
+    b->count = b->first_at = b->last_at = b->opened_at = 0;
 }
 
 void mc_alarm_batch_sent(mc_alarm_batch *b, int64_t now_ms)
@@ -354,8 +371,9 @@ int mc_alarm_event_encode(const mc_alarm_line *l, mc_buf *out)
     return rc;
 }
 
-/* A string member of at most max bytes, copied (cleaned); NULL when absent
- * and optional. -1 with err when wrong. */
+/* A string member, copied (cleaned) and cut to max bytes: a longer one from
+ * another version still reads. NULL when absent and optional; -1 with err
+ * when it is not a string. */
 static int get_string(const json_t *o, const char *name, bool optional, size_t max, char **out,
                       char *err, size_t errlen)
 {
@@ -363,8 +381,8 @@ static int get_string(const json_t *o, const char *name, bool optional, size_t m
     *out = NULL;
     if (!v && optional)
         return 0;
-    if (!json_is_string(v) || json_string_length(v) > max) {
-        snprintf(err, errlen, "%s must be a string of at most %zu bytes", name, max);
+    if (!json_is_string(v)) {
+        snprintf(err, errlen, "%s must be a string", name);
         return -1;
     }
     *out = clean_copy(json_string_value(v), max);
@@ -375,11 +393,18 @@ static int get_string(const json_t *o, const char *name, bool optional, size_t m
     return 0;
 }
 
-static int get_int(const json_t *o, const char *name, int64_t *out, char *err, size_t errlen)
+/* An integer member in [0, MC_ALARM_MAX_VALUE]; when absent and optional, 0.
+ * -1 with err otherwise. */
+static int get_int(const json_t *o, const char *name, bool optional, int64_t *out, char *err,
+                   size_t errlen)
 {
     const json_t *v = json_object_get(o, name);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
-        snprintf(err, errlen, "%s must be a non-negative integer", name);
+    *out = 0;
+    if (!v && optional)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > MC_ALARM_MAX_VALUE) {
+        snprintf(err, errlen, "%s must be an integer from 0 to 2^50", name);
         return -1;
     }
     *out = json_integer_value(v);
@@ -394,21 +419,11 @@ static int line_from(const json_t *o, mc_alarm_line *l, char *err, size_t errlen
         return -1;
     }
     if (get_string(o, "key", false, MAX_ID_BYTES, &l->key, err, errlen) ||
-        get_string(o, "reason", false, MC_ALARM_REASON_MAX * 4, &l->reason, err, errlen) ||
+        get_string(o, "reason", false, MC_ALARM_REASON_MAX, &l->reason, err, errlen) ||
         get_string(o, "jobId", true, MAX_ID_BYTES, &l->job_id, err, errlen) ||
-        get_int(o, "failedAt", &l->failed_at, err, errlen)) {
+        get_int(o, "failedAt", false, &l->failed_at, err, errlen)) {
         mc_alarm_line_clear(l);
         return -1;
-    }
-    if (strlen(l->reason) > MC_ALARM_REASON_MAX) {
-        char *cut = clean_copy(l->reason, MC_ALARM_REASON_MAX);
-        if (!cut) {
-            mc_alarm_line_clear(l);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        free(l->reason);
-        l->reason = cut;
     }
     return 0;
 }
@@ -436,7 +451,8 @@ int mc_alarm_event_decode(const void *data, size_t len, mc_alarm_line *l, char *
 int mc_alarm_batch_encode(const mc_alarm_batch *b, mc_buf *out)
 {
     json_t *o = json_object();
-    if (!o || set(o, "count", json_integer(b->count)) ||
+    if (!o || set(o, "v", json_integer(1)) || set(o, "count", json_integer(b->count)) ||
+        set(o, "openedAt", json_integer(b->opened_at)) ||
         set(o, "firstAt", json_integer(b->first_at)) ||
         set(o, "lastAt", json_integer(b->last_at)) ||
         set(o, "lastSentAt", json_integer(b->last_sent_at)) ||
@@ -454,40 +470,41 @@ int mc_alarm_batch_decode(const void *data, size_t len, mc_alarm_batch *b, char 
     json_t *doc = load(data, len, err, errlen);
     if (!doc)
         return -1;
-    const json_t *first = json_object_get(doc, "first"), *jobs = json_object_get(doc, "jobs");
     int rc = -1;
-    if (!json_is_object(doc) || get_int(doc, "count", &b->count, err, errlen) ||
-        get_int(doc, "firstAt", &b->first_at, err, errlen) ||
-        get_int(doc, "lastAt", &b->last_at, err, errlen) ||
-        get_int(doc, "lastSentAt", &b->last_sent_at, err, errlen) ||
-        get_int(doc, "sent", &b->sent, err, errlen) ||
-        get_int(doc, "alarmed", &b->alarmed, err, errlen))
-        goto out;
-    if (!json_is_array(first) || !json_is_array(jobs) || json_array_size(first) > MC_ALARM_FIRST ||
-        json_array_size(jobs) > MC_ALARM_FIRST || json_array_size(first) > (size_t)b->count) {
-        snprintf(err, errlen, "first and jobs must be arrays of at most %d (and count as many)",
-                 MC_ALARM_FIRST);
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "a batch must be a JSON object");
         goto out;
     }
-    for (size_t i = 0; i < json_array_size(first); i++) {
-        if (line_from(json_array_get(first, i), &b->first[i], err, errlen) != 0)
-            goto out;
-        b->n_first++;
-    }
-    for (size_t i = 0; i < json_array_size(jobs); i++) {
+    if (get_int(doc, "count", false, &b->count, err, errlen) ||
+        get_int(doc, "lastSentAt", false, &b->last_sent_at, err, errlen))
+        goto out;
+    /* The rest is best effort: what does not read is left out. */
+    char ignored[64];
+    get_int(doc, "firstAt", true, &b->first_at, ignored, sizeof ignored);
+    get_int(doc, "lastAt", true, &b->last_at, ignored, sizeof ignored);
+    get_int(doc, "openedAt", true, &b->opened_at, ignored, sizeof ignored);
+    get_int(doc, "sent", true, &b->sent, ignored, sizeof ignored);
+    get_int(doc, "alarmed", true, &b->alarmed, ignored, sizeof ignored);
+    const json_t *first = json_object_get(doc, "first"), *jobs = json_object_get(doc, "jobs");
+    for (size_t i = 0; i < json_array_size(first) && b->n_first < MC_ALARM_FIRST; i++)
+        if (line_from(json_array_get(first, i), &b->first[b->n_first], ignored, sizeof ignored) ==
+            0)
+            b->n_first++;
+    for (size_t i = 0; i < json_array_size(jobs) && b->n_jobs < MC_ALARM_FIRST; i++) {
         const json_t *j = json_array_get(jobs, i);
-        mc_alarm_job *to = &b->jobs[i];
-        if (!json_is_object(j) ||
-            get_string(j, "jobId", false, MAX_ID_BYTES, &to->job_id, err, errlen) ||
-            get_int(j, "failedOccurrences", &to->failed, err, errlen)) {
+        mc_alarm_job *to = &b->jobs[b->n_jobs];
+        if (json_is_object(j) &&
+            get_string(j, "jobId", false, MAX_ID_BYTES, &to->job_id, ignored, sizeof ignored) ==
+                0 &&
+            get_int(j, "failedOccurrences", false, &to->failed, ignored, sizeof ignored) == 0)
+            b->n_jobs++;
+        else {
             free(to->job_id);
             to->job_id = NULL;
-            if (!json_is_object(j))
-                snprintf(err, errlen, "a job must be a JSON object");
-            goto out;
         }
-        b->n_jobs++;
     }
+    if (b->count < (int64_t)b->n_first)
+        b->count = (int64_t)b->n_first;
     rc = 0;
 out:
     json_decref(doc);

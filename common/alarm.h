@@ -17,9 +17,17 @@
 #define MC_ALARM_FIRST 10
 /* A reason longer than this is cut (on a UTF-8 boundary) in events and alarms. */
 #define MC_ALARM_REASON_MAX 300
-/* The task id of an alarm's own call starts with this: its dead letter
- * raises no alarm, or a dead webhook would alarm about itself forever. */
+/* Times and counts beyond this (year 37648 in ms) are refused or cut, so no
+ * sum of two of them can overflow. */
+#define MC_ALARM_MAX_VALUE (INT64_C(1) << 50)
+/* The task id of an alarm's own call starts with this, and the call carries
+ * the metadata MC_ALARM_METADATA: its dead letter raises no alarm, or a dead
+ * webhook would alarm about itself forever. */
 #define MC_ALARM_TASK_PREFIX "mooncake-alarm-"
+#define MC_ALARM_METADATA "alarm"
+/* An app id longer than this gets no alarm: its alarm's task key must fit
+ * every buffer on the way. */
+#define MC_ALARM_APP_MAX 256
 
 /* ---- webhooks ------------------------------------------------------------- */
 
@@ -37,6 +45,9 @@ void mc_alarm_webhooks_free(mc_alarm_webhooks *w);
 const char *mc_alarm_webhook_for(const mc_alarm_webhooks *w, const char *app_id);
 /* How many entries the set has (0: alarms are off). */
 size_t mc_alarm_webhooks_count(const mc_alarm_webhooks *w);
+/* Whether len bytes at app can be an alarmed app's id: not empty, at most
+ * MC_ALARM_APP_MAX bytes of UTF-8 without '/' or control bytes. */
+bool mc_alarm_app_ok(const char *app, size_t len);
 
 /* ---- one dead letter, and an app's batch ------------------------------------ */
 
@@ -61,6 +72,7 @@ typedef struct mc_alarm_batch {
     int64_t first_at;     /* failed_at of the batch's first and last */
     int64_t last_at;      /* (0 when empty) */
     int64_t last_sent_at; /* when the app's last alarm was written; 0 never */
+    int64_t opened_at;    /* when its first dead letter arrived (set by the caller) */
     int64_t sent;         /* alarms written for the app */
     int64_t alarmed;      /* dead letters those alarms counted */
     size_t n_first, n_jobs;
@@ -86,7 +98,9 @@ int mc_alarm_event_encode(const mc_alarm_line *l, mc_buf *out);
 int mc_alarm_event_decode(const void *data, size_t len, mc_alarm_line *l, char *err, size_t errlen);
 /* The `alarms` changelog value of a batch (JSON). 0, or -1 on ENOMEM. */
 int mc_alarm_batch_encode(const mc_alarm_batch *b, mc_buf *out);
-/* Reads a changelog value into b (cleared first). 0, or -1 with err. */
+/* Reads a changelog value into b (cleared first), leniently: unknown members
+ * are ignored and lists beyond the bounds cut, so a record of another
+ * version still reads. 0, or -1 with err when the counts cannot be read. */
 int mc_alarm_batch_decode(const void *data, size_t len, mc_alarm_batch *b, char *err,
                           size_t errlen);
 /* The body of app's alarm call for batch b, written at now (JSON; see the

@@ -245,13 +245,25 @@ static int create_topics(rd_kafka_t *rk, const mc_config *cfg, const rd_kafka_me
     size_t n = 0;
     char name[512], errstr[512];
     int rc = -1;
+    /* Topics with their own count share it: a new one (the alarms' beside
+     * jobs topics made long ago with another --partitions) takes the count
+     * of those that exist. */
+    int own = cfg->partitions;
+    for (size_t i = 0; i < mc_n_topic_specs; i++) {
+        mc_topic_name(cfg, mc_topic_specs[i].suffix, name, sizeof name);
+        if (mc_topic_specs[i].partitions == MC_TOPIC_OWN_COUNT && topic_partitions(md, name) > 0)
+            own = topic_partitions(md, name);
+    }
     for (size_t i = 0; i < mc_n_topic_specs; i++) {
         const mc_topic_spec *s = &mc_topic_specs[i];
         mc_topic_name(cfg, s->suffix, name, sizeof name);
         if (topic_partitions(md, name) >= 0 || !wanted(s, roles))
             continue;
-        nt[n] = rd_kafka_NewTopic_new(name, s->partitions > 0 ? s->partitions : cfg->partitions,
-                                      cfg->replication_factor, errstr, sizeof errstr);
+        int partitions = s->partitions > 0                     ? s->partitions
+                         : s->partitions == MC_TOPIC_OWN_COUNT ? own
+                                                               : cfg->partitions;
+        nt[n] =
+            rd_kafka_NewTopic_new(name, partitions, cfg->replication_factor, errstr, sizeof errstr);
         if (!nt[n]) {
             snprintf(err, errlen, "topic %s: %s", name, errstr);
             goto out;

@@ -38,6 +38,9 @@
 #define ALARM_CALL_TIMEOUT_MS 10000
 /* How long the first dead letter after a quiet spell waits for others. */
 #define GATHER_MS 1000
+/* Apps attended per punctuate call, so thousands of apps due in the same
+ * second leave room for input and commits. */
+#define ATTEND_BATCH 1000
 
 typedef struct alarm_app {
     mc_keynode node;
@@ -67,8 +70,8 @@ typedef struct alarms {
     mc_part_table parts;
     mc_arena *arena;
     mc_buf buf, body;
-    mc_counter *relayed, *no_webhook, *own_calls, *no_task, *bad_events, *sent, *alarmed, *dropped,
-        *restored;
+    mc_counter *relayed, *no_webhook, *own_calls, *no_task, *bad_app, *bad_events, *sent, *alarmed,
+        *dropped, *restored;
     mc_gauge *pending, *restore_seconds;
 } alarms;
 
@@ -152,23 +155,44 @@ static void update_pending(alarms *s)
 
 /* ---- the alarm ------------------------------------------------------------------ */
 
+/* The end of the app's quiet interval. */
+static int64_t quiet_until(const alarms *s, const alarm_app *a)
+{
+    return a->batch.last_sent_at + s->interval_ms;
+}
+
+/* A last alarm or a batch's opening "in the future" (the wall clock was
+ * stepped back since) is taken as now, and so written: a clock step then
+ * delays the next alarm by at most an interval, not by the step. */
+static void not_after_now(alarm_part *p, alarm_app *a, int64_t now)
+{
+    if (a->batch.last_sent_at > now || a->batch.opened_at > now) {
+        if (a->batch.last_sent_at > now)
+            a->batch.last_sent_at = now;
+        if (a->batch.opened_at > now)
+            a->batch.opened_at = now;
+        mark_dirty(p, a);
+    }
+}
+
 /* When the app's batch may go out: a whole interval after its last alarm,
- * and not before GATHER_MS after its first dead letter, so the first alarm
- * after a quiet spell tells of the whole burst that began it, not of its
- * first dead letter alone. */
+ * and not before GATHER_MS after its first dead letter arrived here, so the
+ * first alarm after a quiet spell (or after a backlog read at once) tells of
+ * the whole burst, not of its first dead letter alone. */
 static int64_t alarm_due_at(const alarms *s, const alarm_app *a)
 {
-    int64_t after_last = a->batch.last_sent_at + s->interval_ms;
     int64_t gathered =
-        a->batch.first_at + (s->interval_ms < GATHER_MS ? s->interval_ms : GATHER_MS);
-    return after_last > gathered ? after_last : gathered;
+        a->batch.opened_at + (s->interval_ms < GATHER_MS ? s->interval_ms : GATHER_MS);
+    int64_t quiet = quiet_until(s, a);
+    return quiet > gathered ? quiet : gathered;
 }
 
 /* Sets the app's timer: its next alarm, or (batch empty) the end of its
  * quiet interval, when it is forgotten. */
 static int arm(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ctx *ctx)
 {
-    int64_t at = a->batch.count > 0 ? alarm_due_at(s, a) : a->batch.last_sent_at + s->interval_ms;
+    not_after_now(p, a, now);
+    int64_t at = a->batch.count > 0 ? alarm_due_at(s, a) : quiet_until(s, a);
     if (at < now)
         at = now;
     mc_wheel_cancel(p->timers, &a->timer);
@@ -178,56 +202,106 @@ static int arm(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ctx *ctx)
     return 0;
 }
 
+/* The app's batch to the changelog now. A batch Kafka refuses (larger than
+ * a record may be under a small max.message.bytes) goes without its lists:
+ * the counts are what must survive. */
+static int write_state(alarms *s, alarm_part *p, alarm_app *a, mc_ctx *ctx)
+{
+    mc_alarm_batch bare = a->batch;
+    for (int pass = 0; pass < 2; pass++) {
+        if (mc_alarm_batch_encode(pass ? &bare : &a->batch, &s->buf) != 0)
+            return -1;
+        int rc = mc_ctx_forward(ctx, s->changelog, p->partition, a->key, a->node.key_len,
+                                s->buf.data, s->buf.len);
+        if (rc != MC_FORWARD_REFUSED)
+            return rc;
+        bare.n_first = bare.n_jobs = 0;
+    }
+    mc_log(s->logger, MC_LOG_ERROR, "alarm batch refused by Kafka even without its lists", "app",
+           a->key, (const char *)NULL);
+    return -1;
+}
+
+/* Takes the app off its partition's list of batches to write. */
+static void unmark_dirty(alarm_part *p, alarm_app *a)
+{
+    for (alarm_app **at = &p->dirty; a->dirty && *at; at = &(*at)->next_dirty)
+        if (*at == a) {
+            *at = a->next_dirty;
+            a->dirty = false;
+            a->next_dirty = NULL;
+        }
+}
+
+/* Empties the batch without an alarm (its app has no webhook now, or Kafka
+ * refuses any alarm of it), says so, and writes the empty batch at once: a
+ * restart must not find and drop it again. */
+static int drop_batch(alarms *s, alarm_part *p, alarm_app *a, const char *why, mc_ctx *ctx)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, a->batch.count);
+    mc_log(s->logger, MC_LOG_WARN, why, "app", a->key, "dead_letters", n, (const char *)NULL);
+    mc_counter_add(s->dropped, (uint64_t)a->batch.count);
+    int64_t sent = a->batch.sent, alarmed = a->batch.alarmed, last = a->batch.last_sent_at;
+    mc_alarm_batch_clear(&a->batch);
+    a->batch.sent = sent, a->batch.alarmed = alarmed, a->batch.last_sent_at = last;
+    unmark_dirty(p, a);
+    return write_state(s, p, a, ctx);
+}
+
 /* Writes the app's alarm task for its batch and empties the batch. */
 static int send_alarm(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ctx *ctx)
 {
     const char *url = mc_alarm_webhook_for(s->webhooks, a->key);
-    mark_dirty(p, a);
-    if (!url) {
-        /* Relayed while it had a webhook; the configuration changed since. */
-        char n[24];
-        snprintf(n, sizeof n, "%" PRId64, a->batch.count);
-        mc_log(s->logger, MC_LOG_WARN, "alarm dropped: the app has no webhook now", "app", a->key,
-               "dead_letters", n, (const char *)NULL);
-        mc_counter_add(s->dropped, (uint64_t)a->batch.count);
-        int64_t sent = a->batch.sent, alarmed = a->batch.alarmed, last = a->batch.last_sent_at;
-        mc_alarm_batch_clear(&a->batch);
-        a->batch.sent = sent, a->batch.alarmed = alarmed, a->batch.last_sent_at = last;
-        return 0;
-    }
-    if (mc_alarm_body(a->key, &a->batch, now, &s->body) != 0)
-        return -1;
-    char id[64], seq[24], key[4096];
+    if (!url) /* relayed while it had a webhook; the configuration changed since */
+        return drop_batch(s, p, a, "alarm dropped: the app has no webhook now", ctx);
+    char id[64], seq[24], key[MC_ALARM_APP_MAX + 80];
     snprintf(id, sizeof id, MC_ALARM_TASK_PREFIX "%" PRId64, now);
     snprintf(seq, sizeof seq, "%" PRId64, a->batch.sent + 1);
     size_t klen = mc_task_key(a->key, id, key, sizeof key);
-    if (klen >= sizeof key)
-        return -1;
+    if (klen >= sizeof key) /* gather() lets no such app in */
+        return drop_batch(s, p, a, "alarm dropped: the app id is too long", ctx);
+    mark_dirty(p, a);
     static const mc_kv headers[] = {{"content-type", "application/json"}};
-    const mc_kv meta[] = {{"alarm", seq}};
-    mc_command c = {.kind = MC_CMD_SUBMIT};
-    c.submit = (mc_task){
-        .app_id = a->key,
-        .task_id = id,
-        .due_at = now,
-        .callback = {.url = url,
-                     .method = "POST",
-                     .headers = headers,
-                     .n_headers = 1,
-                     .body = s->body.data,
-                     .body_len = s->body.len,
-                     .timeout_ms = ALARM_CALL_TIMEOUT_MS},
-        .attempt = 1,
-        .created_at = now,
-        .metadata = meta,
-        .n_metadata = 1,
-    };
-    mc_buf_reset(&s->buf);
-    if (mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
-                       s->buf.data, s->buf.len) != 0)
-        return -1;
+    const mc_kv meta[] = {{MC_ALARM_METADATA, seq}};
+    mc_alarm_batch bare = a->batch;
+    for (int pass = 0; pass < 2; pass++) {
+        if (mc_alarm_body(a->key, pass ? &bare : &a->batch, now, &s->body) != 0)
+            return -1;
+        mc_command c = {.kind = MC_CMD_SUBMIT};
+        c.submit = (mc_task){
+            .app_id = a->key,
+            .task_id = id,
+            .due_at = now,
+            .callback = {.url = url,
+                         .method = "POST",
+                         .headers = headers,
+                         .n_headers = 1,
+                         .body = s->body.data,
+                         .body_len = s->body.len,
+                         .timeout_ms = ALARM_CALL_TIMEOUT_MS},
+            .attempt = 1,
+            .created_at = now,
+            .metadata = meta,
+            .n_metadata = 1,
+        };
+        mc_buf_reset(&s->buf);
+        if (mc_encode_command(&c, &s->buf) != 0)
+            return -1;
+        int rc = mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key,
+                                klen, s->buf.data, s->buf.len);
+        if (rc == MC_FORWARD_REFUSED && pass == 0) {
+            /* Too large a record: the alarm goes without its lists. */
+            bare.n_first = bare.n_jobs = 0;
+            continue;
+        }
+        if (rc == MC_FORWARD_REFUSED)
+            return drop_batch(s, p, a, "alarm dropped: Kafka refuses it (webhook URL too long?)",
+                              ctx);
+        if (rc != 0)
+            return -1;
+        break;
+    }
     mc_counter_add(s->sent, 1);
     mc_counter_add(s->alarmed, (uint64_t)a->batch.count);
     mc_alarm_batch_sent(&a->batch, now);
@@ -239,9 +313,12 @@ static int send_alarm(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ct
  * interval. */
 static int attend(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ctx *ctx)
 {
+    not_after_now(p, a, now);
     if (a->batch.count > 0 && now >= alarm_due_at(s, a) && send_alarm(s, p, a, now, ctx) != 0)
         return -1;
-    if (a->batch.count == 0 && now >= a->batch.last_sent_at + s->interval_ms && !a->dirty) {
+    if (a->batch.count == 0 && now >= quiet_until(s, a)) {
+        /* The tombstone follows any state of it this transaction wrote. */
+        unmark_dirty(p, a);
         if (mc_ctx_forward(ctx, s->changelog, p->partition, a->key, a->node.key_len, NULL, 0) != 0)
             return -1;
         remove_app(p, a);
@@ -275,8 +352,14 @@ static int relay(alarms *s, const mc_record *r, mc_ctx *ctx)
         return 0;
     }
     const mc_task *t = &d.task;
-    if (strncmp(t->task_id, MC_ALARM_TASK_PREFIX, sizeof MC_ALARM_TASK_PREFIX - 1) == 0) {
+    if (strncmp(t->task_id, MC_ALARM_TASK_PREFIX, sizeof MC_ALARM_TASK_PREFIX - 1) == 0 &&
+        metadata(t, MC_ALARM_METADATA)) {
         mc_counter_add(s->own_calls, 1);
+        return 0;
+    }
+    if (!mc_alarm_app_ok(t->app_id, strlen(t->app_id))) {
+        /* A refused task's app id (empty, with '/', too long): no app to tell. */
+        mc_counter_add(s->bad_app, 1);
         return 0;
     }
     if (!mc_alarm_webhook_for(s->webhooks, t->app_id)) {
@@ -290,7 +373,9 @@ static int relay(alarms *s, const mc_record *r, mc_ctx *ctx)
     mc_alarm_line l = {.key = key,
                        .reason = (char *)d.reason,
                        .job_id = (char *)metadata(t, "job_id"),
-                       .failed_at = d.failed_at};
+                       .failed_at = d.failed_at < 0                    ? 0
+                                    : d.failed_at > MC_ALARM_MAX_VALUE ? MC_ALARM_MAX_VALUE
+                                                                       : d.failed_at};
     if (mc_alarm_event_encode(&l, &s->buf) != 0)
         return -1;
     size_t alen = strlen(t->app_id);
@@ -309,10 +394,10 @@ static int gather(alarms *s, const mc_record *r, mc_ctx *ctx)
     char why[256];
     if (!p)
         return 0;
-    if (!r->key || r->key_len == 0 || memchr(r->key, '\0', r->key_len) ||
-        mc_alarm_event_decode(r->value, r->value_len, &l, why, sizeof why) != 0) {
-        if (!r->key || r->key_len == 0 || memchr(r->key, '\0', r->key_len))
-            snprintf(why, sizeof why, "no app id as its key");
+    bool app_ok = r->key && mc_alarm_app_ok(r->key, r->key_len);
+    if (!app_ok || mc_alarm_event_decode(r->value, r->value_len, &l, why, sizeof why) != 0) {
+        if (!app_ok)
+            snprintf(why, sizeof why, "its key is no app id an alarm can name");
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, r->offset);
         mc_log(s->logger, MC_LOG_ERROR, "alarm event skipped", "topic", s->events_topic, "offset",
@@ -323,10 +408,13 @@ static int gather(alarms *s, const mc_record *r, mc_ctx *ctx)
     alarm_app *a = find_app(p, r->key, r->key_len);
     if (!a)
         a = add_app(p, r->key, r->key_len);
+    bool opens = a && a->batch.count == 0;
     int rc = a ? mc_alarm_batch_add(&a->batch, &l) : -1;
     mc_alarm_line_clear(&l);
     if (rc != 0)
         return -1;
+    if (opens)
+        a->batch.opened_at = mc_ctx_now_ms(ctx);
     mark_dirty(p, a);
     return attend(s, p, a, mc_ctx_now_ms(ctx), ctx);
 }
@@ -350,9 +438,7 @@ static int alarms_prepare_commit(void *self, mc_ctx *ctx)
             p->dirty = a->next_dirty;
             a->dirty = false;
             a->next_dirty = NULL;
-            if (mc_alarm_batch_encode(&a->batch, &s->buf) != 0 ||
-                mc_ctx_forward(ctx, s->changelog, p->partition, a->key, a->node.key_len,
-                               s->buf.data, s->buf.len) != 0)
+            if (write_state(s, p, a, ctx) != 0)
                 return -1;
         }
     update_pending(s);
@@ -364,18 +450,23 @@ static int alarms_punctuate(void *self, int64_t now, mc_ctx *ctx)
     alarms *s = self;
     alarm_part *p;
     mc_timer *due[256];
+    size_t budget = ATTEND_BATCH;
     for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
         size_t got;
         do {
-            got = mc_wheel_advance(p->timers, now, due, 256);
+            size_t want = budget < 256 ? budget : 256;
+            got = mc_wheel_advance(p->timers, now, due, want);
+            budget -= got;
             for (size_t k = 0; k < got; k++)
                 if (attend(s, p, MC_TIMER_OWNER(due[k], alarm_app, timer), now, ctx) != 0)
                     return -1;
-        } while (got == 256);
+        } while (got == 256 && budget > 0);
         int64_t d = mc_wheel_next_deadline(p->timers);
         if (d != INT64_MAX)
             mc_ctx_wakeup_at(ctx, d);
     }
+    if (budget == 0) /* the rest after a commit and what input came meanwhile */
+        mc_ctx_wakeup_at(ctx, now);
     return 0;
 }
 
@@ -572,6 +663,8 @@ static void *alarms_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
         mc_metrics_counter(m, "mooncake_alarm_dead_letters_total", help, "outcome=\"alarm_call\"");
     s->no_task =
         mc_metrics_counter(m, "mooncake_alarm_dead_letters_total", help, "outcome=\"no_task\"");
+    s->bad_app =
+        mc_metrics_counter(m, "mooncake_alarm_dead_letters_total", help, "outcome=\"bad_app\"");
     s->bad_events = mc_metrics_counter(m, "mooncake_alarm_bad_events_total",
                                        "alarm-events records skipped as unreadable", NULL);
     s->sent = mc_metrics_counter(m, "mooncake_alarms_total", "Alarm calls written to tasks", NULL);

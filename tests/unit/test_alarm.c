@@ -33,14 +33,52 @@ static void webhooks(void)
         {"shop=https://h/a b", "http:// or https://"},
         {"shop=https://h/a,shop=https://h/b", "twice"},
         {"@/nonexistent/webhooks", "MOONCAKE_ALARM_WEBHOOKS"},
+        {NULL, "at most 8192 bytes"}, /* a URL longer than a task's may be */
     };
+    char long_url[9000] = "shop=https://h/";
+    memset(long_url + strlen(long_url), 'x', sizeof long_url - strlen(long_url) - 1);
+    long_url[sizeof long_url - 1] = '\0';
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        w = mc_alarm_webhooks_parse(bad[i].spec, err, sizeof err);
-        CHECK(w == NULL && strstr(err, bad[i].says), "'%s' refused saying '%s': %s", bad[i].spec,
+        const char *spec = bad[i].spec ? bad[i].spec : long_url;
+        w = mc_alarm_webhooks_parse(spec, err, sizeof err);
+        CHECK(w == NULL && strstr(err, bad[i].says), "'%.40s' refused saying '%s': %s", spec,
               bad[i].says, err);
         mc_alarm_webhooks_free(w);
     }
+}
+
+static void app_ids(void)
+{
+    char long_app[MC_ALARM_APP_MAX + 2];
+    memset(long_app, 'a', sizeof long_app);
+    CHECK(mc_alarm_app_ok("shop", 4) && mc_alarm_app_ok("caf\xc3\xa9", 5));
+    CHECK(mc_alarm_app_ok(long_app, MC_ALARM_APP_MAX) &&
+          !mc_alarm_app_ok(long_app, sizeof long_app));
+    CHECK(!mc_alarm_app_ok("", 0) && !mc_alarm_app_ok("a/b", 3) && !mc_alarm_app_ok("a\x01", 2) &&
+          !mc_alarm_app_ok("\xff", 1));
+}
+
+/* A changelog record of another version still reads: unknown members
+ * ignored, lists cut to the bounds, a bad line left out. */
+static void lenient_batches(void)
+{
+    mc_alarm_batch b = {0};
+    char err[256], doc[4096];
+    int n = snprintf(doc, sizeof doc,
+                     "{\"v\":2,\"count\":30,\"lastSentAt\":5,\"new\":true,\"first\":[");
+    for (int i = 0; i < 15; i++)
+        n += snprintf(doc + n, sizeof doc - (size_t)n,
+                      "%s{\"key\":\"a/%d\",\"reason\":\"r\",\"failedAt\":%d}", i ? "," : "", i,
+                      i == 3 ? -1 : i);
+    snprintf(doc + n, sizeof doc - (size_t)n, "],\"jobs\":[{\"jobId\":7}]}");
+    CHECK(mc_alarm_batch_decode(doc, strlen(doc), &b, err, sizeof err) == 0, "%s", err);
+    CHECK(b.count == 30 && b.last_sent_at == 5 && b.n_first == MC_ALARM_FIRST && b.n_jobs == 0);
+    CHECK(strcmp(b.first[3].key, "a/4") == 0, "the bad line left out: %s", b.first[3].key);
+    mc_alarm_batch_clear(&b);
+    static const char no_count[] = "{\"lastSentAt\":5}";
+    CHECK(mc_alarm_batch_decode(no_count, strlen(no_count), &b, err, sizeof err) != 0 &&
+          strstr(err, "count"));
 }
 
 static void batches(void)
@@ -122,6 +160,8 @@ static void events(void)
 int main(void)
 {
     webhooks();
+    app_ids();
+    lenient_batches();
     batches();
     events();
     return check_exit("test_alarm");

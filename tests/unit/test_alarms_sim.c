@@ -32,9 +32,12 @@ static void dead(sim_kafka *k, const char *app, const char *id, const char *job_
 {
     mc_task t = kit_task(id, sim_now(k), "http://e/x");
     t.app_id = app;
-    mc_kv meta[] = {{"job_id", job_id}};
+    mc_kv meta[] = {{"job_id", job_id}}, alarm[] = {{MC_ALARM_METADATA, "1"}};
     if (job_id) {
         t.metadata = meta;
+        t.n_metadata = 1;
+    } else if (strncmp(id, MC_ALARM_TASK_PREFIX, strlen(MC_ALARM_TASK_PREFIX)) == 0) {
+        t.metadata = alarm; /* as the alarms role writes its calls */
         t.n_metadata = 1;
     }
     mc_dead_letter d = {.reason = "gave up after 5 attempts; the last failed: HTTP 500",
@@ -289,10 +292,123 @@ static void what_raises_no_alarm(void)
     kit_config_free(cfg);
 }
 
+/* Hostile or odd input never stops the role: an app id too long for an
+ * alarm's key, or with a '/', raises none (counted), and an alarm-events
+ * record with such a key is skipped; the other app is alarmed on time. */
+static void odd_apps_stop_nothing(void)
+{
+    mc_config *cfg = config("*=https://hooks.example/all");
+    sim_kafka *k = sim_kafka_new(P, T0);
+    sim_inst *in = start(k, cfg, "x1");
+    char long_app[5000];
+    memset(long_app, 'L', sizeof long_app - 1);
+    long_app[sizeof long_app - 1] = '\0';
+    dead(k, long_app, "t1", NULL, true);
+    dead(k, "sla/sh", "t1", NULL, true);
+    dead(k, "", "t1", NULL, true);
+    static const char ev[] = "{\"key\":\"x/t\",\"reason\":\"r\",\"failedAt\":1}";
+    sim_append(k, kit_topic("alarm-events"), 0, long_app, strlen(long_app), ev, sizeof ev - 1, NULL,
+               0);
+    sim_append(k, kit_topic("alarm-events"), 0, "a/b", 3, ev, sizeof ev - 1, NULL, 0);
+    dead(k, "good", "t1", NULL, true);
+    run_for(k, in, 3000);
+    alarm_seen s[4];
+    size_t n = read_alarms(k, s, 4);
+    CHECK(n == 1 && strcmp(s[0].app, "good") == 0, "only the good app alarmed (%zu)", n);
+    CHECK(sim_counter(in, "mooncake_alarm_dead_letters_total", "outcome=\"bad_app\"") == 3);
+    CHECK(sim_counter(in, "mooncake_alarm_bad_events_total", NULL) == 2);
+    CHECK(sim_stop(in) == 0);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* 300 apps' batches wait when their webhook is removed and the role
+ * restarted: each batch is dropped once (counted once, even across another
+ * restart), punctuate returns, and no alarm is written. */
+static void a_removed_webhook_drops_once_and_hangs_nothing(void)
+{
+    mc_config *cfg = config("*=https://hooks.example/all");
+    sim_kafka *k = sim_kafka_new(P, T0);
+    sim_inst *in = start(k, cfg, "x1");
+    for (int i = 0; i < 300; i++) {
+        char app[16];
+        snprintf(app, sizeof app, "app%d", i);
+        dead(k, app, "first", NULL, true);
+    }
+    run_for(k, in, 2000); /* the first alarms go out */
+    for (int i = 0; i < 300; i++) {
+        char app[16];
+        snprintf(app, sizeof app, "app%d", i);
+        dead(k, app, "second", NULL, true);
+    }
+    run_for(k, in, 1000); /* gathered, waiting for the interval */
+    alarm_seen *s = calloc(1024, sizeof *s);
+    CHECK(read_alarms(k, s, 1024) == 300);
+    CHECK(sim_stop(in) == 0);
+    mc_config *none = config("");
+    in = start(k, none, "x1");
+    run_for(k, in, INTERVAL + 5000);
+    CHECK(sim_counter(in, "mooncake_alarm_dropped_dead_letters_total", NULL) == 300, "dropped %llu",
+          (unsigned long long)sim_counter(in, "mooncake_alarm_dropped_dead_letters_total", NULL));
+    CHECK(sim_stop(in) == 0);
+    in = start(k, none, "x1");
+    run_for(k, in, 2000);
+    CHECK(sim_counter(in, "mooncake_alarm_dropped_dead_letters_total", NULL) == 0,
+          "a restart drops nothing again");
+    CHECK(read_alarms(k, s, 1024) == 300, "no alarm without a webhook");
+    free(s);
+    CHECK(sim_stop(in) == 0);
+    sim_kafka_free(k);
+    kit_config_free(none);
+    kit_config_free(cfg);
+}
+
+/* The wall clock stepped a day ahead while an alarm went out, then back:
+ * the next alarm waits an interval, not a day. And a backlog read at once
+ * after a stop is told in one alarm, not one dead letter then the rest. */
+static void clock_steps_and_backlogs(void)
+{
+    mc_config *cfg = config("a=https://hooks.example/a");
+    sim_kafka *k = sim_kafka_new(P, T0);
+    sim_inst *in = start(k, cfg, "x1");
+    sim_set_now(k, T0 + 86400000);
+    dead(k, "a", "t1", NULL, true);
+    run_for(k, in, 2000);
+    sim_set_now(k, T0 + 5000); /* corrected */
+    dead(k, "a", "t2", NULL, true);
+    run_for(k, in, INTERVAL + 3000);
+    alarm_seen s[8];
+    size_t n = read_alarms(k, s, 8);
+    CHECK(n == 2, "the second alarm within an interval of the correction (%zu)", n);
+    CHECK(sim_stop(in) == 0);
+    /* Stopped for ten minutes while 50 dead letters came. */
+    for (int i = 0; i < 50; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "b%d", i);
+        sim_advance(k, 12000);
+        dead(k, "a", id, NULL, true);
+    }
+    in = start(k, cfg, "x1");
+    run_for(k, in, 3000);
+    n = read_alarms(k, s, 8);
+    int64_t backlog = 0; /* by due time the day-ahead alarm sorts last */
+    for (size_t i = 0; i < n; i++)
+        if (s[i].due > T0 + 600000 && s[i].due < T0 + 86400000)
+            backlog = s[i].dead_letters;
+    CHECK(n == 3 && backlog == 50, "the backlog in one alarm (%zu alarms, %lld in it)", n,
+          (long long)backlog);
+    CHECK(sim_stop(in) == 0);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     batched_and_rate_limited();
     each_dead_letter_once_across_kills_and_aborts();
     what_raises_no_alarm();
+    odd_apps_stop_nothing();
+    a_removed_webhook_drops_once_and_hangs_nothing();
+    clock_steps_and_backlogs();
     return check_exit("test_alarms_sim");
 }
