@@ -162,8 +162,10 @@ static int64_t quiet_until(const alarms *s, const alarm_app *a)
 }
 
 /* A last alarm or a batch's opening "in the future" (the wall clock was
- * stepped back since) is taken as now, and so written: a clock step then
- * delays the next alarm by at most an interval, not by the step. */
+ * stepped back since) is taken as now, and so written, whenever the app is
+ * attended: its next dead letter or a restart then waits at most an
+ * interval, not the step. A batch already waiting on its timer waits on:
+ * wake-ups are wall-clock times. */
 static void not_after_now(alarm_part *p, alarm_app *a, int64_t now)
 {
     if (a->batch.last_sent_at > now || a->batch.opened_at > now) {
@@ -202,9 +204,9 @@ static int arm(alarms *s, alarm_part *p, alarm_app *a, int64_t now, mc_ctx *ctx)
     return 0;
 }
 
-/* The app's batch to the changelog now. A batch Kafka refuses (larger than
- * a record may be under a small max.message.bytes) goes without its lists:
- * the counts are what must survive. */
+/* The app's batch to the changelog now. A batch the producer refuses
+ * (larger than its message.max.bytes) goes without its lists: the counts
+ * are what must survive. */
 static int write_state(alarms *s, alarm_part *p, alarm_app *a, mc_ctx *ctx)
 {
     mc_alarm_batch bare = a->batch;
@@ -230,6 +232,7 @@ static void unmark_dirty(alarm_part *p, alarm_app *a)
             *at = a->next_dirty;
             a->dirty = false;
             a->next_dirty = NULL;
+            break;
         }
 }
 

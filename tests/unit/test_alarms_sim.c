@@ -47,8 +47,9 @@ static void dead(sim_kafka *k, const char *app, const char *id, const char *job_
                         .task = t};
     mc_buf b = {0};
     CHECK(mc_encode_dead_letter(&d, &b) == 0);
-    char key[512];
+    char key[8192];
     size_t kl = mc_task_key(app, id, key, sizeof key);
+    CHECK(kl < sizeof key);
     sim_append(k, kit_topic("dead"), mc_key_partition(key, kl, P), key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);
 }
