@@ -8,450 +8,7 @@
 #include <string.h>
 
 #include "ctx_impl.h"
-
-/* ---- the cluster ------------------------------------------------------------------ */
-
-typedef enum entry_state { OPEN, COMMITTED, ABORTED } entry_state;
-
-typedef struct entry {
-    bool control; /* a commit or abort marker: takes an offset, never delivered */
-    entry_state state;
-    uint64_t txn; /* 0: written outside a transaction */
-    void *key;
-    size_t key_len;
-    void *value;
-    size_t value_len;
-    mc_header *headers;
-    size_t n_headers;
-} entry;
-
-typedef struct plog {
-    entry *e; /* e[i] has offset i */
-    size_t n, cap;
-} plog;
-
-typedef struct topic {
-    char *name;
-    int32_t n;
-    plog *parts;
-    size_t max_bytes; /* 0: no limit */
-} topic;
-
-/* Where a transaction wrote: the partitions that get its marker. */
-typedef struct touched {
-    topic *t;
-    int32_t partition;
-} touched;
-
-typedef struct txn {
-    uint64_t id;
-    char *transactional_id;
-    touched *parts;
-    size_t n_parts, cap_parts;
-    bool open;
-} txn;
-
-typedef struct group_offset {
-    char *group, *topic;
-    int32_t partition;
-    int64_t offset;
-    char *metadata;
-} group_offset;
-
-typedef struct group {
-    char *name;
-    uint64_t generation;
-} group;
-
-struct sim_kafka {
-    int32_t default_partitions;
-    int64_t now;
-    topic **topics;
-    size_t n_topics;
-    txn **txns;
-    size_t n_txns;
-    uint64_t next_txn;
-    group_offset *offsets;
-    size_t n_offsets;
-    group *groups;
-    size_t n_groups;
-};
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "sim: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "sim: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
-static void *dup_bytes(const void *p, size_t n)
-{
-    if (!p)
-        return NULL;
-    void *c = xmalloc(n);
-    memcpy(c, p, n);
-    return c;
-}
-
-static char *xstrdup(const char *s)
-{
-    return dup_bytes(s, strlen(s) + 1);
-}
-
-sim_kafka *sim_kafka_new(int32_t partitions, int64_t now_ms)
-{
-    sim_kafka *k = calloc(1, sizeof *k);
-    if (!k)
-        return NULL;
-    k->default_partitions = partitions;
-    k->now = now_ms;
-    k->next_txn = 1;
-    return k;
-}
-
-static void free_entry(entry *e)
-{
-    free(e->key);
-    free(e->value);
-    for (size_t i = 0; i < e->n_headers; i++) {
-        free((void *)e->headers[i].name);
-        free((void *)e->headers[i].value);
-    }
-    free(e->headers);
-}
-
-void sim_kafka_free(sim_kafka *k)
-{
-    if (!k)
-        return;
-    for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = k->topics[i];
-        for (int32_t p = 0; p < t->n; p++) {
-            for (size_t j = 0; j < t->parts[p].n; j++)
-                free_entry(&t->parts[p].e[j]);
-            free(t->parts[p].e);
-        }
-        free(t->parts);
-        free(t->name);
-        free(t);
-    }
-    free(k->topics);
-    for (size_t i = 0; i < k->n_txns; i++) {
-        free(k->txns[i]->transactional_id);
-        free(k->txns[i]->parts);
-        free(k->txns[i]);
-    }
-    free(k->txns);
-    for (size_t i = 0; i < k->n_offsets; i++) {
-        free(k->offsets[i].group);
-        free(k->offsets[i].topic);
-        free(k->offsets[i].metadata);
-    }
-    free(k->offsets);
-    for (size_t i = 0; i < k->n_groups; i++)
-        free(k->groups[i].name);
-    free(k->groups);
-    free(k);
-}
-
-int64_t sim_now(const sim_kafka *k)
-{
-    return k->now;
-}
-
-void sim_set_now(sim_kafka *k, int64_t now_ms)
-{
-    k->now = now_ms;
-}
-
-void sim_advance(sim_kafka *k, int64_t ms)
-{
-    k->now += ms;
-}
-
-static topic *topic_get(sim_kafka *k, const char *name)
-{
-    for (size_t i = 0; i < k->n_topics; i++)
-        if (strcmp(k->topics[i]->name, name) == 0)
-            return k->topics[i];
-    topic *t = calloc(1, sizeof *t);
-    if (!t)
-        abort();
-    t->name = xstrdup(name);
-    t->n = k->default_partitions;
-    t->parts = calloc((size_t)t->n, sizeof *t->parts);
-    k->topics = xrealloc(k->topics, (k->n_topics + 1) * sizeof *k->topics);
-    k->topics[k->n_topics++] = t;
-    return t;
-}
-
-void sim_set_partitions(sim_kafka *k, const char *name, int32_t n)
-{
-    topic *t = topic_get(k, name);
-    if (n <= t->n)
-        return;
-    t->parts = xrealloc(t->parts, (size_t)n * sizeof *t->parts);
-    memset(t->parts + t->n, 0, (size_t)(n - t->n) * sizeof *t->parts);
-    t->n = n;
-}
-
-void sim_set_max_bytes(sim_kafka *k, const char *name, size_t n)
-{
-    topic_get(k, name)->max_bytes = n;
-}
-
-int32_t sim_partitions(sim_kafka *k, const char *name)
-{
-    return topic_get(k, name)->n;
-}
-
-static plog *plog_of(sim_kafka *k, const char *name, int32_t partition)
-{
-    topic *t = topic_get(k, name);
-    if (partition < 0 || partition >= t->n) {
-        fprintf(stderr, "sim: %s has no partition %d\n", name, partition);
-        return NULL;
-    }
-    return &t->parts[partition];
-}
-
-int64_t sim_end_offset(sim_kafka *k, const char *name, int32_t partition)
-{
-    plog *l = plog_of(k, name, partition);
-    return l ? (int64_t)l->n : -1;
-}
-
-static int64_t plog_append(plog *l, entry e)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 64;
-        l->e = xrealloc(l->e, l->cap * sizeof *l->e);
-    }
-    l->e[l->n] = e;
-    return (int64_t)l->n++;
-}
-
-static entry make_entry(const void *key, size_t key_len, const void *value, size_t value_len,
-                        const mc_header *headers, size_t n_headers)
-{
-    entry e = {.key = dup_bytes(key, key_len),
-               .key_len = key ? key_len : 0,
-               .value = dup_bytes(value, value_len),
-               .value_len = value ? value_len : 0};
-    if (n_headers) {
-        e.headers = xmalloc(n_headers * sizeof *e.headers);
-        for (size_t i = 0; i < n_headers; i++)
-            e.headers[i] =
-                (mc_header){xstrdup(headers[i].name), dup_bytes(headers[i].value, headers[i].len),
-                            headers[i].value ? headers[i].len : 0};
-        e.n_headers = n_headers;
-    }
-    return e;
-}
-
-int64_t sim_append(sim_kafka *k, const char *name, int32_t partition, const void *key,
-                   size_t key_len, const void *value, size_t value_len, const mc_header *headers,
-                   size_t n_headers)
-{
-    plog *l = plog_of(k, name, partition);
-    if (!l)
-        return -1;
-    entry e = make_entry(key, key_len, value, value_len, headers, n_headers);
-    e.state = COMMITTED;
-    return plog_append(l, e);
-}
-
-int64_t sim_append_commit_marker(sim_kafka *k, const char *name, int32_t partition)
-{
-    plog *l = plog_of(k, name, partition);
-    return l ? plog_append(l, (entry){.control = true, .state = COMMITTED}) : -1;
-}
-
-/* ---- transactions ------------------------------------------------------------------- */
-
-static txn *txn_find(sim_kafka *k, uint64_t id)
-{
-    for (size_t i = 0; i < k->n_txns; i++)
-        if (k->txns[i]->id == id)
-            return k->txns[i];
-    return NULL;
-}
-
-static uint64_t txn_begin(sim_kafka *k, const char *transactional_id)
-{
-    txn *t = calloc(1, sizeof *t);
-    if (!t)
-        abort();
-    t->id = k->next_txn++;
-    t->transactional_id = xstrdup(transactional_id);
-    t->open = true;
-    k->txns = xrealloc(k->txns, (k->n_txns + 1) * sizeof *k->txns);
-    k->txns[k->n_txns++] = t;
-    return t->id;
-}
-
-static int64_t txn_produce(sim_kafka *k, uint64_t id, const char *name, int32_t partition, entry e)
-{
-    txn *x = txn_find(k, id);
-    topic *t = topic_get(k, name);
-    plog *l = plog_of(k, name, partition);
-    if (!x || !l)
-        return -1;
-    bool seen = false;
-    for (size_t i = 0; i < x->n_parts && !seen; i++)
-        seen = x->parts[i].t == t && x->parts[i].partition == partition;
-    if (!seen) {
-        if (x->n_parts == x->cap_parts) {
-            x->cap_parts = x->cap_parts ? x->cap_parts * 2 : 8;
-            x->parts = xrealloc(x->parts, x->cap_parts * sizeof *x->parts);
-        }
-        x->parts[x->n_parts++] = (touched){t, partition};
-    }
-    e.state = OPEN;
-    e.txn = id;
-    return plog_append(l, e);
-}
-
-/* Commits or aborts: every record of the transaction changes state at once,
- * and each partition it wrote gets a marker. */
-static void txn_end(sim_kafka *k, uint64_t id, bool commit)
-{
-    txn *x = txn_find(k, id);
-    if (!x || !x->open)
-        return;
-    x->open = false;
-    for (size_t i = 0; i < x->n_parts; i++) {
-        plog *l = &x->parts[i].t->parts[x->parts[i].partition];
-        for (size_t j = 0; j < l->n; j++)
-            if (l->e[j].txn == id && !l->e[j].control)
-                l->e[j].state = commit ? COMMITTED : ABORTED;
-        plog_append(l, (entry){.control = true, .state = COMMITTED, .txn = id});
-    }
-}
-
-void sim_expire_transactions(sim_kafka *k)
-{
-    for (size_t i = 0; i < k->n_txns; i++)
-        if (k->txns[i]->open)
-            txn_end(k, k->txns[i]->id, false);
-}
-
-/* A new producer with this transactional id fences the old one: its open
- * transaction is aborted. */
-static void fence_transactional_id(sim_kafka *k, const char *transactional_id)
-{
-    for (size_t i = 0; i < k->n_txns; i++)
-        if (k->txns[i]->open && strcmp(k->txns[i]->transactional_id, transactional_id) == 0)
-            txn_end(k, k->txns[i]->id, false);
-}
-
-/* ---- reading ------------------------------------------------------------------------ */
-
-static size_t read_log(sim_kafka *k, const char *name, int32_t partition, bool committed_only,
-                       sim_rec **out)
-{
-    plog *l = plog_of(k, name, partition);
-    *out = NULL;
-    if (!l)
-        return 0;
-    sim_rec *v = xmalloc((l->n ? l->n : 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        entry *e = &l->e[i];
-        if (committed_only && e->state == OPEN)
-            break; /* the last stable offset */
-        if (e->control || e->state == ABORTED)
-            continue;
-        v[n++] = (sim_rec){(int64_t)i,   e->key,     e->key_len,  e->value,
-                           e->value_len, e->headers, e->n_headers};
-    }
-    *out = v;
-    return n;
-}
-
-size_t sim_read(sim_kafka *k, const char *name, int32_t partition, sim_rec **out)
-{
-    return read_log(k, name, partition, true, out);
-}
-
-size_t sim_read_uncommitted(sim_kafka *k, const char *name, int32_t partition, sim_rec **out)
-{
-    return read_log(k, name, partition, false, out);
-}
-
-const mc_header *sim_rec_header(const sim_rec *r, const char *name)
-{
-    for (size_t i = r->n_headers; i-- > 0;)
-        if (strcmp(r->headers[i].name, name) == 0)
-            return &r->headers[i];
-    return NULL;
-}
-
-/* ---- groups ------------------------------------------------------------------------- */
-
-static group *group_get(sim_kafka *k, const char *name)
-{
-    for (size_t i = 0; i < k->n_groups; i++)
-        if (strcmp(k->groups[i].name, name) == 0)
-            return &k->groups[i];
-    k->groups = xrealloc(k->groups, (k->n_groups + 1) * sizeof *k->groups);
-    k->groups[k->n_groups] = (group){xstrdup(name), 1};
-    return &k->groups[k->n_groups++];
-}
-
-void sim_new_generation(sim_kafka *k, const char *name)
-{
-    group_get(k, name)->generation++;
-}
-
-static group_offset *offset_find(sim_kafka *k, const char *grp, const char *name, int32_t partition)
-{
-    for (size_t i = 0; i < k->n_offsets; i++) {
-        group_offset *o = &k->offsets[i];
-        if (o->partition == partition && strcmp(o->group, grp) == 0 && strcmp(o->topic, name) == 0)
-            return o;
-    }
-    return NULL;
-}
-
-int64_t sim_committed(sim_kafka *k, const char *grp, const char *name, int32_t partition,
-                      const char **metadata)
-{
-    group_offset *o = offset_find(k, grp, name, partition);
-    if (metadata)
-        *metadata = o && o->metadata ? o->metadata : "";
-    return o ? o->offset : -1;
-}
-
-static void offset_store(sim_kafka *k, const char *grp, const char *name, int32_t partition,
-                         int64_t offset, const char *metadata)
-{
-    group_offset *o = offset_find(k, grp, name, partition);
-    if (!o) {
-        k->offsets = xrealloc(k->offsets, (k->n_offsets + 1) * sizeof *k->offsets);
-        o = &k->offsets[k->n_offsets++];
-        *o = (group_offset){.group = xstrdup(grp), .topic = xstrdup(name), .partition = partition};
-    }
-    o->offset = offset;
-    /* metadata may be o->metadata itself (the committed metadata kept):
-     * copy before freeing. */
-    char *copy = metadata ? xstrdup(metadata) : NULL;
-    free(o->metadata);
-    o->metadata = copy;
-}
+#include "sim_broker.h"
 
 /* ---- instances ------------------------------------------------------------------------ */
 
@@ -541,7 +98,7 @@ static in_part *in_part_named(sim_inst *in, const char *name, int32_t partition)
 static void ensure_txn(sim_inst *in)
 {
     if (!in->txn)
-        in->txn = txn_begin(in->k, in->transactional_id);
+        in->txn = simb_txn_begin(in->k, in->transactional_id);
 }
 
 static mc_output *sim_ctx_output(mc_ctx *ctx, const char *suffix)
@@ -562,7 +119,7 @@ static int sim_ctx_produce(mc_ctx *ctx, const mc_produce *p)
 {
     sim_inst *in = INST_OF(ctx);
     const sim_output *o = (const sim_output *)(const void *)p->out;
-    topic *t = topic_get(in->k, o->name);
+    topic *t = simb_topic_get(in->k, o->name);
     if (p->partition < 0 || p->partition >= t->n) {
         fprintf(stderr, "sim: produce to %s partition %d, which does not exist\n", o->name,
                 p->partition);
@@ -574,8 +131,8 @@ static int sim_ctx_produce(mc_ctx *ctx, const mc_produce *p)
         return MC_FORWARD_REFUSED;
     }
     ensure_txn(in);
-    entry e = make_entry(p->key, p->key_len, p->value, p->value_len, p->headers, p->n_headers);
-    if (txn_produce(in->k, in->txn, o->name, p->partition, e) < 0)
+    entry e = simb_make_entry(p->key, p->key_len, p->value, p->value_len, p->headers, p->n_headers);
+    if (simb_txn_produce(in->k, in->txn, o->name, p->partition, e) < 0)
         return -1;
     in->dirty = true;
     return 0;
@@ -606,7 +163,7 @@ static int sim_ctx_set_commit(mc_ctx *ctx, const char *name, int32_t partition, 
     if (!ip || !ip->assigned)
         return -1;
     free(ip->md);
-    ip->md = xstrdup(metadata);
+    ip->md = simb_xstrdup(metadata);
     if (set_offset)
         ip->md_offset = offset;
     in->dirty = true;
@@ -675,37 +232,7 @@ static int sim_ctx_restore(mc_ctx *ctx, const char *suffix, const int32_t *parti
     sim_inst *in = INST_OF(ctx);
     char name[256];
     mc_topic_name(in->cfg, suffix, name, sizeof name);
-    uint64_t records = 0;
-    for (size_t i = 0; i < n; i++) {
-        plog *l = plog_of(in->k, name, partitions[i]);
-        if (!l)
-            return -1;
-        for (size_t j = 0; j < l->n; j++) {
-            entry *e = &l->e[j];
-            if (e->state == OPEN) {
-                /* A real restore would wait here until the transaction ends. */
-                fprintf(stderr, "sim: restore of %s[%d] blocked by an open transaction at %zu\n",
-                        name, partitions[i], j);
-                return -1;
-            }
-            if (e->control || e->state == ABORTED)
-                continue;
-            mc_record r = {.topic = name,
-                           .partition = partitions[i],
-                           .offset = (int64_t)j,
-                           .key = e->key,
-                           .key_len = e->key_len,
-                           .value = e->value,
-                           .value_len = e->value_len,
-                           .headers = e->headers,
-                           .n_headers = e->n_headers};
-            fn(arg, &r);
-            records++;
-        }
-    }
-    if (stats)
-        *stats = (mc_restore_stats){records, 0};
-    return 0;
+    return simb_restore(in->k, name, partitions, n, fn, arg, stats);
 }
 
 static int sim_ctx_partition_count(mc_ctx *ctx, const char *suffix, char *err, size_t errlen)
@@ -811,7 +338,7 @@ sim_inst *sim_inst_new(sim_kafka *k, const mc_processor *p, const mc_config *cfg
     snprintf(in->group, sizeof in->group, "%s%s", cfg->topic_prefix, p->name);
     snprintf(in->transactional_id, sizeof in->transactional_id, "%s%s-%s", cfg->topic_prefix,
              p->name, instance_id);
-    fence_transactional_id(k, in->transactional_id);
+    simb_fence_transactional_id(k, in->transactional_id);
     for (const char *const *t = p->input_topics; *t && in->n_inputs < SIM_MAX_INPUTS; t++)
         mc_topic_name(cfg, *t, in->inputs[in->n_inputs++].name, 256);
     char err[512] = "";
@@ -906,7 +433,7 @@ static rd_kafka_topic_partition_list_t *part_list(sim_inst *in, const int32_t *p
             if (tp->offset < 0)
                 tp->offset = RD_KAFKA_OFFSET_INVALID;
             if (*md) {
-                tp->metadata = xstrdup(md);
+                tp->metadata = simb_xstrdup(md);
                 tp->metadata_size = strlen(md);
             }
         }
@@ -926,7 +453,7 @@ static void seek_committed(sim_inst *in, const rd_kafka_topic_partition_list_t *
                 continue;
             if (tp->partition >= si->n) {
                 int32_t n = tp->partition + 1;
-                si->parts = xrealloc(si->parts, (size_t)n * sizeof *si->parts);
+                si->parts = simb_xrealloc(si->parts, (size_t)n * sizeof *si->parts);
                 memset(si->parts + si->n, 0, (size_t)(n - si->n) * sizeof *si->parts);
                 si->n = n;
             }
@@ -950,7 +477,7 @@ void sim_set_assignment_lost(sim_inst *in)
 int sim_assign(sim_inst *in, const int32_t *partitions, size_t n)
 {
     in->assignment_lost = false;
-    in->generation = group_get(in->k, in->group)->generation;
+    in->generation = simb_group_get(in->k, in->group)->generation;
     rd_kafka_topic_partition_list_t *l = part_list(in, partitions, n, true);
     seek_committed(in, l);
     int rc = in->p->on_assign ? in->p->on_assign(in->self, l, &in->ctx) : 0;
@@ -961,7 +488,7 @@ int sim_assign(sim_inst *in, const int32_t *partitions, size_t n)
 int sim_assign_all(sim_inst *in)
 {
     int32_t n = sim_partitions(in->k, in->inputs[0].name);
-    int32_t *v = xmalloc((size_t)n * sizeof *v);
+    int32_t *v = simb_xmalloc((size_t)n * sizeof *v);
     for (int32_t i = 0; i < n; i++)
         v[i] = i;
     int rc = sim_assign(in, v, (size_t)n);
@@ -973,7 +500,7 @@ int sim_assign_all(sim_inst *in)
 static size_t assigned(sim_inst *in, int32_t **out)
 {
     sim_input *si = &in->inputs[0];
-    int32_t *v = xmalloc(((size_t)si->n + 1) * sizeof *v);
+    int32_t *v = simb_xmalloc(((size_t)si->n + 1) * sizeof *v);
     size_t n = 0;
     for (int32_t i = 0; i < si->n; i++)
         if (si->parts[i].assigned)
@@ -985,7 +512,7 @@ static size_t assigned(sim_inst *in, int32_t **out)
 static void abort_txn(sim_inst *in)
 {
     if (in->txn)
-        txn_end(in->k, in->txn, false);
+        simb_txn_end(in->k, in->txn, false);
     in->txn = 0;
     in->dirty = false;
     in->commit_requested = false;
@@ -1029,7 +556,7 @@ int sim_commit(sim_inst *in)
         fprintf(stderr, "sim: %s prepare_commit failed\n", in->p->name);
         return -1;
     }
-    bool fenced = in->generation != group_get(in->k, in->group)->generation;
+    bool fenced = in->generation != simb_group_get(in->k, in->group)->generation;
     if (fenced) {
         /* The coordinator refuses the offsets: abortable, and the runner
          * rewinds. */
@@ -1045,13 +572,13 @@ int sim_commit(sim_inst *in)
                 continue;
             const char *old_md;
             sim_committed(in->k, in->group, si->name, i, &old_md);
-            offset_store(in->k, in->group, si->name, i, off, ip->md ? ip->md : old_md);
+            simb_offset_store(in->k, in->group, si->name, i, off, ip->md ? ip->md : old_md);
             ip->committed = off;
             ip->dirty = false;
         }
     }
     if (in->txn)
-        txn_end(in->k, in->txn, true);
+        simb_txn_end(in->k, in->txn, true);
     in->commits_now += in->commit_now;
     in->txn = 0;
     in->dirty = false;
@@ -1097,7 +624,7 @@ static entry *next_record(sim_inst *in, sim_input *si, int32_t partition, int64_
     in_part *ip = &si->parts[partition];
     if (!ip->assigned || ip->paused)
         return NULL;
-    plog *l = plog_of(in->k, si->name, partition);
+    plog *l = simb_plog_of(in->k, si->name, partition);
     if (!l)
         return NULL;
     while (ip->fetch < (int64_t)l->n) {
@@ -1154,7 +681,7 @@ static int deliver(sim_inst *in, sim_input *si, int32_t partition)
     in->in_process = false;
     ip = &si->parts[partition];
     if (rc != 0 && in->refused_found) {
-        in->poison = xrealloc(in->poison, (in->n_poison + 1) * sizeof *in->poison);
+        in->poison = simb_xrealloc(in->poison, (in->n_poison + 1) * sizeof *in->poison);
         sim_poison *ps = &in->poison[in->n_poison++];
         snprintf(ps->topic, sizeof ps->topic, "%s", si->name);
         ps->partition = partition;
