@@ -649,16 +649,7 @@ static int deliver(sim_inst *in, sim_input *si, int32_t partition)
     if (!e)
         return 0;
     in_part *ip = &si->parts[partition];
-    mc_record r = {.topic = si->name,
-                   .partition = partition,
-                   .offset = offset,
-                   .timestamp_ms = in->k->now,
-                   .key = e->key,
-                   .key_len = e->key_len,
-                   .value = e->value,
-                   .value_len = e->value_len,
-                   .headers = e->headers,
-                   .n_headers = e->n_headers};
+    mc_record r = simb_entry_record(e, si->name, partition, offset, in->k->now);
     ensure_txn(in);
     in->dirty = true;
     for (size_t i = 0; i < in->n_poison; i++) {

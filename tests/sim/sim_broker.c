@@ -384,6 +384,21 @@ void simb_offset_store(sim_kafka *k, const char *grp, const char *name, int32_t 
     o->metadata = copy;
 }
 
+mc_record simb_entry_record(const entry *e, const char *topic, int32_t partition, int64_t offset,
+                            int64_t timestamp_ms)
+{
+    return (mc_record){.topic = topic,
+                       .partition = partition,
+                       .offset = offset,
+                       .timestamp_ms = timestamp_ms,
+                       .key = e->key,
+                       .key_len = e->key_len,
+                       .value = e->value,
+                       .value_len = e->value_len,
+                       .headers = e->headers,
+                       .n_headers = e->n_headers};
+}
+
 int simb_restore(sim_kafka *k, const char *name, const int32_t *partitions, size_t n,
                  mc_restore_fn fn, void *arg, mc_restore_stats *stats)
 {
@@ -402,15 +417,7 @@ int simb_restore(sim_kafka *k, const char *name, const int32_t *partitions, size
             }
             if (e->control || e->state == ABORTED)
                 continue;
-            mc_record r = {.topic = name,
-                           .partition = partitions[i],
-                           .offset = (int64_t)j,
-                           .key = e->key,
-                           .key_len = e->key_len,
-                           .value = e->value,
-                           .value_len = e->value_len,
-                           .headers = e->headers,
-                           .n_headers = e->n_headers};
+            mc_record r = simb_entry_record(e, name, partitions[i], (int64_t)j, 0);
             fn(arg, &r);
             records++;
         }

@@ -88,6 +88,9 @@ int64_t simb_plog_append(plog *l, entry e);
 entry simb_make_entry(const void *key, size_t key_len, const void *value, size_t value_len,
                       const mc_header *headers, size_t n_headers);
 void simb_free_entry(entry *e);
+/* The record a reader gets for entry e at offset (pointing into e). */
+mc_record simb_entry_record(const entry *e, const char *topic, int32_t partition, int64_t offset,
+                            int64_t timestamp_ms);
 
 txn *simb_txn_find(sim_kafka *k, uint64_t id);
 /* Opens a transaction under transactional_id; returns its id. */

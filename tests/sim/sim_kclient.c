@@ -112,9 +112,7 @@ static int enter(sim_kclient *c, sim_kc_op op, mc_kerror *e)
     trace(c, op_names[op]);
     if (f->lose) {
         f->lose = false;
-        simb_group_get(c->k, c->group)->generation++;
-        c->lost = true;
-        queue_event(c, MC_REBALANCE_REVOKE, NULL, 0);
+        sim_kc_lose(c);
     }
     if (f->delay_ms) {
         sim_advance(c->k, f->delay_ms);
@@ -246,16 +244,7 @@ static int sk_poll(mc_kclient *kc, int timeout_ms, mc_kmsg *m)
         if (!e)
             continue;
         c->rr = (c->rr + i + 1) % c->n_parts;
-        *m = (mc_kmsg){.rec = {.topic = p->topic,
-                               .partition = p->partition,
-                               .offset = offset,
-                               .timestamp_ms = sim_now(c->k),
-                               .key = e->key,
-                               .key_len = e->key_len,
-                               .value = e->value,
-                               .value_len = e->value_len,
-                               .headers = e->headers,
-                               .n_headers = e->n_headers}};
+        *m = (mc_kmsg){.rec = simb_entry_record(e, p->topic, p->partition, offset, sim_now(c->k))};
         return 1;
     }
     return 0;
@@ -763,6 +752,13 @@ void sim_kc_fence(sim_kclient *c, bool consumer_too)
 void sim_kc_lose_during(sim_kclient *c, sim_kc_op op)
 {
     c->faults[op].lose = true;
+}
+
+void sim_kc_lose(sim_kclient *c)
+{
+    simb_group_get(c->k, c->group)->generation++;
+    c->lost = true;
+    queue_event(c, MC_REBALANCE_REVOKE, NULL, 0);
 }
 
 void sim_kc_assign(sim_kclient *c, const int32_t *partitions, size_t n)

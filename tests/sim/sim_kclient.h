@@ -52,6 +52,10 @@ void sim_kc_fence(sim_kclient *c, bool consumer_too);
  * next poll. */
 void sim_kc_lose_during(sim_kclient *c, sim_kc_op op);
 
+/* The group moves on without this member now (its session expired): a new
+ * generation, the assignment lost, the revoke at the next poll. */
+void sim_kc_lose(sim_kclient *c);
+
 /* Queues an assignment of these partitions of every subscribed topic (in a
  * new generation of the group), served at the next poll. */
 void sim_kc_assign(sim_kclient *c, const int32_t *partitions, size_t n);

@@ -480,6 +480,28 @@ static void test_assignment_lost_during_commit(void)
     sim_kafka_free(k);
 }
 
+/* A lost assignment's revoke: the processor lets go before the abort,
+ * which may wait seconds on the coordinator while the HTTP thread goes on. */
+static void test_lost_revoke_lets_go_before_the_abort(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run a;
+    run_start(&a, k, "a");
+    submit(k, T0 + 500);
+    CHECK(run_until(&a, T0 + 50, 10));
+    g_holder_of_abort = runner_self(&a);
+    sim_kc_lose(a.kc);
+    sim_kc_delay(a.kc, SIM_KC_ABORT, 3000, http_thread_during_abort, &a);
+    CHECK(run_until(&a, T0 + 4000, 20));
+    CHECK(count_logged(&a.w, "call") == 0, "a lost partition's held calls are not made (%zu)",
+          count_logged(&a.w, "call"));
+    CHECK(logged_before(&a.w, "revoke", "abort in progress"));
+    CHECK(out_records(k) == 0);
+    g_holder_of_abort = NULL;
+    run_free(&a);
+    sim_kafka_free(k);
+}
+
 /* ---- a broker gone for twenty seconds ---- */
 
 static void test_broker_gone(void)
@@ -594,6 +616,7 @@ int main(void)
     test_fatal_path_drops_work_first();
     test_fenced_by_successor();
     test_assignment_lost_during_commit();
+    test_lost_revoke_lets_go_before_the_abort();
     test_broker_gone();
     test_abort_retried();
     test_unexpected_error_is_fatal();
