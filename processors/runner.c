@@ -14,7 +14,6 @@
  *     }
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +118,25 @@ static void update_lag(mc_runner *r)
     rd_kafka_topic_partition_list_destroy(parts);
 }
 
+/* The event loop's hooks: the clocks are read as the wait ends, and each
+ * ready descriptor's callback runs inside the open transaction (one before
+ * it may have aborted it). 1 stops the dispatch. */
+static void loop_after_wait(void *data)
+{
+    runner_read_clocks(RUNNER_OF(data));
+}
+
+static int loop_call(void *data, mc_ev_any fn, void *arg, int fd, short revents)
+{
+    mc_runner *r = RUNNER_OF(data);
+    if (runner_begin_txn(r) != 0)
+        return 1;
+    if (((mc_fd_callback)fn)(arg, fd, revents, &r->ctx) != 0 &&
+        runner_callback_failed(r, "descriptor callback") != 0)
+        return 1;
+    return 0;
+}
+
 /* ---- set-up ---- */
 
 static void register_metrics(mc_runner *r)
@@ -184,6 +202,8 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
                       .processor_name = p->name};
     r->wakeup_ms = INT64_MAX;
     r->input_fd = -1;
+    mc_evloop_init(
+        &r->loop, (mc_ev_hooks){.data = &r->ctx, .after_wait = loop_after_wait, .call = loop_call});
     atomic_init(&r->stop, false);
     atomic_init(&r->fatal, false);
     atomic_init(&r->processor_ready, true);
@@ -258,48 +278,27 @@ static bool commit_due(const mc_runner *r)
     return (r->txn_open && r->commit_requested && r->txn_dirty) || commit_due_by_size_or_age(r);
 }
 
-/* Waits in poll(2) for input, the processor's descriptors or the timeout,
- * then runs the callbacks of the descriptors that are ready. A callback may
- * add or remove watches, so each is looked up again by descriptor before it
- * runs. Without descriptors the wait happens in the consumer's poll instead;
- * with a client that has no input descriptor, poll(2) never blocks.
- * Returns the timeout left for that poll, or -1 on a fatal error. */
+/* Waits in the event loop for input, the processor's descriptors or the
+ * timeout, running the callbacks of the descriptors that are ready. Without
+ * descriptors the wait happens in the consumer's poll instead; with a client
+ * that has no input descriptor, the loop never blocks. Returns the timeout
+ * left for the consumer's poll, or -1 on a fatal error. */
 static int wait_for_events(mc_runner *r)
 {
     runner_read_clocks(r);
     int timeout = poll_timeout(r);
-    if (r->watches.n == 0)
+    if (mc_evloop_watched(&r->loop) == 0)
         return timeout;
-    size_t n = r->watches.n + 1;
-    int rc =
-        mc_fdset_poll(&r->watches, r->input_fd, r->input_backlog || r->input_fd < 0 ? 0 : timeout);
-    struct pollfd *pfds = r->watches.pfds;
-    runner_read_clocks(r);
+    int rc = mc_evloop_run_once(&r->loop, r->input_backlog || r->input_fd < 0 ? 0 : timeout, NULL);
     if (rc < 0) {
+        runner_read_clocks(r);
         if (errno == EINTR)
             return 0;
         runner_set_fatal(r, "poll", strerror(errno));
         return -1;
     }
-    if (r->input_fd >= 0 && pfds[0].revents) {
-        char drain[256];
-        while (read(r->input_fd, drain, sizeof drain) > 0)
-            ;
-    }
-    for (size_t i = 1; i < n && rc > 0; i++) {
-        if (!pfds[i].revents)
-            continue;
-        const mc_fd_entry *e = mc_fdset_find(&r->watches, pfds[i].fd);
-        if (!e)
-            continue;
-        mc_fd_callback cb = (mc_fd_callback)e->cb;
-        void *arg = e->arg;
-        if (runner_begin_txn(r) != 0)
-            return -1;
-        if (cb(arg, pfds[i].fd, pfds[i].revents, &r->ctx) != 0 &&
-            runner_callback_failed(r, "descriptor callback") != 0)
-            return -1;
-    }
+    if (rc > 0)
+        return -1;
     return r->input_fd < 0 ? timeout : 0; /* the wait covered it: take input without blocking */
 }
 
@@ -494,7 +493,7 @@ void mc_runner_free(mc_runner *r)
     }
     free(r->refs);
     free(r->poison);
-    mc_fdset_free(&r->watches);
+    mc_evloop_free(&r->loop);
     mc_ctx_release(&r->ctx);
     if (r->kc)
         r->kc->ops->free(r->kc);

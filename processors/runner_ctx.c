@@ -325,10 +325,11 @@ static int ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, vo
     if (events && !r->input_fd_asked) {
         r->input_fd_asked = true;
         r->input_fd = r->kc->ops->input_fd(r->kc);
+        mc_evloop_set_wake(&r->loop, r->input_fd);
         /* Whatever is queued already will not be announced. */
         r->input_backlog = true;
     }
-    return mc_fdset_set(&r->watches, fd, events, (void (*)(void))cb, arg);
+    return mc_evloop_watch(&r->loop, fd, events, MC_EV_FN(cb), arg);
 }
 
 static int ctx_pause(mc_ctx *ctx, const char *topic, int32_t partition, bool pause)

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 
 #include "ctx_impl.h"
-#include "fdset.h"
+#include "event_loop.h"
 #include "kclient.h"
 #include "runner.h"
 
@@ -140,9 +140,9 @@ struct mc_runner {
 
     /* The processor's file descriptors. Once there is one, the loop waits in
      * poll(2) instead of in the consumer, and learns of new input through the
-     * client's input descriptor (-1 when it has none: then it never blocks
-     * in poll(2)). */
-    mc_fdset watches;
+     * client's input descriptor, the loop's wake-up (-1 when the client has
+     * none: then it never blocks in poll(2)). */
+    mc_evloop loop;
     int input_fd;
     bool input_fd_asked;
     /* The last batch stopped on its size or age with input still queued:
