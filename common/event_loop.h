@@ -54,8 +54,8 @@ void mc_evloop_free(mc_evloop *l);
 /* Watches fd for events with fn(arg, ...), replacing an earlier watch of fd;
  * events == 0 drops it. 0, or -1 on ENOMEM. */
 int mc_evloop_watch(mc_evloop *l, int fd, short events, mc_ev_any fn, void *arg);
-/* The descriptor whose readability wakes the wait (drained by the loop);
- * -1 for none. */
+/* The descriptor whose readability wakes the wait (drained by the loop, so
+ * it must be non-blocking); -1 for none. */
 void mc_evloop_set_wake(mc_evloop *l, int fd);
 static inline size_t mc_evloop_watched(const mc_evloop *l)
 {
