@@ -65,7 +65,7 @@ RETRY_FLAGS = ("--retry-max-attempts", "7", "--retry-initial-backoff-ms", "250",
                "--retry-multiplier", "3.0", "--retry-max-backoff-ms", "9000")
 MAX_DUE_MS = 86_400_000
 CTL = os.environ.get("MOONCAKECTL_BIN") or os.path.join(
-    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "tools", "mooncakectl")
+    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "mooncakectl")
 UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 with open(os.path.join(SOURCE_DIR, "gateway", "openapi.yaml")) as f:

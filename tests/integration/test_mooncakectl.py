@@ -3,8 +3,8 @@ roles: what it writes is decoded with fastavro (harness.decode), what it
 reads is checked against a pipeline run (router, wheel, executor, retry) in
 which a task's callback answers 404 (dead letter) until it is requeued.
 
-The binary is $MOONCAKECTL_BIN, else <dir of $MOONCAKE_BIN>/tools/mooncakectl
-(the build tree's layout)."""
+The binary is $MOONCAKECTL_BIN, else mooncakectl beside $MOONCAKE_BIN (the build
+tree's layout)."""
 import json
 import os
 import re
@@ -23,7 +23,7 @@ from test_executor import dead_letters, results, start_pipeline, wait_until
 from test_store_wheel import read_settled
 
 CTL = os.environ.get("MOONCAKECTL_BIN") or os.path.join(
-    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "tools", "mooncakectl")
+    os.path.dirname(os.path.abspath(MOONCAKE_BIN)), "mooncakectl")
 SANITIZER = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 

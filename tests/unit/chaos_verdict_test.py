@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
-"""tools/chaos's judge of repeated calls, on made-up evidence: a repeat is expected
-only when an executor turn (an abort, a revoke) lies between the two calls, where the
-first call counts from when it may have reached the endpoint - earlier than the
-endpoint logged it by as much as the endpoint's loop was measured behind, and not a
-millisecond more. And which sanitizer reports fail a run. And the judge of alarms: per
-app the distinct alarm calls count each dead letter of `dead` exactly once, list no key
-twice nor one that is no dead letter, and come at least the interval apart."""
+"""The chaos harness's judge (tests/chaos/verdict.py) of repeated calls, on made-up
+evidence: a repeat is expected only when an executor turn (an abort, a revoke) lies
+between the two calls, where the first call counts from when it may have reached the
+endpoint - earlier than the endpoint logged it by as much as the endpoint's loop was
+measured behind, and not a millisecond more. And which sanitizer reports fail a run.
+And the judge of alarms: per app the distinct alarm calls count each dead letter of
+`dead` exactly once, list no key twice nor one that is no dead letter, and come at least
+the interval apart."""
 import contextlib
-import importlib.machinery
 import io
-import importlib.util
 import json
 import os
 import sqlite3
@@ -19,12 +18,11 @@ import types
 
 SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-loader = importlib.machinery.SourceFileLoader("chaos", os.path.join(SOURCE, "tools", "chaos"))
-spec = importlib.util.spec_from_loader("chaos", loader)
-chaos = importlib.util.module_from_spec(spec)
-loader.exec_module(chaos)
+sys.path.insert(0, os.path.join(SOURCE, "tests", "chaos"))
 sys.path.insert(0, os.path.join(SOURCE, "tools", "lib"))
+import endpoint  # noqa: E402
 import sanitizer_reports  # noqa: E402
+import verdict  # noqa: E402
 
 
 class NoDisruptions:
@@ -38,7 +36,7 @@ def judge(calls, turns, lags):
     db.execute("CREATE TABLE calls (at REAL, kind TEXT, sid INTEGER, key TEXT, ikey TEXT, "
                "attempt INTEGER, status INTEGER, delay INTEGER)")
     db.executemany("INSERT INTO calls VALUES (?, 'task', 7, 'chaos/t7', ?, 1, 200, 0)", calls)
-    v = chaos.Verdict.__new__(chaos.Verdict)
+    v = verdict.Verdict.__new__(verdict.Verdict)
     v.db = db
     v.db.row_factory = sqlite3.Row
     v.dis = NoDisruptions()
@@ -72,7 +70,7 @@ def judge_alarms(dead, alarms, repeated=(), turns=(), not_called=(), gone_due=0)
     twice, 1 s apart; those of `not_called` written only), executor turns, and gone_due
     acknowledged 404 tasks due. Returns the Verdict after check_alarms."""
     db = sqlite3.connect(":memory:")
-    db.executescript(chaos.DB_SCHEMA + chaos.JOB_DB_SCHEMA + chaos.ALARM_DB_SCHEMA)
+    db.executescript(verdict.DB_SCHEMA + verdict.JOB_DB_SCHEMA + verdict.ALARM_DB_SCHEMA)
     rows = [(d[0], "chaos", d[0].split("/", 1)[1], 1, d[1], "HTTP 404",
              d[2] if len(d) > 2 else None, 0, i) for i, d in enumerate(dead)]
     rows += [("chaos/mooncake-alarm-5", "chaos", "mooncake-alarm-5", 1, 6, "HTTP 500", None, 1, 0),
@@ -94,7 +92,7 @@ def judge_alarms(dead, alarms, repeated=(), turns=(), not_called=(), gone_due=0)
     for i in range(gone_due):
         db.execute("INSERT INTO commands (seq, key, kind, sid, due, scenario) VALUES "
                    "(?, ?, 'submit', ?, 1000, 'gone')", (i, f"chaos/g{i}", i))
-    v = chaos.Verdict.__new__(chaos.Verdict)
+    v = verdict.Verdict.__new__(verdict.Verdict)
     v.db = db
     v.db.row_factory = sqlite3.Row
     v.dis = NoDisruptions()
@@ -108,7 +106,7 @@ def judge_alarms(dead, alarms, repeated=(), turns=(), not_called=(), gone_due=0)
 
 
 def alarm_failures(v):
-    return sorted(k for k in chaos.Verdict.ALARM_CHECKS if v.counts[k])
+    return sorted(k for k in verdict.Verdict.ALARM_CHECKS if v.counts[k])
 
 
 def main():
@@ -127,7 +125,7 @@ def main():
     # the abort logged 10 ms before the endpoint logged the first call, the loop keeping
     # up: unexpected (the call was started after the abort began)
     e, u = judge([(1000.0, ik), (2000.0, ik)], [990.0], [])
-    check(len(u) == 1 and not e and u[0]["endpoint_lag_ms"] == chaos.LAG_LOG_MIN_MS,
+    check(len(u) == 1 and not e and u[0]["endpoint_lag_ms"] == endpoint.LAG_LOG_MIN_MS,
           "abort before the call, no endpoint lag")
     # ... but 2.8 ms after an abort stamped 1000 (that is, before 1001), with no lag
     # logged: the loop may have been up to 2 ms behind unlogged, so expected (seed
@@ -148,7 +146,7 @@ def main():
     # a stall that began after the call was logged does not count: busy from 1005 to
     # 1095 (a tick 85 ms late at 1095), the call logged at 1000 did not wait for it
     e, u = judge([(1000.0, ik), (2000.0, ik)], [940.0], [(1095.0, 85.0)])
-    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == chaos.LAG_LOG_MIN_MS,
+    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == endpoint.LAG_LOG_MIN_MS,
           "a stall after the call")
     # a call logged 1.3 ms after a tick 4.2 ms late may have waited through that stall
     # too (the loop serves the tick and the waiting calls in either order): the revoke
@@ -166,7 +164,7 @@ def main():
     check(len(u) == 1, "abort 100 ms before a call logged 15 ms late at most")
     # however long the loop stalled, at most MAX_LAG_ALLOWANCE_MS is allowed
     e, u = judge([(1000.0, ik), (2000.0, ik)], [700.0], [(1050.0, 600.0)])
-    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == chaos.MAX_LAG_ALLOWANCE_MS,
+    check(len(u) == 1 and u[0]["endpoint_lag_ms"] == endpoint.MAX_LAG_ALLOWANCE_MS,
           "a 600 ms stall")
     # the executor logs in whole milliseconds: an abort logged at 990 happened before
     # 991, so a call the endpoint logged at 990.3 may have come before it
@@ -178,7 +176,7 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
         f.write("1030.5\t40.5\n900.0\t3.0\n")
     try:
-        check(chaos.endpoint_lags(f.name) == [(900.0, 3.0), (1030.5, 40.5)], "endpoint_lags")
+        check(verdict.endpoint_lags(f.name) == [(900.0, 3.0), (1030.5, 40.5)], "endpoint_lags")
     finally:
         os.unlink(f.name)
     # an executor's turns, from its log: a revoke, an abort, and librdkafka giving up
@@ -207,7 +205,7 @@ def main():
     for name, ls in lines.items():
         with open(os.path.join(d, name), "w") as f:
             f.write("\n".join(ls) + "\n")
-    turns = chaos.executor_turns([os.path.join(d, n) for n in lines])
+    turns = verdict.executor_turns([os.path.join(d, n) for n in lines])
     whats = [w.split(" (")[0] for _, w in turns]
     check(whats == ["Consumer group session timed out", "aborting transaction",
                     "revoked 3 partitions"], f"executor_turns: {whats}")
@@ -226,7 +224,7 @@ def main():
             {"key": "chaos/t3", "previous_call": 1_059_100.0, "repeat": 1_059_300.0}]})
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        chaos.print_violations(v, examples=1)
+        verdict.print_violations(v, examples=1)
     text = out.getvalue()
     check("unexpected_repeats: 3; by second into the run: 48s 1, 49s 1, 59s 1" in text
           and "'repeat': '48.3s'" in text and "chaos/t2" not in text
@@ -251,7 +249,7 @@ def main():
                        "#1 0x55d0 in hold /work/main/processors/store.c:230")
 
     def classify(text):
-        return chaos.librdkafka_leak_at_fatal_exit(text, text.find("ERROR: "))
+        return verdict.librdkafka_leak_at_fatal_exit(text, text.find("ERROR: "))
 
     check(classify(fatal + lib), "librdkafka's leak at a fatal exit")
     check(not classify(lib), "a leak at a clean exit")
@@ -339,7 +337,7 @@ def main():
     v = judge_alarms([], [])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        chaos.print_alarms_summary(v)
+        verdict.print_alarms_summary(v)
     check(alarm_failures(v) == [] and "nothing to judge" in out.getvalue(),
           f"alarms: none due: {alarm_failures(v)}\n{out.getvalue()}")
     # dead letters and no alarm at all: every one missed
@@ -350,10 +348,10 @@ def main():
     v = judge_alarms(dead, [alarm(10_000, dead[:2]), good[1]])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        chaos.print_alarms_summary(v)
+        verdict.print_alarms_summary(v)
     check("dead letters not alarmed" in out.getvalue() and "dead letters counted" in out.getvalue(),
           f"print_alarms_summary:\n{out.getvalue()}")
-    v = chaos.Verdict.__new__(chaos.Verdict)
+    v = verdict.Verdict.__new__(verdict.Verdict)
     v.counts, v.violations, v.info = {}, {}, {}
     v.check_alarms()
     check(alarm_failures(v) == [] and not v.info["alarms"]["configured"],

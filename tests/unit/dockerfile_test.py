@@ -71,7 +71,7 @@ c.check(installed == ["mooncake", "mooncakectl"] and copied == installed,
 
 # 3. The runtime packages are the binaries' libraries' packages.
 needed = set()
-for binary in (os.path.join(BUILD, "mooncake"), os.path.join(BUILD, "tools", "mooncakectl")):
+for binary in (os.path.join(BUILD, "mooncake"), os.path.join(BUILD, "mooncakectl")):
     elf = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True).stdout
     sonames = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", elf))
     # The sanitizer build's runtimes are not the image's (it is built without them).

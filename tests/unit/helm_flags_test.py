@@ -22,7 +22,7 @@ from chart_tools import (BUILD, Checks, documents, render, role_scoped_env, role
 
 c = Checks()
 MOONCAKE = os.path.join(BUILD, "mooncake")
-CTL = os.path.join(BUILD, "tools", "mooncakectl")
+CTL = os.path.join(BUILD, "mooncakectl")
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 # What each mounted file holds in a real install, by the variable that points at it.
 SAMPLES = {"MOONCAKE_APP_TOKENS": "shop=sample-token-0123456789\n",

@@ -1,4 +1,4 @@
-/* What the files of mooncakectl share (tools/cli/mooncakectl.c: options,
+/* What the files of mooncakectl share (mooncakectl.c: options,
  * configuration, submit, cancel and main; mooncakectl_read.c: reading a
  * topic, results and dead; mooncakectl_requeue.c; mooncakectl_topics.c;
  * mooncakectl_partitions.c; mooncakectl_jobs.c):
