@@ -81,12 +81,15 @@ int mc_evloop_run_once(mc_evloop *l, int timeout_ms, bool *woken)
 {
     size_t n = l->n + 1; /* what this poll covers: callbacks may grow the set */
     int ready = poll_all(l, timeout_ms);
+    int saved = errno;
     if (woken)
         *woken = false;
-    if (ready < 0)
-        return -1;
-    if (l->hooks.after_wait)
+    if (l->hooks.after_wait) /* after a failed wait too: it may have been long */
         l->hooks.after_wait(l->hooks.data);
+    if (ready < 0) {
+        errno = saved;
+        return -1;
+    }
     if (l->wake_fd >= 0 && l->pfds[0].revents) {
         char drain[256];
         while (read(l->wake_fd, drain, sizeof drain) > 0)

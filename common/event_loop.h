@@ -28,7 +28,8 @@ typedef struct mc_ev_watch {
 } mc_ev_watch;
 
 /* What the owner does around the wait, as ae.c's beforesleep/aftersleep:
- * after_wait runs once poll(2) returns (the owner reads its clocks); call,
+ * after_wait runs once poll(2) returns, failed or not (the owner reads its
+ * clocks); call,
  * when set, runs each ready callback itself (its own callback type, what
  * must happen before it, what its failure means) and returns non-zero to
  * stop the dispatch; without it the loop calls fn as an mc_ev_fn. */

@@ -4,7 +4,7 @@
  * Input is `ready`: the tasks the wheel fired (WheelEntry Submit), its
  * recalls (WheelEntry Cancel: drop what is held of a key below a version),
  * and its position markers. This side runs on the runner's thread: it
- * decodes each record into a job for the caller (executor_http.c, which
+ * decodes each record into a call for the caller (executor_http.c, which
  * holds a task until due and calls it on a thread of its own), and when a
  * call ends writes, in the open transaction, a Result (success) to
  * `results` or an Attempt (failure) to `retry`, which decides whether to
@@ -29,7 +29,7 @@
  * Catching up after an assignment. A task fired early and recalled can be
  * read by a new owner after its due time, its recall a few records later:
  * posted at once, it would start before the recall is read. So after an
- * assignment the jobs of a partition are kept back until it has been read
+ * assignment the calls of a partition are kept back until it has been read
  * up to where it ended at the assignment (or CATCH_UP_MAX_MS have passed,
  * or the checkpoint cannot take more), then posted together: the caller
  * applies a batch's recalls before it starts any of its calls.
@@ -66,21 +66,21 @@ typedef struct marker_ref {
 typedef struct part {
     int32_t partition;
     bool assigned;
-    uint64_t gen; /* bumped when its jobs are abandoned */
+    uint64_t gen; /* bumped when its calls are abandoned */
     mc_window win;
     mc_ring markers; /* marker_ref, in offset order */
     size_t busy;     /* calls unfinished that were due when read */
     bool full;       /* a record was given back: the checkpoint could not take it */
     bool busy_pause; /* too many calls unfinished */
     bool paused;     /* what the consumer was told */
-    /* After an assignment: the jobs read are posted together once the
+    /* After an assignment: the calls read are posted together once the
      * partition is read up to catch_up_to (-1: not catching up), or at
      * catch_up_until (wall clock). */
     int64_t catch_up_to, catch_up_until;
     mc_call *waiting_head, *waiting_tail;
 } part;
 
-/* How long jobs wait for a partition to be read to where it ended at its
+/* How long calls wait for a partition to be read to where it ended at its
  * assignment (commit markers there, or a slow fetch, would hold them). */
 #define CATCH_UP_MAX_MS 2000
 
@@ -162,7 +162,7 @@ static void update_pause(executor *ex, part *p)
 
 /* ---- outputs ----------------------------------------------------------------------- */
 
-/* Produces buf to out for job j's record, with nh headers. */
+/* Produces buf to out for call j's record, with nh headers. */
 static int produce_for_n(executor *ex, mc_output *out, const mc_call *j, const mc_header *h,
                          size_t nh)
 {
@@ -179,7 +179,7 @@ static int produce_for_n(executor *ex, mc_output *out, const mc_call *j, const m
     return mc_ctx_produce(ex->ctx, &p);
 }
 
-/* Produces buf to out for job j's record, with at most one header. */
+/* Produces buf to out for call j's record, with at most one header. */
 static int produce_for(executor *ex, mc_output *out, const mc_call *j, const mc_header *h)
 {
     return produce_for_n(ex, out, j, h, h ? 1 : 0);
@@ -227,8 +227,8 @@ static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, cons
     return write_result_of(ex, j, outcome, error, false);
 }
 
-/* The `ready` record of job j, as the input a dead letter names. */
-static mc_record job_record(const executor *ex, const mc_call *j)
+/* The `ready` record of call j, as the input a dead letter names. */
+static mc_record call_record(const executor *ex, const mc_call *j)
 {
     return (mc_record){.topic = ex->ready_topic,
                        .partition = j->partition,
@@ -250,7 +250,7 @@ static int report_refused(executor *ex, const mc_call *j, const char *what)
     char reason[300];
     snprintf(reason, sizeof reason, "executor: Kafka refused the %s record of attempt %" PRId32,
              what, j->task.attempt);
-    mc_record rec = job_record(ex, j);
+    mc_record rec = call_record(ex, j);
     mc_counter_add(ex->refused, 1);
     if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &j->task) == 0)
         return 0;
@@ -349,7 +349,7 @@ static int forward_markers(executor *ex, part *p)
     return 0;
 }
 
-/* Takes back the jobs that ended; those of a partition abandoned meanwhile
+/* Takes back the calls that ended; those of a partition abandoned meanwhile
  * are only freed (its next owner calls them). */
 static int take_done(executor *ex)
 {
@@ -388,7 +388,7 @@ static int on_done(void *arg, int fd, int revents, mc_ctx *ctx)
 
 /* ---- input ------------------------------------------------------------------------- */
 
-/* Posts the jobs kept back while the partition caught up, in one batch. */
+/* Posts the calls kept back while the partition caught up, in one batch. */
 static void end_catch_up(executor *ex, part *p)
 {
     p->catch_up_to = -1;
@@ -399,7 +399,7 @@ static void end_catch_up(executor *ex, part *p)
 }
 
 /* Posts j, or keeps it back while the partition catches up. */
-static void post_job(executor *ex, part *p, mc_call *j)
+static void post_call(executor *ex, part *p, mc_call *j)
 {
     j->next = NULL;
     if (p->catch_up_to < 0) {
@@ -426,7 +426,7 @@ static int give_back(executor *ex, part *p)
     return MC_PROCESS_LATER;
 }
 
-static mc_call *job_new(part *p, mc_call_kind kind, const mc_record *m)
+static mc_call *call_new(part *p, mc_call_kind kind, const mc_record *m)
 {
     mc_call *j = calloc(1, sizeof *j);
     if (!j || !(j->arena = mc_arena_new())) {
@@ -481,7 +481,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
         mc_window_add(&p->win, m->offset, past, false);
         return 0;
     }
-    mc_call *j = job_new(p, MC_CALL_START, m);
+    mc_call *j = call_new(p, MC_CALL_START, m);
     if (!j)
         return -1;
     mc_wheel_entry we;
@@ -521,7 +521,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
     if (j->kind == MC_CALL_START && !j->held_at_read)
         p->busy++;
     update_pause(ex, p);
-    post_job(ex, p, j);
+    post_call(ex, p, j);
     return 0;
 }
 
@@ -539,7 +539,7 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
     if (past == MC_WINDOW_FINISHED)
         return 0;
     mc_counter_add(ex->refused, 1);
-    mc_call *j = job_new(p, MC_CALL_START, m);
+    mc_call *j = call_new(p, MC_CALL_START, m);
     if (!j)
         return -1;
     mc_wheel_entry we;
@@ -561,7 +561,7 @@ static int executor_refused(void *self, const mc_record *m, const char *reason, 
 
 /* ---- assignment and commits ------------------------------------------------------- */
 
-/* Drops every job of p (its next owner, or this one after a rewind, reads
+/* Drops every call of p (its next owner, or this one after a rewind, reads
  * the records again and calls them) and forgets the partition. */
 static void part_abandon(executor *ex, part *p)
 {
@@ -578,12 +578,12 @@ static void part_abandon(executor *ex, part *p)
         mc_gauge_add(ex->paused_gauge, -1);
     mc_window_free(&p->win);
     mc_ring_free(&p->markers);
-    p->gen++; /* finished jobs still on their way are stale */
+    p->gen++; /* finished calls still on their way are stale */
     p->assigned = p->full = p->busy_pause = p->paused = false;
     p->busy = 0;
 }
 
-/* Jobs wait (see the top) until the partition is read to where it ends
+/* Calls wait (see the top) until the partition is read to where it ends
  * now: its last record can be two before the end, a commit marker after
  * it. Without an answer from the broker they wait CATCH_UP_MAX_MS. */
 static void start_catch_up(executor *ex, part *p, int64_t committed, mc_ctx *ctx)

@@ -1,8 +1,8 @@
-/* What the executor's two sides share: a job (one call to make, or a recall
+/* What the executor's two sides share: an mc_call (one call to make, or a recall
  * of calls not started yet) and the caller that makes calls. The Kafka side
- * (executor.c, the runner's thread) reads `ready`, posts jobs and reports
+ * (executor.c, the runner's thread) reads `ready`, posts calls and reports
  * finished ones in its transactions; the caller (executor_http.c, its own
- * thread with libcurl) holds each job until due and calls it. A job belongs
+ * thread with libcurl) holds each call until due and calls it. A call belongs
  * to the Kafka side until posted, to the caller until it is given back
  * through take_done, then to the Kafka side again. Tests give the executor
  * another caller (tests/sim) to decide when and how calls end. */
@@ -42,7 +42,7 @@ typedef struct mc_call {
     mc_arena *arena;
     bool held_at_read; /* CALL: not due when read */
     int64_t fired_pos; /* CALL: the wheel's position when it fired it; -1: not said */
-    /* Set by the caller before giving the job back. */
+    /* Set by the caller before giving the call back. */
     bool recalled;         /* CALL: dropped by a recall before it started */
     bool transport_failed; /* no HTTP answer: a connection error, a timeout, a refusal */
     bool permanent;        /* with transport_failed: retrying cannot help */
@@ -57,42 +57,42 @@ typedef struct mc_call {
     mc_kv response_headers[MC_CALL_RESPONSE_HEADERS_MAX];
     size_t n_response_headers;
     char retry_after[MC_CALL_RETRY_AFTER_MAX];
-    /* Private to whoever owns the job: list links and the caller's state. */
+    /* Private to whoever owns the call: list links and the caller's state. */
     struct mc_call *next;
     void *caller_state;
 } mc_call;
 
-/* Frees a job and what it holds (its arena, snippet); the caller's state
+/* Frees a call and what it holds (its arena, snippet); the caller's state
  * must have been released. Either side. */
 void mc_call_free(mc_call *j);
-/* Frees the job's kept response headers (a new answer replaces them).
- * Whichever side owns the job. */
+/* Frees the call's kept response headers (a new answer replaces them).
+ * Whichever side owns the call. */
 void mc_call_forget_response_headers(mc_call *j);
 
 typedef struct mc_caller mc_caller;
 
 typedef struct mc_caller_ops {
-    /* Takes j and the jobs linked after it (by next), as one batch: a CALL
+    /* Takes j and the calls linked after it (by next), as one batch: a CALL
      * is held until its due time, then called (or queued while too many are
      * running); a RECALL drops the held or queued CALLs of its partition and
      * key with an older version - they come back recalled - and then comes
-     * back itself. Jobs are taken in the order posted, and no CALL of a
+     * back itself. Calls are taken in the order posted, and no CALL of a
      * batch starts before its RECALLs are applied (a batch read after due
      * times have passed still honours its recalls). */
     void (*post)(mc_caller *c, mc_call *j);
-    /* Drops (frees) every job of the partition it still has; returns once
+    /* Drops (frees) every call of the partition it still has; returns once
      * it has, so the Kafka side can forget the partition. */
     void (*abandon)(mc_caller *c, int32_t partition);
-    /* The jobs given back since the last call (linked by next), in the
+    /* The calls given back since the last call (linked by next), in the
      * order they ended. */
     mc_call *(*take_done)(mc_caller *c);
-    /* A descriptor that is readable while jobs wait to be taken. */
+    /* A descriptor that is readable while calls wait to be taken. */
     int (*wake_fd)(mc_caller *c);
     /* From now on starts nothing new (a stop is draining). */
     void (*drain)(mc_caller *c);
-    /* Whether no call is running and no job waits to be taken. */
+    /* Whether no call is running and no call waits to be taken. */
     bool (*idle)(mc_caller *c);
-    /* Stops the caller and frees it with every job it still has. */
+    /* Stops the caller and frees it with every call it still has. */
     void (*destroy)(mc_caller *c);
 } mc_caller_ops;
 

@@ -31,85 +31,7 @@
  * job waits for an occurrence at most its stale bound (every attempt's
  * timeout and backoff, plus a minute), so an occurrence cancelled by hand
  * before it fired, which leaves no Result, cannot block a job forever. */
-#include "jobs.h"
-
-#include <inttypes.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-
-#include "job_schedule.h"
-#include "kafka.h"
-#include "keymap.h"
-#include "part_table.h"
-#include "timing_wheel.h"
-#include "writer_schemas.h"
-
-/* Occurrences written per punctuate call, so a hundred thousand jobs due in
- * the same second leave room for input and commits. */
-#define FIRE_BATCH 5000
-/* Tracked occurrences per job: the policies keep at most one running (a
- * cover or a queue replaces, never adds), so this only absorbs the odd
- * race. */
-#define MAX_RUNNING 4
-/* Scheduled instants looked at when counting missed ones (an every-second
- * cron down for a week is 604,800): beyond this the count restarts a day
- * before the threshold. */
-#define MISS_SCAN_LIMIT 100000
-#define DAY_MS INT64_C(86400000)
-/* How far before now a command's request time can reach back to cancel. */
-#define CANCEL_LOOKBACK_MS 60000
-#define MAX_STALE_MS (7 * DAY_MS)
-
-static const char HEADER_JOB_ID[] = "mooncake-job-id";
-static const char HEADER_SCHEDULED_AT[] = "mooncake-scheduled-at";
-
-typedef struct job_entry {
-    mc_keynode node;
-    mc_timer timer;
-    int64_t version;
-    mc_job_status status;
-    int64_t next_at, runs, last_scheduled_at, queued_at, skipped;
-    mc_running_occurrence running[MAX_RUNNING];
-    uint8_t n_running;
-    /* from the definition */
-    mc_job_schedule sched;
-    mc_overlap_policy overlap;
-    mc_misfire_policy misfire;
-    int32_t catch_up_limit;
-    int64_t misfire_threshold_ms, max_runs, stale_ms;
-    uint8_t *job_raw; /* the Job's Avro binary: after the key, in this allocation */
-    uint32_t job_len;
-    char key[]; /* node.key_len bytes, then job_len bytes */
-} job_entry;
-
-#define ENTRY_KEY_OFFSET (offsetof(job_entry, key) - offsetof(job_entry, node))
-
-typedef struct job_part {
-    int32_t partition;
-    mc_keymap *jobs;
-    mc_timing_wheel *timers;
-} job_part;
-
-typedef struct jobs {
-    const mc_logger *logger;
-    const mc_config *cfg;
-    mc_output *tasks, *commands, *changelog;
-    char commands_topic[256], results_topic[256], changelog_topic[256];
-    int64_t ahead_ms;
-    int32_t task_partitions, command_partitions;
-    mc_part_table parts;
-    mc_zone_cache *zones;
-    mc_codec_writer *writers; /* other versions of JobCommand */
-    size_t n_writers;
-    mc_codec_options codec;
-    mc_arena *arena;
-    mc_buf buf;
-    mc_gauge *jobs_gauge, *restore_seconds;
-    mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired, *refused;
-} jobs;
+#include "jobs_impl.h"
 
 static void jobs_destroy(void *self);
 
@@ -267,13 +189,13 @@ static job_entry *entry_new(jobs *s, const void *key, size_t keylen, const mc_jo
     return e;
 }
 
-static bool tracked(const job_entry *e)
+bool jobs_tracked(const job_entry *e)
 {
     return e->overlap != MC_OVERLAP_PARALLEL;
 }
 
 /* The occurrence scheduled at `at`, whose task is due at `due`, runs. */
-static void running_add(job_entry *e, int64_t at, int64_t due)
+void jobs_running_add(job_entry *e, int64_t at, int64_t due)
 {
     if (e->n_running == MAX_RUNNING) {
         memmove(e->running, e->running + 1, (MAX_RUNNING - 1) * sizeof e->running[0]);
@@ -282,7 +204,7 @@ static void running_add(job_entry *e, int64_t at, int64_t due)
     e->running[e->n_running++] = (mc_running_occurrence){at, due};
 }
 
-static bool running_remove(job_entry *e, int64_t at)
+bool jobs_running_remove(job_entry *e, int64_t at)
 {
     for (uint8_t i = 0; i < e->n_running; i++)
         if (e->running[i].scheduled_at == at) {
@@ -307,12 +229,12 @@ static int64_t action_at(const jobs *s, const job_entry *e, int64_t now)
         if (t < 0 || e->running[i].due_at + e->stale_ms < t)
             t = e->running[i].due_at + e->stale_ms;
     if (e->next_at >= 0) {
-        /* Woken when the next one is half of ahead_ms away, step() writes
+        /* Woken when the next one is half of ahead_ms away, jobs_step() writes
          * every one within ahead_ms: a job every second writes two or three
          * occurrences under one state record, each 2.5 to 5 s ahead (with
          * the default 5000), instead of a state per occurrence. */
         int64_t a = e->next_at - s->ahead_ms / 2;
-        if (tracked(e) && e->n_running > 0)
+        if (jobs_tracked(e) && e->n_running > 0)
             a = e->next_at; /* the overlap policy decides at its due time */
         if (t < 0 || a < t)
             t = a;
@@ -320,7 +242,7 @@ static int64_t action_at(const jobs *s, const job_entry *e, int64_t now)
     return t;
 }
 
-static int arm(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
+int jobs_arm(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
 {
     mc_wheel_cancel(p->timers, &e->timer);
     int64_t t = action_at(s, e, now);
@@ -330,396 +252,6 @@ static int arm(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
         return -1;
     mc_ctx_wakeup_at(ctx, t);
     return 0;
-}
-
-/* ---- outputs ---------------------------------------------------------------------- */
-
-static int write_state(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx)
-{
-    mc_job_state st = {
-        .version = e->version,
-        .status = e->status,
-        .next_at = e->next_at,
-        .runs = e->runs,
-        .last_scheduled_at = e->last_scheduled_at,
-        .running = e->running,
-        .n_running = e->n_running,
-        .queued_at = e->queued_at,
-        .skipped = e->skipped,
-        .updated_at = now,
-        .job_raw = e->job_raw,
-        .job_raw_len = e->job_len,
-    };
-    mc_buf_reset(&s->buf);
-    if (mc_encode_job_state(&st, &s->buf) != 0)
-        return -1;
-    return mc_ctx_forward(ctx, s->changelog, p->partition, e->key, e->node.key_len, s->buf.data,
-                          s->buf.len);
-}
-
-static int write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx)
-{
-    return mc_ctx_forward(ctx, s->changelog, p->partition, e->key, e->node.key_len, NULL, 0);
-}
-
-/* The app_id and job_id of an entry, as its decoded job has them. */
-static int decode_job(jobs *s, const job_entry *e, mc_job *j)
-{
-    char detail[256];
-    if (mc_decode_job(e->job_raw, e->job_len, s->arena, j, detail, sizeof detail) != MC_CODEC_OK) {
-        mc_log(s->logger, MC_LOG_ERROR, "held job unreadable", "error", detail, (const char *)NULL);
-        return -1;
-    }
-    return 0;
-}
-
-/* Writes the Submit of the occurrence scheduled at `at`, due at `due`.
- * Returns 0; -1 on failure; or 1 when Kafka refuses it for good (larger
- * than a record may be): then nothing was written, and the job is paused
- * with a line saying why - a job whose every occurrence would be refused
- * must not take its partition down with it. */
-static int submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
-{
-    mc_arena_reset(s->arena);
-    mc_job j;
-    if (decode_job(s, e, &j) != 0)
-        return -1;
-    char id[MC_JOB_MAX_KEY_LEN], at_text[24];
-    mc_occurrence_id(j.job_id, at, id, sizeof id);
-    snprintf(at_text, sizeof at_text, "%" PRId64, at);
-    /* The job's headers, then who and when (replacing a job header of the
-     * same name: the callback must be able to trust them). */
-    size_t nh = 0;
-    mc_kv *headers = mc_arena_alloc(s->arena, (j.callback.n_headers + 2) * sizeof *headers);
-    mc_kv *meta = mc_arena_alloc(s->arena, (j.n_metadata + 2) * sizeof *meta);
-    if (!headers || !meta)
-        return -1;
-    for (size_t i = 0; i < j.callback.n_headers; i++)
-        if (strcasecmp(j.callback.headers[i].key, HEADER_JOB_ID) != 0 &&
-            strcasecmp(j.callback.headers[i].key, HEADER_SCHEDULED_AT) != 0)
-            headers[nh++] = j.callback.headers[i];
-    headers[nh++] = (mc_kv){HEADER_JOB_ID, j.job_id};
-    headers[nh++] = (mc_kv){HEADER_SCHEDULED_AT, at_text};
-    size_t nm = 0;
-    for (size_t i = 0; i < j.n_metadata; i++)
-        if (strcmp(j.metadata[i].key, "job_id") != 0 &&
-            strcmp(j.metadata[i].key, "scheduled_at") != 0)
-            meta[nm++] = j.metadata[i];
-    meta[nm++] = (mc_kv){"job_id", j.job_id};
-    meta[nm++] = (mc_kv){"scheduled_at", at_text};
-    mc_command c = {.kind = MC_CMD_SUBMIT};
-    c.submit = (mc_task){
-        .app_id = j.app_id,
-        .task_id = id,
-        .due_at = due,
-        .callback = j.callback,
-        .has_retry = j.has_retry,
-        .retry = j.retry,
-        .attempt = 1,
-        .created_at = now,
-        .metadata = meta,
-        .n_metadata = nm,
-    };
-    c.submit.callback.headers = headers;
-    c.submit.callback.n_headers = nh;
-    char key[MC_JOB_MAX_KEY_LEN];
-    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    int rc = mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key,
-                            klen, s->buf.data, s->buf.len);
-    if (rc == MC_FORWARD_REFUSED) {
-        char size[24];
-        snprintf(size, sizeof size, "%zu", s->buf.len);
-        mc_log(s->logger, MC_LOG_ERROR,
-               "job paused: Kafka refuses its occurrences (too large a record); replace it with a "
-               "smaller callback and resume it",
-               "job", key, "bytes", size, (const char *)NULL);
-        mc_counter_add(s->refused, 1);
-        e->status = MC_JOB_PAUSED;
-        return 1;
-    }
-    if (rc != 0)
-        return -1;
-    mc_counter_add(s->submitted, 1);
-    return 0;
-}
-
-/* Writes the Cancel of the occurrence scheduled at `at`. */
-static int cancel(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
-{
-    mc_arena_reset(s->arena);
-    mc_job j;
-    if (decode_job(s, e, &j) != 0)
-        return -1;
-    char id[MC_JOB_MAX_KEY_LEN];
-    mc_occurrence_id(j.job_id, at, id, sizeof id);
-    mc_command c = {.kind = MC_CMD_CANCEL};
-    c.cancel = (mc_cancel){.app_id = j.app_id, .task_id = id, .requested_at = now};
-    char key[MC_JOB_MAX_KEY_LEN];
-    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
-                       s->buf.data, s->buf.len) != 0)
-        return -1;
-    mc_counter_add(s->cancelled, 1);
-    return 0;
-}
-
-/* FIXED_DELAY: the next occurrence is due interval_ms after `from` (the
- * previous one finished, or was given up on, or skipped), unless that is
- * past end_at: then there is none, and step() ends the job. */
-static void delay_from(job_entry *e, int64_t from)
-{
-    int64_t at = from + e->sched.interval_ms;
-    e->next_at = e->sched.end_at > 0 && at > e->sched.end_at ? -1 : at;
-}
-
-/* Cancels every occurrence written for after `from` (the moment an update,
- * pause or delete was requested, at most now): those written ahead, and
- * those an outage let fall due before the command could be applied, which
- * the cancel may still stop. Only the ones not due yet (after now) are given
- * back to the schedule (runs, *first: the earliest of them, or -1): a due
- * one has most likely run, and running it again after a resume would call
- * it twice. Returns 0, or -1. */
-static int cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ctx *ctx,
-                        int64_t *first)
-{
-    long back = 0;
-    *first = -1;
-    if (from > now)
-        from = now;
-    if (from < now - CANCEL_LOOKBACK_MS)
-        from = now - CANCEL_LOOKBACK_MS; /* a client clock far behind: older ones ran long ago */
-    if (tracked(e)) {
-        for (uint8_t i = 0; i < e->n_running;) {
-            int64_t at = e->running[i].scheduled_at;
-            if (at <= from) {
-                i++;
-                continue;
-            }
-            if (cancel(s, e, at, now, ctx) != 0)
-                return -1;
-            running_remove(e, at);
-            if (at > now) {
-                back++;
-                if (*first < 0 || at < *first)
-                    *first = at;
-            }
-        }
-        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0 &&
-            *first < 0)
-            delay_from(e, now); /* what ran is cancelled: the delay starts now */
-    } else if (e->last_scheduled_at > from) {
-        for (int64_t at = mc_job_schedule_next(&e->sched, from);
-             at >= 0 && at <= e->last_scheduled_at; at = mc_job_schedule_next(&e->sched, at)) {
-            if (cancel(s, e, at, now, ctx) != 0)
-                return -1;
-            if (at > now) {
-                back++;
-                if (*first < 0)
-                    *first = at;
-            }
-        }
-    }
-    if (back > 0) {
-        e->runs -= back;
-        if (e->runs < 0)
-            e->runs = 0;
-        if (e->last_scheduled_at > now)
-            e->last_scheduled_at = now;
-    }
-    return 0;
-}
-
-/* ---- the schedule -------------------------------------------------------------------- */
-
-static int64_t schedule_after(const job_entry *e, int64_t at)
-{
-    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY)
-        return -1; /* the next one follows the finished one */
-    return mc_job_schedule_next(&e->sched, at);
-}
-
-static bool ended(const job_entry *e)
-{
-    return e->max_runs > 0 && e->runs >= e->max_runs;
-}
-
-/* An occurrence is due (or written ahead): the overlap policy decides
- * whether it runs. due is when its task is due. Returns 0; -1 on failure;
- * 1 when Kafka refused it (the job is paused, and the occurrence is left
- * pending for the misfire policy at the resume). */
-static int offer(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx)
-{
-    int rc;
-    if (!tracked(e) || e->n_running == 0) {
-        if ((rc = submit(s, e, at, due, now, ctx)) != 0)
-            return rc;
-        if (tracked(e))
-            running_add(e, at, due);
-        e->runs++;
-    } else if (e->overlap == MC_OVERLAP_COVER_EARLY) {
-        while (e->n_running > 0) {
-            if (cancel(s, e, e->running[0].scheduled_at, now, ctx) != 0)
-                return -1;
-            running_remove(e, e->running[0].scheduled_at);
-        }
-        if ((rc = submit(s, e, at, due, now, ctx)) != 0)
-            return rc;
-        running_add(e, at, due);
-        e->runs++;
-    } else if (e->overlap == MC_OVERLAP_SERIAL && e->queued_at < 0) {
-        e->queued_at = at;
-        e->runs++;
-    } else { /* DISCARD_LATER, or SERIAL with one queued already */
-        e->skipped++;
-        mc_counter_add(s->skipped, 1);
-    }
-    if (at > e->last_scheduled_at)
-        e->last_scheduled_at = at;
-    return 0;
-}
-
-/* next_at is more than the threshold late: the misfire policy picks which
- * of the missed occurrences (none after `until`) run now, and the schedule
- * moves on to the first one that is not missed. */
-static int misfire(jobs *s, job_entry *e, int64_t now, int64_t until, mc_ctx *ctx)
-{
-    mc_counter_add(s->misfired, 1);
-    int64_t cutoff = now - e->misfire_threshold_ms; /* before it: missed */
-    if (until < INT64_MAX && cutoff > until + 1)
-        cutoff = until + 1; /* a command requested at `until` is applied next */
-    int keep = e->misfire == MC_MISFIRE_DO_NOTHING      ? 0
-               : e->misfire == MC_MISFIRE_FIRE_ONCE_NOW ? 1
-                                                        : e->catch_up_limit;
-    int64_t last[MC_JOB_MAX_CATCH_UP];
-    int kept = 0, head = 0;
-    int64_t missed = 0, at = e->next_at, scanned = 0;
-    while (at >= 0 && at < cutoff) {
-        if (keep > 0) {
-            last[(head + kept) % keep] = at;
-            if (kept < keep)
-                kept++;
-            else
-                head = (head + 1) % keep;
-        }
-        missed++;
-        if (++scanned == MISS_SCAN_LIMIT && cutoff - DAY_MS > at) {
-            /* Too many to count: count from a day before the cutoff. The
-             * skipped count is then a lower bound. */
-            at = mc_job_schedule_next(&e->sched, cutoff - DAY_MS);
-            continue;
-        }
-        at = schedule_after(e, at);
-    }
-    e->next_at = at;
-    if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->next_at < 0 && keep == 0)
-        delay_from(e, now); /* skipped: the delay starts now */
-    e->skipped += missed - kept;
-    mc_counter_add(s->skipped, (uint64_t)(missed - kept));
-    for (int i = 0; i < kept && !ended(e); i++) {
-        int rc = offer(s, e, last[(head + i) % keep], now, now, ctx);
-        if (rc < 0)
-            return -1;
-        if (rc > 0) {
-            e->next_at = last[(head + i) % keep]; /* refused: pending again */
-            break;
-        }
-    }
-    return 0;
-}
-
-/* Occurrences whose final Result never came within the stale bound. */
-static void expire_running(jobs *s, job_entry *e, int64_t now)
-{
-    for (uint8_t i = 0; i < e->n_running;) {
-        if (e->running[i].due_at + e->stale_ms > now) {
-            i++;
-            continue;
-        }
-        running_remove(e, e->running[i].scheduled_at);
-        mc_counter_add(s->expired, 1);
-        if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0)
-            delay_from(e, now);
-    }
-}
-
-/* Does whatever the job needs at `now`: write the occurrences that are due
- * or within ahead_ms (and not after `until`), decide overlaps, apply the
- * misfire policy, end it. *dirty tells whether its state changed (the
- * caller writes it). */
-static int step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budget, bool *dirty,
-                mc_ctx *ctx)
-{
-    uint8_t had = e->n_running;
-    expire_running(s, e, now);
-    if (e->n_running != had)
-        *dirty = true;
-    if (e->status != MC_JOB_ACTIVE)
-        return 0;
-    if (e->queued_at >= 0 && e->n_running == 0) {
-        int rc = submit(s, e, e->queued_at, now, now, ctx);
-        if (rc < 0)
-            return -1;
-        if (rc > 0) {
-            *dirty = true; /* paused: the queued one waits for the resume */
-            return 0;
-        }
-        running_add(e, e->queued_at, now);
-        e->queued_at = -1;
-        *dirty = true;
-    }
-    while (*budget > 0 && e->next_at >= 0 && e->status == MC_JOB_ACTIVE) {
-        if (ended(e)) {
-            e->next_at = -1; /* ENDED below, once nothing runs or waits */
-            *dirty = true;
-            break;
-        }
-        if (e->next_at > until)
-            break;
-        if (now - e->next_at > e->misfire_threshold_ms) {
-            if (misfire(s, e, now, until, ctx) != 0)
-                return -1;
-            *dirty = true;
-            (*budget)--;
-            continue;
-        }
-        if (e->next_at - now > s->ahead_ms)
-            break;
-        if (tracked(e) && e->n_running > 0 && now < e->next_at)
-            break; /* decided at its due time, if the running one is still running */
-        int64_t at = e->next_at;
-        int rc = offer(s, e, at, at, now, ctx);
-        *dirty = true;
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            break; /* refused, the job paused: `at` stays pending */
-        e->next_at = schedule_after(e, at);
-        (*budget)--;
-    }
-    /* Nothing to write, wait for or run: past end_at or max_runs (a fixed
-     * delay with nothing running always has its next one, see delay_from). */
-    if (e->next_at < 0 && e->status == MC_JOB_ACTIVE && e->n_running == 0 && e->queued_at < 0) {
-        e->status = MC_JOB_ENDED;
-        *dirty = true;
-    }
-    return 0;
-}
-
-/* step(), then the state and the next timer. */
-static int attend(jobs *s, job_part *p, job_entry *e, int64_t now, size_t *budget, bool dirty,
-                  mc_ctx *ctx)
-{
-    if (step(s, e, now, INT64_MAX, budget, &dirty, ctx) != 0)
-        return -1;
-    if (dirty && write_state(s, p, e, now, ctx) != 0)
-        return -1;
-    return arm(s, p, e, now, ctx);
 }
 
 /* ---- commands ------------------------------------------------------------------------- */
@@ -733,7 +265,7 @@ static int catch_up(jobs *s, job_entry *e, int64_t at, int64_t now, bool *dirty,
     if (e->status != MC_JOB_ACTIVE || e->next_at < 0 || e->next_at > at || e->next_at > now)
         return 0;
     size_t budget = FIRE_BATCH;
-    return step(s, e, now, at < now ? at : now, &budget, dirty, ctx);
+    return jobs_step(s, e, now, at < now ? at : now, &budget, dirty, ctx);
 }
 
 /* Where an edited job's schedule goes on from. A fixed rate given no
@@ -772,7 +304,7 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
     int64_t first = -1;
     bool caught = false;
     if (old && (catch_up(s, old, c->put.created_at, now, &caught, ctx) != 0 ||
-                cancel_after(s, old, c->put.created_at, now, ctx, &first) != 0))
+                jobs_cancel_after(s, old, c->put.created_at, now, ctx, &first) != 0))
         return -1;
     mc_job j = c->put;
     mc_buf anchored = {0};
@@ -800,9 +332,9 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
         e->last_scheduled_at = old->last_scheduled_at;
         e->queued_at = old->queued_at;
         /* What still runs keeps counting against the overlap policy. */
-        if (tracked(e))
+        if (jobs_tracked(e))
             for (uint8_t i = 0; i < old->n_running; i++)
-                running_add(e, old->running[i].scheduled_at, old->running[i].due_at);
+                jobs_running_add(e, old->running[i].scheduled_at, old->running[i].due_at);
         remove_entry(p, old);
     } else {
         /* Held at once: the timers, which also count, may not run for hours. */
@@ -811,7 +343,7 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
     e->version = r->offset;
     mc_keymap_insert(p->jobs, &e->node);
     size_t budget = FIRE_BATCH;
-    return attend(s, p, e, now, &budget, true, ctx);
+    return jobs_attend(s, p, e, now, &budget, true, ctx);
 }
 
 static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_action *a, mc_ctx *ctx)
@@ -838,23 +370,23 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
     switch (a->action) {
     case MC_JOB_PAUSE:
         if (e->status != MC_JOB_ACTIVE) /* paused already, or the catch-up ended it */
-            return caught ? write_state(s, p, e, now, ctx) : 0;
-        if (cancel_after(s, e, a->requested_at, now, ctx, &first) != 0)
+            return caught ? jobs_write_state(s, p, e, now, ctx) : 0;
+        if (jobs_cancel_after(s, e, a->requested_at, now, ctx, &first) != 0)
             return -1;
         /* The cancelled ones are due again when resumed: the misfire policy
          * then decides about them like about any missed one. */
         if (first >= 0 && (e->next_at < 0 || first < e->next_at))
             e->next_at = first;
         e->status = MC_JOB_PAUSED;
-        return attend(s, p, e, now, &budget, true, ctx);
+        return jobs_attend(s, p, e, now, &budget, true, ctx);
     case MC_JOB_RESUME:
         if (e->status != MC_JOB_PAUSED)
             return 0;
         e->status = MC_JOB_ACTIVE;
-        return attend(s, p, e, now, &budget, true, ctx);
+        return jobs_attend(s, p, e, now, &budget, true, ctx);
     case MC_JOB_DELETE:
-        if (cancel_after(s, e, a->requested_at, now, ctx, &first) != 0 ||
-            write_tombstone(s, p, e, ctx) != 0)
+        if (jobs_cancel_after(s, e, a->requested_at, now, ctx, &first) != 0 ||
+            jobs_write_tombstone(s, p, e, ctx) != 0)
             return -1;
         remove_entry(p, e);
         mc_gauge_add(s->jobs_gauge, -1);
@@ -862,8 +394,8 @@ static int job_action(jobs *s, job_part *p, const mc_record *r, const mc_job_act
     case MC_JOB_TRIGGER:
         /* Runs whatever the schedule, the state and the overlap policy
          * say, as XXL-JOB's manual trigger does. */
-        rc = submit(s, e, a->requested_at, now, now, ctx);
-        return rc <= 0 ? rc : write_state(s, p, e, now, ctx); /* refused: paused */
+        rc = jobs_submit(s, e, a->requested_at, now, now, ctx);
+        return rc <= 0 ? rc : jobs_write_state(s, p, e, now, ctx); /* refused: paused */
     }
     return 0;
 }
@@ -872,13 +404,13 @@ static int occurrence_done(jobs *s, job_part *p, const mc_record *r, const mc_oc
                            mc_ctx *ctx)
 {
     job_entry *e = find_entry(p, r->key, r->key_len);
-    if (!e || !running_remove(e, d->scheduled_at))
+    if (!e || !jobs_running_remove(e, d->scheduled_at))
         return 0; /* not waited for: parallel, expired, covered, or deleted */
     int64_t now = mc_ctx_now_ms(ctx);
     if (e->sched.kind == MC_SCHEDULE_FIXED_DELAY && e->n_running == 0 && e->next_at < 0)
-        delay_from(e, d->finished_at);
+        jobs_delay_from(e, d->finished_at);
     size_t budget = FIRE_BATCH;
-    return attend(s, p, e, now, &budget, true, ctx);
+    return jobs_attend(s, p, e, now, &budget, true, ctx);
 }
 
 /* A command whose partition is not its key's home (written with another
@@ -1017,8 +549,8 @@ static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
             size_t want = budget < 256 ? budget : 256;
             size_t got = mc_wheel_advance(p->timers, now, due, want);
             for (size_t k = 0; k < got; k++)
-                if (attend(s, p, MC_TIMER_OWNER(due[k], job_entry, timer), now, &budget, false,
-                           ctx) != 0)
+                if (jobs_attend(s, p, MC_TIMER_OWNER(due[k], job_entry, timer), now, &budget, false,
+                                ctx) != 0)
                     return -1;
             if (got < want)
                 break;
@@ -1103,7 +635,7 @@ static void restore_record(void *arg, const mc_record *m)
     e->runs = st.runs;
     e->last_scheduled_at = st.last_scheduled_at;
     for (size_t i = 0; i < st.n_running; i++)
-        running_add(e, st.running[i].scheduled_at, st.running[i].due_at);
+        jobs_running_add(e, st.running[i].scheduled_at, st.running[i].due_at);
     e->queued_at = st.queued_at;
     e->skipped = st.skipped;
     mc_keymap_insert(p->jobs, &e->node);
@@ -1152,7 +684,7 @@ static void arm_one(mc_keynode *n, void *arg)
     job_part *p = a[1];
     mc_ctx *ctx = a[2];
     int64_t *now = a[3];
-    if (arm(s, p, (job_entry *)n, *now, ctx) != 0)
+    if (jobs_arm(s, p, (job_entry *)n, *now, ctx) != 0)
         *(bool *)a[4] = true;
 }
 

@@ -468,14 +468,15 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
     if (!p)
         return 0; /* not ours (any more): the runner will not commit it for us */
     p->position = m->offset + 1;
-    int64_t to;
-    if (!m->key && !m->value && mc_record_header_int(m, MC_LAYOUT_HEADER, &to))
-        return take_layout(s, p, to <= INT32_MAX ? (int32_t)to : 0, m->offset, ctx);
+    mc_wheel_class c;
+    mc_wheel_record_classify(m, &c);
+    if (c.kind == MC_WHEEL_LAYOUT)
+        return take_layout(s, p, c.position <= INT32_MAX ? (int32_t)c.position : 0, m->offset, ctx);
     if (!m->value || !m->key)
         return 0; /* markers */
     if (moved(p, m->key, m->key_len) && m->offset > p->layout_at)
         return 0; /* the wheel sends it to the key's new home */
-    bool far = mc_wheel_record_is_far(m);
+    bool far = c.far;
     mc_wheel_peeked pk;
     mc_codec_err err = mc_wheel_record_peek(m, &pk);
     if (err != MC_CODEC_OK || (far && pk.kind != MC_CMD_SUBMIT)) {

@@ -22,270 +22,14 @@
  * Memory: one mc_view_task per key with its key, the task's bytes and up to
  * 16 Results' summaries; a task in a final state is forgotten (a tombstone
  * in the changelog) --view-history-ms after it ended. */
-#include "view.h"
+#include "view_impl.h"
 
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include "clock.h"
-#include "codec.h"
-#include "kafka.h"
-#include "keymap.h"
-#include "part_table.h"
-#include "task_rules.h"
-#include "timing_wheel.h"
-#include "view_list.h"
-#include "view_task.h"
-#include "wheel_topic.h"
-#include "writer_schemas.h"
-
-enum { IN_TASKS, IN_WHEEL, IN_READY, IN_RESULTS, IN_DEAD, N_INPUTS };
-static const char *const view_inputs[] = {"tasks", "wheel", "ready", "results", "dead", NULL};
-
-/* How often a waiting question looks again at the consumer's position. */
-#define QUESTION_POLL_MS 2
-#define FORGET_BATCH 1000
-/* How long the reads of the partitions' ends may take, on the view's
- * thread, before the question gets 503. */
-#define END_OFFSET_TIMEOUT_MS 2000
-
-/* ---- the door: questions from other threads ----------------------------------- */
-
-typedef enum question_kind { Q_TASK, Q_LIST, Q_STATS } question_kind;
-
-typedef struct question {
-    struct question *next;
-    question_kind kind;
-    char *key; /* Q_TASK: the task's key */
-    size_t key_len;
-    /* Q_LIST, Q_STATS: the filter, its strings owned here, and the
-     * partitions asked about (none: every one the view holds). */
-    mc_view_filter filter;
-    char *app_id, *after_uuid;
-    int32_t *asked;
-    size_t n_asked;
-    int64_t deadline_ms; /* wall clock */
-    /* The partitions answered for, once the view has looked, and where each
-     * input of each ended then: ends[i * N_INPUTS + input]. */
-    int32_t *parts;
-    size_t n_parts;
-    int64_t *ends;
-    int status;
-    char *body;
-    bool done, abandoned;
-} question;
-
-struct mc_view_door {
-    pthread_mutex_t lock;
-    pthread_cond_t answered;
-    int efd;
-    question *queue; /* asked, not yet taken by the view; under lock */
-    bool open;       /* a view is running behind the door; under lock */
-};
-
-mc_view_door *mc_view_door_new(void)
-{
-    mc_view_door *d = calloc(1, sizeof *d);
-    if (!d)
-        return NULL;
-    d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (d->efd < 0) {
-        free(d);
-        return NULL;
-    }
-    pthread_mutex_init(&d->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->answered, &ca);
-    pthread_condattr_destroy(&ca);
-    return d;
-}
-
-static void question_free(question *q)
-{
-    free(q->key);
-    free(q->app_id);
-    free(q->after_uuid);
-    free(q->asked);
-    free(q->parts);
-    free(q->ends);
-    free(q->body);
-    free(q);
-}
-
-void mc_view_door_free(mc_view_door *d)
-{
-    if (!d)
-        return;
-    while (d->queue) {
-        question *q = d->queue;
-        d->queue = q->next;
-        question_free(q);
-    }
-    close(d->efd);
-    pthread_cond_destroy(&d->answered);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
-}
-
-static char *sentence(const char *fmt, const char *a)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, fmt, a);
-    return strdup(buf);
-}
-
-/* Queues q (owned from here on) for the view and waits for its answer. */
-static int ask(mc_view_door *d, question *q, int timeout_ms, char **body)
-{
-    q->deadline_ms = mc_now_ms() + timeout_ms;
-    pthread_mutex_lock(&d->lock);
-    if (!d->open) {
-        pthread_mutex_unlock(&d->lock);
-        question_free(q);
-        *body = strdup("the view role does not run in this process");
-        return 503;
-    }
-    q->next = d->queue;
-    d->queue = q;
-    uint64_t one = 1;
-    if (write(d->efd, &one, sizeof one) < 0) {
-        /* The counter is full: the view has that many to read already. */
-    }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    /* The view answers at its deadline; a little longer here covers its turn. */
-    int64_t wait_ms = timeout_ms + 1000;
-    until.tv_sec += wait_ms / 1000;
-    until.tv_nsec += (wait_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (!q->done)
-        if (pthread_cond_timedwait(&d->answered, &d->lock, &until) != 0)
-            break;
-    int status;
-    if (q->done) {
-        status = q->status;
-        *body = q->body;
-        q->body = NULL;
-        /* Unlinked by the view before it answered. */
-        question_free(q);
-    } else {
-        status = 503;
-        *body = strdup("the view did not answer in time");
-        /* Still queued: take it back; else the view frees it when done. */
-        question **pp = &d->queue;
-        while (*pp && *pp != q)
-            pp = &(*pp)->next;
-        if (*pp) {
-            *pp = q->next;
-            question_free(q);
-        } else {
-            q->abandoned = true;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    return status;
-}
-
-int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
-                     char **body)
-{
-    *body = NULL;
-    question *q = calloc(1, sizeof *q);
-    size_t need = mc_task_key(app_id, task_id, NULL, 0) + 1;
-    if (!q || !(q->key = malloc(need))) {
-        free(q);
-        return 500;
-    }
-    q->kind = Q_TASK;
-    q->key_len = mc_task_key(app_id, task_id, q->key, need);
-    return ask(d, q, timeout_ms, body);
-}
-
-int mc_view_ask_tasks(mc_view_door *d, const mc_view_filter *f, bool stats,
-                      const int32_t *partitions, size_t n, int timeout_ms, char **body)
-{
-    *body = NULL;
-    question *q = calloc(1, sizeof *q);
-    if (!q)
-        return 500;
-    q->kind = stats ? Q_STATS : Q_LIST;
-    q->filter = *f;
-    q->app_id = strdup(f->app_id);
-    q->after_uuid = f->has_after ? strdup(f->after_uuid) : NULL;
-    q->asked = n ? malloc(n * sizeof *q->asked) : NULL;
-    if (!q->app_id || (f->has_after && !q->after_uuid) || (n && !q->asked)) {
-        question_free(q);
-        return 500;
-    }
-    q->filter.app_id = q->app_id;
-    q->filter.after_uuid = q->after_uuid;
-    if (n)
-        memcpy(q->asked, partitions, n * sizeof *partitions);
-    q->n_asked = n;
-    return ask(d, q, timeout_ms, body);
-}
-
-/* ---- the table -------------------------------------------------------------------- */
-
-typedef struct view_part {
-    int32_t partition;
-    mc_keymap *tasks;
-    mc_timing_wheel *forgets;
-    int64_t wheel_position;  /* the wheel's last marker in `ready`; -1: none yet */
-    int64_t position_logged; /* the wheel_position in the changelog */
-    mc_view_task *dirty;     /* changed since the last commit */
-    size_t bytes;
-    mc_keymap *indexes;            /* app_index by app id: each app's tasks in order */
-    mc_keymap *apps;               /* mc_view_app_stats by changelog key */
-    mc_view_app_stats *dirty_apps; /* changed since the last commit */
-    int64_t apps_swept_at;         /* when apps with an empty hour were last forgotten */
-} view_part;
-
-typedef struct view {
-    const mc_logger *logger;
-    mc_view_door *door; /* NULL: nobody asks */
-    mc_output *changelog;
-    char topics[N_INPUTS][256];
-    char changelog_topic[256];
-    int32_t partitions; /* of the inputs, for a key's partition */
-    int64_t history_ms;
-    mc_part_table parts;
-    mc_codec_options codec;
-    mc_codec_writer *writers;
-    size_t n_writers;
-    mc_arena *arena;
-    mc_buf buf;
-    question *waiting; /* taken from the door, not answered yet */
-    mc_gauge *tasks_gauge, *bytes_gauge, *restore_seconds;
-    mc_counter *answered, *behind, *forgotten, *unreadable;
-} view;
-
-/* One app's tasks of a partition, in order (view_list.h). */
-typedef struct app_index {
-    mc_keynode node;
-    mc_view_index ix;
-    char app[];
-} app_index;
-
-#define APP_INDEX_KEY_OFFSET (offsetof(app_index, app) - offsetof(app_index, node))
-
-static view_part *part_of(view *v, int32_t partition)
+view_part *view_part_of(view *v, int32_t partition)
 {
     return mc_part_table_get(&v->parts, partition);
 }
 
-static mc_view_task *find_task(view_part *p, const void *key, size_t len)
+mc_view_task *view_find_task(view_part *p, const void *key, size_t len)
 {
     return (mc_view_task *)mc_keymap_find(p->tasks, key, len, mc_keymap_hash(key, len));
 }
@@ -358,7 +102,7 @@ static void update_gauges(view *v)
 
 /* The index of the app of t (its key up to '/'), made when missing and
  * create is true. */
-static app_index *index_of(view_part *p, const char *app, size_t app_len, bool create)
+app_index *view_index_of(view_part *p, const char *app, size_t app_len, bool create)
 {
     uint32_t hash = mc_keymap_hash(app, app_len);
     app_index *a = (app_index *)mc_keymap_find(p->indexes, app, app_len, hash);
@@ -383,7 +127,7 @@ static void unindex(view_part *p, mc_view_task *t)
 {
     if (!t->indexed)
         return;
-    app_index *a = index_of(p, t->key, app_len_of(t), false);
+    app_index *a = view_index_of(p, t->key, app_len_of(t), false);
     if (!a)
         return;
     mc_view_index_remove(&a->ix, t);
@@ -399,7 +143,7 @@ static int reindex(view_part *p, mc_view_task *t)
     if (t->indexed && t->indexed_due == t->due_at)
         return 0;
     unindex(p, t);
-    app_index *a = index_of(p, t->key, app_len_of(t), true);
+    app_index *a = view_index_of(p, t->key, app_len_of(t), true);
     if (!a)
         return -1;
     mc_view_index_insert(&a->ix, t);
@@ -456,259 +200,6 @@ static int touched(view *v, view_part *p, mc_view_task *t, size_t bytes_before, 
     return reindex(p, t);
 }
 
-/* ---- questions -------------------------------------------------------------------- */
-
-static void finish(view *v, question *q, int status, char *body)
-{
-    q->status = status;
-    q->body = body;
-    pthread_mutex_lock(&v->door->lock);
-    if (q->abandoned) {
-        question_free(q);
-    } else {
-        q->done = true;
-        pthread_cond_broadcast(&v->door->answered);
-    }
-    pthread_mutex_unlock(&v->door->lock);
-}
-
-/* The partitions a question is answered for: its key's, or those it asked
- * about that the view holds (all it holds when it named none). false when
- * a task's partition is not held here, or on ENOMEM. */
-static bool choose_parts(view *v, question *q)
-{
-    if (q->kind == Q_TASK) {
-        int32_t p = v->partitions > 0 ? mc_key_partition(q->key, q->key_len, v->partitions) : -1;
-        if (p < 0 || !part_of(v, p) || !(q->parts = malloc(sizeof *q->parts)))
-            return false;
-        q->parts[0] = p;
-        q->n_parts = 1;
-    } else {
-        size_t held = mc_part_table_count(&v->parts);
-        size_t cap = q->n_asked ? q->n_asked : held;
-        q->parts = malloc((cap ? cap : 1) * sizeof *q->parts);
-        if (!q->parts)
-            return false;
-        view_part *p;
-        if (!q->n_asked) {
-            for (int32_t id = 0; q->n_parts < cap && (p = mc_part_table_next(&v->parts, &id)); id++)
-                q->parts[q->n_parts++] = id;
-        }
-        for (size_t i = 0; i < q->n_asked; i++)
-            if (part_of(v, q->asked[i]))
-                q->parts[q->n_parts++] = q->asked[i];
-    }
-    q->ends = calloc(q->n_parts * N_INPUTS + 1, sizeof *q->ends);
-    return q->ends != NULL;
-}
-
-/* Where each input partition of the question ends now, in one request per
- * broker and handle: the view answers once past them. */
-static bool read_ends(view *v, question *q, mc_ctx *ctx)
-{
-    if (!q->n_parts)
-        return true;
-    char err[256];
-    /* `tasks` by its high watermark: the gateway's writes are not
-     * transactional, and one acknowledged after a transaction opened on the
-     * partition (the jobs role's) lies past the last stable offset. The
-     * view passes it once that transaction ends. The others are written
-     * only in transactions: their last stable offsets. */
-    int64_t *high = malloc(q->n_parts * sizeof *high);
-    bool ok = high &&
-              mc_ctx_stable_ends(ctx, view_inputs, N_INPUTS, q->parts, q->n_parts, q->ends,
-                                 END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0 &&
-              mc_ctx_high_watermarks(ctx, view_inputs[IN_TASKS], q->parts, q->n_parts, high,
-                                     END_OFFSET_TIMEOUT_MS, err, sizeof err) == 0;
-    if (ok) {
-        for (size_t i = 0; i < q->n_parts; i++)
-            if (high[i] > q->ends[i * N_INPUTS + IN_TASKS])
-                q->ends[i * N_INPUTS + IN_TASKS] = high[i];
-    } else {
-        mc_log(v->logger, MC_LOG_WARN, "cannot read where a partition ends", "error",
-               high ? err : "out of memory", (const char *)NULL);
-    }
-    free(high);
-    return ok;
-}
-
-static bool caught_up(view *v, const question *q, mc_ctx *ctx)
-{
-    for (size_t p = 0; p < q->n_parts; p++)
-        for (int i = 0; i < N_INPUTS; i++) {
-            int64_t end = q->ends[p * N_INPUTS + i];
-            if (end > 0 && mc_ctx_position(ctx, v->topics[i], q->parts[p]) < end)
-                return false;
-        }
-    return true;
-}
-
-/* Whether the view still holds every partition the question waits for. */
-static bool still_held(view *v, const question *q)
-{
-    for (size_t i = 0; i < q->n_parts; i++)
-        if (!part_of(v, q->parts[i]))
-            return false;
-    return true;
-}
-
-static void answer_task(view *v, question *q, mc_ctx *ctx)
-{
-    view_part *p = part_of(v, q->parts[0]);
-    mc_view_task *t = p ? find_task(p, q->key, q->key_len) : NULL;
-    if (!t) {
-        finish(v, q, 404,
-               sentence("no task '%.400s' (never submitted, or ended longer ago than the "
-                        "view's history)",
-                        q->key));
-        return;
-    }
-    json_t *j = mc_view_task_json(t, p->wheel_position, mc_ctx_now_ms(ctx));
-    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    finish(v, q, body ? 200 : 500, body);
-}
-
-/* The app's calls, failures and dead letters of the last hour in the
- * question's partitions. */
-static json_t *last_hour(view *v, const question *q, int64_t now)
-{
-    char key[MC_VIEW_STATS_KEY_MAX];
-    size_t key_len = mc_view_stats_key(q->app_id, strlen(q->app_id), key);
-    uint64_t sum[3] = {0, 0, 0};
-    if (key_len) {
-        uint32_t hash = mc_keymap_hash(key, key_len);
-        for (size_t i = 0; i < q->n_parts; i++) {
-            view_part *p = part_of(v, q->parts[i]);
-            const mc_view_app_stats *a =
-                p ? (const mc_view_app_stats *)mc_keymap_find(p->apps, key, key_len, hash) : NULL;
-            uint64_t one[3];
-            if (a && mc_view_app_stats_sum(a, now, one))
-                for (int k = 0; k < 3; k++)
-                    sum[k] += one[k];
-        }
-    }
-    (void)v;
-    json_t *j = json_object();
-    json_object_set_new(j, "calls", json_integer((json_int_t)sum[0]));
-    json_object_set_new(j, "failures", json_integer((json_int_t)sum[1]));
-    json_object_set_new(j, "deadLetters", json_integer((json_int_t)sum[2]));
-    return j;
-}
-
-/* GET /api/tasks and /api/stats, for the question's partitions: each task
- * of them is offered to one selection. */
-static void answer_tasks(view *v, question *q, mc_ctx *ctx)
-{
-    int64_t now = mc_ctx_now_ms(ctx);
-    mc_view_selection sel;
-    mc_view_selection_init(&sel, &q->filter, now, q->kind == Q_STATS);
-    size_t app_len = strlen(q->app_id);
-    for (size_t i = 0; i < q->n_parts && !sel.failed; i++) {
-        view_part *p = part_of(v, q->parts[i]);
-        app_index *a = index_of(p, q->app_id, app_len, false);
-        if (a && mc_view_selection_offer_index(&sel, &a->ix, p->wheel_position) != 0)
-            sel.failed = true;
-    }
-    json_t *j = NULL;
-    if (!sel.failed) {
-        j = q->kind == Q_LIST ? mc_view_selection_list_json(&sel) : json_object();
-        if (j && q->kind == Q_STATS) {
-            json_object_set_new(j, "tasks", mc_view_selection_counts_json(&sel));
-            json_object_set_new(j, "lastHour", last_hour(v, q, now));
-        }
-    }
-    mc_view_selection_free(&sel);
-    json_t *parts = json_array();
-    for (size_t i = 0; i < q->n_parts; i++)
-        json_array_append_new(parts, json_integer(q->parts[i]));
-    if (j) {
-        json_object_set_new(j, "partitions", parts);
-        /* The asker compares: a count it has not caught up with means a
-         * growth, whose new partitions it did not ask about. */
-        json_object_set_new(j, "partitionCount", json_integer(v->partitions));
-    } else {
-        json_decref(parts);
-    }
-    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    finish(v, q, body ? 200 : 500, body ? body : strdup("out of memory"));
-}
-
-static void answer(view *v, question *q, mc_ctx *ctx)
-{
-    mc_counter_add(v->answered, 1);
-    if (q->kind == Q_TASK)
-        answer_task(v, q, ctx);
-    else
-        answer_tasks(v, q, ctx);
-}
-
-/* Answers what can be answered; the rest keep waiting. */
-static void look_at_waiting(view *v, mc_ctx *ctx)
-{
-    int64_t now = mc_ctx_now_ms(ctx);
-    question **pp = &v->waiting;
-    while (*pp) {
-        question *q = *pp;
-        bool ready = caught_up(v, q, ctx);
-        if (!ready && now < q->deadline_ms) {
-            pp = &q->next;
-            continue;
-        }
-        *pp = q->next;
-        if (ready) {
-            answer(v, q, ctx);
-        } else {
-            mc_counter_add(v->behind, 1);
-            finish(v, q, 503, sentence("the view is behind its input%s; ask again", ""));
-        }
-    }
-    if (v->waiting)
-        mc_ctx_wakeup_at(ctx, now + QUESTION_POLL_MS);
-}
-
-static int on_questions(void *arg, int fd, int revents, mc_ctx *ctx)
-{
-    (void)revents;
-    view *v = arg;
-    uint64_t n;
-    if (read(fd, &n, sizeof n) < 0) {
-        /* Nothing new: another turn took them. */
-    }
-    pthread_mutex_lock(&v->door->lock);
-    question *fresh = v->door->queue;
-    v->door->queue = NULL;
-    pthread_mutex_unlock(&v->door->lock);
-    while (fresh) {
-        question *q = fresh;
-        fresh = q->next;
-        if (!choose_parts(v, q)) {
-            finish(
-                v, q, q->kind == Q_TASK ? 421 : 500,
-                q->kind == Q_TASK
-                    ? sentence("this view instance does not hold the partition of '%.400s'", q->key)
-                    : strdup("out of memory"));
-            continue;
-        }
-        if (mc_ctx_now_ms(ctx) >= q->deadline_ms) {
-            /* Waited while the view was busy (a restore): its asker has
-             * given up, or is about to. */
-            mc_counter_add(v->behind, 1);
-            finish(v, q, 503, sentence("the view was busy%s; ask again", ""));
-            continue;
-        }
-        if (!read_ends(v, q, ctx)) {
-            finish(v, q, 503, sentence("the broker did not say where the view's input ends%s", ""));
-            continue;
-        }
-        q->next = v->waiting;
-        v->waiting = q;
-    }
-    look_at_waiting(v, ctx);
-    return 0;
-}
-
 /* ---- folding records --------------------------------------------------------------- */
 
 static int input_of(const view *v, const char *topic)
@@ -722,7 +213,7 @@ static int input_of(const view *v, const char *topic)
 /* The task of key in p, made when missing and create is true. */
 static mc_view_task *task_for(view_part *p, const void *key, size_t len, bool create)
 {
-    mc_view_task *t = find_task(p, key, len);
+    mc_view_task *t = view_find_task(p, key, len);
     if (t || !create)
         return t;
     t = mc_view_task_new(key, len);
@@ -776,10 +267,10 @@ static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
     mc_wheel_peeked w;
     if (mc_wheel_record_peek(r, &w) != MC_CODEC_OK)
         return false;
+    mc_wheel_class c;
+    mc_wheel_record_classify(r, &c);
     if (w.kind == MC_CMD_CANCEL) {
-        const void *attempt;
-        size_t attempt_len;
-        if (mc_record_header(r, MC_ATTEMPT_HEADER, &attempt, &attempt_len))
+        if (c.has_attempt)
             return false; /* the wheel's void of a stale retry, not a client's cancel */
         bool changed = mc_view_task_cancelled(t, w.version.v, r->timestamp_ms);
         return mc_view_task_routed(t, w.version.v, r->offset) || changed;
@@ -790,12 +281,10 @@ static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
     if (stored_task_of(v, r, &w) == 0)
         changed |= mc_view_task_submitted(t, w.version.v, w.version.attempt, w.due_at, 0,
                                           v->buf.data, v->buf.len);
-    changed |= mc_view_task_scheduled(t, w.version.v, w.version.attempt, w.due_at,
-                                      mc_wheel_record_is_far(r));
-    int64_t at;
+    changed |= mc_view_task_scheduled(t, w.version.v, w.version.attempt, w.due_at, c.far);
     /* The router's record of a client's command carries no store position
      * (hand-offs and next attempts do). */
-    if (!mc_wheel_record_handoff_position(r, &at) && w.version.attempt <= 1)
+    if (!c.handoff && w.version.attempt <= 1)
         changed |= mc_view_task_routed(t, w.version.v, r->offset);
     return changed;
 }
@@ -853,7 +342,7 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
 {
     view *v = self;
     int in = input_of(v, r->topic);
-    view_part *p = part_of(v, r->partition);
+    view_part *p = view_part_of(v, r->partition);
     if (in < 0 || !p)
         return 0;
     if (!r->key) {
@@ -1049,7 +538,7 @@ static int view_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     }
     mc_ctx_wakeup_at(ctx, next);
     if (v->waiting)
-        look_at_waiting(v, ctx);
+        view_look_at_waiting(v, ctx);
     return 0;
 }
 
@@ -1143,7 +632,7 @@ static void restore_one(void *arg, const mc_record *m)
         restore_app(rs, p, m);
         return;
     }
-    mc_view_task *old = find_task(p, m->key, m->key_len);
+    mc_view_task *old = view_find_task(p, m->key, m->key_len);
     if (old)
         remove_task(p, old);
     if (!m->value)
@@ -1222,7 +711,7 @@ static int view_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     int64_t now = mc_ctx_now_ms(ctx);
     for (int i = 0; i < parts->cnt; i++) {
         int32_t id = parts->elems[i].partition;
-        if (part_of(v, id))
+        if (view_part_of(v, id))
             continue;
         if (!whole(v, parts, id)) {
             /* During a growth `tasks` has fewer partitions, and the range
@@ -1275,13 +764,14 @@ static void view_on_revoke(void *self, const rd_kafka_topic_partition_list_t *pa
     question **pp = &v->waiting;
     while (*pp) {
         question *q = *pp;
-        if (still_held(v, q)) {
+        if (view_still_held(v, q)) {
             pp = &q->next;
             continue;
         }
         *pp = q->next;
-        finish(v, q, 503,
-               sentence("the view's partitions moved while it was asked%s; ask again", ""));
+        view_finish_question(
+            v, q, 503,
+            view_sentence("the view's partitions moved while it was asked%s; ask again", ""));
     }
     update_gauges(v);
 }
@@ -1300,7 +790,7 @@ static void view_destroy(void *self)
         while (v->waiting) {
             question *q = v->waiting;
             v->waiting = q->next;
-            finish(v, q, 503, sentence("the view stopped%s", ""));
+            view_finish_question(v, q, 503, view_sentence("the view stopped%s", ""));
         }
         /* Questions asked after the door closed get 503 from the asker. */
         pthread_mutex_lock(&v->door->lock);
@@ -1310,7 +800,7 @@ static void view_destroy(void *self)
         while (left) {
             question *q = left;
             left = q->next;
-            finish(v, q, 503, sentence("the view stopped%s", ""));
+            view_finish_question(v, q, 503, view_sentence("the view stopped%s", ""));
         }
     }
     view_part *p;
@@ -1369,7 +859,7 @@ static void *view_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
                                        "Changelog records the view could not read", NULL);
     v->door = (mc_view_door *)arg;
     if (v->door) {
-        if (mc_ctx_watch_fd(ctx, v->door->efd, POLLIN, on_questions, v) != 0) {
+        if (mc_ctx_watch_fd(ctx, v->door->efd, POLLIN, view_on_questions, v) != 0) {
             snprintf(err, errlen, "cannot watch the view's questions");
             v->door = NULL;
             view_destroy(v);

@@ -5,34 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
-bool mc_wheel_record_is_far(const mc_record *r)
+void mc_wheel_record_classify(const mc_record *r, mc_wheel_class *out)
 {
+    *out = (mc_wheel_class){.kind = MC_WHEEL_ENTRY};
+    bool entry = r->key && r->value;
+    if (!r->key && !r->value && mc_record_header_int(r, MC_LAYOUT_HEADER, &out->position)) {
+        out->kind = MC_WHEEL_LAYOUT;
+        return;
+    }
+    if (!r->value && mc_record_header_int(r, MC_STORE_POSITION_HEADER, &out->position)) {
+        out->kind = MC_WHEEL_STORE_POSITION;
+        return;
+    }
+    if (!r->value && mc_record_header_int(r, MC_RESOLVED_POSITION_HEADER, &out->position)) {
+        out->kind = MC_WHEEL_RESOLVED_POSITION;
+        return;
+    }
     const void *v;
     size_t n;
-    return mc_record_header(r, MC_ROUTE_HEADER, &v, &n) && n == sizeof MC_ROUTE_STORE - 1 &&
-           memcmp(v, MC_ROUTE_STORE, n) == 0;
-}
-
-bool mc_wheel_record_fired_by_router(const mc_record *r)
-{
-    const void *v;
-    size_t n;
-    return r->key && r->value && mc_record_header(r, MC_FIRED_BY_ROUTER_HEADER, &v, &n);
-}
-
-bool mc_wheel_record_store_position(const mc_record *r, int64_t *position)
-{
-    return !r->value && mc_record_header_int(r, MC_STORE_POSITION_HEADER, position);
-}
-
-bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position)
-{
-    return r->value && r->key && mc_record_header_int(r, MC_STORE_POSITION_HEADER, position);
-}
-
-bool mc_wheel_record_resolved_position(const mc_record *r, int64_t *position)
-{
-    return !r->value && mc_record_header_int(r, MC_RESOLVED_POSITION_HEADER, position);
+    out->far = mc_record_header(r, MC_ROUTE_HEADER, &v, &n) && n == sizeof MC_ROUTE_STORE - 1 &&
+               memcmp(v, MC_ROUTE_STORE, n) == 0;
+    out->fired_by_router = entry && mc_record_header(r, MC_FIRED_BY_ROUTER_HEADER, &v, &n);
+    out->handoff =
+        entry && mc_record_header_int(r, MC_STORE_POSITION_HEADER, &out->handoff_position);
+    out->has_attempt = mc_record_header(r, MC_ATTEMPT_HEADER, &v, &n);
+    if (out->has_attempt && !mc_record_header_int(r, MC_ATTEMPT_HEADER, &out->attempt))
+        out->attempt = 0;
 }
 
 mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out)

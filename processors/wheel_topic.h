@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "layout.h"
 #include "processor.h"
 #include "record.h"
 
@@ -85,17 +86,34 @@ typedef struct mc_wheel_peeked {
 } mc_wheel_peeked;
 mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out);
 
-/* Whether the router addressed this record to the store (a far task). */
-bool mc_wheel_record_is_far(const mc_record *r);
-/* Whether the router fired this record's task to `ready` itself. */
-bool mc_wheel_record_fired_by_router(const mc_record *r);
-/* Whether this is the store's position marker; *position gets P. */
-bool mc_wheel_record_store_position(const mc_record *r, int64_t *position);
-/* Whether this is a hand-off from the store carrying its position; *position
- * gets P. */
-bool mc_wheel_record_handoff_position(const mc_record *r, int64_t *position);
-/* Whether this is a resolved-position marker; *position gets O. */
-bool mc_wheel_record_resolved_position(const mc_record *r, int64_t *position);
+/* What one `wheel` record is, read from its headers once: the one reading of
+ * them that the store, the wheel and the view share. */
+typedef enum mc_wheel_kind {
+    MC_WHEEL_ENTRY,             /* anything not below: a WheelEntry when key and value are set */
+    MC_WHEEL_LAYOUT,            /* null key and value, mooncake-layout: the new partition count */
+    MC_WHEEL_STORE_POSITION,    /* a null value with the store's position P */
+    MC_WHEEL_RESOLVED_POSITION, /* a null value with the resolved position O */
+} mc_wheel_kind;
+
+typedef struct mc_wheel_class {
+    mc_wheel_kind kind;
+    int64_t position;         /* LAYOUT: the count; *_POSITION: P or O */
+    bool far;                 /* the router addressed it to the store */
+    bool fired_by_router;     /* the router fired its task to `ready` itself */
+    bool handoff;             /* a hand-off from the store, which had applied every record */
+    int64_t handoff_position; /* ... below this offset */
+    bool has_attempt;         /* a mooncake-attempt header (a Cancel's: a void) */
+    int64_t attempt;          /* its value; 0 when absent or not a number */
+} mc_wheel_class;
+
+/* Reads r's headers once into *out. Any thread. */
+void mc_wheel_record_classify(const mc_record *r, mc_wheel_class *out);
+
+/* A Cancel's version attempt, as its attempt header says (0 when none). */
+static inline int32_t mc_wheel_cancel_attempt(const mc_wheel_class *c)
+{
+    return c->attempt > 0 && c->attempt <= INT32_MAX ? (int32_t)c->attempt : 0;
+}
 
 /* Forwards a position marker - null key and value, `header` carrying
  * `position` in decimal - to `partition` of `out`, in the transaction under

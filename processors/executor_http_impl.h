@@ -1,0 +1,123 @@
+/* The HTTP caller's insides, shared by executor_http.c (the HTTP thread: starting, holding,
+ * queueing and finishing calls on libcurl's multi interface in the event loop) and
+ * executor_request.c (one call's request and what is kept of its response). */
+#ifndef MOONCAKE_EXECUTOR_HTTP_IMPL_H
+#define MOONCAKE_EXECUTOR_HTTP_IMPL_H
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "executor_call.h"
+#include "event_loop.h"
+#include "ssrf.h"
+#include "task_rules.h"
+#include "timing_wheel.h"
+#include "webhook.h"
+
+/* How often due calls waiting on a shut gate look again. */
+#define GATE_RECHECK_MS 20
+/* The HTTP thread losing this much time between two steps of its work (a
+ * poll waking this much after its timeout, or two calls started this far
+ * apart with no poll between) means the process was stopped (SIGSTOP, a
+ * paused VM, a starved CPU): the group may have moved our partitions
+ * meanwhile, and librdkafka, whose session check runs about once a second,
+ * has not said so yet. Calls wait STALL_HOLD_MS for it. */
+#define STALL_MS 1000
+#define STALL_HOLD_MS 1500
+
+typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_RUNNING } call_state;
+
+/* A CALL's state while the HTTP thread has it. */
+typedef struct call {
+    mc_timer timer; /* while held */
+    mc_call *call;
+    call_state state;
+    struct call *next;                /* in the queue */
+    struct call *all_prev, *all_next; /* every call the thread has */
+    CURL *easy;
+    struct curl_slist *headers;
+    CURLcode rc;
+    bool refused; /* the SSRF guard refused every address */
+    char refused_why[256];
+    char curl_error[CURL_ERROR_SIZE];
+    struct http_caller *hc;
+} call;
+
+/* A request to drop a partition's calls; the runner waits for done. */
+typedef struct abandon_req {
+    int32_t partition;
+    bool done;
+    struct abandon_req *next;
+} abandon_req;
+
+typedef struct http_caller {
+    mc_caller base;
+    const mc_config *cfg;
+    mc_call_gate gate; /* asked on the HTTP thread */
+    mc_ssrf *ssrf;
+    mc_app_secrets *secrets;
+    char user_agent[64];
+
+    /* Shared, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t acked;
+    mc_call *new_head, *new_tail;
+    abandon_req *abandon_head;
+    mc_call *done_head, *done_tail;
+    int http_wake, done_wake; /* eventfds */
+    pthread_t thread;
+    bool started;
+    atomic_bool stop, draining;
+    atomic_size_t running;
+
+    /* The HTTP thread's own. */
+    CURLM *multi;
+    mc_timing_wheel *held;
+    int64_t curl_due;              /* when curl wants its timeout handled; INT64_MAX: never */
+    call *all;                     /* every call it holds, queues or runs */
+    call *queue_head, *queue_tail; /* due, waiting for a free slot */
+    size_t queued;
+    int64_t stall_hold_until; /* monotonic ms: no call starts before (see STALL_MS) */
+    int64_t progress_at;      /* monotonic ms: the last poll's return or may_start */
+    CURL **spare;             /* easy handles of finished calls, reset for reuse */
+    size_t n_spare;
+    mc_evloop loop;  /* curl's sockets, woken by http_wake */
+    int64_t wake_by; /* mono: when the wait under way should end */
+
+    mc_counter *refused;
+    mc_gauge *in_flight, *held_gauge, *queued_gauge;
+    mc_histogram *lateness, *duration;
+} http_caller;
+
+/* The request headers of c (content type, the task's own, Idempotency-Key,
+ * the webhook signature when the app has a secret) into c's list. 0, or -1
+ * on ENOMEM. */
+int http_build_headers(http_caller *hc, call *c);
+
+/* Keeps the first --executor-snippet-bytes of the response body, for the
+ * call's Result or Attempt; the rest is read, counted and dropped. */
+size_t http_on_body(char *data, size_t size, size_t n, void *arg);
+
+/* libcurl's header callback: keeps the response headers the configuration
+ * names (--executor-response-headers) in the call. */
+size_t http_on_header(char *line, size_t size, size_t n, void *arg);
+
+/* The SSRF guard. curl asks us for every socket it opens, with the address
+ * it resolved, so a name that resolves to a private address is refused
+ * however the URL spelt it (and a DNS answer that changes between check and
+ * use cannot slip through). A reused connection was checked when opened. */
+curl_socket_t http_on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a);
+
+#endif

@@ -1,0 +1,148 @@
+/* The jobs role's insides, shared by jobs.c (the role: commands, timers, assignment and restore)
+ * and jobs_occurrences.c (writing a job's occurrences: the changelog state, Submits and Cancels,
+ * misfires and the schedule's steps). All on the role's thread. */
+#ifndef MOONCAKE_JOBS_IMPL_H
+#define MOONCAKE_JOBS_IMPL_H
+
+#include "jobs.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "job_schedule.h"
+#include "kafka.h"
+#include "keymap.h"
+#include "part_table.h"
+#include "timing_wheel.h"
+#include "writer_schemas.h"
+
+/* Occurrences written per punctuate call, so a hundred thousand jobs due in
+ * the same second leave room for input and commits. */
+#define FIRE_BATCH 5000
+/* Tracked occurrences per job: the policies keep at most one running (a
+ * cover or a queue replaces, never adds), so this only absorbs the odd
+ * race. */
+#define MAX_RUNNING 4
+/* Scheduled instants looked at when counting missed ones (an every-second
+ * cron down for a week is 604,800): beyond this the count restarts a day
+ * before the threshold. */
+#define MISS_SCAN_LIMIT 100000
+#define DAY_MS INT64_C(86400000)
+/* How far before now a command's request time can reach back to cancel. */
+#define CANCEL_LOOKBACK_MS 60000
+#define MAX_STALE_MS (7 * DAY_MS)
+
+static const char HEADER_JOB_ID[] = "mooncake-job-id";
+static const char HEADER_SCHEDULED_AT[] = "mooncake-scheduled-at";
+
+typedef struct job_entry {
+    mc_keynode node;
+    mc_timer timer;
+    int64_t version;
+    mc_job_status status;
+    int64_t next_at, runs, last_scheduled_at, queued_at, skipped;
+    mc_running_occurrence running[MAX_RUNNING];
+    uint8_t n_running;
+    /* from the definition */
+    mc_job_schedule sched;
+    mc_overlap_policy overlap;
+    mc_misfire_policy misfire;
+    int32_t catch_up_limit;
+    int64_t misfire_threshold_ms, max_runs, stale_ms;
+    uint8_t *job_raw; /* the Job's Avro binary: after the key, in this allocation */
+    uint32_t job_len;
+    char key[]; /* node.key_len bytes, then job_len bytes */
+} job_entry;
+
+#define ENTRY_KEY_OFFSET (offsetof(job_entry, key) - offsetof(job_entry, node))
+
+typedef struct job_part {
+    int32_t partition;
+    mc_keymap *jobs;
+    mc_timing_wheel *timers;
+} job_part;
+
+typedef struct jobs {
+    const mc_logger *logger;
+    const mc_config *cfg;
+    mc_output *tasks, *commands, *changelog;
+    char commands_topic[256], results_topic[256], changelog_topic[256];
+    int64_t ahead_ms;
+    int32_t task_partitions, command_partitions;
+    mc_part_table parts;
+    mc_zone_cache *zones;
+    mc_codec_writer *writers; /* other versions of JobCommand */
+    size_t n_writers;
+    mc_codec_options codec;
+    mc_arena *arena;
+    mc_buf buf;
+    mc_gauge *jobs_gauge, *restore_seconds;
+    mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired, *refused;
+} jobs;
+
+/* Sets e's timer for its next action (none when it has nothing to do) and
+ * asks for the wake-up. 0, or -1 on ENOMEM. */
+int jobs_arm(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx);
+
+/* jobs_step(), then the state and the next timer. */
+int jobs_attend(jobs *s, job_part *p, job_entry *e, int64_t now, size_t *budget, bool dirty,
+                mc_ctx *ctx);
+
+/* Cancels every occurrence written for after `from` (the moment an update,
+ * pause or delete was requested, at most now): those written ahead, and
+ * those an outage let fall due before the command could be applied, which
+ * the cancel may still stop. Only the ones not due yet (after now) are given
+ * back to the schedule (runs, *first: the earliest of them, or -1): a due
+ * one has most likely run, and running it again after a resume would call
+ * it twice. Returns 0, or -1. */
+int jobs_cancel_after(jobs *s, job_entry *e, int64_t from, int64_t now, mc_ctx *ctx,
+                      int64_t *first);
+
+/* FIXED_DELAY: the next occurrence is due interval_ms after `from` (the
+ * previous one finished, or was given up on, or skipped), unless that is
+ * past end_at: then there is none, and jobs_step() ends the job. */
+void jobs_delay_from(job_entry *e, int64_t from);
+
+/* Whether the job has run its maxRuns. */
+bool jobs_ended(const job_entry *e);
+
+/* next_at is more than the threshold late: the misfire policy picks which
+ * of the missed occurrences (none after `until`) run now, and the schedule
+ * moves on to the first one that is not missed. */
+int jobs_misfire(jobs *s, job_entry *e, int64_t now, int64_t until, mc_ctx *ctx);
+
+/* The occurrence scheduled at `at`, whose task is due at `due`, runs. */
+void jobs_running_add(job_entry *e, int64_t at, int64_t due);
+
+/* The occurrence scheduled at `at` finished: false when it was not running. */
+bool jobs_running_remove(job_entry *e, int64_t at);
+
+/* Does whatever the job needs at `now`: write the occurrences that are due
+ * or within ahead_ms (and not after `until`), decide overlaps, apply the
+ * misfire policy, end it. *dirty tells whether its state changed (the
+ * caller writes it). */
+int jobs_step(jobs *s, job_entry *e, int64_t now, int64_t until, size_t *budget, bool *dirty,
+              mc_ctx *ctx);
+
+/* Writes the Submit of the occurrence scheduled at `at`, due at `due`.
+ * Returns 0; -1 on failure; or 1 when Kafka refuses it for good (larger
+ * than a record may be): then nothing was written, and the job is paused
+ * with a line saying why - a job whose every occurrence would be refused
+ * must not take its partition down with it. */
+int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_ctx *ctx);
+
+/* Whether the overlap policy needs the running occurrences tracked (not
+ * PARALLEL). */
+bool jobs_tracked(const job_entry *e);
+
+/* Writes e's state to the changelog (in the open transaction). 0, or -1. */
+int jobs_write_state(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx);
+
+/* Writes e's tombstone to the changelog: the job is gone. 0, or -1. */
+int jobs_write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx);
+
+#endif
