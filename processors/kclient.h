@@ -85,9 +85,9 @@ typedef struct mc_kclient_ops {
     /* 1 with a record or an error in *m, 0 when nothing came within timeout. */
     int (*poll)(mc_kclient *kc, int timeout_ms, mc_kmsg *m);
     void (*kmsg_done)(mc_kclient *kc, mc_kmsg *m);
-    /* A descriptor that becomes readable when input is queued (drain it by
-     * reading), or -1 when the client has none: the runner then never
-     * blocks outside poll. */
+    /* A non-blocking descriptor that becomes readable when input is queued
+     * (drain it by reading); -1 when the client has none (the runner then
+     * never blocks outside poll); -2 when it could not be made. */
     int (*input_fd)(mc_kclient *kc);
     rd_kafka_resp_err_t (*assign)(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts);
     /* The current assignment; caller destroys *parts. */

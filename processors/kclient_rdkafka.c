@@ -145,17 +145,11 @@ static int rk_input_fd(mc_kclient *kc)
     rk_client *c = RK_OF(kc);
     if (c->consumer_queue)
         return c->queue_pipe[0];
-    if (pipe(c->queue_pipe) != 0)
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        int fl = fcntl(c->queue_pipe[i], F_GETFL);
-        if (fl < 0 || fcntl(c->queue_pipe[i], F_SETFL, fl | O_NONBLOCK) != 0 ||
-            fcntl(c->queue_pipe[i], F_SETFD, FD_CLOEXEC) != 0)
-            return -1;
-    }
+    if (c->queue_pipe[0] < 0 && pipe2(c->queue_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -2;
     c->consumer_queue = rd_kafka_queue_get_consumer(c->consumer);
     if (!c->consumer_queue)
-        return -1;
+        return -2;
     rd_kafka_queue_io_event_enable(c->consumer_queue, c->queue_pipe[1], "1", 1);
     return c->queue_pipe[0];
 }

@@ -441,6 +441,9 @@ bool mc_runner_turn(mc_runner *r)
  * the session timeout. */
 int mc_runner_finish(mc_runner *r)
 {
+    if (r->finished)
+        return atomic_load(&r->fatal) ? 1 : 0;
+    r->finished = true;
     if (!atomic_load(&r->fatal) && r->txn_open)
         runner_commit_txn(r);
     if (atomic_load(&r->fatal) && r->txn_open) {

@@ -4,6 +4,7 @@
  * refused; pauses, commits asked for, wake-ups, descriptors; and the
  * questions a processor asks about topics. Plus one consumed record's way
  * into process(). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,8 +324,14 @@ static int ctx_watch_fd(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, vo
 {
     mc_runner *r = RUNNER_OF(ctx);
     if (events && !r->input_fd_asked) {
+        int in = r->kc->ops->input_fd(r->kc);
+        if (in == -2) {
+            mc_log(&r->logger, MC_LOG_ERROR, "cannot watch the consumer's queue", "error",
+                   strerror(errno), (const char *)NULL);
+            return -1;
+        }
         r->input_fd_asked = true;
-        r->input_fd = r->kc->ops->input_fd(r->kc);
+        r->input_fd = in;
         mc_evloop_set_wake(&r->loop, r->input_fd);
         /* Whatever is queued already will not be announced. */
         r->input_backlog = true;

@@ -151,7 +151,7 @@ struct mc_runner {
     bool input_backlog;
     bool draining; /* stopping: input stays paused, whatever the processor asks */
     int64_t drain_deadline;
-    bool finished; /* mc_runner_finish ran */
+    bool finished; /* mc_runner_finish ran: a second call does nothing */
 
     atomic_bool stop;
     atomic_bool fatal;
@@ -213,8 +213,10 @@ int runner_commit_txn(mc_runner *r);
 /* Aborts the open transaction and rewinds input and state to the last
  * commit. Returns -1 when even the abort failed (fatal). */
 int runner_abort_txn(mc_runner *r, const char *why);
-/* Aborts on a lost assignment or a fatal error: the processor has let go
- * already; no rewind. Whether it aborted. */
+/* Aborts on a lost assignment (what names it in the log; the abort is
+ * counted and the turn passes) or, what NULL, as the last act of a stop
+ * after a fatal error (best effort: not reported, not counted). The
+ * processor has let go already; no rewind. Whether it aborted. */
 bool runner_abort_quietly(mc_runner *r, const char *what, int timeout_ms);
 /* The processor forgets its work on every partition it holds (on_revoke). */
 void runner_drop_processor_work(mc_runner *r);

@@ -295,12 +295,12 @@ bool runner_abort_quietly(mc_runner *r, const char *what, int timeout_ms)
         return false;
     mc_kerror e;
     bool aborted = r->kc->ops->abort(r->kc, r->turn, timeout_ms, &e) == 0;
-    if (aborted)
+    if (what && aborted)
         mc_counter_add(r->txn_aborted, 1);
     else if (what)
         runner_txn_error(r, what, &e);
     runner_reset_txn(r, false);
-    if (aborted)
+    if (what && aborted)
         pass_turn(r);
     return aborted;
 }

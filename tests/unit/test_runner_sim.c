@@ -36,17 +36,22 @@ static void note(world *w, const char *what)
         snprintf(w->log[w->n_log++], sizeof w->log[0], "%s", what);
 }
 
-/* Where `first` was logged before `second` (both present). */
-static bool logged_before(const world *w, const char *first, const char *second)
+/* Whether `first` was logged before `second` (both present), from entry from on. */
+static bool logged_before_from(const world *w, size_t from, const char *first, const char *second)
 {
     size_t a = SIZE_MAX, b = SIZE_MAX;
-    for (size_t i = 0; i < w->n_log; i++) {
+    for (size_t i = from; i < w->n_log; i++) {
         if (a == SIZE_MAX && strcmp(w->log[i], first) == 0)
             a = i;
         if (b == SIZE_MAX && strcmp(w->log[i], second) == 0)
             b = i;
     }
     return a != SIZE_MAX && b != SIZE_MAX && a < b;
+}
+
+static bool logged_before(const world *w, const char *first, const char *second)
+{
+    return logged_before_from(w, 0, first, second);
 }
 
 static size_t count_logged(const world *w, const char *what)
@@ -168,6 +173,13 @@ static void holder_on_revoke(void *self, const rd_kafka_topic_partition_list_t *
     }
 }
 
+static int holder_prepare_commit(void *self, mc_ctx *ctx)
+{
+    (void)ctx;
+    note(((holder *)self)->w, "prepare");
+    return 0;
+}
+
 static const char *const holder_inputs[] = {"in", NULL};
 
 /* ---- a run ---- */
@@ -206,7 +218,8 @@ static void run_start(run *u, sim_kafka *k, const char *instance)
                              .process = holder_process,
                              .punctuate = holder_punctuate,
                              .on_assign = holder_on_assign,
-                             .on_revoke = holder_on_revoke};
+                             .on_revoke = holder_on_revoke,
+                             .prepare_commit = holder_prepare_commit};
     sim_kclient_slot slot = {.k = k};
     char err[256];
     u->r = mc_runner_new_with_client(&u->proc, u->cfg, u->metrics, NULL, sim_kclient_factory, &slot,
@@ -555,6 +568,49 @@ static void test_unexpected_error_is_fatal(void)
     sim_kafka_free(k);
 }
 
+/* An abort that fails for good: nothing can be committed safely any more. */
+static void test_abort_failing_for_good_is_fatal(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run u;
+    run_start(&u, k, "a");
+    submit(k, T0 + 1000);
+    CHECK(run_until(&u, T0 + 50, 10));
+    sim_kc_fail(u.kc, SIM_KC_COMMIT, MC_KERR_ABORTABLE, RD_KAFKA_RESP_ERR__INVALID_ARG, 1);
+    sim_kc_fail(u.kc, SIM_KC_ABORT, MC_KERR_UNEXPECTED, RD_KAFKA_RESP_ERR__STATE, 1);
+    CHECK(!run_until(&u, T0 + 2000, 20), "a failed abort stops the runner");
+    CHECK(mc_runner_failed(u.r));
+    CHECK(count_logged(&u.w, "call") == 0, "nothing called after the failed abort");
+    CHECK(mc_runner_finish(u.r) == 1);
+    CHECK(mc_runner_finish(u.r) == 1, "finishing twice is harmless");
+    CHECK(out_records(k) == 0);
+    run_free(&u);
+    sim_kafka_free(k);
+}
+
+/* An orderly revoke commits what was done (prepare_commit first), then the
+ * processor lets go: the next owner starts after it. */
+static void test_orderly_revoke_commits_first(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run u;
+    run_start(&u, k, "a");
+    CHECK(run_until(&u, T0 + 50, 10));
+    submit(k, T0 + 5000);
+    CHECK(mc_runner_turn(u.r)); /* consumed into the open transaction */
+    size_t from = u.w.n_log;
+    sim_kc_revoke(u.kc);
+    CHECK(mc_runner_turn(u.r));
+    CHECK(logged_before_from(&u.w, from, "prepare", "revoke"),
+          "the revoke's commit comes before the processor lets go");
+    CHECK(logged_before_from(&u.w, from, "commit", "revoke"));
+    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 0, NULL) == 3,
+          "what was consumed is committed for the next owner");
+    CHECK(counter(&u, "mooncake_transactions_aborted_total") == 0);
+    run_free(&u);
+    sim_kafka_free(k);
+}
+
 /* ---- an output Kafka refuses ---- */
 
 static void test_refused_output_dead_lettered(void)
@@ -620,6 +676,8 @@ int main(void)
     test_broker_gone();
     test_abort_retried();
     test_unexpected_error_is_fatal();
+    test_abort_failing_for_good_is_fatal();
+    test_orderly_revoke_commits_first();
     test_refused_output_dead_lettered();
     test_graceful_stop();
     return check_exit("test_runner_sim");
