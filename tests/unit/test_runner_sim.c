@@ -239,6 +239,17 @@ static void run_free(run *u)
     kit_config_free(u->cfg);
 }
 
+/* A runner "a" holding N_KEYS records due at due, 50 ms into the run:
+ * assigned, the records consumed into its transaction, none due yet. */
+static bool run_until(run *u, int64_t until, int64_t step);
+static void submit(sim_kafka *k, int64_t due);
+static void start_holding(run *u, sim_kafka *k, int64_t due)
+{
+    run_start(u, k, "a");
+    submit(k, due);
+    CHECK(run_until(u, T0 + 50, 10));
+}
+
 /* Turns of the loop with the clock moved by step before each, until `until`;
  * false if the loop ended. */
 static bool run_until(run *u, int64_t until, int64_t step)
@@ -326,9 +337,7 @@ static void test_slow_abort_calls_nothing_twice(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 500);
-    CHECK(run_until(&u, T0 + 50, 10)); /* assigned, records held, nothing due */
+    start_holding(&u, k, T0 + 500); /* assigned, records held, nothing due */
     CHECK(count_logged(&u.w, "call") == 0);
     g_holder_of_abort = runner_self(&u);
     /* The next commit fails abortable; its abort takes 3 s, while which the
@@ -367,9 +376,7 @@ static void test_commit_abortable(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 1000); /* the failing commit is the consumption's, before any call */
-    CHECK(run_until(&u, T0 + 50, 10));
+    start_holding(&u, k, T0 + 1000); /* the failing commit is the consumption's, before any call */
     sim_kc_fail(u.kc, SIM_KC_COMMIT, MC_KERR_ABORTABLE, RD_KAFKA_RESP_ERR__INVALID_ARG, 1);
     CHECK(run_until(&u, T0 + 2000, 20));
     CHECK(counter(&u, "mooncake_transactions_aborted_total") == 1);
@@ -385,9 +392,7 @@ static void test_commit_fatal_then_successor(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run a;
-    run_start(&a, k, "a");
-    submit(k, T0 + 100);
-    CHECK(run_until(&a, T0 + 50, 10));
+    start_holding(&a, k, T0 + 100);
     sim_kc_fail(a.kc, SIM_KC_COMMIT, MC_KERR_FATAL, RD_KAFKA_RESP_ERR__FATAL, 1);
     bool ran = run_until(&a, T0 + 2000, 20);
     CHECK(!ran, "a fatal commit ends the loop");
@@ -417,9 +422,7 @@ static void test_fatal_path_drops_work_first(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run a;
-    run_start(&a, k, "a");
-    submit(k, T0 + 3000);
-    CHECK(run_until(&a, T0 + 50, 10));
+    start_holding(&a, k, T0 + 3000);
     mc_runner_stop(a.r); /* not drained (no drained hook): the stop ends the loop */
     sim_kc_fail(a.kc, SIM_KC_COMMIT, MC_KERR_FATAL, RD_KAFKA_RESP_ERR__FATAL, 1);
     g_holder_of_abort = runner_self(&a);
@@ -440,9 +443,7 @@ static void test_fenced_by_successor(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run a;
-    run_start(&a, k, "a");
-    submit(k, T0 + 100);
-    CHECK(run_until(&a, T0 + 50, 10));
+    start_holding(&a, k, T0 + 100);
     /* A successor under the same id fences us: our transaction is aborted by
      * the coordinator, the consumer as a static member too. */
     sim_kc_fence(a.kc, true);
@@ -465,9 +466,7 @@ static void test_assignment_lost_during_commit(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run a;
-    run_start(&a, k, "a");
-    submit(k, T0 + 100);
-    CHECK(run_until(&a, T0 + 50, 10));
+    start_holding(&a, k, T0 + 100);
     /* The group moves on while the commit is under way: the coordinator
      * refuses our offsets (stale generation), the revoke says lost. */
     sim_kc_lose_during(a.kc, SIM_KC_SEND_OFFSETS);
@@ -499,9 +498,7 @@ static void test_lost_revoke_lets_go_before_the_abort(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run a;
-    run_start(&a, k, "a");
-    submit(k, T0 + 500);
-    CHECK(run_until(&a, T0 + 50, 10));
+    start_holding(&a, k, T0 + 500);
     g_holder_of_abort = runner_self(&a);
     sim_kc_lose(a.kc);
     sim_kc_delay(a.kc, SIM_KC_ABORT, 3000, http_thread_during_abort, &a);
@@ -521,9 +518,7 @@ static void test_broker_gone(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 100);
-    CHECK(run_until(&u, T0 + 50, 10));
+    start_holding(&u, k, T0 + 100);
     sim_kc_broker_gone(u.kc, 20000);
     CHECK(run_until(&u, T0 + 30000, 100));
     CHECK(sim_now(k) >= T0 + 20000);
@@ -540,9 +535,7 @@ static void test_abort_retried(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 1000); /* the failing commit is the consumption's, before any call */
-    CHECK(run_until(&u, T0 + 50, 10));
+    start_holding(&u, k, T0 + 1000); /* the failing commit is the consumption's, before any call */
     sim_kc_fail(u.kc, SIM_KC_SEND_OFFSETS, MC_KERR_ABORTABLE, RD_KAFKA_RESP_ERR__INVALID_ARG, 1);
     sim_kc_fail(u.kc, SIM_KC_ABORT, MC_KERR_RETRIABLE, RD_KAFKA_RESP_ERR__TIMED_OUT, 2);
     CHECK(run_until(&u, T0 + 2000, 20));
@@ -557,9 +550,7 @@ static void test_unexpected_error_is_fatal(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 100);
-    CHECK(run_until(&u, T0 + 50, 10));
+    start_holding(&u, k, T0 + 100);
     sim_kc_fail(u.kc, SIM_KC_SEND_OFFSETS, MC_KERR_UNEXPECTED, RD_KAFKA_RESP_ERR__STATE, 1);
     CHECK(!run_until(&u, T0 + 2000, 20), "neither retriable nor abortable: stop");
     CHECK(mc_runner_finish(u.r) == 1);
@@ -573,9 +564,7 @@ static void test_abort_failing_for_good_is_fatal(void)
 {
     sim_kafka *k = sim_kafka_new(2, T0);
     run u;
-    run_start(&u, k, "a");
-    submit(k, T0 + 1000);
-    CHECK(run_until(&u, T0 + 50, 10));
+    start_holding(&u, k, T0 + 1000);
     sim_kc_fail(u.kc, SIM_KC_COMMIT, MC_KERR_ABORTABLE, RD_KAFKA_RESP_ERR__INVALID_ARG, 1);
     sim_kc_fail(u.kc, SIM_KC_ABORT, MC_KERR_UNEXPECTED, RD_KAFKA_RESP_ERR__STATE, 1);
     CHECK(!run_until(&u, T0 + 2000, 20), "a failed abort stops the runner");
