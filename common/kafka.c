@@ -451,3 +451,81 @@ out:
     rd_kafka_destroy(rk);
     return rc;
 }
+
+int mc_topic_configs(rd_kafka_t *rk, const char *const *topics, size_t n, int timeout_ms,
+                     mc_topic_cfg *out, char *err, size_t errlen)
+{
+    memset(out, 0, n * sizeof *out);
+    if (n == 0)
+        return 0;
+    rd_kafka_ConfigResource_t **res = calloc(n, sizeof *res);
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topics[i]);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opts =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    char errstr[256];
+    rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, errstr, sizeof errstr);
+    rd_kafka_DescribeConfigs(rk, res, n, opts, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
+    int rc = -1;
+    if (!ev) {
+        snprintf(err, errlen, "DescribeConfigs: no answer within %d s", timeout_ms / 1000 + 5);
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(err, errlen, "DescribeConfigs: %s", rd_kafka_event_error_string(ev));
+    } else {
+        size_t cnt;
+        const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(
+            rd_kafka_event_DescribeConfigs_result(ev), &cnt);
+        for (size_t i = 0; i < cnt; i++) {
+            if (rd_kafka_ConfigResource_error(rs[i]))
+                continue;
+            const char *name = rd_kafka_ConfigResource_name(rs[i]);
+            mc_topic_cfg *tc = NULL;
+            for (size_t k = 0; k < n && !tc; k++)
+                if (strcmp(topics[k], name) == 0)
+                    tc = &out[k];
+            if (!tc)
+                continue;
+            size_t cc;
+            const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[i], &cc);
+            for (size_t k = 0; k < cc; k++) {
+                const char *cn = rd_kafka_ConfigEntry_name(ce[k]);
+                const char *cv = rd_kafka_ConfigEntry_value(ce[k]);
+                if (!cv)
+                    continue;
+                if (strcmp(cn, "cleanup.policy") == 0)
+                    snprintf(tc->cleanup, sizeof tc->cleanup, "%s", cv);
+                else if (strcmp(cn, "retention.ms") == 0)
+                    snprintf(tc->retention, sizeof tc->retention, "%s", cv);
+            }
+        }
+        rc = 0;
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opts);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy_array(res, n);
+    free(res);
+    return rc;
+}
+
+int mc_kafka_conf_producer(const mc_config *cfg, rd_kafka_conf_t *conf, const char *txn_id,
+                           char *err, size_t errlen)
+{
+    if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
+        mc_kafka_conf_set(conf, "partitioner", "murmur2_random", err, errlen) ||
+        mc_kafka_conf_default(cfg, conf, "linger.ms", "5", err, errlen) ||
+        mc_kafka_conf_default(cfg, conf, "message.timeout.ms", "30000", err, errlen) ||
+        (txn_id &&
+         (mc_kafka_conf_set(conf, "transactional.id", txn_id, err, errlen) ||
+          mc_kafka_conf_default(cfg, conf, "transaction.timeout.ms", "60000", err, errlen) ||
+          mc_kafka_conf_default(cfg, conf, "retry.backoff.ms", "20", err, errlen))))
+        return -1;
+    return 0;
+}

@@ -103,4 +103,22 @@ int mc_list_end_offsets(rd_kafka_t *rk, const char *const *topics, size_t n_topi
 int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles, char *err,
                      size_t errlen);
 
+/* Sets conf up for a tool's producer: idempotent (acks=all), keys placed
+ * with murmur2 like every mooncake producer (mc_key_partition), and
+ * transactional with txn_id when given (NULL: not). 0, or -1 with err. */
+int mc_kafka_conf_producer(const mc_config *cfg, rd_kafka_conf_t *conf, const char *txn_id,
+                           char *err, size_t errlen);
+
+/* A topic's cleanup.policy and retention.ms, as the broker describes them. */
+typedef struct mc_topic_cfg {
+    char cleanup[64];
+    char retention[32];
+} mc_topic_cfg;
+
+/* cleanup.policy and retention.ms of each topic (DescribeConfigs, within
+ * timeout_ms) into out[0..n); fields of topics the broker does not describe
+ * stay empty. Returns 0, or -1 with a line in err. The caller's thread. */
+int mc_topic_configs(rd_kafka_t *rk, const char *const *topics, size_t n, int timeout_ms,
+                     mc_topic_cfg *out, char *err, size_t errlen);
+
 #endif

@@ -883,14 +883,7 @@ rd_kafka_t *ctl_new_consumer(ctl *c, const char *group, char *err, size_t errlen
         return NULL;
     char reader[300];
     snprintf(reader, sizeof reader, "%smooncakectl-reader", c->cfg.topic_prefix);
-    if (mc_kafka_conf_reader(conf, group ? group : reader, err, errlen)) {
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_t *rk = mc_kafka_new(RD_KAFKA_CONSUMER, conf, "Kafka consumer", err, errlen);
-    if (rk)
-        rd_kafka_poll_set_consumer(rk);
-    return rk;
+    return mc_scan_consumer_new(conf, group ? group : reader, err, errlen);
 }
 
 /* Asks for high watermarks only: no group, nothing fetched. Caller destroys
@@ -928,14 +921,7 @@ rd_kafka_t *ctl_new_producer(ctl *c, const char *txn_id, char *err, size_t errle
     rd_kafka_conf_t *conf = base_conf(c, err, errlen);
     if (!conf)
         return NULL;
-    if (mc_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) ||
-        mc_kafka_conf_set(conf, "partitioner", "murmur2_random", err, errlen) ||
-        mc_kafka_conf_default(&c->cfg, conf, "linger.ms", "5", err, errlen) ||
-        mc_kafka_conf_default(&c->cfg, conf, "message.timeout.ms", "30000", err, errlen) ||
-        (txn_id &&
-         (mc_kafka_conf_set(conf, "transactional.id", txn_id, err, errlen) ||
-          mc_kafka_conf_default(&c->cfg, conf, "transaction.timeout.ms", "60000", err, errlen) ||
-          mc_kafka_conf_default(&c->cfg, conf, "retry.backoff.ms", "20", err, errlen)))) {
+    if (mc_kafka_conf_producer(&c->cfg, conf, txn_id, err, errlen)) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "log.h"
 #include "task_json.h"
+#include "topic_scan.h"
 
 #define EXIT_KAFKA 1
 #define EXIT_USAGE 2
@@ -73,23 +74,10 @@ typedef struct progress {
     void *arg;
 } progress;
 
-/* Where reading one partition is. */
-typedef struct part_scan {
-    int32_t partition;
-    int64_t next; /* the next offset to read */
-    int64_t end;  /* the high watermark at start: a one-shot read stops there */
-    bool done;
-} part_scan;
-
-/* Called for every record read; returns 0 to go on, anything else stops
- * the scan, which returns it. */
-typedef int (*record_fn)(void *arg, const rd_kafka_message_t *m);
-
-/* A topic's cleanup.policy and retention.ms, as the broker describes them. */
-typedef struct topic_cfg {
-    char cleanup[64];
-    char retention[32];
-} topic_cfg;
+/* Where reading one partition is, and what is called for each record
+ * (topic_scan.h). */
+typedef mc_part_scan part_scan;
+typedef mc_record_fn record_fn;
 
 /* Where one produced record ended up; filled by the producer's delivery
  * report. */
@@ -174,9 +162,15 @@ int ctl_plan_scan(rd_kafka_t *rk, const char *topic, int n, int64_t since_ms, pa
  * fn's non-zero answer, or EXIT_KAFKA. */
 int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t n, bool follow,
              record_fn fn, void *arg, progress *pg);
-/* Does record m belong to the task key want: its record key, or app/id. */
-bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *app,
-                     const char *id);
+/* What a scan's hooks ask about: the run (SIGINT/SIGTERM) and its progress
+ * (NULL: none). */
+typedef struct ctl_hook_arg {
+    ctl *c;
+    progress *pg;
+} ctl_hook_arg;
+/* Hooks (topic_scan.h) that stop on SIGINT/SIGTERM and tick a->pg; a must
+ * outlive them. */
+mc_scan_hooks ctl_scan_hooks(ctl_hook_arg *a);
 /* results (dead = false) and dead. Returns the exit status. */
 int ctl_cmd_read(ctl *c, bool dead);
 
@@ -199,14 +193,6 @@ int ctl_cmd_requeue(ctl *c);
 
 /* ---- mooncakectl_topics.c ---- */
 
-/* cleanup.policy and retention.ms of each topic (DescribeConfigs); fields
- * of topics the broker does not describe stay empty. Returns 0, or -1 with
- * a line in err. */
-int ctl_describe_configs(rd_kafka_t *rk, const char *const *topics, size_t n, topic_cfg *out,
-                         char *err, size_t errlen);
-/* Creates requeue's ledger <prefix>mooncakectl-requeued when missing;
- * *created says whether it did. Returns 0, or -1 with a line in err. */
-int ctl_ensure_ledger(ctl *c, rd_kafka_t *rk, bool *created, char *err, size_t errlen);
 /* topics create / topics describe. Return the exit status. */
 int ctl_cmd_topics_create(ctl *c);
 int ctl_cmd_topics_describe(ctl *c);

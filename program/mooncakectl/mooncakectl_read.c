@@ -7,126 +7,43 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dead_record.h"
 #include "job_schedule.h"
 #include "kafka.h"
 #include "mooncakectl.h"
+#include "topic_scan.h"
 
 /* ---- reading a topic ------------------------------------------------------------- */
 
-/* Start and end of every partition of topic: from the low watermark (or
- * the first record at or after since_ms, when since_ms >= 0) to the high
- * watermark now. Returns 0, or -1 with a line in err. */
 int ctl_plan_scan(rd_kafka_t *rk, const char *topic, int n, int64_t since_ms, part_scan *parts,
                   char *err, size_t errlen)
 {
-    for (int p = 0; p < n; p++) {
-        int64_t lo, hi;
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, TIMEOUT_MS);
-        if (e) {
-            snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
-            return -1;
-        }
-        parts[p] = (part_scan){p, lo, hi, lo >= hi};
-    }
-    if (since_ms < 0)
-        return 0;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
-    for (int p = 0; p < n; p++)
-        rd_kafka_topic_partition_list_add(l, topic, p)->offset = since_ms;
-    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk, l, TIMEOUT_MS);
-    int rc = 0;
-    for (int i = 0; !e && i < l->cnt; i++) {
-        rd_kafka_topic_partition_t *tp = &l->elems[i];
-        if (tp->err) {
-            e = tp->err;
-            break;
-        }
-        part_scan *ps = &parts[tp->partition];
-        /* -1: no record at or after that time */
-        if (tp->offset < 0 || tp->offset >= ps->end)
-            ps->next = ps->end;
-        else if (tp->offset > ps->next)
-            ps->next = tp->offset;
-        ps->done = ps->next >= ps->end;
-    }
-    if (e) {
-        snprintf(err, errlen, "offsets for --since in %s: %s", topic, rd_kafka_err2str(e));
-        rc = -1;
-    }
-    rd_kafka_topic_partition_list_destroy(l);
-    return rc;
+    return mc_scan_plan(rk, topic, n, since_ms, TIMEOUT_MS, parts, err, errlen);
 }
 
-/* Reads the partitions of topic in parts[0..n) from their next offsets,
- * calling fn for each record, until every one is done (at its end or at the
- * last stable offset: a transaction still open at the end is not waited
- * for) - or forever when follow. SIGINT/SIGTERM stop it between records.
- * Returns 0, fn's non-zero answer, or EXIT_KAFKA. */
+static bool hook_stop(void *arg)
+{
+    return ctl_stop_requested(((ctl_hook_arg *)arg)->c);
+}
+
+static void hook_tick(void *arg)
+{
+    ctl_progress_tick(((ctl_hook_arg *)arg)->pg);
+}
+
+mc_scan_hooks ctl_scan_hooks(ctl_hook_arg *a)
+{
+    return (mc_scan_hooks){hook_stop, hook_tick, a};
+}
+
 int ctl_scan(ctl *c, rd_kafka_t *rk, const char *topic, part_scan *parts, size_t n, bool follow,
              record_fn fn, void *arg, progress *pg)
 {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-    size_t active = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!follow && parts[i].done)
-            continue;
-        rd_kafka_topic_partition_list_add(l, topic, parts[i].partition)->offset = parts[i].next;
-        active++;
-    }
-    rd_kafka_resp_err_t e = active ? rd_kafka_assign(rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
-    rd_kafka_topic_partition_list_destroy(l);
-    if (e)
-        return ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, rd_kafka_err2str(e));
-    int rc = 0;
-    while (rc == 0 && (follow || active > 0) && !ctl_stop_requested(c)) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-        ctl_progress_tick(pg);
-        if (!m)
-            continue;
-        part_scan *ps = NULL;
-        if (m->rkt && strcmp(rd_kafka_topic_name(m->rkt), topic) == 0)
-            for (size_t i = 0; i < n && !ps; i++)
-                if (parts[i].partition == m->partition)
-                    ps = &parts[i];
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            /* The position may be past what was read: commit markers and
-             * aborted records take offsets but are not delivered. */
-            if (ps && m->offset > ps->next)
-                ps->next = m->offset;
-            if (ps && !follow && !ps->done) {
-                ps->done = true;
-                active--;
-            }
-        } else if (m->err) {
-            char fatal[512];
-            if (rd_kafka_fatal_error(rk, fatal, sizeof fatal))
-                rc = ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, fatal);
-            else if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                     m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
-                     m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
-                     m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-                rc = ctl_fail(EXIT_KAFKA, "reading %s: %s", topic, rd_kafka_message_errstr(m));
-            else
-                mc_log(&c->lg, MC_LOG_WARN, "consumer error", "topic", topic, "error",
-                       rd_kafka_message_errstr(m), (const char *)NULL);
-        } else if (ps && (follow || !ps->done)) {
-            if (!follow && m->offset >= ps->end) {
-                ps->done = true; /* past the end seen at start */
-                active--;
-            } else {
-                ps->next = m->offset + 1;
-                rc = fn(arg, m);
-                if (!follow && ps->next >= ps->end) {
-                    ps->done = true;
-                    active--;
-                }
-            }
-        }
-        rd_kafka_message_destroy(m);
-    }
-    rd_kafka_assign(rk, NULL);
-    return rc;
+    char err[1024];
+    ctl_hook_arg a = {c, pg};
+    mc_scan_hooks hooks = ctl_scan_hooks(&a);
+    int rc = mc_scan(rk, topic, parts, n, follow, fn, arg, &hooks, &c->lg, err, sizeof err);
+    return rc == MC_SCAN_FAILED ? ctl_fail(EXIT_KAFKA, "%s", err) : rc;
 }
 
 /* ---- results and dead ----------------------------------------------------------- */
@@ -140,19 +57,6 @@ typedef struct reader {
     uint64_t read, shown;
     int64_t total; /* records between start and end, for progress */
 } reader;
-
-/* Does the record belong to key? Its record key, or the app/id it names. */
-bool ctl_key_matches(const char *want, const rd_kafka_message_t *m, const char *app, const char *id)
-{
-    size_t n = strlen(want);
-    if (m->key && m->key_len == n && memcmp(m->key, want, n) == 0)
-        return true;
-    if (!app || !id)
-        return false;
-    char key[1024];
-    size_t kn = mc_task_key(app, id, key, sizeof key);
-    return kn < sizeof key && strcmp(key, want) == 0;
-}
 
 /* Is the record about an occurrence of job r->app/r->job (task id
  * "<job>@<epoch ms>")? By the task it names, else by its record key. */
@@ -181,7 +85,7 @@ static bool occurrence_matches(const reader *r, const rd_kafka_message_t *m, con
 static bool wanted(const reader *r, const rd_kafka_message_t *m, const char *app, const char *id)
 {
     if (r->key)
-        return ctl_key_matches(r->key, m, app, id);
+        return mc_dead_key_matches(r->key, m, app, id);
     return !r->job || occurrence_matches(r, m, app, id);
 }
 
@@ -283,12 +187,12 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
 
 static int show_dead(reader *r, const rd_kafka_message_t *m)
 {
-    mc_dead_letter d;
-    char detail[256] = "";
-    mc_codec_err e =
-        m->payload ? mc_decode_dead_letter(m->payload, m->len, r->arena, &d, detail, sizeof detail)
-                   : MC_CODEC_EMPTY;
-    bool task = !e && d.has_task;
+    mc_dead_record rec;
+    mc_dead_decode(m, r->arena, &rec);
+    const mc_dead_letter d = rec.d;
+    mc_codec_err e = rec.err;
+    const char *detail = rec.detail;
+    bool task = rec.task;
     if (!wanted(r, m, task ? d.task.app_id : NULL, task ? d.task.task_id : NULL))
         return 0;
     char why[400];

@@ -1,5 +1,4 @@
-/* mooncakectl topics create | describe, and the admin calls requeue shares:
- * topic configs and the creation of requeue's ledger. See mooncakectl.h. */
+/* mooncakectl topics create | describe. See mooncakectl.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,148 +7,7 @@
 
 #include "kafka.h"
 #include "mooncakectl.h"
-
-/* ---- admin: configs and the requeue ledger ------------------------------------------ */
-
-/* cleanup.policy and retention.ms of each topic (DescribeConfigs); fields of
- * topics the broker does not describe stay empty. Returns 0, or -1 with a
- * line in err. */
-int ctl_describe_configs(rd_kafka_t *rk, const char *const *topics, size_t n, topic_cfg *out,
-                         char *err, size_t errlen)
-{
-    memset(out, 0, n * sizeof *out);
-    if (n == 0)
-        return 0;
-    rd_kafka_ConfigResource_t **res = calloc(n, sizeof *res);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topics[i]);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opts =
-        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-    char errstr[256];
-    rd_kafka_AdminOptions_set_request_timeout(opts, TIMEOUT_MS, errstr, sizeof errstr);
-    rd_kafka_DescribeConfigs(rk, res, n, opts, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS + 5000);
-    int rc = -1;
-    if (!ev) {
-        snprintf(err, errlen, "DescribeConfigs: no answer within %d s", TIMEOUT_MS / 1000 + 5);
-    } else if (rd_kafka_event_error(ev)) {
-        snprintf(err, errlen, "DescribeConfigs: %s", rd_kafka_event_error_string(ev));
-    } else {
-        size_t cnt;
-        const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(
-            rd_kafka_event_DescribeConfigs_result(ev), &cnt);
-        for (size_t i = 0; i < cnt; i++) {
-            if (rd_kafka_ConfigResource_error(rs[i]))
-                continue;
-            const char *name = rd_kafka_ConfigResource_name(rs[i]);
-            topic_cfg *tc = NULL;
-            for (size_t k = 0; k < n && !tc; k++)
-                if (strcmp(topics[k], name) == 0)
-                    tc = &out[k];
-            if (!tc)
-                continue;
-            size_t cc;
-            const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[i], &cc);
-            for (size_t k = 0; k < cc; k++) {
-                const char *cn = rd_kafka_ConfigEntry_name(ce[k]);
-                const char *cv = rd_kafka_ConfigEntry_value(ce[k]);
-                if (!cv)
-                    continue;
-                if (strcmp(cn, "cleanup.policy") == 0)
-                    snprintf(tc->cleanup, sizeof tc->cleanup, "%s", cv);
-                else if (strcmp(cn, "retention.ms") == 0)
-                    snprintf(tc->retention, sizeof tc->retention, "%s", cv);
-            }
-        }
-        rc = 0;
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_AdminOptions_destroy(opts);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_ConfigResource_destroy_array(res, n);
-    free(res);
-    return rc;
-}
-
-/* Creates requeue's ledger <prefix>mooncakectl-requeued when missing: one
- * partition, cleanup delete, the dead topic's retention (a ledger entry is
- * written after its letter, so it outlives it). *created says whether it
- * did. Returns 0, or -1 with a line in err. */
-int ctl_ensure_ledger(ctl *c, rd_kafka_t *rk, bool *created, char *err, size_t errlen)
-{
-    char ledger[300], dead[300];
-    mc_topic_name(&c->cfg, "mooncakectl-requeued", ledger, sizeof ledger);
-    mc_topic_name(&c->cfg, "dead", dead, sizeof dead);
-    *created = false;
-    const rd_kafka_metadata_t *md = ctl_fetch_metadata(c, rk, err, errlen);
-    if (!md)
-        return -1;
-    int have = ctl_md_partitions(md, ledger);
-    rd_kafka_metadata_destroy(md);
-    if (have > 0)
-        return 0;
-    const char *dead_topics[] = {dead};
-    topic_cfg dc;
-    char retention[32] = "2592000000";
-    if (ctl_describe_configs(rk, dead_topics, 1, &dc, err, errlen) == 0 && dc.retention[0])
-        snprintf(retention, sizeof retention, "%s", dc.retention);
-    char errstr[512];
-    rd_kafka_NewTopic_t *nt =
-        rd_kafka_NewTopic_new(ledger, 1, c->cfg.replication_factor, errstr, sizeof errstr);
-    if (!nt) {
-        snprintf(err, errlen, "topic %s: %s", ledger, errstr);
-        return -1;
-    }
-    rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
-    rd_kafka_NewTopic_set_config(nt, "retention.ms", retention);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(opts, TIMEOUT_MS, errstr, sizeof errstr);
-    rd_kafka_CreateTopics(rk, &nt, 1, opts, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS * 2);
-    int rc = -1;
-    if (!ev) {
-        snprintf(err, errlen, "creating %s: no answer within %d s", ledger, TIMEOUT_MS * 2 / 1000);
-    } else if (rd_kafka_event_error(ev)) {
-        snprintf(err, errlen, "creating %s: %s", ledger, rd_kafka_event_error_string(ev));
-    } else {
-        size_t cnt;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-        rd_kafka_resp_err_t e = cnt ? rd_kafka_topic_result_error(tr[0]) : 0;
-        if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            snprintf(err, errlen, "creating %s: %s", ledger,
-                     rd_kafka_topic_result_error_string(tr[0]));
-        else
-            rc = 0;
-        *created = e == 0;
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_AdminOptions_destroy(opts);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_NewTopic_destroy(nt);
-    /* A new topic takes a moment to show in metadata (and to have a leader). */
-    for (int i = 0; rc == 0 && i < 50; i++) {
-        md = ctl_fetch_metadata(c, rk, err, errlen);
-        if (!md)
-            return -1;
-        have = ctl_md_partitions(md, ledger);
-        rd_kafka_metadata_destroy(md);
-        if (have > 0)
-            return 0;
-        usleep(200 * 1000);
-    }
-    if (rc == 0)
-        snprintf(err, errlen, "%s was created but does not show in metadata", ledger);
-    return -1;
-}
+#include "requeue.h"
 
 /* ---- topics ---------------------------------------------------------------------------- */
 
@@ -172,7 +30,7 @@ typedef struct topic_info {
     char name[300];
     const char *suffix;
     int partitions; /* -1: missing */
-    topic_cfg cfg;
+    mc_topic_cfg cfg;
     int64_t *lo, *hi; /* per partition */
     int64_t offsets;  /* sum of hi - lo */
 } topic_info;
@@ -501,8 +359,8 @@ int ctl_cmd_topics_describe(ctl *c)
             names[n_existing++] = t->name;
     }
     rd_kafka_metadata_destroy(md);
-    topic_cfg cfgs[N_TOPICS];
-    if (ctl_describe_configs(rk, names, n_existing, cfgs, err, sizeof err) != 0) {
+    mc_topic_cfg cfgs[N_TOPICS];
+    if (mc_topic_configs(rk, names, n_existing, TIMEOUT_MS, cfgs, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
@@ -605,7 +463,7 @@ int ctl_cmd_topics_create(ctl *c)
     rd_kafka_metadata_destroy(md);
     bool created;
     if (mc_topics_ensure(&c->cfg, &c->lg, NULL, err, sizeof err) != 0 ||
-        ctl_ensure_ledger(c, rk, &created, err, sizeof err) != 0) {
+        mc_requeue_ensure_ledger(&c->cfg, rk, TIMEOUT_MS, &created, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;
     }
