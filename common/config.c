@@ -119,6 +119,9 @@ static const opt options[] = {
     {"inner-tokens", 0, "MOONCAKE_INNER_TOKENS", OPT_LIST, OFF(inner_tokens), 0, 0, "",
      "gateway: service-to-service tokens for /inner/submit and the task questions "
      "(GET /api/task, /api/tasks, /api/stats; any appId), comma-separated or @file"},
+    {"admin-tokens", 0, "MOONCAKE_ADMIN_TOKENS", OPT_LIST, OFF(admin_tokens), 0, 0, "",
+     "gateway: operators' tokens for the console and the API: every route but /inner/submit, "
+     "any appId, and GET /api/cluster; comma-separated or @file"},
     {"gateway-no-auth", 0, "MOONCAKE_GATEWAY_NO_AUTH", OPT_BOOL, OFF(gateway_no_auth), 0, 1,
      "false", "gateway: serve without tokens, every caller may act on every appId (local use)"},
     {"gateway-jobs-view", 0, "MOONCAKE_GATEWAY_JOBS_VIEW", OPT_BOOL, OFF(gateway_jobs_view), 0, 1,

@@ -56,6 +56,7 @@ typedef struct mc_config {
     /* gateway */
     char *app_tokens;                   /* appId=token pairs or @file; "" for none */
     char *inner_tokens;                 /* tokens or @file; "" for none */
+    char *admin_tokens;                 /* tokens or @file; "" for none */
     bool gateway_no_auth;               /* serve without tokens (local use) */
     bool gateway_jobs_view;             /* keep a view of the jobs table for GET /jobs */
     int64_t gateway_max_body_bytes;     /* larger bodies get 413 */

@@ -5,6 +5,7 @@
 #include "http_server.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -82,60 +83,96 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned int stat
     return reply(conn, status, strdup(text), "text/plain; charset=utf-8");
 }
 
-/* Runs every check of one kind and builds the probe's body: "ok" and one
- * "name: ok" line per check when all pass, otherwise "failed" and one
- * "name: reason" line per failing check. The list is copied under the lock
- * and the checks run outside it, so a slow check never blocks a processor
- * adding its own. Names stay valid after unlocking: they are freed only by
+/* One run of a kind's checks. */
+typedef struct check_run {
+    check snap[MAX_CHECKS];
+    size_t n;
+    bool overflow, starting, all;
+    bool pass[MAX_CHECKS];
+    char why[MAX_CHECKS][WHY_LEN];
+} check_run;
+
+/* Runs every check of one kind. The list is copied under the lock and the
+ * checks run outside it, so a slow check never blocks a processor adding
+ * its own. Names stay valid after unlocking: they are freed only by
  * mc_http_stop(), after the HTTP thread has exited. */
+static void run_checks(mc_http_server *s, const check_list *list, check_run *r)
+{
+    pthread_mutex_lock(&s->lock);
+    r->n = list->n;
+    r->overflow = list->overflow;
+    memcpy(r->snap, list->items, r->n * sizeof r->snap[0]);
+    pthread_mutex_unlock(&s->lock);
+    r->starting = r->n == 0 && list == &s->ready && s->ready_needs_check;
+    r->all = !r->overflow && !r->starting;
+    for (size_t i = 0; i < r->n; i++) {
+        r->why[i][0] = '\0';
+        r->pass[i] = r->snap[i].fn(r->snap[i].arg, r->why[i], WHY_LEN);
+        r->why[i][WHY_LEN - 1] = '\0'; /* in case a check filled it to the brim */
+        /* One line per check, whatever the check wrote. */
+        for (char *p = r->why[i]; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+        if (!r->pass[i])
+            r->all = false;
+    }
+}
+
+/* The probe's body: "ok" and one "name: ok" line per check when all pass,
+ * otherwise "failed" and one "name: reason" line per failing check. */
 static enum MHD_Result reply_checks(mc_http_server *s, struct MHD_Connection *conn,
                                     const check_list *list)
 {
-    check snap[MAX_CHECKS];
-    pthread_mutex_lock(&s->lock);
-    size_t n = list->n;
-    bool overflow = list->overflow;
-    memcpy(snap, list->items, n * sizeof snap[0]);
-    pthread_mutex_unlock(&s->lock);
-    if (n == 0 && list == &s->ready && s->ready_needs_check)
+    check_run *r = malloc(sizeof *r);
+    if (!r)
+        return reply(conn, 0, NULL, NULL);
+    run_checks(s, list, r);
+    if (r->starting) {
+        free(r);
         return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
-
-    bool pass[MAX_CHECKS];
-    char why[MAX_CHECKS][WHY_LEN];
-    bool all = !overflow;
-    for (size_t i = 0; i < n; i++) {
-        why[i][0] = '\0';
-        pass[i] = snap[i].fn(snap[i].arg, why[i], WHY_LEN);
-        why[i][WHY_LEN - 1] = '\0'; /* in case a check filled it to the brim */
-        /* One line per check, whatever the check wrote. */
-        for (char *p = why[i]; *p; p++)
-            if (*p == '\n' || *p == '\r')
-                *p = ' ';
-        if (!pass[i])
-            all = false;
     }
-
     char *body = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);
-    if (!f)
+    if (!f) {
+        free(r);
         return reply(conn, 0, NULL, NULL);
-    fputs(all ? "ok\n" : "failed\n", f);
-    if (overflow)
+    }
+    fputs(r->all ? "ok\n" : "failed\n", f);
+    if (r->overflow)
         fprintf(f, "checks: more than %d registered, or no memory\n", MAX_CHECKS);
-    for (size_t i = 0; i < n; i++) {
-        if (pass[i] && all)
-            fprintf(f, "%s: ok\n", snap[i].name);
-        else if (!pass[i])
-            fprintf(f, "%s: %s\n", snap[i].name, why[i][0] ? why[i] : "failed");
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->pass[i] && r->all)
+            fprintf(f, "%s: ok\n", r->snap[i].name);
+        else if (!r->pass[i])
+            fprintf(f, "%s: %s\n", r->snap[i].name, r->why[i][0] ? r->why[i] : "failed");
     }
     bool failed = ferror(f) != 0;
     if (fclose(f) != 0 || failed) {
         free(body);
         body = NULL;
     }
+    bool all = r->all;
+    free(r);
     return reply(conn, all ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
                  "text/plain; charset=utf-8");
+}
+
+json_t *mc_http_ready_json(mc_http_server *s)
+{
+    check_run *r = malloc(sizeof *r);
+    if (!r)
+        return NULL;
+    run_checks(s, &s->ready, r);
+    json_t *checks = json_array();
+    for (size_t i = 0; checks && i < r->n; i++)
+        json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", r->snap[i].name, "ok",
+                                                r->pass[i], "why", r->why[i]));
+    json_t *out = checks ? json_pack("{s:b,s:b,s:o}", "ready", r->all, "starting", r->starting,
+                                     "checks", checks)
+                         : NULL;
+    free(r);
+    return out;
 }
 
 /* MHD's access handler. A refused method is answered on the first call,

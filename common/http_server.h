@@ -6,6 +6,7 @@
 #ifndef MOONCAKE_HTTP_SERVER_H
 #define MOONCAKE_HTTP_SERVER_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ uint16_t mc_http_port(const mc_http_server *s);
  * appears in the response body next to its reason. Thread-safe. */
 void mc_http_add_check(mc_http_server *s, const char *kind, const char *name, mc_check_fn fn,
                        void *arg);
+/* The ready checks run now: {"ready", "starting", "checks": [{"name",
+ * "ok", "why"}]}. Caller owns it; NULL on ENOMEM. Any thread. */
+json_t *mc_http_ready_json(mc_http_server *s);
 /* Stops the server and frees it (waits for in-flight requests). */
 void mc_http_stop(mc_http_server *s);
 

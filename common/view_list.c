@@ -524,6 +524,40 @@ static void add_counts(json_t *to, const json_t *from)
     }
 }
 
+/* The instances' "minutes" summed minute by minute (they answered for the
+ * same hour, give or take the minute a question spans), with each minute's
+ * lateness quantiles from its summed buckets. */
+static json_t *merge_minutes(json_t *const *answers, size_t n)
+{
+    json_t *out = json_array();
+    for (int i = 0; out && i < MC_VIEW_STATS_MINUTES; i++) {
+        static const char *const counts[] = {"submitted", "calls", "failures", "dead"};
+        json_int_t sum[4] = {0, 0, 0, 0}, minute = 0;
+        uint32_t late[MC_VIEW_LATE_BUCKETS] = {0};
+        for (size_t a = 0; a < n; a++) {
+            const json_t *m = json_array_get(json_object_get(answers[a], "minutes"), (size_t)i);
+            if (!json_is_object(m))
+                continue;
+            minute = json_integer_value(json_object_get(m, "minute"));
+            for (int k = 0; k < 4; k++)
+                sum[k] += json_integer_value(json_object_get(m, counts[k]));
+            const json_t *b = json_object_get(m, "late");
+            for (int k = 0; k < MC_VIEW_LATE_BUCKETS; k++)
+                late[k] += (uint32_t)json_integer_value(json_array_get(b, (size_t)k));
+        }
+        int64_t p50 = mc_view_late_quantile(late, 0.50), p99 = mc_view_late_quantile(late, 0.99);
+        json_t *one = json_pack("{s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "minute", minute, "submitted",
+                                sum[0], "calls", sum[1], "failures", sum[2], "dead", sum[3],
+                                "lateP50Ms", p50 < 0 ? json_null() : json_integer(p50), "lateP99Ms",
+                                p99 < 0 ? json_null() : json_integer(p99));
+        if (!one || json_array_append_new(out, one) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id)
 {
     json_t *out = json_object();
@@ -542,6 +576,12 @@ json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id
         if (json_is_object(h))
             add_counts(hour, h);
     }
+    json_t *minutes = merge_minutes(answers, n);
+    if (!minutes) {
+        json_decref(out);
+        return NULL;
+    }
+    json_object_set_new(out, "minutes", minutes);
     return out;
 }
 
@@ -568,8 +608,42 @@ mc_view_app_stats *mc_view_app_stats_new(const void *key, size_t key_len)
     return s;
 }
 
-void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, uint32_t calls, uint32_t failures,
-                           uint32_t dead)
+static const int64_t late_bounds[MC_VIEW_LATE_BUCKETS] = {
+    1,    2,    5,    10,    20,    50,    100,    200,    500,
+    1000, 2000, 5000, 10000, 20000, 50000, 100000, 300000, INT64_MAX};
+
+static int late_bucket(int64_t ms)
+{
+    int b = 0;
+    while (b < MC_VIEW_LATE_BUCKETS - 1 && ms >= late_bounds[b])
+        b++;
+    return b;
+}
+
+int64_t mc_view_late_quantile(const uint32_t *buckets, double q)
+{
+    uint64_t total = 0;
+    for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++)
+        total += buckets[b];
+    if (!total)
+        return -1;
+    double rank = q * (double)total, below = 0;
+    for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++) {
+        if (!buckets[b] || below + buckets[b] < rank) {
+            below += buckets[b];
+            continue;
+        }
+        int64_t lo = b ? late_bounds[b - 1] : 0;
+        /* The open last bucket: its lower bound is all it can say. */
+        if (b == MC_VIEW_LATE_BUCKETS - 1)
+            return lo;
+        double within = (rank - below) / buckets[b];
+        return lo + (int64_t)(within * (double)(late_bounds[b] - lo));
+    }
+    return late_bounds[MC_VIEW_LATE_BUCKETS - 2];
+}
+
+void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, const mc_view_count *c)
 {
     if (at_ms < 60000 || at_ms / 60000 > INT32_MAX)
         return; /* no record of mooncake's is stamped so */
@@ -579,9 +653,19 @@ void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, uint32_t calls, 
         return; /* older than the window this slot now holds */
     if (m->minute < minute)
         *m = (mc_view_minute){.minute = minute};
-    m->calls += calls;
-    m->failures += failures;
-    m->dead += dead;
+    m->submitted += c->submitted;
+    m->calls += c->calls;
+    m->failures += c->failures;
+    m->dead += c->dead;
+    if (c->late_ms >= 0)
+        m->late[late_bucket(c->late_ms)]++;
+}
+
+/* Whether minute m is one of the hour before now (the next minute too: a
+ * record stamped by a clock a little ahead). */
+static bool in_last_hour(const mc_view_minute *m, int32_t now)
+{
+    return m->minute && m->minute > now - MC_VIEW_STATS_MINUTES && m->minute <= now + 1;
 }
 
 bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t out[3])
@@ -591,7 +675,7 @@ bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t 
     out[0] = out[1] = out[2] = 0;
     for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
         const mc_view_minute *m = &s->minutes[i];
-        if (!m->minute || m->minute <= now - MC_VIEW_STATS_MINUTES || m->minute > now + 1)
+        if (!in_last_hour(m, now))
             continue;
         any = true;
         out[0] += m->calls;
@@ -601,8 +685,51 @@ bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t 
     return any;
 }
 
-#define STATS_MAGIC "MS1"
-#define MINUTE_BYTES 16
+void mc_view_app_stats_add_to(const mc_view_app_stats *s, int64_t now_ms, mc_view_minute *sum)
+{
+    int32_t now = (int32_t)(now_ms / 60000);
+    for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
+        const mc_view_minute *m = &s->minutes[i];
+        if (!in_last_hour(m, now))
+            continue;
+        /* A minute ahead of the clock is shown as this one. */
+        int32_t ago = m->minute > now ? 0 : now - m->minute;
+        mc_view_minute *to = &sum[MC_VIEW_STATS_MINUTES - 1 - ago];
+        to->submitted += m->submitted;
+        to->calls += m->calls;
+        to->failures += m->failures;
+        to->dead += m->dead;
+        for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++)
+            to->late[b] += m->late[b];
+    }
+}
+
+json_t *mc_view_minutes_json(const mc_view_minute *sum, int64_t now_ms)
+{
+    int64_t now = now_ms / 60000;
+    json_t *out = json_array();
+    for (int i = 0; out && i < MC_VIEW_STATS_MINUTES; i++) {
+        const mc_view_minute *m = &sum[i];
+        json_t *late = json_array();
+        for (int b = 0; late && b < MC_VIEW_LATE_BUCKETS; b++)
+            json_array_append_new(late, json_integer(m->late[b]));
+        json_int_t minute = (json_int_t)(now - (MC_VIEW_STATS_MINUTES - 1 - i)) * 60000;
+        json_t *one = json_pack("{s:I,s:I,s:I,s:I,s:I,s:o*}", "minute", minute, "submitted",
+                                (json_int_t)m->submitted, "calls", (json_int_t)m->calls, "failures",
+                                (json_int_t)m->failures, "dead", (json_int_t)m->dead, "late", late);
+        if (!one || json_array_append_new(out, one) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+#define STATS_MAGIC_V1 "MS1"
+#define STATS_MAGIC "MS2"
+#define MINUTE_BYTES_V1 16
+/* minute, calls, failures, dead, submitted, the bitmap of buckets used */
+#define MINUTE_HEAD_BYTES 24
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -617,7 +744,8 @@ static uint32_t get_u32(const uint8_t *p)
 
 int mc_view_app_stats_encode(const mc_view_app_stats *s, mc_buf *out)
 {
-    size_t need = out->len + 3 + MC_VIEW_STATS_MINUTES * MINUTE_BYTES;
+    size_t need =
+        out->len + 3 + MC_VIEW_STATS_MINUTES * (MINUTE_HEAD_BYTES + 4 * MC_VIEW_LATE_BUCKETS);
     if (need > out->cap) {
         uint8_t *d = realloc(out->data, need);
         if (!d)
@@ -632,25 +760,59 @@ int mc_view_app_stats_encode(const mc_view_app_stats *s, mc_buf *out)
         if (!m->minute)
             continue;
         uint8_t *p = out->data + out->len;
+        uint32_t used = 0;
+        for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++)
+            if (m->late[b])
+                used |= 1u << b;
         put_u32(p, (uint32_t)m->minute);
         put_u32(p + 4, m->calls);
         put_u32(p + 8, m->failures);
         put_u32(p + 12, m->dead);
-        out->len += MINUTE_BYTES;
+        put_u32(p + 16, m->submitted);
+        put_u32(p + 20, used);
+        p += MINUTE_HEAD_BYTES;
+        for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++)
+            if (m->late[b]) {
+                put_u32(p, m->late[b]);
+                p += 4;
+            }
+        out->len = (size_t)(p - out->data);
     }
     return 0;
+}
+
+/* Reads one minute at p (an MS2 one, or MS1's when v1), ending by end; the
+ * bytes it took, or 0 when it does not fit. */
+static size_t read_minute(const uint8_t *p, const uint8_t *end, bool v1, mc_view_minute *m)
+{
+    size_t head = v1 ? MINUTE_BYTES_V1 : MINUTE_HEAD_BYTES;
+    if ((size_t)(end - p) < head)
+        return 0;
+    *m = (mc_view_minute){(int32_t)get_u32(p), get_u32(p + 4),           get_u32(p + 8),
+                          get_u32(p + 12),     v1 ? 0 : get_u32(p + 16), {0}};
+    if (v1)
+        return head;
+    uint32_t used = get_u32(p + 20);
+    if (used >> MC_VIEW_LATE_BUCKETS)
+        return 0;
+    const uint8_t *q = p + head;
+    for (int b = 0; b < MC_VIEW_LATE_BUCKETS; b++)
+        if (used & (1u << b)) {
+            if (end - q < 4)
+                return 0;
+            m->late[b] = get_u32(q);
+            q += 4;
+        }
+    return (size_t)(q - p);
 }
 
 mc_view_app_stats *mc_view_app_stats_decode(const void *key, size_t key_len, const void *value,
                                             size_t len, const char **why)
 {
-    const uint8_t *v = value;
-    if (len < 3 || memcmp(v, STATS_MAGIC, 3) != 0) {
-        *why = "not an MS1 record";
-        return NULL;
-    }
-    if ((len - 3) % MINUTE_BYTES || (len - 3) / MINUTE_BYTES > MC_VIEW_STATS_MINUTES) {
-        *why = "its length is not a whole number of minutes, or more than an hour of them";
+    const uint8_t *v = value, *end = v + len;
+    bool v1 = len >= 3 && memcmp(v, STATS_MAGIC_V1, 3) == 0;
+    if (len < 3 || (!v1 && memcmp(v, STATS_MAGIC, 3) != 0)) {
+        *why = "not an MS1 or MS2 record";
         return NULL;
     }
     mc_view_app_stats *s = mc_view_app_stats_new(key, key_len);
@@ -658,17 +820,24 @@ mc_view_app_stats *mc_view_app_stats_decode(const void *key, size_t key_len, con
         *why = "out of memory";
         return NULL;
     }
-    for (const uint8_t *p = v + 3; p < v + len; p += MINUTE_BYTES) {
-        int32_t minute = (int32_t)get_u32(p);
-        if (minute <= 0) {
+    int n = 0;
+    for (const uint8_t *p = v + 3; p < end; n++) {
+        mc_view_minute m;
+        size_t took = n < MC_VIEW_STATS_MINUTES ? read_minute(p, end, v1, &m) : 0;
+        if (!took) {
+            free(s);
+            *why = "it is cut short, or holds more than an hour of minutes";
+            return NULL;
+        }
+        p += took;
+        if (m.minute <= 0) {
             free(s);
             *why = "a minute before 1970";
             return NULL;
         }
-        mc_view_minute *m = &s->minutes[minute % MC_VIEW_STATS_MINUTES];
-        if (m->minute >= minute)
-            continue; /* a newer minute holds the slot */
-        *m = (mc_view_minute){minute, get_u32(p + 4), get_u32(p + 8), get_u32(p + 12)};
+        mc_view_minute *slot = &s->minutes[m.minute % MC_VIEW_STATS_MINUTES];
+        if (slot->minute < m.minute) /* else a newer minute holds the slot */
+            *slot = m;
     }
     return s;
 }

@@ -121,13 +121,18 @@ json_t *mc_view_selection_counts_json(const mc_view_selection *s);
  * {"tasks": [the first limit by (dueAt, uuid)], "next": cursor or null}.
  * Caller owns it; NULL on ENOMEM. */
 json_t *mc_view_list_merge(json_t *const *answers, size_t n, uint32_t limit);
-/* The sum of the instances' stats answers (objects of objects of counts),
- * with appId. Caller owns it; NULL on ENOMEM. */
+/* The sum of the instances' stats answers (objects of objects of counts,
+ * and their "minutes", summed minute by minute), with appId; each minute's
+ * lateness buckets become its lateP50Ms and lateP99Ms. Caller owns it; NULL
+ * on ENOMEM. */
 json_t *mc_view_stats_merge(json_t *const *answers, size_t n, const char *app_id);
 
-/* ---- an app's calls, failures and dead letters per minute ------------------------ */
+/* ---- an app's submits, calls, failures, dead letters and lateness per minute ------ */
 
 #define MC_VIEW_STATS_MINUTES 60
+/* Lateness (a call's start after its due time) is counted in buckets with
+ * the bounds 1, 2, 5, 10, 20, 50 ms ... 100 s, 300 s, and one beyond. */
+#define MC_VIEW_LATE_BUCKETS 18
 /* The changelog key of an app's counters is this prefix and the app id: no
  * task key starts with '/'. */
 #define MC_VIEW_STATS_PREFIX "/stats/"
@@ -141,8 +146,15 @@ size_t mc_view_stats_key(const char *app, size_t app_len, char buf[MC_VIEW_STATS
 
 typedef struct mc_view_minute {
     int32_t minute; /* since the epoch; 0: unused */
-    uint32_t calls, failures, dead;
+    uint32_t calls, failures, dead, submitted;
+    uint32_t late[MC_VIEW_LATE_BUCKETS]; /* calls by lateness */
 } mc_view_minute;
+
+/* What one record adds to its minute. */
+typedef struct mc_view_count {
+    uint32_t submitted, calls, failures, dead;
+    int64_t late_ms; /* a call's lateness; -1: none */
+} mc_view_count;
 
 typedef struct mc_view_app_stats {
     mc_keynode node;
@@ -158,13 +170,27 @@ typedef struct mc_view_app_stats {
 /* New, empty counters under changelog key `key` (MC_VIEW_STATS_PREFIX app).
  * Caller owns them (free()); NULL on ENOMEM. */
 mc_view_app_stats *mc_view_app_stats_new(const void *key, size_t key_len);
-/* Adds to the minute of at_ms (a minute older than the window is dropped). */
-void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, uint32_t calls, uint32_t failures,
-                           uint32_t dead);
+/* Adds c to the minute of at_ms (a minute older than the window is
+ * dropped). */
+void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, const mc_view_count *c);
 /* Sums the minutes of the last hour before now_ms into out[0..2] (calls,
  * failures, dead). Returns whether any minute of the hour is left. */
 bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t out[3]);
-/* The changelog value: "MS1" and the minutes in use. 0, or -1 on ENOMEM. */
+/* Adds the minutes of the last hour before now_ms of s into sum, by
+ * minute: sum has MC_VIEW_STATS_MINUTES entries, sum[i] the minute
+ * MC_VIEW_STATS_MINUTES - 1 - i before now's (the caller zeroes it first). */
+void mc_view_app_stats_add_to(const mc_view_app_stats *s, int64_t now_ms, mc_view_minute *sum);
+/* The last hour's minutes, oldest first, as an instance answers them:
+ * [{"minute": epoch ms, "submitted", "calls", "failures", "dead", "late":
+ * [the buckets]}]; sum as mc_view_app_stats_add_to fills it, for the hour
+ * before now_ms. Caller owns it; NULL on ENOMEM. */
+json_t *mc_view_minutes_json(const mc_view_minute *sum, int64_t now_ms);
+/* The q-quantile (0 < q < 1) of the lateness counted in buckets, in ms,
+ * interpolated within its bucket; -1 when nothing was counted. */
+int64_t mc_view_late_quantile(const uint32_t *buckets, double q);
+/* The changelog value: "MS2" and the minutes in use (a bitmap of the
+ * lateness buckets used, and those). "MS1" (no submits, no lateness) is
+ * still read. 0, or -1 on ENOMEM. */
 int mc_view_app_stats_encode(const mc_view_app_stats *s, mc_buf *out);
 /* Counters for key from a changelog value; NULL when the bytes are not one
  * (*why says what is wrong) or on ENOMEM. Caller owns them. */

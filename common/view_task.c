@@ -429,7 +429,7 @@ bool mc_view_state_final(mc_view_state s)
 
 /* ---- the answer ------------------------------------------------------------------ */
 
-static json_t *callback_json(const mc_callback *cb)
+json_t *mc_view_callback_json(const mc_callback *cb)
 {
     json_t *headers = json_object();
     for (size_t i = 0; i < cb->n_headers; i++)
@@ -622,7 +622,7 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             json_object_set_new(j, "appId", json_string(st.task.app_id));
             json_object_set_new(j, "uuid", json_string(st.task.task_id));
             json_object_set_new(j, "createdAt", json_integer(st.task.created_at));
-            json_object_set_new(j, "callback", callback_json(&st.task.callback));
+            json_object_set_new(j, "callback", mc_view_callback_json(&st.task.callback));
             json_object_set_new(j, "retry",
                                 mc_retry_to_json(st.task.has_retry, &st.task.retry, true));
             json_object_set_new(j, "metadata",

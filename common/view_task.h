@@ -162,6 +162,10 @@ bool mc_view_state_final(mc_view_state s);
  * callback with secrets redacted, every attempt's Result, older versions.
  * Caller owns the JSON. */
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
+/* A callback as every answer shows it: secret headers, secret query
+ * parameters and the URL's user info redacted (redact.h). Caller owns it;
+ * NULL on ENOMEM. Any thread. */
+json_t *mc_view_callback_json(const mc_callback *cb);
 
 /* One line of GET /api/tasks: the answer above without the attempts (the
  * last one as lastAttempt, without the endpoint's answer), older versions,

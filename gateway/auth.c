@@ -9,8 +9,11 @@
 #include "config.h"
 #include "crypto.h"
 
+typedef enum token_kind { TOKEN_APP, TOKEN_INNER, TOKEN_ADMIN } token_kind;
+
 typedef struct token {
-    char *app_id; /* NULL for an inner token */
+    token_kind kind;
+    char *app_id; /* an app token's app; NULL for the others */
     uint8_t digest[MC_SHA256_LEN];
 } token;
 
@@ -21,7 +24,7 @@ struct mc_tokens {
 
 typedef struct parse_state {
     mc_tokens *t;
-    bool inner;
+    token_kind kind;
     const char *what;
 } parse_state;
 
@@ -46,7 +49,7 @@ static int add_token(void *arg, const char *entry, size_t len, const char *where
     parse_state *ps = arg;
     const char *secret = entry, *app = NULL;
     size_t secret_len = len, app_len = 0;
-    if (!ps->inner) {
+    if (ps->kind == TOKEN_APP) {
         const char *eq = memchr(entry, '=', len);
         if (!eq) {
             snprintf(err, errlen, "%s: %s has no '=' (expected appId=token)", ps->what, where);
@@ -87,6 +90,7 @@ static int add_token(void *arg, const char *entry, size_t len, const char *where
         t->cap = cap;
     }
     token *tk = &t->v[t->n];
+    tk->kind = ps->kind;
     tk->app_id = NULL;
     if (app && !(tk->app_id = strndup(app, app_len))) {
         snprintf(err, errlen, "%s: out of memory", ps->what);
@@ -97,17 +101,20 @@ static int add_token(void *arg, const char *entry, size_t len, const char *where
     return 0;
 }
 
-mc_tokens *mc_tokens_parse(const char *app_tokens, const char *inner_tokens, char *err,
-                           size_t errlen)
+mc_tokens *mc_tokens_parse(const char *app_tokens, const char *inner_tokens,
+                           const char *admin_tokens, char *err, size_t errlen)
 {
     mc_tokens *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errlen, "tokens: out of memory");
         return NULL;
     }
-    parse_state app = {t, false, "MOONCAKE_APP_TOKENS"}, inner = {t, true, "MOONCAKE_INNER_TOKENS"};
+    parse_state app = {t, TOKEN_APP, "MOONCAKE_APP_TOKENS"},
+                inner = {t, TOKEN_INNER, "MOONCAKE_INNER_TOKENS"},
+                admin = {t, TOKEN_ADMIN, "MOONCAKE_ADMIN_TOKENS"};
     if (mc_config_each_entry(app_tokens, app.what, add_token, &app, err, errlen) != 0 ||
-        mc_config_each_entry(inner_tokens, inner.what, add_token, &inner, err, errlen) != 0) {
+        mc_config_each_entry(inner_tokens, inner.what, add_token, &inner, err, errlen) != 0 ||
+        mc_config_each_entry(admin_tokens, admin.what, add_token, &admin, err, errlen) != 0) {
         mc_tokens_free(t);
         return NULL;
     }
@@ -131,17 +138,39 @@ mc_grant mc_tokens_lookup(const mc_tokens *t, const char *token_text, size_t len
     for (size_t i = 0; t && i < t->n; i++) {
         bool eq = digest_equal(g.digest, t->v[i].digest);
         g.known |= eq;
-        g.inner |= eq && !t->v[i].app_id;
+        g.inner |= eq && t->v[i].kind == TOKEN_INNER;
+        g.admin |= eq && t->v[i].kind == TOKEN_ADMIN;
     }
     return g;
 }
 
 bool mc_grant_allows(const mc_tokens *t, const mc_grant *g, const char *app_id)
 {
+    if (g->known && g->admin)
+        return true;
     bool ok = false;
     for (size_t i = 0; t && g->known && i < t->n; i++)
         if (t->v[i].app_id && digest_equal(g->digest, t->v[i].digest) &&
             strcmp(t->v[i].app_id, app_id) == 0)
             ok = true;
     return ok;
+}
+
+json_t *mc_tokens_apps(const mc_tokens *t, const mc_grant *g, bool every)
+{
+    json_t *apps = json_array();
+    for (size_t i = 0; apps && t && i < t->n; i++) {
+        const token *tk = &t->v[i];
+        if (!tk->app_id || (!every && !digest_equal(g->digest, tk->digest)))
+            continue;
+        bool seen = false; /* an app with a rotated token is listed once */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = t->v[j].app_id && strcmp(t->v[j].app_id, tk->app_id) == 0 &&
+                   (every || digest_equal(g->digest, t->v[j].digest));
+        if (!seen && json_array_append_new(apps, json_string(tk->app_id)) != 0) {
+            json_decref(apps);
+            return NULL;
+        }
+    }
+    return apps;
 }

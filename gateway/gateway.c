@@ -37,7 +37,10 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cluster.h"
 #include "codec.h"
+#include "console.h"
+#include "dead_letters.h"
 #include "idempotency.h"
 #include "job_json.h"
 #include "jobs_view.h"
@@ -72,6 +75,12 @@ typedef enum route_id {
     R_TASK,
     R_TASKS,
     R_STATS,
+    R_RESCHEDULE,
+    R_WHOAMI,
+    R_CLUSTER,
+    R_CONSOLE,
+    R_DEAD_LETTERS,
+    R_DEAD_REQUEUE,
     R_OTHER,
     N_ROUTES
 } route_id;
@@ -98,6 +107,13 @@ static const route routes[N_ROUTES] = {
     [R_TASK] = {"/api/task", "GET", "GET"},
     [R_TASKS] = {"/api/tasks", "GET", "GET"},
     [R_STATS] = {"/api/stats", "GET", "GET"},
+    [R_RESCHEDULE] = {"/api/task/reschedule", "POST", "POST"},
+    [R_WHOAMI] = {"/api/whoami", "GET", "GET"},
+    [R_CLUSTER] = {"/api/cluster", "GET", "GET"},
+    /* every /console path: the console's files (console.h) */
+    [R_CONSOLE] = {"/console/", "GET", "GET, HEAD"},
+    [R_DEAD_LETTERS] = {"/api/dead-letters", "GET", "GET"},
+    [R_DEAD_REQUEUE] = {"/api/dead-letters/requeue", "POST", "POST"},
     [R_OTHER] = {"other", NULL, NULL},
 };
 
@@ -136,6 +152,8 @@ struct mc_gateway {
     mc_jobs_view *jobs_view;  /* NULL: --gateway-jobs-view false */
     mc_view_asker view;       /* its functions NULL: no view in this process */
     mc_view_forward *forward; /* to the view instance holding a key's partition */
+    mc_dead_api *dead;        /* GET /api/dead-letters, POST /api/dead-letters/requeue */
+    mc_cluster *cluster;      /* GET /api/cluster */
 
     pthread_t delivery_thread;
     bool delivery_started;
@@ -175,6 +193,7 @@ typedef struct request {
     int64_t start_ns;
     bool answered;
     mc_grant grant;
+    const char *url; /* libmicrohttpd's, during the first call only */
     char *body;
     size_t len, cap;
     bool too_large;
@@ -190,10 +209,12 @@ typedef struct request {
     /* GET /api/task, /api/tasks, /api/stats: the question (copied for
      * ask_thread) and its answer. */
     char *q_app, *q_uuid, *q_auth;
+    int64_t q_due;           /* POST /api/task/reschedule: the new due time */
     mc_tasks_query *q_tasks; /* its strings point into q_args */
     char *q_query;           /* what q_tasks asks, as a query string */
     char *q_args;
     bool q_forwarded, q_relayed;
+    mc_dead_job *q_dead; /* a dead-letter route's checked request */
     int q_status;
     char *q_body;
 } request;
@@ -240,6 +261,7 @@ static enum MHD_Result answer_json(request *rq, unsigned status, const char *bod
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    mc_console_add_security_headers(r);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, routes[rq->route].allow);
     if (status == MHD_HTTP_UNAUTHORIZED)
@@ -334,6 +356,8 @@ static const char *record_noun(route_id r)
  * matches (it answers 405). */
 static route_id find_route(const char *url, const char *method)
 {
+    if (strncmp(url, "/console", strlen("/console")) == 0)
+        return R_CONSOLE;
     route_id by_path = R_OTHER;
     for (int r = 0; r < R_OTHER; r++)
         if (strcmp(url, routes[r].path) == 0) {
@@ -359,6 +383,7 @@ static void request_free(request *rq)
     free(rq->q_tasks);
     free(rq->q_query);
     free(rq->q_args);
+    mc_dead_job_free(rq->q_dead);
     mc_buf_free(&rq->out);
     pthread_mutex_destroy(&rq->lock);
     free(rq);
@@ -375,6 +400,47 @@ static bool content_type_ok(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+/* A state-changing request a browser sent from a page of another origin
+ * (CSRF). The API's token is never a cookie, so such a page cannot make a
+ * browser send it; this refuses the request anyway, on the Origin header
+ * every browser sends with a cross-origin POST (and Sec-Fetch-Site, which
+ * those that send it set to cross-site). Clients that are not browsers
+ * send neither. */
+static bool cross_site(request *rq)
+{
+    struct MHD_Connection *c = rq->conn;
+    const char *site = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site");
+    if (site && strcasecmp(site, "cross-site") == 0)
+        return true;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin)
+        return false;
+    /* Host against the Origin's host and port, not its scheme: behind a
+     * proxy that ends TLS the page is https and the gateway is not. */
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *authority = strstr(origin, "://");
+    return !host || !authority || strcasecmp(authority + 3, host) != 0;
+}
+
+/* Serves a console file (GET or HEAD; 404 for a name that is not one). */
+static enum MHD_Result answer_console(request *rq)
+{
+    const mc_console_asset *a = mc_console_find(rq->url);
+    if (!a)
+        return answer_error(rq, MHD_HTTP_NOT_FOUND, "no such console file");
+    const char *etag =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    unsigned status = 0;
+    struct MHD_Response *r = mc_console_response(a, etag, &status);
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(rq->conn, status, r);
+    MHD_destroy_response(r);
+    rq->answered = true;
+    count_answer(rq->g, rq->route, status, rq->start_ns);
+    return ret;
+}
+
 /* What the headers alone decide; returns true when it queued an answer
  * (*ret set). */
 static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
@@ -386,7 +452,7 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
         *ret = answer_error(rq, MHD_HTTP_NOT_FOUND, "no such route (see gateway/openapi.yaml)");
         return true;
     }
-    bool head_ok = rq->route == R_UUID && strcmp(method, "HEAD") == 0;
+    bool head_ok = (rq->route == R_UUID || rq->route == R_CONSOLE) && strcmp(method, "HEAD") == 0;
     if (strcmp(method, rt->method) != 0 && !head_ok) {
         *ret = answer_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s, not %.20s", rt->path,
                             rt->allow, method);
@@ -394,6 +460,12 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
     }
     if (rq->route == R_UUID)
         return false;
+    if (rq->route == R_CONSOLE) {
+        /* The page itself holds no data: it asks the API with the token
+         * the user types, so it is served to anyone. */
+        *ret = answer_console(rq);
+        return true;
+    }
     if (atomic_load(&g->stopping)) {
         *ret = answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is shutting down");
         return true;
@@ -412,6 +484,12 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
         *ret =
             answer_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body is %.20s bytes, more than %" PRId64,
                          cl, g->cfg->gateway_max_body_bytes);
+        return true;
+    }
+    if (has_body && cross_site(rq)) {
+        *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
+                            "a request from another site's page is refused (its Origin is not "
+                            "this gateway's)");
         return true;
     }
     if (!g->cfg->gateway_no_auth) {
@@ -439,7 +517,7 @@ static bool check_headers(request *rq, const char *method, enum MHD_Result *ret)
             return true;
         }
         if (rq->route != R_INNER_SUBMIT && rq->route != R_TASK && rq->route != R_TASKS &&
-            rq->route != R_STATS && rq->grant.inner) {
+            rq->route != R_STATS && rq->route != R_WHOAMI && rq->grant.inner) {
             *ret = answer_error(rq, MHD_HTTP_FORBIDDEN,
                                 "inner tokens are for /inner/submit; use the app's token here");
             return true;
@@ -957,9 +1035,35 @@ out:
     return status;
 }
 
-/* Asks the view of this process, or the instance holding the key's
- * partition (once: a forwarded question goes no further), and resumes the
- * connection with the answer in rq. Its own thread, detached. */
+/* The view of this process does not hold rq's key: asks the instance that
+ * does (once: a forwarded request goes no further), GET /api/task or, for a
+ * reschedule, the same POST. Frees *body first; the status and *body as
+ * the forward gives them. */
+static int ask_elsewhere(request *rq, char **body, bool *relayed)
+{
+    mc_gateway *g = rq->g;
+    free(*body);
+    *body = NULL;
+    char why[300];
+    int32_t p;
+    if (rq->q_forwarded) {
+        *body = strdup("the view's partitions are moving; ask again");
+        return 503;
+    }
+    if ((p = mc_view_forward_partition(g->forward, rq->q_app, rq->q_uuid, why, sizeof why)) < 0) {
+        *body = strdup(why);
+        return 503;
+    }
+    if (rq->route == R_RESCHEDULE)
+        return mc_view_forward_post(g->forward, p, routes[R_RESCHEDULE].path, rq->body, rq->q_auth,
+                                    body, relayed);
+    return mc_view_forward_ask(g->forward, p, rq->q_app, rq->q_uuid, rq->q_auth, body, relayed);
+}
+
+/* Does what rq waits for (describes the cluster, gathers a list, runs a
+ * dead-letter job, asks the view of this process or the instance holding
+ * the key's partition) and resumes the connection with the answer in rq.
+ * Its own thread, detached. */
 static void *ask_thread(void *arg)
 {
     request *rq = arg;
@@ -967,29 +1071,34 @@ static void *ask_thread(void *arg)
     char *body = NULL;
     int status = 421;
     bool relayed = false;
+    if (rq->route == R_CLUSTER) {
+        char why[512] = "";
+        body = mc_cluster_describe(g->cluster, why, sizeof why);
+        status = body ? 200 : 503;
+        if (!body)
+            body = strdup(why);
+        goto answered;
+    }
     if (rq->q_tasks) {
         status = gather(rq, &body);
         goto answered;
     }
+    if (rq->route == R_RESCHEDULE) {
+        status = g->view.stored_task ? g->view.stored_task(g->view.cls, rq->q_app, rq->q_uuid,
+                                                           TASK_QUESTION_TIMEOUT_MS, &body)
+                                     : 421;
+        if (status == 421)
+            status = ask_elsewhere(rq, &body, &relayed);
+        goto answered;
+    }
+    if (rq->q_dead) {
+        status = mc_dead_api_run(g->dead, rq->q_dead, &body);
+        goto answered;
+    }
     if (g->view.task)
         status = g->view.task(g->view.cls, rq->q_app, rq->q_uuid, TASK_QUESTION_TIMEOUT_MS, &body);
-    if (status == 421) {
-        free(body);
-        body = NULL;
-        char why[300];
-        int32_t p;
-        if (rq->q_forwarded) {
-            status = 503;
-            body = strdup("the view's partitions are moving; ask again");
-        } else if ((p = mc_view_forward_partition(g->forward, rq->q_app, rq->q_uuid, why,
-                                                  sizeof why)) < 0) {
-            status = 503;
-            body = strdup(why);
-        } else {
-            status = mc_view_forward_ask(g->forward, p, rq->q_app, rq->q_uuid, rq->q_auth, &body,
-                                         &relayed);
-        }
-    }
+    if (status == 421)
+        status = ask_elsewhere(rq, &body, &relayed);
 answered:
     pthread_mutex_lock(&rq->lock);
     rq->q_status = status;
@@ -1079,9 +1188,34 @@ static enum MHD_Result answer_tasks(request *rq)
     return start_asking(rq);
 }
 
+/* GET /api/dead-letters and POST /api/dead-letters/requeue
+ * (dead_letters.h): checked here, run on ask_thread. */
+static enum MHD_Result answer_dead_letters(request *rq)
+{
+    mc_gateway *g = rq->g;
+    char why[512];
+    unsigned status;
+    if (rq->route == R_DEAD_REQUEUE) {
+        status = mc_dead_job_requeue(rq->body, rq->len, &rq->q_dead, why, sizeof why);
+    } else {
+        query_args args = {0};
+        MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_query_arg, &args);
+        if (args.too_many)
+            return answer_error(rq, MHD_HTTP_BAD_REQUEST, "more than %d query parameters",
+                                MAX_QUERY_ARGS);
+        status = mc_dead_job_list(args.kv, args.n, mc_now_ms(), &rq->q_dead, why, sizeof why);
+    }
+    if (status)
+        return answer_error(rq, status, "%s", why);
+    const char *app = mc_dead_job_app(rq->q_dead);
+    if (!g->cfg->gateway_no_auth && !mc_grant_allows(g->tokens, &rq->grant, app))
+        return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'", app);
+    return start_asking(rq);
+}
+
 /* Hands the question in rq to ask_thread: it may wait seconds (a view
- * catching up, a forward), so on a thread of its own, with the connection
- * suspended, and the HTTP threads go on serving submits meanwhile. */
+ * catching up, a forward, the broker describing the cluster), so on a thread of its own, with the
+ * connection suspended, and the HTTP threads go on serving submits meanwhile. */
 static enum MHD_Result start_asking(request *rq)
 {
     mc_gateway *g = rq->g;
@@ -1115,12 +1249,86 @@ static enum MHD_Result start_asking(request *rq)
     return MHD_YES;
 }
 
+/* POST /api/task/reschedule: {appId, uuid, dueAt?}. The task is submitted
+ * again, as it is (callback, retry policy, metadata), due at dueAt (now
+ * when left out), from the view that holds its partition: this process's,
+ * or the instance's that holds it, which does the whole of it there. */
+static enum MHD_Result answer_reschedule(request *rq)
+{
+    mc_gateway *g = rq->g;
+    json_error_t jerr;
+    json_t *j = json_loadb(rq->body, rq->len, 0, &jerr);
+    const char *app = json_string_value(json_object_get(j, "appId"));
+    const char *uuid = json_string_value(json_object_get(j, "uuid"));
+    json_t *due = json_object_get(j, "dueAt");
+    char why[300];
+    enum MHD_Result ret;
+    if (!json_is_object(j))
+        ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "body is not a JSON object: %s", jerr.text);
+    else if (!app || !uuid)
+        ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s: a string is required",
+                           app ? "uuid" : "appId");
+    else if (due && !json_is_integer(due))
+        ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "dueAt: epoch milliseconds are required");
+    else if (!mc_task_ids_ok(app, uuid, &mc_task_json_names, why, sizeof why))
+        ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+    else if (!g->cfg->gateway_no_auth && !mc_grant_allows(g->tokens, &rq->grant, app))
+        ret = answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'", app);
+    else if (!(rq->q_app = strdup(app)) || !(rq->q_uuid = strdup(uuid)))
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    else {
+        rq->q_due = due ? (int64_t)json_integer_value(due) : mc_now_ms();
+        ret = start_asking(rq);
+    }
+    json_decref(j);
+    return ret;
+}
+
+/* The view gave the task's bytes (rq->q_body, base64): the same task as a
+ * new Submit, due at rq->q_due, attempt 1. */
+static enum MHD_Result submit_again(request *rq)
+{
+    mc_gateway *g = rq->g;
+    size_t len = strlen(rq->q_body), n = 0;
+    uint8_t *bytes = malloc(MC_BASE64_DECODED_MAX(len) + 1);
+    mc_arena *arena = mc_arena_new();
+    mc_stored_task st;
+    char why[512];
+    enum MHD_Result ret;
+    int64_t now = mc_now_ms();
+    if (!bytes || !arena) {
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    } else if (mc_base64_decode(rq->q_body, len, bytes, MC_BASE64_DECODED_MAX(len) + 1, &n) != 0 ||
+               mc_decode_stored_task(bytes, n, arena, &st, why, sizeof why) != MC_CODEC_OK) {
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "the view's copy does not decode");
+    } else {
+        mc_command cmd = {.kind = MC_CMD_SUBMIT, .submit = st.task};
+        cmd.submit.due_at = rq->q_due;
+        cmd.submit.attempt = 1;
+        mc_task_field_names names = mc_task_json_names;
+        names.due_at = "dueAt";
+        if (!mc_task_ok(&cmd.submit, now, g->cfg->max_due_ms, &names, why, sizeof why))
+            ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+        else if (mc_encode_command(&cmd, &rq->out) != 0 ||
+                 !(rq->data = json_text(
+                       json_pack("{s:s,s:I}", "uuid", rq->q_uuid, "dueAt", (json_int_t)rq->q_due))))
+            ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        else
+            ret = produce(rq, g->tasks, rq->q_app, rq->q_uuid);
+    }
+    free(bytes);
+    mc_arena_free(arena);
+    return ret;
+}
+
 /* The view's answer, once ask_thread has it. */
 static enum MHD_Result answer_asked(request *rq)
 {
     const char *body = rq->q_body;
     if (rq->q_relayed)
         return answer_json(rq, (unsigned)rq->q_status, body ? body : "", false);
+    if (rq->route == R_RESCHEDULE && rq->q_status == 200)
+        return submit_again(rq);
     switch (rq->q_status) {
     case 200:
         return answer_ok(rq, body);
@@ -1128,6 +1336,7 @@ static enum MHD_Result answer_asked(request *rq)
     case 401:
     case 403:
     case 404:
+    case 409:
         return answer_error(rq, (unsigned)rq->q_status, "%s", body ? body : "");
     case 503:
         return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", body ? body : "");
@@ -1152,6 +1361,10 @@ static enum MHD_Result handle_post(request *rq)
         return answer_error(rq, MHD_HTTP_BAD_REQUEST, "body is empty: a JSON object is required");
     if (rq->route == R_JOBS_PREVIEW)
         return answer_preview(rq);
+    if (rq->route == R_RESCHEDULE)
+        return answer_reschedule(rq);
+    if (rq->route == R_DEAD_REQUEUE)
+        return answer_dead_letters(rq);
     mc_arena *arena = mc_arena_new();
     if (!arena)
         return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
@@ -1201,6 +1414,22 @@ static enum MHD_Result answer_acked(request *rq)
     return answer_ok(rq, rq->data);
 }
 
+/* GET /api/whoami: what the token may do, for the console to offer: admin
+ * (every app, and the cluster), the apps it acts on, inner. */
+static enum MHD_Result answer_whoami(request *rq)
+{
+    mc_gateway *g = rq->g;
+    bool admin = g->cfg->gateway_no_auth || rq->grant.admin;
+    json_t *apps = mc_tokens_apps(g->tokens, &rq->grant, admin);
+    char *data = apps ? json_text(json_pack("{s:b,s:b,s:o}", "admin", admin, "inner",
+                                            !admin && rq->grant.inner, "apps", apps))
+                      : NULL;
+    enum MHD_Result ret = data ? answer_ok(rq, data)
+                               : answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    free(data);
+    return ret;
+}
+
 static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                       const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
@@ -1216,6 +1445,7 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         rq->conn = conn;
         rq->start_ns = mc_mono_ns();
         rq->route = find_route(url, method);
+        rq->url = url;
         *req_cls = rq;
         mc_gauge_add(g->in_flight, 1);
         enum MHD_Result ret;
@@ -1251,12 +1481,23 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         free(data);
         return ret;
     }
+    if (rq->route == R_WHOAMI)
+        return answer_whoami(rq);
+    if (rq->route == R_CLUSTER) {
+        /* Every app's figures and the instances' hosts: operators only. */
+        if (!g->cfg->gateway_no_auth && !rq->grant.admin)
+            return answer_error(rq, MHD_HTTP_FORBIDDEN,
+                                "GET /api/cluster needs an admin token (MOONCAKE_ADMIN_TOKENS)");
+        return start_asking(rq);
+    }
     if (rq->route == R_JOBS_LIST)
         return answer_list(rq);
     if (rq->route == R_TASK)
         return answer_task(rq);
     if (rq->route == R_TASKS || rq->route == R_STATS)
         return answer_tasks(rq);
+    if (rq->route == R_DEAD_LETTERS)
+        return answer_dead_letters(rq);
     return handle_post(rq);
 }
 
@@ -1421,15 +1662,17 @@ static unsigned fit_open_files(mc_gateway *g, unsigned wanted)
 
 int mc_gateway_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
-    mc_tokens *t = mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, err, errlen);
+    mc_tokens *t =
+        mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, cfg->admin_tokens, err, errlen);
     if (!t)
         return -1;
     size_t n = mc_tokens_count(t);
     mc_tokens_free(t);
     if (n == 0 && !cfg->gateway_no_auth) {
         snprintf(err, errlen,
-                 "no tokens: set MOONCAKE_APP_TOKENS (appId=token,...) and/or "
-                 "MOONCAKE_INNER_TOKENS, or --gateway-no-auth to serve without authentication");
+                 "no tokens: set MOONCAKE_APP_TOKENS (appId=token,...), MOONCAKE_INNER_TOKENS "
+                 "and/or MOONCAKE_ADMIN_TOKENS, or --gateway-no-auth to serve without "
+                 "authentication");
         return -1;
     }
     bool cert = cfg->gateway_tls_cert[0], key = cfg->gateway_tls_key[0];
@@ -1495,7 +1738,8 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     pthread_cond_init(&g->wait_cond, NULL);
     mc_uuid7_init(&g->uuids);
     snprintf(g->broker_why, sizeof g->broker_why, "not probed yet");
-    if (!(g->tokens = mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, err, errlen)))
+    if (!(g->tokens =
+              mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, cfg->admin_tokens, err, errlen)))
         goto fail;
     if (cfg->gateway_tls_cert[0] &&
         (!(g->tls_cert = read_pem(cfg->gateway_tls_cert, "--gateway-tls-cert", err, errlen)) ||
@@ -1515,7 +1759,12 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
         goto fail;
     if (!(g->producer = producer_new(g, err, errlen)))
         goto fail;
-    if (!(g->forward = mc_view_forward_new(cfg, g->producer, &g->log))) {
+    if (!(g->forward = mc_view_forward_new(cfg, g->producer, &g->log)) ||
+        !(g->cluster = mc_cluster_new(cfg, g->producer))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (!(g->dead = mc_dead_api_new(cfg, &g->log, &g->stopping))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -1581,6 +1830,7 @@ static bool health_check(void *arg, char *why, size_t whylen)
 
 void mc_gateway_attach(mc_gateway *g, mc_http_server *http)
 {
+    mc_cluster_set_http(g->cluster, http);
     mc_http_add_check(http, "ready", "broker", ready_check, g);
     mc_http_add_check(http, "health", "producer", health_check, g);
 }
@@ -1651,6 +1901,8 @@ void mc_gateway_free(mc_gateway *g)
     if (g->job_commands)
         rd_kafka_topic_destroy(g->job_commands);
     mc_view_forward_free(g->forward);
+    mc_dead_api_free(g->dead);
+    mc_cluster_free(g->cluster);
     if (g->producer)
         rd_kafka_destroy(g->producer);
     mc_jobs_view_free(g->jobs_view);

@@ -272,8 +272,10 @@ static void look_again(mc_view_forward *f)
     pthread_mutex_unlock(&f->lock);
 }
 
-int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const char *task_id,
-                        const char *authorization, char **body, bool *relayed)
+/* Sends one request to the instance holding partition p: GET base + path
+ * (with its query), or POST of post_body (JSON) when it is not NULL. */
+static int forward_one(mc_view_forward *f, int32_t p, const char *path, const char *post_body,
+                       const char *authorization, char **body, bool *relayed)
 {
     *body = NULL;
     *relayed = false;
@@ -289,14 +291,17 @@ int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const
     const char *base = owner + strlen(MC_ADVERTISED_PREFIX);
     answer_buf a = {0};
     struct curl_slist *h = NULL;
-    char *app = curl_easy_escape(NULL, app_id, 0);
-    char *uuid = curl_easy_escape(NULL, task_id, 0);
-    size_t url_len = strlen(base) + (app ? strlen(app) : 0) + (uuid ? strlen(uuid) : 0) + 64;
+    size_t url_len = strlen(base) + strlen(path) + 1;
     char *url = malloc(url_len);
-    if (url && app && uuid)
-        snprintf(url, url_len, "%s/api/task?appId=%s&uuid=%s", base, app, uuid);
-    CURL *c = url && app && uuid ? forward_handle(url, authorization, &a, &h) : NULL;
+    if (url)
+        snprintf(url, url_len, "%s%s", base, path);
+    CURL *c = url ? forward_handle(url, authorization, &a, &h) : NULL;
     int status = 503;
+    if (c && post_body) {
+        h = curl_slist_append(h, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
+    }
     if (c) {
         CURLcode rc = curl_easy_perform(c);
         long code = 0;
@@ -318,13 +323,37 @@ int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const
     }
     free(a.data);
     free(url);
-    curl_free(app);
-    curl_free(uuid);
     curl_slist_free_all(h);
     if (c)
         curl_easy_cleanup(c);
     free(owner);
     return status;
+}
+
+int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const char *task_id,
+                        const char *authorization, char **body, bool *relayed)
+{
+    char *app = curl_easy_escape(NULL, app_id, 0);
+    char *uuid = curl_easy_escape(NULL, task_id, 0);
+    char *path = NULL;
+    int status;
+    if (app && uuid && asprintf(&path, "/api/task?appId=%s&uuid=%s", app, uuid) >= 0) {
+        status = forward_one(f, p, path, NULL, authorization, body, relayed);
+    } else {
+        path = NULL;
+        *relayed = false;
+        status = sentence(body, "out of memory");
+    }
+    free(path);
+    curl_free(app);
+    curl_free(uuid);
+    return status;
+}
+
+int mc_view_forward_post(mc_view_forward *f, int32_t p, const char *path, const char *post_body,
+                         const char *authorization, char **body, bool *relayed)
+{
+    return forward_one(f, p, path, post_body, authorization, body, relayed);
 }
 
 /* One instance's share of a gathered question. */

@@ -25,6 +25,8 @@ typedef struct mc_view_asker {
     int (*task)(void *cls, const char *app_id, const char *task_id, int timeout_ms, char **body);
     int (*tasks)(void *cls, const mc_view_filter *f, bool stats, const int32_t *partitions,
                  size_t n, int timeout_ms, char **body);
+    int (*stored_task)(void *cls, const char *app_id, const char *task_id, int timeout_ms,
+                       char **body);
     void *cls;
 } mc_view_asker;
 
@@ -55,6 +57,13 @@ int32_t mc_view_forward_partition(mc_view_forward *f, const char *app_id, const 
  * or it did not answer. */
 int mc_view_forward_ask(mc_view_forward *f, int32_t p, const char *app_id, const char *task_id,
                         const char *authorization, char **body, bool *relayed);
+
+/* Sends the request POST <path> with post_body (JSON) and the client's
+ * Authorization to the instance holding partition p, which does it there:
+ * what its view alone can do (a reschedule needs the task's own bytes).
+ * Statuses and *body as mc_view_forward_ask's. */
+int mc_view_forward_post(mc_view_forward *f, int32_t p, const char *path, const char *post_body,
+                         const char *authorization, char **body, bool *relayed);
 
 /* Asks every instance holding one of the n partitions, at once, GET
  * <path>?<query>&partitions=<the ones it holds> with the client's

@@ -303,7 +303,7 @@ static bool fold_ready(view *v, mc_view_task *t, const mc_record *r)
 
 /* Adds to the minute of r's time in the counters of r's app (the key up to
  * its '/'), which go to the changelog with the next commit. */
-static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t failures, uint32_t dead)
+static int count(view_part *p, const mc_record *r, const mc_view_count *c)
 {
     const char *slash = memchr(r->key, '/', r->key_len);
     if (!slash || slash == (const char *)r->key)
@@ -319,7 +319,7 @@ static int count(view_part *p, const mc_record *r, uint32_t calls, uint32_t fail
             return -1;
         mc_keymap_insert(p->apps, &a->node);
     }
-    mc_view_app_stats_add(a, r->timestamp_ms, calls, failures, dead);
+    mc_view_app_stats_add(a, r->timestamp_ms, c);
     if (!a->dirty) {
         a->dirty = true;
         a->next_dirty = p->dirty_apps;
@@ -361,11 +361,16 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
             return 0;
         /* A recall's CANCELLED Result is no call. */
-        if (res.outcome != MC_OUTCOME_CANCELLED &&
-            count(p, r, 1, res.outcome != MC_OUTCOME_SUCCEEDED, 0) != 0)
+        mc_view_count c = {.calls = 1,
+                           .failures = res.outcome != MC_OUTCOME_SUCCEEDED,
+                           .late_ms =
+                               res.started_at > 0 && res.due_at > 0
+                                   ? (res.started_at > res.due_at ? res.started_at - res.due_at : 0)
+                                   : -1};
+        if (res.outcome != MC_OUTCOME_CANCELLED && count(p, r, &c) != 0)
             return -1;
     }
-    if (in == IN_DEAD && count(p, r, 0, 0, 1) != 0)
+    if (in == IN_DEAD && count(p, r, &(mc_view_count){.dead = 1, .late_ms = -1}) != 0)
         return -1;
     /* No task key starts with '/' (the changelog's own keys do). */
     if (r->key_len == 0 || ((const char *)r->key)[0] == '/' || v->partitions <= 0)
@@ -390,6 +395,11 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
     switch (in) {
     case IN_TASKS:
         changed = fold_tasks(v, t, r, ctx);
+        /* Submits are counted at their key's home only: a client's record
+         * written elsewhere is copied there, and would count twice. */
+        if (t->version == r->offset &&
+            count(p, r, &(mc_view_count){.submitted = 1, .late_ms = -1}) != 0)
+            return -1;
         break;
     case IN_WHEEL:
         changed = fold_wheel(v, t, r);

@@ -22,6 +22,13 @@ void mc_view_door_free(mc_view_door *d);
  * thread but the view's. */
 int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
                      char **body);
+/* The newest version of task app/task as the view keeps it: 200 with its
+ * StoredTask bytes in base64 (secrets and all: for the gateway of this
+ * process to submit again, never for an answer), or a sentence: 404 and 421
+ * and 503 as above, 409 when the view keeps no bytes of it. *body is the
+ * caller's. Blocks; any thread but the view's. */
+int mc_view_ask_stored_task(mc_view_door *d, const char *app_id, const char *task_id,
+                            int timeout_ms, char **body);
 /* The answer to GET /api/tasks (stats false) or /api/stats for the n
  * partitions named (n 0: every one this view holds) that this view holds,
  * with every record committed before the question in it: 200 with

@@ -47,6 +47,7 @@ typedef struct question {
     question_kind kind;
     char *key; /* Q_TASK: the task's key */
     size_t key_len;
+    bool stored; /* Q_TASK: answer the task's StoredTask bytes, in base64 */
     /* Q_LIST, Q_STATS: the filter, its strings owned here, and the
      * partitions asked about (none: every one the view holds). */
     mc_view_filter filter;

@@ -3,6 +3,7 @@
  * answering on the view's own thread, which owns the table: a question waits
  * until the view's consumer has passed where its partitions ended when it
  * was asked, then is answered from the table (see view.c). */
+#include "crypto.h"
 #include "view_impl.h"
 
 mc_view_door *mc_view_door_new(void)
@@ -113,8 +114,9 @@ static int ask(mc_view_door *d, question *q, int timeout_ms, char **body)
     return status;
 }
 
-int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
-                     char **body)
+/* A Q_TASK question, for its stored bytes or not. */
+static int ask_task(mc_view_door *d, const char *app_id, const char *task_id, bool stored,
+                    int timeout_ms, char **body)
 {
     *body = NULL;
     question *q = calloc(1, sizeof *q);
@@ -124,8 +126,21 @@ int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, i
         return 500;
     }
     q->kind = Q_TASK;
+    q->stored = stored;
     q->key_len = mc_task_key(app_id, task_id, q->key, need);
     return ask(d, q, timeout_ms, body);
+}
+
+int mc_view_ask_task(mc_view_door *d, const char *app_id, const char *task_id, int timeout_ms,
+                     char **body)
+{
+    return ask_task(d, app_id, task_id, false, timeout_ms, body);
+}
+
+int mc_view_ask_stored_task(mc_view_door *d, const char *app_id, const char *task_id,
+                            int timeout_ms, char **body)
+{
+    return ask_task(d, app_id, task_id, true, timeout_ms, body);
 }
 
 int mc_view_ask_tasks(mc_view_door *d, const mc_view_filter *f, bool stats,
@@ -248,6 +263,26 @@ bool view_still_held(view *v, const question *q)
     return true;
 }
 
+/* The newest version's StoredTask bytes in base64: what a reschedule
+ * submits again. Never leaves the process but to this process's gateway (or
+ * to the one that forwarded the reschedule, as its outcome only). */
+static void answer_stored(view *v, question *q, const mc_view_task *t)
+{
+    if (!t->task) {
+        view_finish_question(
+            v, q, 409,
+            view_sentence("the view does not keep task '%.400s' itself (larger than 64 KiB, "
+                          "or only cancelled or refused): submit it again yourself",
+                          q->key));
+        return;
+    }
+    size_t n = MC_BASE64_LEN(t->task_len);
+    char *body = malloc(n + 1);
+    if (body)
+        mc_base64_encode(t->task, t->task_len, body, n + 1);
+    view_finish_question(v, q, body ? 200 : 500, body ? body : strdup("out of memory"));
+}
+
 static void answer_task(view *v, question *q, mc_ctx *ctx)
 {
     view_part *p = view_part_of(v, q->parts[0]);
@@ -260,6 +295,10 @@ static void answer_task(view *v, question *q, mc_ctx *ctx)
                           q->key));
         return;
     }
+    if (q->stored) {
+        answer_stored(v, q, t);
+        return;
+    }
     json_t *j = mc_view_task_json(t, p->wheel_position, mc_ctx_now_ms(ctx));
     char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -267,12 +306,15 @@ static void answer_task(view *v, question *q, mc_ctx *ctx)
 }
 
 /* The app's calls, failures and dead letters of the last hour in the
- * question's partitions. */
-static json_t *last_hour(view *v, const question *q, int64_t now)
+ * question's partitions into j's "lastHour", and its minutes into
+ * "minutes". */
+static void last_hour(view *v, const question *q, int64_t now, json_t *j)
 {
     char key[MC_VIEW_STATS_KEY_MAX];
     size_t key_len = mc_view_stats_key(q->app_id, strlen(q->app_id), key);
     uint64_t sum[3] = {0, 0, 0};
+    mc_view_minute minutes[MC_VIEW_STATS_MINUTES];
+    memset(minutes, 0, sizeof minutes);
     if (key_len) {
         uint32_t hash = mc_keymap_hash(key, key_len);
         for (size_t i = 0; i < q->n_parts; i++) {
@@ -280,17 +322,18 @@ static json_t *last_hour(view *v, const question *q, int64_t now)
             const mc_view_app_stats *a =
                 p ? (const mc_view_app_stats *)mc_keymap_find(p->apps, key, key_len, hash) : NULL;
             uint64_t one[3];
-            if (a && mc_view_app_stats_sum(a, now, one))
+            if (a && mc_view_app_stats_sum(a, now, one)) {
                 for (int k = 0; k < 3; k++)
                     sum[k] += one[k];
+                mc_view_app_stats_add_to(a, now, minutes);
+            }
         }
     }
     (void)v;
-    json_t *j = json_object();
-    json_object_set_new(j, "calls", json_integer((json_int_t)sum[0]));
-    json_object_set_new(j, "failures", json_integer((json_int_t)sum[1]));
-    json_object_set_new(j, "deadLetters", json_integer((json_int_t)sum[2]));
-    return j;
+    json_object_set_new(j, "lastHour",
+                        json_pack("{s:I,s:I,s:I}", "calls", (json_int_t)sum[0], "failures",
+                                  (json_int_t)sum[1], "deadLetters", (json_int_t)sum[2]));
+    json_object_set_new(j, "minutes", mc_view_minutes_json(minutes, now));
 }
 
 /* GET /api/tasks and /api/stats, for the question's partitions: each task
@@ -312,7 +355,7 @@ static void answer_tasks(view *v, question *q, mc_ctx *ctx)
         j = q->kind == Q_LIST ? mc_view_selection_list_json(&sel) : json_object();
         if (j && q->kind == Q_STATS) {
             json_object_set_new(j, "tasks", mc_view_selection_counts_json(&sel));
-            json_object_set_new(j, "lastHour", last_hour(v, q, now));
+            last_hour(v, q, now, j);
         }
     }
     mc_view_selection_free(&sel);

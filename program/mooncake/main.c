@@ -145,6 +145,12 @@ static int ask_view(void *door, const char *app_id, const char *task_id, int tim
     return mc_view_ask_task(door, app_id, task_id, timeout_ms, body);
 }
 
+static int ask_view_stored(void *door, const char *app_id, const char *task_id, int timeout_ms,
+                           char **body)
+{
+    return mc_view_ask_stored_task(door, app_id, task_id, timeout_ms, body);
+}
+
 static int ask_view_tasks(void *door, const mc_view_filter *f, bool stats,
                           const int32_t *partitions, size_t n, int timeout_ms, char **body)
 {
@@ -160,7 +166,8 @@ static void *gateway_create(const role *r, const mc_config *cfg, mc_metrics *met
     if (g) {
         mc_gateway_http_options(g, ho);
         if (door)
-            mc_gateway_set_view(g, &(mc_view_asker){ask_view, ask_view_tasks, door});
+            mc_gateway_set_view(g,
+                                &(mc_view_asker){ask_view, ask_view_tasks, ask_view_stored, door});
     }
     return g;
 }

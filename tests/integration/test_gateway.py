@@ -53,12 +53,13 @@ from test_store_wheel import read_settled
 SHOP = "shop-token-0123456789"
 BILLING = "billing-token-0123456789"
 INNER = "inner-token-0123456789"
+ADMIN = "admin-token-0123456789"
 TMP = tempfile.mkdtemp(prefix="mooncake-gwt-")
 atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 TOKEN_FILE = os.path.join(TMP, "app-tokens")
 with open(TOKEN_FILE, "w") as f:
     f.write(f"shop={SHOP}\nbilling={BILLING}\n")
-AUTH = ("--app-tokens", "@" + TOKEN_FILE, "--inner-tokens", INNER)
+AUTH = ("--app-tokens", "@" + TOKEN_FILE, "--inner-tokens", INNER, "--admin-tokens", ADMIN)
 # --retry-* defaults that differ from the built-in ones, so a partial retry object
 # visibly takes them from the flags
 RETRY_FLAGS = ("--retry-max-attempts", "7", "--retry-initial-backoff-ms", "250",
@@ -1368,7 +1369,7 @@ def served_routes():
         api = re.findall(r'\[R_\w+\]\s*=\s*\{"(/[^"]*)",\s*"(\w+)"', f.read())
     with open(os.path.join(SOURCE_DIR, "common", "http_server.c")) as f:
         probes = set(re.findall(r'strcmp\(url, "(/\w+)"\)', f.read()))
-    assert len(api) == 14 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
+    assert len(api) >= 18 and probes == {"/metrics", "/healthz", "/readyz"}, (api, probes)
     return {(p, m.lower()) for p, m in api} | {(p, "get") for p in probes}
 
 
@@ -1470,7 +1471,7 @@ def test_the_openapi_document_is_true():
                if m in ("get", "post", "put", "patch", "delete", "head")}
         # every route the gateway serves is in the document, and the other way round
         assert served_routes() == ops, (served_routes() ^ ops)
-        tokens = {"appToken": SHOP, "innerToken": INNER}
+        tokens = {"appToken": SHOP, "innerToken": INNER, "adminToken": ADMIN}
         accepted = []
         for path, method in sorted(ops):
             op = DOC["paths"][path][method]

@@ -9,11 +9,12 @@
 static void test_tokens(void)
 {
     char err[256] = "";
-    mc_tokens *t = mc_tokens_parse("shop=shop-token-0000000001, shop=shop-token-0000000002,"
-                                   "billing=bill-token-000000001",
-                                   "inner-token-00000000001", err, sizeof err);
+    mc_tokens *t =
+        mc_tokens_parse("shop=shop-token-0000000001, shop=shop-token-0000000002,"
+                        "billing=bill-token-000000001",
+                        "inner-token-00000000001", "admin-token-00000000001", err, sizeof err);
     CHECK(t != NULL, "%s", err);
-    CHECK(mc_tokens_count(t) == 4);
+    CHECK(mc_tokens_count(t) == 5);
     const char *s1 = "shop-token-0000000001", *s2 = "shop-token-0000000002";
     mc_grant g = mc_tokens_lookup(t, s1, strlen(s1));
     CHECK(g.known && !g.inner);
@@ -23,22 +24,39 @@ static void test_tokens(void)
     g = mc_tokens_lookup(t, s1, strlen(s1) - 1); /* a prefix is not the token */
     CHECK(!g.known && !mc_grant_allows(t, &g, "shop"));
     g = mc_tokens_lookup(t, "inner-token-00000000001", 23);
-    CHECK(g.known && g.inner && !mc_grant_allows(t, &g, "shop"));
+    CHECK(g.known && g.inner && !g.admin && !mc_grant_allows(t, &g, "shop"));
+    /* An admin token acts on every app, and lists every configured app once. */
+    g = mc_tokens_lookup(t, "admin-token-00000000001", 23);
+    CHECK(g.known && g.admin && !g.inner);
+    CHECK(mc_grant_allows(t, &g, "shop") && mc_grant_allows(t, &g, "an-app-of-no-token"));
+    json_t *apps = mc_tokens_apps(t, &g, true);
+    char *text = json_dumps(apps, JSON_COMPACT);
+    CHECK(text && strcmp(text, "[\"shop\",\"billing\"]") == 0, "%s", text);
+    free(text);
+    json_decref(apps);
+    g = mc_tokens_lookup(t, s2, strlen(s2)); /* an app token lists its own app */
+    apps = mc_tokens_apps(t, &g, false);
+    text = json_dumps(apps, JSON_COMPACT);
+    CHECK(text && strcmp(text, "[\"shop\"]") == 0, "%s", text);
+    free(text);
+    json_decref(apps);
     mc_tokens_free(t);
 
     static const struct {
-        const char *app, *inner, *needle;
+        const char *app, *inner, *admin, *needle;
     } bad[] = {
-        {"shop", "", "no '='"},
-        {"=abcdefghijklmnopq", "", "empty app id"},
-        {"a/b=abcdefghijklmnopq", "", "'/'"},
-        {"shop=short", "", "at least 16"},
-        {"", "has space in it 12345", "spaces"},
-        {"@/nonexistent/tokens", "", "cannot open"},
+        {"shop", "", "", "no '='"},
+        {"=abcdefghijklmnopq", "", "", "empty app id"},
+        {"a/b=abcdefghijklmnopq", "", "", "'/'"},
+        {"shop=short", "", "", "at least 16"},
+        {"", "has space in it 12345", "", "spaces"},
+        {"@/nonexistent/tokens", "", "", "cannot open"},
+        {"", "", "short-admin", "MOONCAKE_ADMIN_TOKENS"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        CHECK(mc_tokens_parse(bad[i].app, bad[i].inner, err, sizeof err) == NULL, "%s", bad[i].app);
+        CHECK(mc_tokens_parse(bad[i].app, bad[i].inner, bad[i].admin, err, sizeof err) == NULL,
+              "%s", bad[i].app);
         CHECK(strstr(err, bad[i].needle) != NULL, "'%s' lacks '%s'", err, bad[i].needle);
     }
 }

@@ -286,11 +286,16 @@ int main(void)
 
     /* Minute counters: an hour kept, older minutes dropped, the bytes read back. */
     mc_view_app_stats *st = mc_view_app_stats_new(MC_VIEW_STATS_PREFIX "shop", 11);
-    mc_view_app_stats_add(st, NOW - 2 * 3600000, 100, 100, 100); /* two hours ago */
-    mc_view_app_stats_add(st, NOW - 30 * 60000, 3, 1, 0);
-    mc_view_app_stats_add(st, NOW - 30 * 60000, 2, 0, 1);
-    mc_view_app_stats_add(st, NOW, 1, 1, 1);
-    mc_view_app_stats_add(st, NOW - 3 * 3600000, 50, 0, 0); /* older than its slot: dropped */
+    mc_view_app_stats_add(st, NOW - 2 * 3600000,
+                          &(mc_view_count){0, 100, 100, 100, -1}); /* two hours ago */
+    mc_view_app_stats_add(st, NOW - 30 * 60000, &(mc_view_count){4, 3, 1, 0, -1});
+    mc_view_app_stats_add(st, NOW - 30 * 60000, &(mc_view_count){0, 2, 0, 1, -1});
+    mc_view_app_stats_add(st, NOW, &(mc_view_count){0, 1, 1, 1, -1});
+    /* older than its slot: dropped */
+    mc_view_app_stats_add(st, NOW - 3 * 3600000, &(mc_view_count){0, 50, 0, 0, -1});
+    /* 98 calls 3 ms late and 2 calls 4 s late this minute */
+    for (int i = 0; i < 100; i++)
+        mc_view_app_stats_add(st, NOW, &(mc_view_count){0, 0, 0, 0, i < 98 ? 3 : 4000});
     uint64_t got[3];
     CHECK(mc_view_app_stats_sum(st, NOW, got));
     CHECK(got[0] == 6 && got[1] == 2 && got[2] == 2, "%llu %llu %llu", (unsigned long long)got[0],
@@ -306,6 +311,42 @@ int main(void)
     CHECK(back && !mc_view_app_stats_sum(back, NOW + 2 * 3600000, again), "an hour later: empty");
     CHECK(!mc_view_app_stats_decode(st->key, st->node.key_len, buf.data, buf.len - 1, &why));
     CHECK(!mc_view_app_stats_decode(st->key, st->node.key_len, "MV1", 3, &why));
+    /* The minutes as an instance answers them, and as the gateway merges
+     * two instances' answers: counts summed, lateness quantiles from the
+     * summed buckets (p50 within 2-5 ms, p99 within 2-5 s). */
+    mc_view_minute minutes[MC_VIEW_STATS_MINUTES];
+    memset(minutes, 0, sizeof minutes);
+    mc_view_app_stats_add_to(back, NOW, minutes);
+    CHECK(minutes[MC_VIEW_STATS_MINUTES - 31].submitted == 4);
+    CHECK(minutes[MC_VIEW_STATS_MINUTES - 31].calls == 5);
+    json_t *one = json_pack("{s:o}", "minutes", mc_view_minutes_json(minutes, NOW));
+    json_t *answers[] = {one, one};
+    json_t *merged = mc_view_stats_merge(answers, 2, "shop");
+    json_t *ms = json_object_get(merged, "minutes");
+    CHECK(json_array_size(ms) == MC_VIEW_STATS_MINUTES);
+    json_t *last = json_array_get(ms, MC_VIEW_STATS_MINUTES - 1), *old = json_array_get(ms, 29);
+    CHECK(json_integer_value(json_object_get(last, "minute")) == NOW / 60000 * 60000);
+    CHECK(json_integer_value(json_object_get(old, "submitted")) == 8);
+    CHECK(json_integer_value(json_object_get(old, "calls")) == 10);
+    CHECK(json_is_null(json_object_get(old, "lateP50Ms")), "no lateness counted then");
+    json_int_t p50 = json_integer_value(json_object_get(last, "lateP50Ms")),
+               p99 = json_integer_value(json_object_get(last, "lateP99Ms"));
+    CHECK(p50 >= 2 && p50 < 5 && p99 >= 2000 && p99 < 5000, "p50 %lld p99 %lld", (long long)p50,
+          (long long)p99);
+    json_decref(merged);
+    json_decref(one);
+    /* A record of the earlier format (no submits, no lateness) still reads. */
+    uint8_t v1[3 + 16] = {'M', 'S', '1'};
+    int32_t minute = (int32_t)(NOW / 60000);
+    for (int i = 0; i < 4; i++) {
+        v1[3 + i] = (uint8_t)(minute >> (8 * i));
+        v1[7 + i] = (uint8_t)(7 >> (8 * i)); /* calls */
+    }
+    mc_view_app_stats *old_format =
+        mc_view_app_stats_decode(st->key, st->node.key_len, v1, 19, &why);
+    CHECK(old_format && mc_view_app_stats_sum(old_format, NOW, again) && again[0] == 7, "%s",
+          why ? why : "");
+    free(old_format);
     free(back);
     free(st);
     mc_buf_free(&buf);
