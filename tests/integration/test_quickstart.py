@@ -2,10 +2,12 @@
 (its own fresh broker, `mooncake all`, the demo endpoint, tasks submitted through the
 gateway), here on free ports and with the suite's mooncake binary instead of a build.
 Its checklist must come out all "ok"; then `tools/quickstart stop` stops everything."""
+import json
 import os
 import re
 import subprocess
 import tempfile
+import urllib.request
 
 import harness
 
@@ -53,6 +55,16 @@ def test_quickstart_runs_to_the_end():
         assert any(c[1].endswith("-every-2s:") for c in checks), checks
         assert all(c[0] == "ok  " for c in checks), checks
         assert "Submit your own task" in out and "tools/quickstart stop" in out
+        # the console it points at is there, and both tokens it names log in
+        assert f"http://127.0.0.1:{http}/console/" in out, out
+        with urllib.request.urlopen(f"http://127.0.0.1:{http}/console/", timeout=10) as r:
+            assert r.status == 200 and b"<script" in r.read()
+        for token, admin in (("quickstart-shop-token", False), ("quickstart-admin-token", True)):
+            assert token in out
+            rq = urllib.request.Request(f"http://127.0.0.1:{http}/api/whoami",
+                                        headers={"Authorization": "Bearer " + token})
+            with urllib.request.urlopen(rq, timeout=10) as r:
+                assert json.load(r)["data"]["admin"] is admin
     finally:
         stop = subprocess.run([script, "stop"], env=env, cwd=harness.SOURCE_DIR,
                               capture_output=True, text=True, timeout=120)
