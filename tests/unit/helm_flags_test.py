@@ -27,6 +27,7 @@ SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 # What each mounted file holds in a real install, by the variable that points at it.
 SAMPLES = {"MOONCAKE_APP_TOKENS": "shop=sample-token-0123456789\n",
            "MOONCAKE_INNER_TOKENS": "sample-inner-token-0123456789\n",
+           "MOONCAKE_ADMIN_TOKENS": "sample-admin-token-0123456789\n",
            "MOONCAKE_APP_SECRETS": f"shop={SECRET}\n",
            "MOONCAKE_ALARM_WEBHOOKS": "shop=https://hooks.example.com/alarm\n"}
 

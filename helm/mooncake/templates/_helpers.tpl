@@ -46,7 +46,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- default (printf "%s-kafka-sasl" (include "mooncake.fullname" .)) .Values.kafka.sasl.existingSecret -}}
 {{- end -}}
 
-{{- /* The file key of one auth item (appTokens, innerTokens, appSecrets, alarmWebhooks)
+{{- /* The file key of one auth item (appTokens, innerTokens, adminTokens, appSecrets, alarmWebhooks)
        in the auth Secret, or "" when that file is not used. */ -}}
 {{- define "mooncake.authKey" -}}
 {{- $v := .root.Values.auth -}}
@@ -54,6 +54,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- index $v.existingSecretKeys .item | default "" -}}
 {{- else if eq .item "appTokens" -}}{{- if $v.appTokens -}}app-tokens{{- end -}}
 {{- else if eq .item "innerTokens" -}}{{- if $v.innerTokens -}}inner-tokens{{- end -}}
+{{- else if eq .item "adminTokens" -}}{{- if $v.adminTokens -}}admin-tokens{{- end -}}
 {{- else if eq .item "appSecrets" -}}{{- if $v.appSecrets -}}app-secrets{{- end -}}
 {{- else if eq .item "alarmWebhooks" -}}{{- if $v.alarmWebhooks -}}alarm-webhooks{{- end -}}
 {{- end -}}
@@ -68,7 +69,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- define "mooncake.authItems" -}}
 {{- $items := dict -}}
 {{- if or (eq .role "gateway") (eq .role "view") -}}
-{{- $items = dict "app-tokens" (include "mooncake.authKey" (dict "root" .root "item" "appTokens")) "inner-tokens" (include "mooncake.authKey" (dict "root" .root "item" "innerTokens")) -}}
+{{- $items = dict "app-tokens" (include "mooncake.authKey" (dict "root" .root "item" "appTokens")) "inner-tokens" (include "mooncake.authKey" (dict "root" .root "item" "innerTokens")) "admin-tokens" (include "mooncake.authKey" (dict "root" .root "item" "adminTokens")) -}}
 {{- else if eq .role "executor" -}}
 {{- $items = dict "app-secrets" (include "mooncake.authKey" (dict "root" .root "item" "appSecrets")) -}}
 {{- else if eq .role "alarms" -}}
@@ -304,6 +305,10 @@ app.kubernetes.io/component: {{ .role }}
 - name: MOONCAKE_INNER_TOKENS
   value: "@/etc/mooncake/auth/inner-tokens"
 {{- end }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "adminTokens") }}
+- name: MOONCAKE_ADMIN_TOKENS
+  value: "@/etc/mooncake/auth/admin-tokens"
+{{- end }}
 {{- else if eq .role "gateway" }}
 - name: MOONCAKE_GATEWAY_THREADS
   value: {{ $v.threads | int64 | quote }}
@@ -326,6 +331,10 @@ app.kubernetes.io/component: {{ .role }}
 {{- if include "mooncake.authKey" (dict "root" $root "item" "innerTokens") }}
 - name: MOONCAKE_INNER_TOKENS
   value: "@/etc/mooncake/auth/inner-tokens"
+{{- end }}
+{{- if include "mooncake.authKey" (dict "root" $root "item" "adminTokens") }}
+- name: MOONCAKE_ADMIN_TOKENS
+  value: "@/etc/mooncake/auth/admin-tokens"
 {{- end }}
 {{- end }}
 {{- end -}}
