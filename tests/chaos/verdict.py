@@ -1099,6 +1099,41 @@ class Verdict:
         c["view_contradicted"] = len(bad)
         self.violations["view_contradicted"] = bad[:50]
 
+    def check_view_counters(self):
+        """GET /api/stats after the run counts each record of the app once, through every
+        kill and restart of the view: its minutes' calls are the app's Results (a
+        recall's CANCELLED one is no call), failures those not SUCCEEDED, dead the
+        records of `dead` keyed by the app, and lastHour says the same. Asked of a view
+        instance once the work was done (the answer waits for every record committed
+        before the question); a run with a view whose counters could not be read is
+        not judged on them (info says so)."""
+        c = self.counts
+        c["view_counters_wrong"] = 0
+        stats = getattr(self, "view_stats", None)
+        if not self.args.instance_counts.get("view"):
+            self.info["view_counters"] = "not judged: no view in this run"
+            return
+        if not stats:
+            self.info["view_counters"] = "not judged: no view instance answered GET /api/stats"
+            return
+        like = APP + "/%"
+        results = [r[0] for t in ("results", "jresults") for r in self.q(
+            f"SELECT outcome FROM {t} WHERE key LIKE ?", like)]
+        want = {"calls": sum(1 for o in results if o != "CANCELLED"),
+                "failures": sum(1 for o in results if o not in ("CANCELLED", "SUCCEEDED")),
+                "dead": self.q("SELECT COUNT(*) FROM dead_letters WHERE key LIKE ?",
+                               like)[0][0]}
+        got = {k: sum(m[k] for m in stats["minutes"]) for k in want}
+        hour = stats["lastHour"]
+        got_hour = {"calls": hour["calls"], "failures": hour["failures"],
+                    "dead": hour["deadLetters"]}
+        wrong = [{"counter": k, "minutes": got[k], "lastHour": got_hour[k], "topics": want[k]}
+                 for k in want if got[k] != want[k] or got_hour[k] != want[k]]
+        c["view_counters_wrong"] = len(wrong)
+        self.violations["view_counters_wrong"] = wrong
+        self.info["view_counters"] = {"topics": want, "minutes": got,
+                                      "submitted": sum(m["submitted"] for m in stats["minutes"])}
+
     # -- alarms --
     ALARM_CHECKS = ("alarms_missed", "alarms_counted_twice", "alarms_keys_twice",
                     "alarms_keys_unknown", "alarms_too_close", "alarms_not_called",
@@ -1380,12 +1415,14 @@ class Verdict:
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.handoffs, self.lateness,
-                      self.check_jobs, self.check_view, self.check_alarms):
+                      self.check_jobs, self.check_view, self.check_view_counters,
+                      self.check_alarms):
             check()
         self.check_sanitizers(logs)
         keys = ("lost", "fired_twice", "cancelled_called", "missing_results",
                 "duplicate_results", "repeats_unexpected", "sanitizer",
-                "view_contradicted") + self.JOB_CHECKS + self.ALARM_CHECKS
+                "view_contradicted", "view_counters_wrong") + self.JOB_CHECKS + \
+            self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
         return not self.failed
 
@@ -1507,6 +1544,8 @@ def print_summary(v, workload, events, args, passed, missing=()):
          f"task of {c.get('view_lists', 0)} lists of pending tasks due within 10 s: "
          f"{v.info.get('view_list_answers', {})}): answers "
          f"{v.info.get('view_answers', {})}, states {v.info.get('view_states', {})}"),
+        ("view counters wrong", c.get("view_counters_wrong", 0),
+         f"GET /api/stats after the run against the topics: {v.info.get('view_counters')}"),
         ("sanitizer reports", c["sanitizer"],
          f"+ {len(v.info.get('librdkafka_leaks_at_fatal_exit', []))} of librdkafka's leak "
          "at a fatal exit (not counted)"),
@@ -1712,6 +1751,7 @@ def judge_run_dir(run_dir, args):
     v = Verdict(db, events, args, run["t0"], run["t_end"], run["bursts"])
     v.endpoint_lag = endpoint_lags(os.path.join(run_dir, "endpoint_lag.tsv"))
     v.alarms = run.get("alarms")
+    v.view_stats = run.get("view_stats")
     passed = v.run(run["logs"])
     db.commit()
     missing = v.missing_evidence()
