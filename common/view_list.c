@@ -524,32 +524,49 @@ static void add_counts(json_t *to, const json_t *from)
     }
 }
 
-/* The instances' "minutes" summed minute by minute (they answered for the
- * same hour, give or take the minute a question spans), with each minute's
- * lateness quantiles from its summed buckets. */
+/* The instances' "minutes" summed minute by minute, matched by their
+ * "minute" (an instance that answered just after a minute turned has its
+ * hour one minute later), up to the latest any of them has; with each
+ * minute's lateness quantiles from its summed buckets. */
 static json_t *merge_minutes(json_t *const *answers, size_t n)
 {
-    json_t *out = json_array();
-    for (int i = 0; out && i < MC_VIEW_STATS_MINUTES; i++) {
-        static const char *const counts[] = {"submitted", "calls", "failures", "dead"};
-        json_int_t sum[4] = {0, 0, 0, 0}, minute = 0;
-        uint32_t late[MC_VIEW_LATE_BUCKETS] = {0};
-        for (size_t a = 0; a < n; a++) {
-            const json_t *m = json_array_get(json_object_get(answers[a], "minutes"), (size_t)i);
-            if (!json_is_object(m))
+    static const char *const counts[] = {"submitted", "calls", "failures", "dead"};
+    json_int_t last = 0, sum[MC_VIEW_STATS_MINUTES][4];
+    uint32_t late[MC_VIEW_STATS_MINUTES][MC_VIEW_LATE_BUCKETS];
+    memset(sum, 0, sizeof sum);
+    memset(late, 0, sizeof late);
+    for (size_t a = 0; a < n; a++) {
+        const json_t *ms = json_object_get(answers[a], "minutes");
+        json_int_t m = json_integer_value(
+            json_object_get(json_array_get(ms, json_array_size(ms) - 1), "minute"));
+        if (m > last)
+            last = m;
+    }
+    for (size_t a = 0; a < n; a++) {
+        size_t i;
+        const json_t *m;
+        json_array_foreach(json_object_get(answers[a], "minutes"), i, m)
+        {
+            json_int_t ago = (last - json_integer_value(json_object_get(m, "minute"))) / 60000;
+            if (ago < 0 || ago >= MC_VIEW_STATS_MINUTES)
                 continue;
-            minute = json_integer_value(json_object_get(m, "minute"));
+            size_t at = MC_VIEW_STATS_MINUTES - 1 - (size_t)ago;
             for (int k = 0; k < 4; k++)
-                sum[k] += json_integer_value(json_object_get(m, counts[k]));
+                sum[at][k] += json_integer_value(json_object_get(m, counts[k]));
             const json_t *b = json_object_get(m, "late");
             for (int k = 0; k < MC_VIEW_LATE_BUCKETS; k++)
-                late[k] += (uint32_t)json_integer_value(json_array_get(b, (size_t)k));
+                late[at][k] += (uint32_t)json_integer_value(json_array_get(b, (size_t)k));
         }
-        int64_t p50 = mc_view_late_quantile(late, 0.50), p99 = mc_view_late_quantile(late, 0.99);
+    }
+    json_t *out = json_array();
+    for (int i = 0; out && i < MC_VIEW_STATS_MINUTES; i++) {
+        int64_t p50 = mc_view_late_quantile(late[i], 0.50);
+        int64_t p99 = mc_view_late_quantile(late[i], 0.99);
+        json_int_t minute = last ? last - (json_int_t)(MC_VIEW_STATS_MINUTES - 1 - i) * 60000 : 0;
         json_t *one = json_pack("{s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "minute", minute, "submitted",
-                                sum[0], "calls", sum[1], "failures", sum[2], "dead", sum[3],
-                                "lateP50Ms", p50 < 0 ? json_null() : json_integer(p50), "lateP99Ms",
-                                p99 < 0 ? json_null() : json_integer(p99));
+                                sum[i][0], "calls", sum[i][1], "failures", sum[i][2], "dead",
+                                sum[i][3], "lateP50Ms", p50 < 0 ? json_null() : json_integer(p50),
+                                "lateP99Ms", p99 < 0 ? json_null() : json_integer(p99));
         if (!one || json_array_append_new(out, one) != 0) {
             json_decref(out);
             return NULL;
@@ -663,14 +680,14 @@ void mc_view_app_stats_add(mc_view_app_stats *s, int64_t at_ms, const mc_view_co
 
 /* Whether minute m is one of the hour before now (the next minute too: a
  * record stamped by a clock a little ahead). */
-static bool in_last_hour(const mc_view_minute *m, int32_t now)
+static bool in_last_hour(const mc_view_minute *m, int64_t now)
 {
     return m->minute && m->minute > now - MC_VIEW_STATS_MINUTES && m->minute <= now + 1;
 }
 
 bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t out[3])
 {
-    int32_t now = (int32_t)(now_ms / 60000);
+    int64_t now = now_ms / 60000;
     bool any = false;
     out[0] = out[1] = out[2] = 0;
     for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
@@ -687,13 +704,13 @@ bool mc_view_app_stats_sum(const mc_view_app_stats *s, int64_t now_ms, uint64_t 
 
 void mc_view_app_stats_add_to(const mc_view_app_stats *s, int64_t now_ms, mc_view_minute *sum)
 {
-    int32_t now = (int32_t)(now_ms / 60000);
+    int64_t now = now_ms / 60000;
     for (int i = 0; i < MC_VIEW_STATS_MINUTES; i++) {
         const mc_view_minute *m = &s->minutes[i];
         if (!in_last_hour(m, now))
             continue;
         /* A minute ahead of the clock is shown as this one. */
-        int32_t ago = m->minute > now ? 0 : now - m->minute;
+        int64_t ago = m->minute > now ? 0 : now - m->minute;
         mc_view_minute *to = &sum[MC_VIEW_STATS_MINUTES - 1 - ago];
         to->submitted += m->submitted;
         to->calls += m->calls;

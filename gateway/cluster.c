@@ -14,7 +14,11 @@
 static const char *const roles[] = {"router", "store", "wheel",  "executor",
                                     "retry",  "jobs",  "alarms", "view"};
 #define N_ROLES (sizeof roles / sizeof roles[0])
-#define ADMIN_TIMEOUT_MS 5000
+#define ADMIN_TIMEOUT_MS 3000
+/* A whole description gives up after this: while the broker does not
+ * answer, an ask thread (and a stopping gateway waiting for it) is held this
+ * long at most. */
+#define DESCRIBE_DEADLINE_MS 10000
 /* How long an answer is reused. */
 #define FRESH_MS 1000
 
@@ -25,6 +29,10 @@ struct mc_cluster {
     pthread_mutex_t lock; /* one question to the broker at a time; the cache */
     char *cached;
     int64_t cached_at;
+    /* The last failure, kept as long as an answer: while the broker is down,
+     * consoles waiting their turn get it at once instead of asking again. */
+    char failed[256];
+    int64_t failed_at;
 };
 
 mc_cluster *mc_cluster_new(const mc_config *cfg, rd_kafka_t *rk)
@@ -99,7 +107,7 @@ static json_t *member_json(const rd_kafka_MemberDescription_t *m, json_t *owners
         json_array_append_new(parts, json_pack("{s:s,s:i}", "topic", l->elems[i].topic, "partition",
                                                (int)l->elems[i].partition));
     }
-    return json_pack("{s:s,s:s?,s:s,s:s,s:o}", "memberId",
+    return json_pack("{s:s?,s:s?,s:s?,s:s?,s:o}", "memberId",
                      rd_kafka_MemberDescription_consumer_id(m), "instanceId",
                      instance && instance[0] ? instance : NULL, "clientId", client, "host",
                      rd_kafka_MemberDescription_host(m), "partitions", parts);
@@ -235,9 +243,16 @@ static json_t *ask(mc_cluster *c, char *why, size_t whylen)
     if (describe(c, groups, owners, why, whylen) == 0) {
         json_t *list = json_array();
         bool ok = true;
+        int64_t deadline = mc_mono_ns() / 1000000 + DESCRIBE_DEADLINE_MS;
         for (size_t r = 0; ok && r < N_ROLES; r++) {
             if (!groups[r])
                 continue;
+            if (mc_mono_ns() / 1000000 > deadline) {
+                snprintf(why, whylen, "the broker took longer than %d ms to describe the groups",
+                         DESCRIBE_DEADLINE_MS);
+                ok = false;
+                break;
+            }
             ok = partitions_of(c, groups[r], owners[r], why, whylen) == 0;
             json_array_append(list, groups[r]);
         }
@@ -261,6 +276,11 @@ char *mc_cluster_describe(mc_cluster *c, char *why, size_t whylen)
 {
     pthread_mutex_lock(&c->lock);
     int64_t now = mc_mono_ns() / 1000000;
+    if (c->failed_at && mc_mono_ns() / 1000000 - c->failed_at < FRESH_MS) {
+        snprintf(why, whylen, "%s", c->failed);
+        pthread_mutex_unlock(&c->lock);
+        return NULL;
+    }
     if (!c->cached || now - c->cached_at >= FRESH_MS) {
         json_t *j = ask(c, why, whylen);
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -269,6 +289,10 @@ char *mc_cluster_describe(mc_cluster *c, char *why, size_t whylen)
             free(c->cached);
             c->cached = text;
             c->cached_at = now;
+            c->failed_at = 0;
+        } else {
+            snprintf(c->failed, sizeof c->failed, "%s", why);
+            c->failed_at = mc_mono_ns() / 1000000;
         }
     }
     char *out = c->cached && mc_mono_ns() / 1000000 - c->cached_at < FRESH_MS + ADMIN_TIMEOUT_MS

@@ -379,6 +379,9 @@ static void request_free(request *rq)
     free(rq->q_app);
     free(rq->q_uuid);
     free(rq->q_auth);
+    /* A reschedule's is the task's own bytes, secrets and all. */
+    if (rq->q_body && rq->route == R_RESCHEDULE)
+        explicit_bzero(rq->q_body, strlen(rq->q_body));
     free(rq->q_body);
     free(rq->q_tasks);
     free(rq->q_query);
@@ -1276,7 +1279,7 @@ static enum MHD_Result answer_reschedule(request *rq)
         ret = answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'", app);
     else if (!(rq->q_app = strdup(app)) || !(rq->q_uuid = strdup(uuid)))
         ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    else {
+    else if (!check_idempotency(rq, app, &ret)) {
         rq->q_due = due ? (int64_t)json_integer_value(due) : mc_now_ms();
         ret = start_asking(rq);
     }
@@ -1307,8 +1310,17 @@ static enum MHD_Result submit_again(request *rq)
         cmd.submit.attempt = 1;
         mc_task_field_names names = mc_task_json_names;
         names.due_at = "dueAt";
-        if (!mc_task_ok(&cmd.submit, now, g->cfg->max_due_ms, &names, why, sizeof why))
+        bool ok = mc_task_ok(&cmd.submit, now, g->cfg->max_due_ms, &names, why, sizeof why);
+        if (strcmp(st.task.app_id, rq->q_app) != 0 || strcmp(st.task.task_id, rq->q_uuid) != 0)
+            ret = answer_error(rq, MHD_HTTP_CONFLICT,
+                               "the view's copy of the task is of another key: submit it again "
+                               "yourself");
+        else if (!ok && strncmp(why, "dueAt", 5) == 0)
             ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+        else if (!ok) /* the stored task's own fields: not echoed (its URL may hold secrets) */
+            ret = answer_error(rq, MHD_HTTP_CONFLICT,
+                               "the task as kept no longer passes the checks of a submit: submit "
+                               "it again yourself");
         else if (mc_encode_command(&cmd, &rq->out) != 0 ||
                  !(rq->data = json_text(
                        json_pack("{s:s,s:I}", "uuid", rq->q_uuid, "dueAt", (json_int_t)rq->q_due))))
@@ -1316,6 +1328,8 @@ static enum MHD_Result submit_again(request *rq)
         else
             ret = produce(rq, g->tasks, rq->q_app, rq->q_uuid);
     }
+    if (bytes)
+        explicit_bzero(bytes, MC_BASE64_DECODED_MAX(len) + 1);
     free(bytes);
     mc_arena_free(arena);
     return ret;
@@ -1325,8 +1339,16 @@ static enum MHD_Result submit_again(request *rq)
 static enum MHD_Result answer_asked(request *rq)
 {
     const char *body = rq->q_body;
-    if (rq->q_relayed)
+    if (rq->q_relayed) {
+        /* A reschedule done by the instance holding the task: its answer is
+         * this request's, for a retry with the same Idempotency-Key. */
+        if (rq->idem_scope && rq->q_status == 200 && body) {
+            mc_idem_finish(rq->g->idem, rq->idem_scope, rq->idem_scope_len, 200, body);
+            free(rq->idem_scope);
+            rq->idem_scope = NULL;
+        }
         return answer_json(rq, (unsigned)rq->q_status, body ? body : "", false);
+    }
     if (rq->route == R_RESCHEDULE && rq->q_status == 200)
         return submit_again(rq);
     switch (rq->q_status) {
@@ -1449,7 +1471,9 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
         *req_cls = rq;
         mc_gauge_add(g->in_flight, 1);
         enum MHD_Result ret;
-        if (check_headers(rq, method, &ret))
+        bool answered = check_headers(rq, method, &ret);
+        rq->url = NULL; /* libmicrohttpd's, for this call only */
+        if (answered)
             return ret;
         rq->phase = PH_BODY;
         return MHD_YES;

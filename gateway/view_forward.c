@@ -297,10 +297,20 @@ static int forward_one(mc_view_forward *f, int32_t p, const char *path, const ch
         snprintf(url, url_len, "%s%s", base, path);
     CURL *c = url ? forward_handle(url, authorization, &a, &h) : NULL;
     int status = 503;
-    if (c && post_body) {
-        h = curl_slist_append(h, "Content-Type: application/json");
+    struct curl_slist *with_type =
+        c && post_body ? curl_slist_append(h, "Content-Type: application/json") : NULL;
+    if (c && post_body && !with_type) {
+        curl_easy_cleanup(c); /* the request would go without its headers */
+        c = NULL;
+    } else if (c && post_body) {
+        h = with_type;
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
+        /* The owner answers once its view has caught up and Kafka has
+         * acknowledged: give it that long, so a slow owner is not taken for
+         * one that did nothing (the caller would then do it twice). */
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                         (long)(FORWARD_TIMEOUT_MS + f->cfg->gateway_produce_timeout_ms));
     }
     if (c) {
         CURLcode rc = curl_easy_perform(c);
@@ -312,8 +322,9 @@ static int forward_one(mc_view_forward *f, int32_t p, const char *path, const ch
             *relayed = true;
             a.data = NULL;
         } else {
-            snprintf(why, sizeof why, "the view instance holding partition %d did not answer: %s",
-                     (int)p, a.too_large ? "answer too large" : curl_easy_strerror(rc));
+            snprintf(why, sizeof why, "the view instance holding partition %d did not answer: %s%s",
+                     (int)p, a.too_large ? "answer too large" : curl_easy_strerror(rc),
+                     post_body ? " (it may or may not have done it)" : "");
             status = sentence(body, why);
         }
         if (status == 503)

@@ -224,7 +224,10 @@ static mc_view_task *task_for(view_part *p, const void *key, size_t len, bool cr
     return t;
 }
 
-static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx)
+/* A command from `tasks`; *submitted says it was a Submit that passes the
+ * router's checks (whether or not it is still the key's newest version:
+ * the view may have seen a newer one in `wheel` first), for the counters. */
+static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx, bool *submitted)
 {
     mc_command c;
     mc_arena_reset(v->arena);
@@ -246,6 +249,7 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
         !mc_task_ok(&c.submit, r->timestamp_ms, mc_ctx_config(ctx)->max_due_ms, &mc_task_avro_names,
                     why, sizeof why))
         return false;
+    *submitted = true;
     mc_buf_reset(&v->buf);
     if (mc_encode_stored_task(&(mc_stored_task){r->offset, c.submit}, &v->buf) != 0)
         return false;
@@ -393,14 +397,15 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
     size_t before = mc_view_task_extra_bytes(t);
     bool changed = false;
     switch (in) {
-    case IN_TASKS:
-        changed = fold_tasks(v, t, r, ctx);
-        /* Submits are counted at their key's home only: a client's record
-         * written elsewhere is copied there, and would count twice. */
-        if (t->version == r->offset &&
-            count(p, r, &(mc_view_count){.submitted = 1, .late_ms = -1}) != 0)
+    case IN_TASKS: {
+        bool submitted = false;
+        changed = fold_tasks(v, t, r, ctx, &submitted);
+        /* Counted here, past the home check above: a client's record written
+         * elsewhere is copied home by the router, and would count twice. */
+        if (submitted && count(p, r, &(mc_view_count){.submitted = 1, .late_ms = -1}) != 0)
             return -1;
         break;
+    }
     case IN_WHEEL:
         changed = fold_wheel(v, t, r);
         break;

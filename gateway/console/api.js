@@ -28,10 +28,16 @@
 
   // One request. path is absolute on this origin ("/api/task?..."); body, if given, is
   // sent as JSON. Resolves to the envelope's data; rejects with an ApiError.
-  MC.api = async function (method, path, body) {
+  // opts.idempotent: an Idempotency-Key of its own, so the gateway answers a repeat of
+  // this one request (a lost answer retried) without doing it twice.
+  MC.api = async function (method, path, body, opts) {
     const token = MC.token.get();
     const headers = { Accept: 'application/json' };
     if (token) headers.Authorization = 'Bearer ' + token;
+    if (opts && opts.idempotent) {
+      const b = crypto.getRandomValues(new Uint8Array(16));
+      headers['Idempotency-Key'] = 'console-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+    }
     const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -59,7 +65,7 @@
   };
 
   MC.get = (path, params) => MC.api('GET', params ? path + '?' + MC.query(params) : path);
-  MC.post = (path, body) => MC.api('POST', path, body);
+  MC.post = (path, body, opts) => MC.api('POST', path, body, opts);
 
   // A query string of the params that are set (null, undefined and '' are left out).
   MC.query = function (params) {

@@ -178,7 +178,8 @@
       replace(msg, 'Sending…');
       msg.className = 'action-msg';
       try {
-        await MC.post(path, body());
+        // One Idempotency-Key per click: a retry of a lost answer is not a second submit.
+        await MC.post(path, body(), { idempotent: true });
         if (!ctx.alive) return;
         replace(msg, done);
         msg.className = 'action-msg ok';
@@ -196,8 +197,8 @@
       `Cancel ${app}/${uuid}? It will not be called (unless its call has already started).`,
       '/api/task/done', () => ({ appId: app, uuid }), 'Cancel sent.'));
     runBtn.addEventListener('click', () => act(runBtn, runMsg,
-      `Run ${app}/${uuid} now? It is submitted again, due now.`,
-      '/api/task/reschedule', () => ({ appId: app, uuid, dueAt: Date.now() }), 'Submitted, due now.'));
+      `Run ${app}/${uuid} now? It is submitted again as it is kept, due now (by the gateway's clock); a version submitted meanwhile is replaced.`,
+      '/api/task/reschedule', () => ({ appId: app, uuid }), 'Submitted, due now.'));
     atBtn.addEventListener('click', () => {
       const at = MC.fromLocalInput(atIn.value);
       if (!Number.isFinite(at)) {
@@ -205,7 +206,7 @@
         atMsg.className = 'action-msg error';
         return;
       }
-      act(atBtn, atMsg, `Re-submit ${app}/${uuid} due ${new Date(at).toLocaleString()}?`,
+      act(atBtn, atMsg, `Re-submit ${app}/${uuid} due ${new Date(at).toLocaleString()}? A version submitted meanwhile is replaced.`,
         '/api/task/reschedule', () => ({ appId: app, uuid, dueAt: at }), 'Submitted, due ' + new Date(at).toLocaleString() + '.');
     });
 

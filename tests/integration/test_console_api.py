@@ -155,13 +155,18 @@ def test_reschedule_here_and_forwarded():
         # another time: the new due time is the task's
         submit(port, "r2", far, callback(server, "/r2"))
         when = now_ms() + 1_800_000
-        a = req(port, "POST", "/api/task/reschedule", {"appId": "shop", "uuid": "r2",
-                                                      "dueAt": when})
-        assert a.status == 200, a
+        # sent twice with one Idempotency-Key (a lost answer retried): done once
+        for replayed in ("", "true"):
+            a = req(port, "POST", "/api/task/reschedule",
+                    {"appId": "shop", "uuid": "r2", "dueAt": when},
+                    headers={"Idempotency-Key": "resched-r2"})
+            assert a.status == 200 and a.headers.get("idempotent-replayed", "") == replayed, a
         deadline = time.time() + 20
         while state_of(port, "r2")["dueAt"] != when:
             assert time.time() < deadline, state_of(port, "r2")
             time.sleep(0.1)
+        time.sleep(1)
+        assert len(state_of(port, "r2")["olderVersions"]) == 1, state_of(port, "r2")
         # refused: another app's token, no such task, a bad field, beyond --max-due-ms
         assert req(port, "POST", "/api/task/reschedule", {"appId": "shop", "uuid": "r2"},
                    token=BILLING).status == 403

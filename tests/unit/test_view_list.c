@@ -334,6 +334,18 @@ int main(void)
     CHECK(p50 >= 2 && p50 < 5 && p99 >= 2000 && p99 < 5000, "p50 %lld p99 %lld", (long long)p50,
           (long long)p99);
     json_decref(merged);
+    /* An instance that answered just after the minute turned: its minutes
+     * are matched by their minute, not by their place. */
+    json_t *later = json_pack("{s:o}", "minutes", mc_view_minutes_json(minutes, NOW + 60000));
+    json_t *apart[] = {one, later};
+    merged = mc_view_stats_merge(apart, 2, "shop");
+    ms = json_object_get(merged, "minutes");
+    CHECK(json_integer_value(json_object_get(json_array_get(ms, MC_VIEW_STATS_MINUTES - 1),
+                                             "minute")) == (NOW / 60000 + 1) * 60000);
+    CHECK(json_integer_value(json_object_get(json_array_get(ms, 28), "submitted")) == 4);
+    CHECK(json_integer_value(json_object_get(json_array_get(ms, 29), "submitted")) == 4);
+    json_decref(merged);
+    json_decref(later);
     json_decref(one);
     /* A record of the earlier format (no submits, no lateness) still reads. */
     uint8_t v1[3 + 16] = {'M', 'S', '1'};
