@@ -14,7 +14,7 @@ import time
 import urllib.parse
 import uuid
 
-from base import APP, ROOT, VIEW_PENDING, say, tail
+from base import APP, ROOT, VIEW_PENDING, murmur2, say, tail
 from endpoint import LAG_LOG_MIN_MS, MAX_LAG_ALLOWANCE_MS, TICK_MS, path_kind_sid
 from workload import COMMAND_FIELDS, JOB_FIELDS, JOB_INTERVAL_MS
 
@@ -115,6 +115,16 @@ CREATE TABLE IF NOT EXISTS alarm_tasks(key TEXT, url TEXT, body TEXT, due INTEGE
 CREATE TABLE IF NOT EXISTS alarm_calls(at REAL, path TEXT, method TEXT, ikey TEXT,
   webhook_id TEXT, content_type TEXT, body TEXT);
 """
+# The view's minute counters (IF NOT EXISTS: --judge of a run from before them): the records
+# of STATS_TOPICS as the view counts them, by their record key and Kafka record time (what:
+# "submit" in tasks, the outcome in results, "dead"; home: a Submit at its key's murmur2
+# partition; src_part, src_off: a dead letter's source record in tasks, one the router
+# refused).
+STATS_TOPICS = ("tasks", "results", "dead")
+STATS_DB_SCHEMA = """
+CREATE TABLE IF NOT EXISTS stats_records(topic TEXT, key TEXT, what TEXT, home INTEGER,
+  part INTEGER, off INTEGER, ts INTEGER, src_part INTEGER, src_off INTEGER);
+"""
 # The task id of an alarm call starts with this (common/alarm.h, MC_ALARM_TASK_PREFIX).
 ALARM_TASK_PREFIX = "mooncake-alarm-"
 ALARM_FIRST = 10  # dead letters listed by key in one alarm (MC_ALARM_FIRST)
@@ -149,7 +159,7 @@ def open_db(path):
         os.remove(path)
     db = sqlite3.connect(path)
     db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + DB_SCHEMA
-                     + JOB_DB_SCHEMA + ALARM_DB_SCHEMA)
+                     + JOB_DB_SCHEMA + ALARM_DB_SCHEMA + STATS_DB_SCHEMA)
     return db
 
 
@@ -275,7 +285,18 @@ def _submit_row(task):
 def load_topics(db, codec, bootstrap, prefix, partitions):
     """Decodes wheel, ready, results, retry and dead into their tables. Records that
     are not ours to judge (markers with no key or value, records of another schema)
-    are counted in `unreadable` and otherwise skipped."""
+    are counted in `unreadable` and otherwise skipped. The Submits of tasks and every
+    Result and dead letter also go to stats_records, as the view counts them."""
+    stats_rows = []
+
+    def stat(topic, m, what, home=None, src=(None, None)):
+        """A record the view's minute counters count, by its record key and time."""
+        stats_rows.append((topic, (m.key() or b"").decode(errors="replace"), what, home,
+                           m.partition(), m.offset(), m.timestamp()[1], *src))
+        if len(stats_rows) >= 20000:
+            batched_insert(db, "stats_records", stats_rows, 9)
+            stats_rows.clear()
+
     def entries(topic, table):
         for m in read_committed(bootstrap, prefix + topic, partitions):
             v, where = m.value(), (m.partition(), m.offset())
@@ -309,6 +330,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
                 db.execute("INSERT INTO unreadable VALUES (?,?,?,?)",
                            ("results", m.partition(), m.offset(), "not a Result"))
                 continue
+            stat("results", m, r["outcome"])
             yield (f"{r['app_id']}/{r['task_id']}", r["attempt"], r["due_at"], r["outcome"],
                    r["http_status"], r["started_at"], r["finished_at"], r["error"],
                    m.partition(), m.offset())
@@ -329,6 +351,8 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             d = codec.decode("DeadLetter", m.value())
             if d is None:
                 continue
+            stat("dead", m, "dead", src=(d["source_partition"], d["source_offset"])
+                 if d["source_topic"] == prefix + "tasks" else (None, None))
             key, attempt, sid = (m.key() or b"").decode(errors="replace"), None, None
             task = d["task"]
             if isinstance(task, tuple):  # a union branch: (name, record)
@@ -351,6 +375,9 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             if c is None:
                 continue
             name, body = c["payload"]
+            if name.endswith("Submit") and m.key():
+                stat("tasks", m, "submit", int(
+                    (murmur2(m.key()) & 0x7FFFFFFF) % partitions == m.partition()))
             task = body.get("task") if name.endswith("Submit") else body
             if task and name.endswith("Submit") and \
                     task.get("task_id", "").startswith(ALARM_TASK_PREFIX):
@@ -397,6 +424,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
         say(f"  read {table}: {counts[table]} records{extra} ({time.time() - t:.1f}s)")
     batched_insert(db, "dead_letters", dead_letters, 9)
     batched_insert(db, "alarm_tasks", alarm_tasks, 7)
+    batched_insert(db, "stats_records", stats_rows, 9)
     counts["alarm_tasks"] = len(alarm_tasks)
     say(f"  read alarm tasks (the alarms role's Submits in tasks): {len(alarm_tasks)}")
     return counts
@@ -493,6 +521,12 @@ def executor_turns(logs):
                         tzinfo=datetime.timezone.utc).timestamp() * 1000
                     turns.append((t, f"{m[2] or m[3] or m[4]} ({os.path.basename(path)})"))
     return turns
+
+
+def iso_ms(ms):
+    """Epoch ms as UTC ISO 8601 to the second (a minute's start in the report)."""
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
 
 
 def pct(sorted_vals, f):
@@ -1099,40 +1133,102 @@ class Verdict:
         c["view_contradicted"] = len(bad)
         self.violations["view_contradicted"] = bad[:50]
 
+    STATS_COUNTERS = ("submitted", "calls", "failures", "dead")
+    STATS_LAST_HOUR = {"calls": "calls", "failures": "failures", "dead": "deadLetters"}
+
     def check_view_counters(self):
-        """GET /api/stats after the run counts each record of the app once, through every
-        kill and restart of the view: its minutes' calls are the app's Results (a
-        recall's CANCELLED one is no call), failures those not SUCCEEDED, dead the
-        records of `dead` keyed by the app, and lastHour says the same. Asked of a view
-        instance once the work was done (the answer waits for every record committed
-        before the question); a run with a view whose counters could not be read is
-        not judged on them (info says so)."""
+        """GET /api/stats of the app, asked once the work is done, counts each record of
+        the app exactly once through every kill -9, SIGSTOP and restart of the view and
+        the rebalances they cause, in the minute of its record time: `submitted` the
+        Submits in tasks keyed by the app at the key's home partition the router did not
+        refuse (no dead letter has it as its source), `calls` its Results but a recall's
+        CANCELLED one, `failures` those not SUCCEEDED, `dead` the records of dead keyed
+        by the app; minute by minute, and lastHour says the same of those 60 minutes.
+        What it must count lies between the topics' committed ends just before the
+        question and just after its answer (the same when nothing was written
+        meanwhile: then exact). A run without a view is not judged on them (info says
+        so); one whose view never answered fails."""
         c = self.counts
         c["view_counters_wrong"] = 0
+        self.violations["view_counters_wrong"] = []
         stats = getattr(self, "view_stats", None)
         if not self.args.instance_counts.get("view"):
             self.info["view_counters"] = "not judged: no view in this run"
             return
-        if not stats:
-            self.info["view_counters"] = "not judged: no view instance answered GET /api/stats"
+        if stats is None or not self.q(
+                "SELECT 1 FROM sqlite_master WHERE name = 'stats_records'"):
+            self.info["view_counters"] = "not judged: a run from before the question"
             return
-        like = APP + "/%"
-        results = [r[0] for t in ("results", "jresults") for r in self.q(
-            f"SELECT outcome FROM {t} WHERE key LIKE ?", like)]
-        want = {"calls": sum(1 for o in results if o != "CANCELLED"),
-                "failures": sum(1 for o in results if o not in ("CANCELLED", "SUCCEEDED")),
-                "dead": self.q("SELECT COUNT(*) FROM dead_letters WHERE key LIKE ?",
-                               like)[0][0]}
-        got = {k: sum(m[k] for m in stats["minutes"]) for k in want}
-        hour = stats["lastHour"]
-        got_hour = {"calls": hour["calls"], "failures": hour["failures"],
-                    "dead": hour["deadLetters"]}
-        wrong = [{"counter": k, "minutes": got[k], "lastHour": got_hour[k], "topics": want[k]}
-                 for k in want if got[k] != want[k] or got_hour[k] != want[k]]
+        if not stats.get("data"):
+            why = (f"not judged: no view instance answered GET /api/stats "
+                   f"({stats.get('statuses')})")
+            self.info["view_counters"] = why
+            c["view_counters_wrong"] = 1
+            self.violations["view_counters_wrong"] = [{"why": why}]
+            return
+        data = stats["data"]
+        window = [m["minute"] for m in data["minutes"]]
+        got = {k: {m["minute"]: m[k] for m in data["minutes"]} for k in self.STATS_COUNTERS}
+        # want[k][minute] = [records it must count, records it may count]
+        want = {k: {m: [0, 0] for m in window} for k in self.STATS_COUNTERS}
+        before, after = stats.get("ends_before"), stats.get("ends_after")
+        refused = set(self.q("SELECT src_part, src_off FROM stats_records "
+                             "WHERE topic = 'dead' AND src_off IS NOT NULL"))
+        outside = dict.fromkeys(self.STATS_COUNTERS, 0)
+        late = dict.fromkeys(self.STATS_COUNTERS, 0)
+        for topic, what, home, part, off, ts in self.q(
+                "SELECT topic, what, home, part, off, ts FROM stats_records "
+                "WHERE substr(key, 1, ?) = ?", len(APP) + 1, APP + "/"):
+            if topic == "tasks":
+                counters = ("submitted",) if home and (part, off) not in refused else ()
+            elif topic == "results":
+                counters = () if what == "CANCELLED" else \
+                    ("calls",) if what == "SUCCEEDED" else ("calls", "failures")
+            else:
+                counters = ("dead",)
+            # 0: committed before the question (must count); 1: during it (may count);
+            # 2: after the answer (cannot count).
+            when = 0 if not before else 0 if off < before[topic][part] else \
+                1 if off < after[topic][part] else 2
+            minute = ts // 60000 * 60000
+            for k in counters:
+                if when == 2:
+                    late[k] += 1
+                elif minute not in want[k]:
+                    outside[k] += 1
+                else:
+                    want[k][minute][1] += 1
+                    want[k][minute][0] += when == 0
+
+        def span(lo, hi):
+            return lo if lo == hi else [lo, hi]
+        wrong, view, topics = [], {}, {}
+        for k in self.STATS_COUNTERS:
+            lo = sum(w[0] for w in want[k].values())
+            hi = sum(w[1] for w in want[k].values())
+            view[k], topics[k] = sum(got[k].values()), span(lo, hi)
+            hour = data["lastHour"].get(self.STATS_LAST_HOUR.get(k))
+            bad_minutes = [{"minute": m, "at": iso_ms(m), "counted": got[k][m],
+                            "expected": span(*want[k][m])}
+                           for m in window if not want[k][m][0] <= got[k][m] <= want[k][m][1]]
+            bad_hour = hour is not None and not lo <= hour <= hi
+            if bad_minutes or bad_hour or not lo <= view[k] <= hi:
+                wrong.append({"why": f"{k}: the view's minutes count {view[k]}"
+                                     + (f", lastHour {hour}" if hour is not None else "")
+                                     + f"; the topics {topics[k]}" + "".join(
+                                         f"; {b['at']} {b['counted']} for {b['expected']}"
+                                         for b in bad_minutes[:3]),
+                              "counter": k, "counted": view[k], "last_hour": hour,
+                              "expected": topics[k], "minutes_wrong": bad_minutes[:20]})
         c["view_counters_wrong"] = len(wrong)
         self.violations["view_counters_wrong"] = wrong
-        self.info["view_counters"] = {"topics": want, "minutes": got,
-                                      "submitted": sum(m["submitted"] for m in stats["minutes"])}
+        self.info["view_counters"] = {
+            "judged": "exact" if before == after else "between the ends before and after",
+            "instance": stats.get("instance"), "view": view, "topics": topics,
+            "last_hour": data["lastHour"], "refused_submits": len(refused),
+            "outside_window": outside, "after_answer": late,
+            "minutes": [[iso_ms(m), {k: got[k][m] for k in self.STATS_COUNTERS}]
+                        for m in window if any(got[k][m] for k in self.STATS_COUNTERS)]}
 
     # -- alarms --
     ALARM_CHECKS = ("alarms_missed", "alarms_counted_twice", "alarms_keys_twice",
@@ -1544,8 +1640,7 @@ def print_summary(v, workload, events, args, passed, missing=()):
          f"task of {c.get('view_lists', 0)} lists of pending tasks due within 10 s: "
          f"{v.info.get('view_list_answers', {})}): answers "
          f"{v.info.get('view_answers', {})}, states {v.info.get('view_states', {})}"),
-        ("view counters wrong", c.get("view_counters_wrong", 0),
-         f"GET /api/stats after the run against the topics: {v.info.get('view_counters')}"),
+        ("view counters wrong", c.get("view_counters_wrong", 0), view_counters_note(v)),
         ("sanitizer reports", c["sanitizer"],
          f"+ {len(v.info.get('librdkafka_leaks_at_fatal_exit', []))} of librdkafka's leak "
          "at a fatal exit (not counted)"),
@@ -1605,6 +1700,16 @@ def print_summary(v, workload, events, args, passed, missing=()):
 
 
 VIOLATION_TIME_FIELDS = ("repeat", "due", "scheduled_at", "sent_at", "called_at")
+
+
+def view_counters_note(v):
+    """The view's minute counters against the topics' (check_view_counters)."""
+    i = v.info.get("view_counters")
+    if not isinstance(i, dict):
+        return str(i)
+    return ("GET /api/stats after the run (" + str(i["instance"]) + "), minutes' sums / "
+            "topics: " + ", ".join(f"{k} {i['view'][k]}/{i['topics'][k]}" for k in i["view"])
+            + f"; lastHour {i['last_hour']}; judged {i['judged']}")
 
 
 def print_violations(v, examples=3):
@@ -1751,7 +1856,10 @@ def judge_run_dir(run_dir, args):
     v = Verdict(db, events, args, run["t0"], run["t_end"], run["bursts"])
     v.endpoint_lag = endpoint_lags(os.path.join(run_dir, "endpoint_lag.tsv"))
     v.alarms = run.get("alarms")
-    v.view_stats = run.get("view_stats")
+    stats_path = os.path.join(run_dir, "view_stats.json")
+    if os.path.exists(stats_path):  # the question Run.ask_stats asked the view
+        with open(stats_path) as f:
+            v.view_stats = json.load(f)
     passed = v.run(run["logs"])
     db.commit()
     missing = v.missing_evidence()
