@@ -278,17 +278,21 @@ static const struct {
  * earlier version is kept. A record of an earlier version is still read (it
  * may sit in a topic, or come from an instance not upgraded yet). */
 static const int current_versions[MC_SCHEMA_COUNT] = {
-    [MC_SCHEMA_ATTEMPT] = 2,
-    [MC_SCHEMA_RESULT] = 2,
+    [MC_SCHEMA_COMMAND] = 2, [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
+    [MC_SCHEMA_ATTEMPT] = 3, [MC_SCHEMA_RESULT] = 3,      [MC_SCHEMA_DEAD_LETTER] = 2,
 };
 static const struct {
     mc_schema_id id;
     int version;
     const char *file;
 } earlier_versions[] = {
-    {MC_SCHEMA_ATTEMPT, 1, "Attempt_v1"},
-    {MC_SCHEMA_RESULT, 1, "Result_v1"},
+    {MC_SCHEMA_ATTEMPT, 1, "Attempt_v1"},        {MC_SCHEMA_ATTEMPT, 2, "Attempt_v2"},
+    {MC_SCHEMA_RESULT, 1, "Result_v1"},          {MC_SCHEMA_RESULT, 2, "Result_v2"},
+    {MC_SCHEMA_COMMAND, 1, "Command_v1"},        {MC_SCHEMA_WHEEL_ENTRY, 1, "WheelEntry_v1"},
+    {MC_SCHEMA_STORED_TASK, 1, "StoredTask_v1"}, {MC_SCHEMA_DEAD_LETTER, 1, "DeadLetter_v1"},
 };
+
+const uint8_t mc_task_v1_suffix[2] = {0, 0};
 #define N_EARLIER (sizeof earlier_versions / sizeof earlier_versions[0])
 
 static const char *embedded(const char *file)
@@ -390,6 +394,8 @@ const char *mc_outcome_name(int32_t outcome)
         return "EXHAUSTED";
     case MC_OUTCOME_CANCELLED:
         return "CANCELLED";
+    case MC_OUTCOME_DROPPED:
+        return "DROPPED";
     default:
         return "UNKNOWN";
     }

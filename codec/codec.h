@@ -59,6 +59,31 @@ typedef struct mc_retry_policy {
     int64_t max_backoff_ms;
 } mc_retry_policy;
 
+/* A record to deliver to Kafka at the due time, instead of an HTTP call. */
+typedef struct mc_kafka_target {
+    const char *topic;
+    const uint8_t *key; /* NULL when has_key is false */
+    size_t key_len;
+    bool has_key;
+    const uint8_t *value; /* NULL when has_value is false: a tombstone */
+    size_t value_len;
+    bool has_value;
+    const mc_kv *headers; /* UTF-8 values */
+    size_t n_headers;
+} mc_kafka_target;
+
+typedef enum mc_late_action {
+    MC_LATE_RUN = 0,  /* call however late (the default) */
+    MC_LATE_DROP = 1, /* do not call: a Result DROPPED */
+    MC_LATE_DEAD = 2, /* do not call: a dead letter */
+} mc_late_action;
+
+/* What to do with a call that can only start more than max_late_ms late. */
+typedef struct mc_late_policy {
+    int64_t max_late_ms;
+    mc_late_action action;
+} mc_late_policy;
+
 typedef struct mc_task {
     const char *app_id;
     const char *task_id;
@@ -70,6 +95,12 @@ typedef struct mc_task {
     int64_t created_at; /* epoch ms */
     const mc_kv *metadata;
     size_t n_metadata;
+    /* Since Task version 2 (Command and WheelEntry v2, StoredTask v2,
+     * Attempt v3, DeadLetter v2); earlier records read as none. */
+    bool has_kafka_target; /* deliver kafka_target instead of calling callback */
+    mc_kafka_target kafka_target;
+    bool has_late_policy; /* false: RUN however late */
+    mc_late_policy late_policy;
 } mc_task;
 
 typedef struct mc_cancel {
@@ -114,7 +145,7 @@ typedef struct mc_attempt {
     const mc_kv *response_headers; /* the kept response headers, lower-case names */
     size_t n_response_headers;
     int64_t response_size; /* body bytes the endpoint sent; -1: no response */
-    int32_t write_version; /* encoding: 0 writes the current schema, 1 Attempt_v1 */
+    int32_t write_version; /* encoding: 0 writes the current schema, N Attempt_vN */
 } mc_attempt;
 
 typedef enum mc_outcome {
@@ -123,6 +154,7 @@ typedef enum mc_outcome {
     MC_OUTCOME_FAILED_PERMANENTLY = 2,
     MC_OUTCOME_EXHAUSTED = 3,
     MC_OUTCOME_CANCELLED = 4,
+    MC_OUTCOME_DROPPED = 5, /* not called: later than its late policy allows (Result v3) */
 } mc_outcome;
 
 /* The Result schema's name of an outcome ("SUCCEEDED", ...; "UNKNOWN" for
@@ -147,7 +179,8 @@ typedef struct mc_result {
     const uint8_t *response_body; /* its first bytes; NULL when response_body_len == 0 */
     size_t response_body_len;
     int64_t response_size; /* body bytes the endpoint sent; -1: no response */
-    int32_t write_version; /* encoding: 0 writes the current schema, 1 Result_v1 */
+    int32_t write_version; /* encoding: 0 writes the current schema, N Result_vN (a
+                            * DROPPED outcome is written CANCELLED before v3) */
 } mc_result;
 
 /* dead topic value. */
@@ -437,9 +470,15 @@ int mc_encode_job(const mc_job *j, mc_buf *out);
  * its version and (when kind is not NULL) whether it is a Submit or a Cancel
  * (a StoredTask is a Submit); *body_off is where the payload starts: a
  * StoredTask's task, or what follows a WheelEntry's union branch (a
- * Submit's task, a Cancel). Does not validate the rest. */
+ * Submit's task, a Cancel). *task_suffix_len (when not NULL) is how many
+ * bytes of mc_task_v1_suffix turn the task into a current one: 0, or the
+ * length of the suffix for a record written before Task version 2. Does
+ * not validate the rest. */
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
-                               mc_command_kind *kind, size_t *body_off);
+                               mc_command_kind *kind, size_t *body_off, size_t *task_suffix_len);
+/* The defaults (both null) of the fields Task gained in version 2: appended
+ * to a version 1 task's bytes, they make it a current one. */
+extern const uint8_t mc_task_v1_suffix[2];
 /* Reads due_at and attempt from the bytes of an encoded Task, skipping the
  * rest without allocating: what the store orders and schedules by, in its
  * restore and on every record. */

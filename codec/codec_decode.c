@@ -29,6 +29,7 @@ typedef struct rd {
     int depth;
     path_seg path[PATH_MAX_DEPTH];
     int older; /* the writer's earlier schema version; 0: the current one */
+    mc_schema_id id;
 } rd;
 
 #define TRY(expr)                                                                                  \
@@ -422,6 +423,58 @@ static mc_codec_err rd_enum(rd *r, const char *field, int n_symbols, int *out)
     return MC_CODEC_OK;
 }
 
+/* Whether the writer's version of the schema has the fields added in
+ * version v. */
+static bool has_since(const rd *r, int v)
+{
+    return r->older == 0 || r->older >= v;
+}
+
+/* The version of each schema that holds Task version 2 (kafka_target,
+ * late_policy): Attempt had changed once before. */
+static int task_v2_in(mc_schema_id id)
+{
+    return id == MC_SCHEMA_ATTEMPT ? 3 : 2;
+}
+
+/* The union [null, bytes] into *has and *out, *len. */
+static mc_codec_err rd_optional_bytes(rd *r, const char *field, bool *has, const uint8_t **out,
+                                      size_t *len)
+{
+    int64_t branch;
+    TRY(rd_branch(r, field, 2, &branch));
+    *has = branch == 1;
+    return *has ? rd_bytes(r, field, out, len) : MC_CODEC_OK;
+}
+
+/* Task version 2's fields: [null, KafkaTarget], [null, LatePolicy]. */
+static mc_codec_err rd_task_v2(rd *r, mc_task *t)
+{
+    int64_t branch;
+    TRY(rd_branch(r, "kafka_target", 2, &branch));
+    t->has_kafka_target = branch == 1;
+    if (t->has_kafka_target) {
+        mc_kafka_target *k = &t->kafka_target;
+        push(r, "kafka_target");
+        TRY(rd_string(r, "topic", &k->topic));
+        TRY(rd_optional_bytes(r, "key", &k->has_key, &k->key, &k->key_len));
+        TRY(rd_optional_bytes(r, "value", &k->has_value, &k->value, &k->value_len));
+        TRY(rd_string_map(r, "headers", &k->headers, &k->n_headers));
+        pop(r);
+    }
+    TRY(rd_branch(r, "late_policy", 2, &branch));
+    t->has_late_policy = branch == 1;
+    if (t->has_late_policy) {
+        int sym;
+        push(r, "late_policy");
+        TRY(rd_long(r, "max_late_ms", &t->late_policy.max_late_ms));
+        TRY(rd_enum(r, "action", MC_LATE_DEAD + 1, &sym));
+        t->late_policy.action = (mc_late_action)sym;
+        pop(r);
+    }
+    return MC_CODEC_OK;
+}
+
 static mc_codec_err rd_task(rd *r, mc_task *t)
 {
     TRY(rd_string(r, "app_id", &t->app_id));
@@ -432,7 +485,7 @@ static mc_codec_err rd_task(rd *r, mc_task *t)
     TRY(rd_int(r, "attempt", &t->attempt));
     TRY(rd_long(r, "created_at", &t->created_at));
     TRY(rd_metadata(r, &t->metadata, &t->n_metadata));
-    return MC_CODEC_OK;
+    return has_since(r, task_v2_in(r->id)) ? rd_task_v2(r, t) : MC_CODEC_OK;
 }
 
 /* A Job; the caller has pushed the path segment that names it. */
@@ -595,7 +648,8 @@ static mc_codec_err begin(rd *r, const void *data, size_t len, mc_arena *arena, 
               .end = (const uint8_t *)data + len,
               .arena = arena,
               .detail = detail,
-              .detail_len = detail_len};
+              .detail_len = detail_len,
+              .id = id};
     if (detail && detail_len)
         detail[0] = '\0';
     if (len == 0 || !data)
@@ -715,7 +769,7 @@ mc_codec_err mc_decode_attempt(const void *data, size_t len, mc_arena *arena, mc
     TRY(rd_long(&r, "finished_at", &out->finished_at));
     TRY(rd_bool(&r, "permanent", &out->permanent));
     out->response_size = -1;
-    if (!r.older) {
+    if (has_since(&r, 2)) {
         TRY(rd_string_map(&r, "response_headers", &out->response_headers,
                           &out->n_response_headers));
         TRY(rd_long(&r, "response_size", &out->response_size));
@@ -737,12 +791,13 @@ mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_
     TRY(rd_long(&r, "finished_at", &out->finished_at));
     TRY(rd_int(&r, "http_status", &out->http_status));
     int sym;
-    TRY(rd_enum(&r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
+    TRY(rd_enum(&r, "outcome", has_since(&r, 3) ? MC_OUTCOME_DROPPED + 1 : MC_OUTCOME_CANCELLED + 1,
+                &sym));
     out->outcome = (mc_outcome)sym;
     TRY(rd_string(&r, "error", &out->error));
     out->version = -1;
     out->response_size = -1;
-    if (!r.older) {
+    if (has_since(&r, 2)) {
         TRY(rd_long(&r, "version", &out->version));
         TRY(rd_string_map(&r, "response_headers", &out->response_headers,
                           &out->n_response_headers));
@@ -890,7 +945,7 @@ mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job
 }
 
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
-                               mc_command_kind *kind, size_t *body_off)
+                               mc_command_kind *kind, size_t *body_off, size_t *task_suffix_len)
 {
     rd r;
     if (id != MC_SCHEMA_WHEEL_ENTRY && id != MC_SCHEMA_STORED_TASK)
@@ -906,6 +961,8 @@ mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, in
     if (kind)
         *kind = branch == 0 ? MC_CMD_SUBMIT : MC_CMD_CANCEL;
     *body_off = (size_t)(r.p - (const uint8_t *)data);
+    if (task_suffix_len)
+        *task_suffix_len = has_since(&r, task_v2_in(id)) ? 0 : sizeof mc_task_v1_suffix;
     return MC_CODEC_OK;
 }
 

@@ -130,7 +130,46 @@ static void put_retry(wr *w, bool has_retry, const mc_retry_policy *r)
     }
 }
 
-static void put_task(wr *w, const mc_task *t)
+/* An enum symbol: false (and nothing written) when v is not one of the
+ * n_symbols the schema lists, a caller bug the public function reports. */
+static bool put_enum(wr *w, int v, int n_symbols)
+{
+    if (v < 0 || v >= n_symbols)
+        return false;
+    put_long(w, v);
+    return true;
+}
+
+/* The union [null, bytes]. */
+static void put_optional_bytes(wr *w, bool has, const uint8_t *b, size_t n)
+{
+    put_long(w, has ? 1 : 0);
+    if (has)
+        put_bytes(w, b, n);
+}
+
+/* Task version 2's fields; false for an action LateAction cannot hold. */
+static bool put_task_v2(wr *w, const mc_task *t)
+{
+    put_long(w, t->has_kafka_target ? 1 : 0);
+    if (t->has_kafka_target) {
+        const mc_kafka_target *k = &t->kafka_target;
+        put_string(w, k->topic);
+        put_optional_bytes(w, k->has_key, k->key, k->key_len);
+        put_optional_bytes(w, k->has_value, k->value, k->value_len);
+        put_string_map(w, k->headers, k->n_headers);
+    }
+    put_long(w, t->has_late_policy ? 1 : 0);
+    if (!t->has_late_policy)
+        return true;
+    put_long(w, t->late_policy.max_late_ms);
+    return put_enum(w, (int)t->late_policy.action, MC_LATE_DEAD + 1);
+}
+
+/* A Task: version 2 (the current one), or version 1 (without kafka_target
+ * and late_policy) for a record written in an earlier schema. False for a
+ * value the schema cannot hold. */
+static bool put_task_version(wr *w, const mc_task *t, bool v2)
 {
     put_string(w, t->app_id);
     put_string(w, t->task_id);
@@ -140,16 +179,12 @@ static void put_task(wr *w, const mc_task *t)
     put_long(w, t->attempt);
     put_long(w, t->created_at);
     put_string_map(w, t->metadata, t->n_metadata);
+    return v2 ? put_task_v2(w, t) : true;
 }
 
-/* An enum symbol: false (and nothing written) when v is not one of the
- * n_symbols the schema lists, a caller bug the public function reports. */
-static bool put_enum(wr *w, int v, int n_symbols)
+static bool put_task(wr *w, const mc_task *t)
 {
-    if (v < 0 || v >= n_symbols)
-        return false;
-    put_long(w, v);
-    return true;
+    return put_task_version(w, t, true);
 }
 
 /* A Job; false for an enum value its schema cannot represent. */
@@ -211,8 +246,7 @@ static bool put_payload(wr *w, const mc_command *c)
     switch (c->kind) {
     case MC_CMD_SUBMIT:
         put_long(w, 0);
-        put_task(w, &c->submit);
-        return true;
+        return put_task(w, &c->submit);
     case MC_CMD_CANCEL:
         put_long(w, 1);
         put_string(w, c->cancel.app_id);
@@ -260,24 +294,27 @@ int mc_encode_stored_task(const mc_stored_task *s, mc_buf *out)
     size_t start = out->len;
     put_header(&w, MC_SCHEMA_STORED_TASK);
     put_long(&w, s->version);
-    put_task(&w, &s->task);
-    return done(&w, start, true);
+    bool ok = put_task(&w, &s->task);
+    return done(&w, start, ok);
 }
 
-/* Whether a record asked to be written as `version` gets the current schema
- * (0 or the current number); only version 1 is kept besides it today. */
-static bool written_current(mc_schema_id id, int32_t version)
+/* The schema version a record asked to be written as `version` gets (0:
+ * the current one); -1 for one that is not kept. */
+static int written_version(mc_schema_id id, int32_t version)
 {
-    return version == 0 || version == mc_schema_current_version(id);
+    int current = mc_schema_current_version(id);
+    if (version == 0 || version == current)
+        return current;
+    return version >= 1 && version < current ? (int)version : -1;
 }
 
 int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
 {
     wr w = {out, false};
     size_t start = out->len;
-    bool current = written_current(MC_SCHEMA_ATTEMPT, a->write_version);
-    put_version_header(&w, MC_SCHEMA_ATTEMPT, current ? 0 : a->write_version);
-    put_task(&w, &a->task);
+    int v = written_version(MC_SCHEMA_ATTEMPT, a->write_version);
+    put_version_header(&w, MC_SCHEMA_ATTEMPT, v);
+    bool ok = v > 0 && put_task_version(&w, &a->task, v >= 3);
     put_long(&w, a->http_status);
     put_string(&w, a->error);
     put_bytes(&w, a->response_snippet, a->response_snippet_len);
@@ -285,19 +322,19 @@ int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
     put_long(&w, a->started_at);
     put_long(&w, a->finished_at);
     put_bool(&w, a->permanent);
-    if (current) {
+    if (v >= 2) {
         put_string_map(&w, a->response_headers, a->n_response_headers);
         put_long(&w, a->response_size);
     }
-    return done(&w, start, current || a->write_version == 1);
+    return done(&w, start, ok);
 }
 
 int mc_encode_result(const mc_result *r, mc_buf *out)
 {
     wr w = {out, false};
     size_t start = out->len;
-    bool current = written_current(MC_SCHEMA_RESULT, r->write_version);
-    put_version_header(&w, MC_SCHEMA_RESULT, current ? 0 : r->write_version);
+    int v = written_version(MC_SCHEMA_RESULT, r->write_version);
+    put_version_header(&w, MC_SCHEMA_RESULT, v);
     put_string(&w, r->app_id);
     put_string(&w, r->task_id);
     put_long(&w, r->attempt);
@@ -305,15 +342,18 @@ int mc_encode_result(const mc_result *r, mc_buf *out)
     put_long(&w, r->started_at);
     put_long(&w, r->finished_at);
     put_long(&w, r->http_status);
-    bool ok = put_enum(&w, (int)r->outcome, MC_OUTCOME_CANCELLED + 1);
+    /* Before version 3 a dropped task was one that did not run: CANCELLED. */
+    int outcome = v < 3 && r->outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : r->outcome;
+    bool ok =
+        v > 0 && put_enum(&w, outcome, v >= 3 ? MC_OUTCOME_DROPPED + 1 : MC_OUTCOME_CANCELLED + 1);
     put_string(&w, r->error);
-    if (current) {
+    if (v >= 2) {
         put_long(&w, r->version);
         put_string_map(&w, r->response_headers, r->n_response_headers);
         put_bytes(&w, r->response_body, r->response_body_len);
         put_long(&w, r->response_size);
     }
-    return done(&w, start, ok && (current || r->write_version == 1));
+    return done(&w, start, ok);
 }
 
 int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
@@ -329,10 +369,9 @@ int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out)
     if (d->has_raw)
         put_bytes(&w, d->raw, d->raw_len);
     put_long(&w, d->has_task ? 1 : 0);
-    if (d->has_task)
-        put_task(&w, &d->task);
+    bool ok = !d->has_task || put_task(&w, &d->task);
     put_long(&w, d->failed_at);
-    return done(&w, start, true);
+    return done(&w, start, ok);
 }
 
 /* A JobCommand; -1 (out unchanged) on ENOMEM or an out-of-range kind or enum.

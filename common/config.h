@@ -41,6 +41,7 @@ typedef struct mc_config {
     int64_t results_retention_ms;    /* of the results topic, when it is created */
     char *executor_allow_cidrs;      /* exempt from the SSRF guard; "" for none */
     char *app_secrets;               /* webhook signing secrets; "" for none */
+    char *kafka_targets;             /* app=topic allow-list of Kafka targets; "" for none */
     /* retry defaults, for tasks without their own policy */
     int retry_max_attempts;
     int64_t retry_initial_backoff_ms;

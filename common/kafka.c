@@ -183,6 +183,9 @@ int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, 
         return -1;
     }
     int n = md->topic_cnt == 1 && !md->topics[0].err ? md->topics[0].partition_cnt : -1;
+    if (md->topic_cnt == 1 && (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                               md->topics[0].err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC))
+        n = MC_TOPIC_MISSING;
     if (n < 0)
         snprintf(err, errlen, "metadata of %s: %s", topic,
                  md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "topic missing");

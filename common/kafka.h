@@ -78,8 +78,11 @@ int mc_advertised_client_id(const mc_config *cfg, char *out, size_t outlen, char
 mc_record mc_kafka_record(const rd_kafka_message_t *m, const char *topic);
 
 /* The partition count of topic from a metadata request on rk (any handle),
- * or -1 with a reason in err. The answer also updates rk's own view of the
- * topic (a producer learns of partitions added since its last refresh). */
+ * or with a reason in err MC_TOPIC_MISSING when the broker says there is no
+ * such topic, -1 when it could not be asked. The answer also updates rk's
+ * own view of the topic (a producer learns of partitions added since its
+ * last refresh). */
+#define MC_TOPIC_MISSING (-2)
 int mc_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err,
                              size_t errlen);
 

@@ -18,6 +18,8 @@ const mc_task_field_names mc_task_avro_names = {
     .initial_backoff_ms = "initial_backoff_ms",
     .multiplier = "retry.multiplier",
     .max_backoff_ms = "max_backoff_ms",
+    .kafka_target = "kafka_target",
+    .max_late_ms = "late_policy.max_late_ms",
 };
 
 static bool method_ok(const char *m)
@@ -47,11 +49,45 @@ bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field
     return true;
 }
 
-bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task_field_names *n,
-                char *why, size_t whylen)
+/* A Kafka target's own fields (the allow-list is kafka_targets.h's):
+ * header names, and a callback left empty so the task says one thing. */
+static bool kafka_target_ok(const mc_task *t, const mc_task_field_names *n, char *why,
+                            size_t whylen)
 {
-    if (!mc_task_ids_ok(t->app_id, t->task_id, n, why, whylen))
+    const char *field = n->kafka_target ? n->kafka_target : "kafka_target";
+    if (t->callback.url[0]) {
+        snprintf(why, whylen, "%s is set and so is %s: a task either calls or delivers", field,
+                 n->url);
         return false;
+    }
+    if (!t->kafka_target.topic[0]) {
+        snprintf(why, whylen, "%s.topic is empty", field);
+        return false;
+    }
+    for (size_t i = 0; i < t->kafka_target.n_headers; i++)
+        if (!t->kafka_target.headers[i].key[0]) {
+            snprintf(why, whylen, "%s.headers has an empty name", field);
+            return false;
+        }
+    return true;
+}
+
+static bool late_policy_ok(const mc_task *t, const mc_task_field_names *n, char *why, size_t whylen)
+{
+    if (!t->has_late_policy)
+        return true;
+    if (t->late_policy.max_late_ms < 0 || t->late_policy.max_late_ms > MC_MAX_LATE_MS) {
+        snprintf(why, whylen, "%s %lld is outside [0, %lld]",
+                 n->max_late_ms ? n->max_late_ms : "late_policy.max_late_ms",
+                 (long long)t->late_policy.max_late_ms, (long long)MC_MAX_LATE_MS);
+        return false;
+    }
+    return true;
+}
+
+/* The HTTP callback's fields. */
+static bool callback_ok(const mc_task *t, const mc_task_field_names *n, char *why, size_t whylen)
+{
     const char *url = t->callback.url;
     size_t url_len = strlen(url);
     if (url_len == 0) {
@@ -81,6 +117,18 @@ bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task
                  t->callback.timeout_ms, MC_MAX_TIMEOUT_MS);
         return false;
     }
+    return true;
+}
+
+bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task_field_names *n,
+                char *why, size_t whylen)
+{
+    if (!mc_task_ids_ok(t->app_id, t->task_id, n, why, whylen))
+        return false;
+    if (!(t->has_kafka_target ? kafka_target_ok(t, n, why, whylen)
+                              : callback_ok(t, n, why, whylen)) ||
+        !late_policy_ok(t, n, why, whylen))
+        return false;
     if (t->due_at < MC_MIN_DUE_AT_MS) {
         snprintf(why, whylen,
                  "%s %lld is before 2000-01-01 (epoch milliseconds expected, not seconds)",

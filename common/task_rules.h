@@ -24,7 +24,11 @@
 typedef struct mc_task_field_names {
     const char *app_id, *task_id, *due_at, *url, *method, *timeout_ms, *attempt;
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
+    const char *kafka_target, *max_late_ms; /* NULL: the schema's names */
 } mc_task_field_names;
+
+/* The longest late policy: a year. */
+#define MC_MAX_LATE_MS INT64_C(31536000000)
 
 /* The schema's names (app_id, callback.timeout_ms, retry.max_attempts, ...). */
 extern const mc_task_field_names mc_task_avro_names;

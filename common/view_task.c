@@ -375,6 +375,8 @@ mc_view_state mc_view_task_state(const mc_view_task *t, int64_t wheel_position, 
             return MC_VIEW_DEAD;
         case MC_OUTCOME_CANCELLED:
             return MC_VIEW_CANCELLED;
+        case MC_OUTCOME_DROPPED:
+            return MC_VIEW_DROPPED;
         default:
             break; /* failed, will retry: what of the next attempt? */
         }
@@ -415,6 +417,7 @@ const char *mc_view_state_name(mc_view_state s)
         [MC_VIEW_FAILED] = "failed",
         [MC_VIEW_DEAD] = "dead",
         [MC_VIEW_CANCELLED] = "cancelled",
+        [MC_VIEW_DROPPED] = "dropped",
         [MC_VIEW_REJECTED] = "rejected",
         [MC_VIEW_UNKNOWN] = "unknown",
     };
@@ -424,7 +427,8 @@ const char *mc_view_state_name(mc_view_state s)
 bool mc_view_state_final(mc_view_state s)
 {
     return s == MC_VIEW_SUCCEEDED || s == MC_VIEW_FAILED || s == MC_VIEW_DEAD ||
-           s == MC_VIEW_CANCELLED || s == MC_VIEW_REJECTED || s == MC_VIEW_UNKNOWN;
+           s == MC_VIEW_CANCELLED || s == MC_VIEW_DROPPED || s == MC_VIEW_REJECTED ||
+           s == MC_VIEW_UNKNOWN;
 }
 
 /* ---- the answer ------------------------------------------------------------------ */
@@ -848,7 +852,7 @@ mc_view_task *mc_view_task_decode(const void *key, size_t key_len, const void *v
     for (int64_t i = 0; !r.why && i < n_calls; i++) {
         mc_view_call *c = &t->calls[t->n_calls++];
         c->attempt = (int32_t)get_ranged(&r, 0, INT32_MAX);
-        c->outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_CANCELLED);
+        c->outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_DROPPED);
         c->http_status = (int32_t)get_ranged(&r, 0, 999);
         c->started_at = get_int(&r);
         c->finished_at = get_int(&r);
@@ -868,7 +872,7 @@ mc_view_task *mc_view_task_decode(const void *key, size_t key_len, const void *v
         o->replaced_at = get_int(&r);
         o->fired = (int32_t)get_ranged(&r, 0, INT32_MAX);
         o->last_attempt = (int32_t)get_ranged(&r, 0, INT32_MAX);
-        o->last_outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_CANCELLED);
+        o->last_outcome = (int32_t)get_ranged(&r, MC_OUTCOME_SUCCEEDED, MC_OUTCOME_DROPPED);
     }
     if (!r.why && r.p != r.end)
         r.why = "trailing bytes";

@@ -146,6 +146,7 @@ typedef enum mc_view_state {
     MC_VIEW_FAILED,    /* failed permanently: dead-lettered */
     MC_VIEW_DEAD,      /* out of attempts: dead-lettered */
     MC_VIEW_CANCELLED, /* never called, and never will be */
+    MC_VIEW_DROPPED,   /* not called: later than its late policy allows */
     MC_VIEW_REJECTED,  /* the router refused it: dead-lettered */
     MC_VIEW_UNKNOWN,   /* a cancel of a key never seen */
 } mc_view_state;

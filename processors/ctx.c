@@ -11,7 +11,14 @@
 
 mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
 {
-    return ctx->ops->output(ctx, topic_suffix);
+    char name[256];
+    mc_topic_name(mc_ctx_config(ctx), topic_suffix, name, sizeof name);
+    return ctx->ops->output(ctx, name);
+}
+
+mc_output *mc_ctx_output_topic(mc_ctx *ctx, const char *topic)
+{
+    return ctx->ops->output(ctx, topic);
 }
 
 int mc_ctx_produce(mc_ctx *ctx, const mc_produce *p)
@@ -50,7 +57,7 @@ int mc_ctx_forward_header(mc_ctx *ctx, mc_output *out, int32_t partition, const 
 int mc_ctx_dead_letter(mc_ctx *ctx, const mc_record *r, const char *reason, const mc_task *task)
 {
     if (!ctx->dead)
-        ctx->dead = ctx->ops->output(ctx, "dead");
+        ctx->dead = mc_ctx_output(ctx, "dead");
     if (!ctx->dead)
         return -1;
     bool keep_raw = r->value != NULL && r->value_len <= MAX_DEAD_RAW;
@@ -154,7 +161,14 @@ int mc_ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partiti
 
 int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen)
 {
-    return ctx->ops->partition_count(ctx, topic_suffix, err, errlen);
+    char name[256];
+    mc_topic_name(mc_ctx_config(ctx), topic_suffix, name, sizeof name);
+    return ctx->ops->partition_count(ctx, name, err, errlen);
+}
+
+int mc_ctx_topic_partition_count(mc_ctx *ctx, const char *topic, char *err, size_t errlen)
+{
+    return ctx->ops->partition_count(ctx, topic, err, errlen);
 }
 
 int mc_ctx_stable_ends(mc_ctx *ctx, const char *const *topic_suffixes, size_t n,

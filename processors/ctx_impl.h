@@ -9,7 +9,7 @@
 #include "processor.h"
 
 typedef struct mc_ctx_ops {
-    mc_output *(*output)(mc_ctx *ctx, const char *topic_suffix);
+    mc_output *(*output)(mc_ctx *ctx, const char *topic); /* the full name */
     int (*produce)(mc_ctx *ctx, const mc_produce *p);
     void (*wakeup_at)(mc_ctx *ctx, int64_t at_ms);
     int64_t (*now_ms)(const mc_ctx *ctx);
@@ -24,7 +24,7 @@ typedef struct mc_ctx_ops {
     int (*watch_fd)(mc_ctx *ctx, int fd, short events, mc_fd_callback cb, void *arg);
     int (*restore)(mc_ctx *ctx, const char *topic_suffix, const int32_t *partitions, size_t n,
                    mc_restore_fn fn, void *arg, mc_restore_stats *stats);
-    int (*partition_count)(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen);
+    int (*partition_count)(mc_ctx *ctx, const char *topic, char *err, size_t errlen); /* full */
     int64_t (*end_offset)(mc_ctx *ctx, const char *topic_suffix, int32_t partition, char *err,
                           size_t errlen);
     int64_t (*position)(mc_ctx *ctx, const char *topic, int32_t partition);

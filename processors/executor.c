@@ -34,6 +34,20 @@
  * or the checkpoint cannot take more), then posted together: the caller
  * applies a batch's recalls before it starts any of its calls.
  *
+ * Kafka targets. A task may name a record to deliver instead of a URL. The
+ * caller holds it like a call and gives it back when it would start; here
+ * the record is produced in the open transaction with the task's Result and
+ * the record's `ready` offset finished: committed together, a read_committed
+ * consumer of the target sees it once, through any crash (an abort drops
+ * both and the next owner delivers it again). A topic that does not exist
+ * is a failed attempt, retried like an endpoint that is down; one the app
+ * may no longer write (--target-topics changed) fails for good.
+ *
+ * Late policies. A task whose call can only start more than its policy's
+ * max_late_ms after its due time is not called when the policy says DROP
+ * (a Result DROPPED) or DEAD (a Result FAILED_PERMANENTLY and a dead
+ * letter); the caller judges it at the moment the call would start.
+ *
  * Outputs Kafka refuses. Each output names its `ready` record as its cause,
  * so an asynchronous refusal comes back, after the rewind, as that record
  * through refused(); a synchronous one is answered here at once. Either way
@@ -49,6 +63,8 @@
 
 #include "codec.h"
 #include "executor_call.h"
+#include "kafka.h"
+#include "kafka_targets.h"
 #include "retry_policy.h"
 #include "part_table.h"
 #include "ring.h"
@@ -84,6 +100,19 @@ typedef struct part {
  * assignment (commit markers there, or a slow fetch, would hold them). */
 #define CATCH_UP_MAX_MS 2000
 
+/* A Kafka target topic: its output, and its partition count as last asked
+ * (a record's partition is murmur2 of its key, as Java places it). A topic
+ * the broker did not know is asked again after TARGET_MISSING_MS, one that
+ * exists every TARGET_REFRESH_MS (it may have grown). */
+typedef struct target_topic {
+    mc_output *out;
+    int32_t partitions; /* MC_TOPIC_MISSING: the broker knows no such topic */
+    int64_t asked_at;
+    char name[MC_TOPIC_NAME_MAX + 1];
+} target_topic;
+#define TARGET_MISSING_MS 1000
+#define TARGET_REFRESH_MS 60000
+
 typedef struct executor {
     mc_ctx *ctx;
     const mc_config *cfg;
@@ -92,7 +121,11 @@ typedef struct executor {
     mc_caller *caller;
     mc_part_table parts; /* part of each partition ever assigned */
     mc_buf buf;
+    mc_kafka_targets *targets; /* --target-topics, checked again at delivery */
+    target_topic *topics;      /* the Kafka targets met so far */
+    size_t n_topics, cap_topics;
     mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
+    mc_counter *delivered, *late_dropped, *late_dead;
     mc_gauge *paused_gauge;
 } executor;
 
@@ -306,9 +339,140 @@ static int report_attempt(executor *ex, const mc_call *j)
     return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Attempt") : rc;
 }
 
+/* The target topic named topic, asked about now when not known or stale;
+ * NULL when it could not be asked (the transaction is retried) or on ENOMEM. */
+static target_topic *target_topic_of(executor *ex, const char *topic, char *err, size_t errlen)
+{
+    target_topic *t = NULL;
+    for (size_t i = 0; i < ex->n_topics && !t; i++)
+        if (strcmp(ex->topics[i].name, topic) == 0)
+            t = &ex->topics[i];
+    if (!t) {
+        if (ex->n_topics == ex->cap_topics) {
+            size_t cap = ex->cap_topics ? ex->cap_topics * 2 : 4;
+            target_topic *v = realloc(ex->topics, cap * sizeof *v);
+            if (!v) {
+                snprintf(err, errlen, "out of memory");
+                return NULL;
+            }
+            ex->topics = v;
+            ex->cap_topics = cap;
+        }
+        t = &ex->topics[ex->n_topics];
+        *t = (target_topic){.partitions = MC_TOPIC_MISSING, .asked_at = INT64_MIN / 2};
+        snprintf(t->name, sizeof t->name, "%s", topic);
+        if (!(t->out = mc_ctx_output_topic(ex->ctx, topic))) {
+            snprintf(err, errlen, "cannot make an output for %s", topic);
+            return NULL;
+        }
+        ex->n_topics++;
+    }
+    int64_t now = mc_ctx_now_ms(ex->ctx);
+    int64_t stale = t->partitions > 0 ? TARGET_REFRESH_MS : TARGET_MISSING_MS;
+    if (now - t->asked_at >= stale) {
+        int n = mc_ctx_topic_partition_count(ex->ctx, topic, err, errlen);
+        if (n == -1 || n == 0)
+            return t->partitions > 0 ? t : NULL; /* keep what we knew */
+        t->partitions = n;
+        t->asked_at = now;
+    }
+    return t;
+}
+
+/* A delivery that cannot be made: an attempt that failed (permanently or
+ * not), for the retry processor to judge like a failed HTTP call. */
+static int report_attempt(executor *ex, const mc_call *j);
+static int delivery_failed(executor *ex, mc_call *j, bool permanent, const char *why)
+{
+    j->transport_failed = true;
+    j->permanent = permanent;
+    snprintf(j->error, sizeof j->error, "%s", why);
+    return report_attempt(ex, j);
+}
+
+/* A Kafka target's turn came: its record goes out in the open transaction,
+ * with the task's Result (see the top). */
+static int deliver(executor *ex, mc_call *j)
+{
+    const mc_kafka_target *k = &j->task.kafka_target;
+    char why[MC_CALL_ERROR_MAX];
+    if (!mc_kafka_target_allowed(ex->targets, j->task.app_id, k->topic, "kafka_target.topic", why,
+                                 sizeof why))
+        return delivery_failed(ex, j, true, why);
+    char err[256] = "";
+    target_topic *t = target_topic_of(ex, k->topic, err, sizeof err);
+    if (!t) {
+        mc_log(mc_ctx_logger(ex->ctx), MC_LOG_WARN, "cannot ask for a Kafka target's metadata",
+               "topic", k->topic, "error", err, (const char *)NULL);
+        return -1; /* abort: the next turn asks again */
+    }
+    if (t->partitions <= 0) {
+        snprintf(why, sizeof why, "kafka_target.topic '%.200s' does not exist", k->topic);
+        return delivery_failed(ex, j, false, why);
+    }
+    size_t nh = k->n_headers + 2;
+    mc_header *h = malloc(nh * sizeof *h);
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < k->n_headers; i++)
+        h[i] = (mc_header){k->headers[i].key, k->headers[i].value, strlen(k->headers[i].value)};
+    char due[24];
+    int dn = snprintf(due, sizeof due, "%" PRId64, j->task.due_at);
+    h[k->n_headers] = (mc_header){MC_TARGET_TASK_HEADER, j->key, strlen(j->key)};
+    h[k->n_headers + 1] = (mc_header){MC_TARGET_DUE_HEADER, due, (size_t)dn};
+    const void *pkey = k->has_key ? (const void *)k->key : j->key;
+    size_t pkey_len = k->has_key ? k->key_len : strlen(j->key);
+    mc_source cause = {ex->ready_topic, j->partition, j->offset};
+    mc_produce p = {.out = t->out,
+                    .partition = mc_key_partition(pkey, pkey_len, t->partitions),
+                    .key = k->has_key ? k->key : NULL,
+                    .key_len = k->has_key ? k->key_len : 0,
+                    .value = k->has_value ? k->value : NULL,
+                    .value_len = k->has_value ? k->value_len : 0,
+                    .headers = h,
+                    .n_headers = nh,
+                    .cause = &cause};
+    int rc = mc_ctx_produce(ex->ctx, &p);
+    free(h);
+    if (rc == MC_FORWARD_REFUSED) {
+        snprintf(why, sizeof why, "Kafka refused the record for '%.200s' (too large, or invalid)",
+                 k->topic);
+        return delivery_failed(ex, j, true, why);
+    }
+    if (rc != 0)
+        return rc;
+    mc_counter_add(ex->delivered, 1);
+    rc = write_result(ex, j, MC_OUTCOME_SUCCEEDED, "");
+    return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Result") : rc;
+}
+
+/* A call not started because it was later than its late policy allows. */
+static int report_late(executor *ex, const mc_call *j)
+{
+    char error[300];
+    snprintf(error, sizeof error,
+             "not called: %" PRId64 " ms late, more than its late policy's %" PRId64 " ms",
+             j->started_at - j->task.due_at, j->task.late_policy.max_late_ms);
+    if (j->late == MC_LATE_DROP) {
+        mc_counter_add(ex->late_dropped, 1);
+        int rc = write_result(ex, j, MC_OUTCOME_DROPPED, error);
+        return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Result") : rc;
+    }
+    mc_counter_add(ex->late_dead, 1);
+    int rc = write_result(ex, j, MC_OUTCOME_FAILED_PERMANENTLY, error);
+    if (rc == MC_FORWARD_REFUSED)
+        return report_refused(ex, j, "Result");
+    if (rc != 0)
+        return rc;
+    char reason[400];
+    snprintf(reason, sizeof reason, "executor: %s (late policy DEAD)", error);
+    mc_record rec = call_record(ex, j);
+    return mc_ctx_dead_letter(ex->ctx, &rec, reason, &j->task);
+}
+
 /* A call came back from the caller: its Result (success, or recalled) or
  * Attempt (failure) goes out in the open transaction. */
-static int report(executor *ex, const mc_call *j)
+static int report(executor *ex, mc_call *j)
 {
     if (j->recalled) {
         mc_counter_add(ex->recalled, 1);
@@ -316,6 +480,10 @@ static int report(executor *ex, const mc_call *j)
                               "cancelled or rescheduled before its due time");
         return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Result") : rc;
     }
+    if (j->late != MC_LATE_RUN)
+        return report_late(ex, j);
+    if (j->deliver)
+        return deliver(ex, j);
     if (!j->transport_failed && j->status >= 200 && j->status < 300) {
         const mc_logger *lg = mc_ctx_logger(ex->ctx);
         if (lg->level <= MC_LOG_DEBUG) {
@@ -701,6 +869,8 @@ static void executor_destroy(void *self)
     }
     mc_part_table_free(&ex->parts);
     mc_buf_free(&ex->buf);
+    mc_kafka_targets_free(ex->targets);
+    free(ex->topics);
     free(ex);
 }
 
@@ -726,6 +896,15 @@ static void register_metrics(executor *ex, mc_metrics *m)
     ex->refused = mc_metrics_counter(
         m, "mooncake_executor_refused_outputs_total",
         "Attempts whose Result or Attempt Kafka refused (failed permanently, dead-lettered)", NULL);
+    ex->delivered = mc_metrics_counter(
+        m, "mooncake_executor_delivered_total",
+        "Kafka targets delivered (counted when produced; exactly once when committed)", NULL);
+    ex->late_dropped = mc_metrics_counter(
+        m, "mooncake_executor_late_total",
+        "Calls not started: later than their late policy allows, by action", "action=\"drop\"");
+    ex->late_dead = mc_metrics_counter(
+        m, "mooncake_executor_late_total",
+        "Calls not started: later than their late policy allows, by action", "action=\"dead\"");
     ex->paused_gauge = mc_metrics_gauge(m, "mooncake_executor_paused_partitions",
                                         "Partitions paused: too many unfinished tasks", NULL);
 }
@@ -758,6 +937,11 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
         executor_destroy(ex);
         return NULL;
     }
+    if (!(ex->targets =
+              mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen))) {
+        executor_destroy(ex);
+        return NULL;
+    }
     register_metrics(ex, mc_ctx_metrics(ctx));
     const mc_executor_caller *with = arg;
     mc_caller_factory make = with ? with->make : mc_http_caller_new;
@@ -773,10 +957,15 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     return ex;
 }
 
-/* What the HTTP caller parses at its start: the SSRF allow-list and the
- * signing secrets. */
+/* What the executor parses at its start: the SSRF allow-list, the signing
+ * secrets and the Kafka targets' allow-list. */
 static int executor_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
+    mc_kafka_targets *t =
+        mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen);
+    if (!t)
+        return -1;
+    mc_kafka_targets_free(t);
     mc_ssrf *g = mc_ssrf_new(cfg->executor_allow_cidrs, err, errlen);
     if (!g)
         return -1;

@@ -44,6 +44,8 @@ typedef struct mc_call {
     int64_t fired_pos; /* CALL: the wheel's position when it fired it; -1: not said */
     /* Set by the caller before giving the call back. */
     bool recalled;         /* CALL: dropped by a recall before it started */
+    mc_late_action late;   /* CALL: DROP or DEAD: not started, later than its policy allows */
+    bool deliver;          /* CALL: a Kafka target's turn: the Kafka side produces it */
     bool transport_failed; /* no HTTP answer: a connection error, a timeout, a refusal */
     bool permanent;        /* with transport_failed: retrying cannot help */
     long status;           /* the HTTP status, 0 without an answer */
@@ -74,8 +76,10 @@ typedef struct mc_caller mc_caller;
 typedef struct mc_caller_ops {
     /* Takes j and the calls linked after it (by next), as one batch: a CALL
      * is held until its due time, then called (or queued while too many are
-     * running); a RECALL drops the held or queued CALLs of its partition and
-     * key with an older version - they come back recalled - and then comes
+     * running) - or, when the moment it would start comes, given back
+     * without a call: late past its late policy (late set), or a Kafka
+     * target, which the Kafka side delivers (deliver set); a RECALL drops the held or queued CALLs
+     * of its partition and key with an older version - they come back recalled - and then comes
      * back itself. Calls are taken in the order posted, and no CALL of a
      * batch starts before its RECALLs are applied (a batch read after due
      * times have passed still honours its recalls). */

@@ -217,8 +217,34 @@ static bool may_start(http_caller *hc)
            hc->gate.may_start(hc->gate.arg);
 }
 
+/* The moment c would start: past its late policy it is not started at all,
+ * and a Kafka target is not this thread's to deliver; either way it goes
+ * back to the Kafka side now, which writes what happened in its
+ * transaction. Returns whether c was settled so (and released). */
+static bool settled_without_call(http_caller *hc, call *c)
+{
+    mc_call *j = c->call;
+    const mc_task *t = &j->task;
+    int64_t now = mc_now_ms();
+    if (t->has_late_policy && t->late_policy.action != MC_LATE_RUN &&
+        now - t->due_at > t->late_policy.max_late_ms)
+        j->late = t->late_policy.action;
+    else if (t->has_kafka_target)
+        j->deliver = true;
+    else
+        return false;
+    j->started_at = j->finished_at = now;
+    if (j->deliver)
+        mc_histogram_observe(hc->lateness, (double)(now - t->due_at) / 1000.0);
+    call_release(hc, c); /* held or queued: never running */
+    give_back(hc, j);
+    return true;
+}
+
 static void start_now(http_caller *hc, call *c)
 {
+    if (settled_without_call(hc, c))
+        return;
     if (call_start(hc, c) != 0) {
         snprintf(c->curl_error, sizeof c->curl_error, "out of memory starting the call");
         call_ended(hc, c, CURLE_OUT_OF_MEMORY);
@@ -228,7 +254,10 @@ static void start_now(http_caller *hc, call *c)
 /* Starts c now if calls may start and a slot is free, else queues it. */
 static void run_or_queue(http_caller *hc, call *c)
 {
-    if (atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency && may_start(hc)) {
+    /* A Kafka target takes no connection: it does not wait for one. */
+    bool needs_slot = !c->call->task.has_kafka_target;
+    if ((!needs_slot || atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) &&
+        may_start(hc)) {
         start_now(hc, c);
         return;
     }

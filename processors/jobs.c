@@ -501,11 +501,14 @@ static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
     memcpy(job_id, res.task_id, job_len);
     job_id[job_len] = '\0';
     mc_job_command c = {.kind = MC_JOBCMD_DONE};
-    c.done = (mc_occurrence_done){.app_id = res.app_id,
-                                  .job_id = job_id,
-                                  .scheduled_at = at,
-                                  .outcome = res.outcome,
-                                  .finished_at = res.finished_at};
+    c.done = (mc_occurrence_done){
+        .app_id = res.app_id,
+        .job_id = job_id,
+        .scheduled_at = at,
+        /* JobCommand's outcomes end at CANCELLED:
+         * a dropped occurrence did not run either. */
+        .outcome = res.outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : res.outcome,
+        .finished_at = res.finished_at};
     char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(res.app_id, job_id, key, sizeof key);
     mc_buf_reset(&s->buf);

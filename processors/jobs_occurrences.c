@@ -93,6 +93,14 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
     };
     c.submit.callback.headers = headers;
     c.submit.callback.n_headers = nh;
+    /* DO_NOTHING skips what is missed by more than the threshold: an
+     * occurrence written ahead of time that can only be called that late
+     * (everything stopped meanwhile) is missed too, so it is dropped when
+     * its call would start, not called late. */
+    if (j.misfire == MC_MISFIRE_DO_NOTHING) {
+        c.submit.has_late_policy = true;
+        c.submit.late_policy = (mc_late_policy){j.misfire_threshold_ms, MC_LATE_DROP};
+    }
     char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
     mc_buf_reset(&s->buf);

@@ -98,6 +98,9 @@ typedef struct mc_processor {
 
 /* Declares an output topic (by suffix, "wheel"). The ctx owns the handle. */
 mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix);
+/* Declares an output topic by its full name (a Kafka target, not one of
+ * mooncake's). The ctx owns the handle; NULL on ENOMEM. */
+mc_output *mc_ctx_output_topic(mc_ctx *ctx, const char *topic);
 
 /* One record to produce inside the open transaction. */
 typedef struct mc_produce {
@@ -215,6 +218,10 @@ int mc_ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *partiti
                    mc_restore_fn fn, void *arg, mc_restore_stats *stats);
 /* The partition count of topic (by suffix), or -1 with a reason in err. */
 int mc_ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen);
+/* The partition count of topic by its full name (a Kafka target): with a
+ * reason in err, MC_TOPIC_MISSING (kafka.h) when the broker says it does not
+ * exist, -1 when it could not be asked. One metadata round trip. */
+int mc_ctx_topic_partition_count(mc_ctx *ctx, const char *topic, char *err, size_t errlen);
 /* Where a partition of topic (by suffix) ends now for a read_committed
  * reader (its last stable offset; one broker round trip), or -1 with a
  * reason in err. Cheap enough to ask every

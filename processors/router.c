@@ -62,6 +62,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "kafka_targets.h"
 #include "kafka.h"
 #include "layout.h"
 #include "part_table.h"
@@ -93,11 +94,12 @@ typedef struct router {
     mc_output *wheel, *tasks, *ready;
     mc_codec_options codec;
     int64_t horizon_ms, max_due_ms;
-    int64_t lead_ms;          /* a Submit due within this is fired here */
-    bool fires_due;           /* --router-fires-due */
-    int64_t end_warned_at;    /* asking where wheel ends failed: said once a minute */
-    int64_t urgent_ms;        /* a Submit due within this is committed at once */
-    mc_codec_writer *writers; /* other versions of Command we read */
+    int64_t lead_ms;           /* a Submit due within this is fired here */
+    bool fires_due;            /* --router-fires-due */
+    int64_t end_warned_at;     /* asking where wheel ends failed: said once a minute */
+    int64_t urgent_ms;         /* a Submit due within this is committed at once */
+    mc_codec_writer *writers;  /* other versions of Command we read */
+    mc_kafka_targets *targets; /* --target-topics */
     size_t n_writers;
     int32_t tasks_partitions; /* from metadata, at each assignment and layout read */
     mc_layout layout;         /* in force; partitions 0 before the first read */
@@ -112,7 +114,8 @@ typedef struct router {
     mc_counter *to_wheel, *to_store, *to_ready, *cancels, *dead_letters, *rehomed;
 } router;
 
-/* The writer schemas load (files readable, each one resolvable to ours). */
+/* The writer schemas load (files readable, each one resolvable to ours),
+ * and the Kafka targets' allow-list parses. */
 static int router_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
     mc_codec_writer *w;
@@ -121,7 +124,10 @@ static int router_check_config(const mc_config *cfg, char *err, size_t errlen)
                                "--command-writer-schemas", &w, &n, err, errlen) != 0)
         return -1;
     mc_writer_schemas_free(w, n);
-    return 0;
+    mc_kafka_targets *t =
+        mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen);
+    mc_kafka_targets_free(t);
+    return t ? 0 : -1;
 }
 
 static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
@@ -156,6 +162,13 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     }
     r->codec.writers = r->writers;
     r->codec.n_writers = r->n_writers;
+    if (!(r->targets =
+              mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen))) {
+        mc_writer_schemas_free(r->writers, r->n_writers);
+        mc_arena_free(r->arena);
+        free(r);
+        return NULL;
+    }
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
     r->urgent_ms = 2 * (int64_t)cfg->commit_interval_ms;
@@ -484,6 +497,7 @@ static void router_destroy(void *self)
     mc_layout_free(&r->layout);
     mc_arena_free(r->arena);
     mc_writer_schemas_free(r->writers, r->n_writers);
+    mc_kafka_targets_free(r->targets);
     mc_buf_free(&r->out);
     free(r);
 }
@@ -579,9 +593,11 @@ static command_read read_command(router *r, const mc_record *m, int64_t now, mc_
     }
     const char *app = cmd->kind == MC_CMD_CANCEL ? cmd->cancel.app_id : cmd->submit.app_id;
     const char *tid = cmd->kind == MC_CMD_CANCEL ? cmd->cancel.task_id : cmd->submit.task_id;
-    bool ok = cmd->kind == MC_CMD_SUBMIT
-                  ? mc_task_ok(&cmd->submit, now, r->max_due_ms, &mc_task_avro_names, why, whylen)
-                  : mc_task_ids_ok(app, tid, &mc_task_avro_names, why, whylen);
+    bool ok =
+        cmd->kind == MC_CMD_SUBMIT
+            ? mc_task_ok(&cmd->submit, now, r->max_due_ms, &mc_task_avro_names, why, whylen) &&
+                  mc_task_target_ok(r->targets, &cmd->submit, "kafka_target.topic", why, whylen)
+            : mc_task_ids_ok(app, tid, &mc_task_avro_names, why, whylen);
     return ok && mc_record_keyed_by(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
 }
 

@@ -496,6 +496,9 @@ void mc_runner_free(mc_runner *r)
     }
     free(r->refs);
     free(r->poison);
+    for (size_t i = 0; i < r->n_outputs; i++)
+        free(r->outputs[i]);
+    free(r->outputs);
     mc_evloop_free(&r->loop);
     mc_ctx_release(&r->ctx);
     if (r->kc)

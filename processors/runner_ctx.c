@@ -22,20 +22,34 @@
 
 /* ---- outputs and refused records ---- */
 
-static mc_output *ctx_output(mc_ctx *ctx, const char *topic_suffix)
+/* Outputs are few (a processor's topics, and the executor's Kafka targets),
+ * so a list is enough; each is allocated on its own because processors keep
+ * the pointer. */
+static mc_output *ctx_output(mc_ctx *ctx, const char *name)
 {
     mc_runner *r = RUNNER_OF(ctx);
-    char name[256];
-    mc_topic_name(r->cfg, topic_suffix, name, sizeof name);
     for (size_t i = 0; i < r->n_outputs; i++)
-        if (strcmp(r->outputs[i].name, name) == 0)
-            return &r->outputs[i];
-    if (r->n_outputs == MAX_OUTPUTS)
+        if (strcmp(r->outputs[i]->name, name) == 0)
+            return r->outputs[i];
+    if (strlen(name) >= sizeof r->outputs[0]->name)
         return NULL;
-    mc_output *o = &r->outputs[r->n_outputs];
+    if (r->n_outputs == r->cap_outputs) {
+        size_t cap = r->cap_outputs ? r->cap_outputs * 2 : 8;
+        mc_output **v = realloc(r->outputs, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        r->outputs = v;
+        r->cap_outputs = cap;
+    }
+    mc_output *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
     snprintf(o->name, sizeof o->name, "%s", name);
-    if (!(o->handle = r->kc->ops->output(r->kc, name)))
+    if (!(o->handle = r->kc->ops->output(r->kc, name))) {
+        free(o);
         return NULL;
+    }
+    r->outputs[r->n_outputs] = o;
     char labels[400];
     snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, name);
     o->records_out =
@@ -397,11 +411,9 @@ static int ctx_restore(mc_ctx *ctx, const char *topic_suffix, const int32_t *par
     return r->kc->ops->restore(r->kc, topic, partitions, n, fn, arg, restore_tick, ctx, stats);
 }
 
-static int ctx_partition_count(mc_ctx *ctx, const char *topic_suffix, char *err, size_t errlen)
+static int ctx_partition_count(mc_ctx *ctx, const char *topic, char *err, size_t errlen)
 {
     mc_runner *r = RUNNER_OF(ctx);
-    char topic[256];
-    mc_topic_name(r->cfg, topic_suffix, topic, sizeof topic);
     return r->kc->ops->partition_count(r->kc, topic, -1, 10000, err, errlen);
 }
 

@@ -14,7 +14,6 @@
 #include "kclient.h"
 #include "runner.h"
 
-#define MAX_OUTPUTS 16
 #define MAX_INPUTS 8
 /* Transactions take turns on this many producers (transactional ids <id>
  * and <id>~1). The broker writes a transaction's markers after it has
@@ -102,8 +101,8 @@ struct mc_runner {
     char group_id[300];
     char transactional_id[600];
 
-    mc_output outputs[MAX_OUTPUTS];
-    size_t n_outputs;
+    mc_output **outputs; /* each allocated: processors keep the pointers */
+    size_t n_outputs, cap_outputs;
     input_topic inputs[MAX_INPUTS];
     size_t n_inputs;
 

@@ -53,9 +53,10 @@ void runner_reset_txn(mc_runner *r, bool committed)
     runner_settle_poison(r, committed);
     r->txn_failed = false;
     for (size_t i = 0; i < r->n_outputs; i++) {
+        mc_output *o = r->outputs[i];
         if (committed)
-            mc_counter_add(r->outputs[i].records_out, r->outputs[i].pending);
-        r->outputs[i].pending = 0;
+            mc_counter_add(o->records_out, o->pending);
+        o->pending = 0;
     }
     for (size_t t = 0; t < r->n_inputs; t++) {
         input_topic *in = &r->inputs[t];

@@ -218,8 +218,11 @@ static void remove_entry(store_part *p, store_entry *e)
 /* Holds (a newer version of) a task; replaces old, what the caller found
  * held for its key (NULL: nothing), so the key is looked up once. */
 static int hold(store *s, store_part *p, store_entry *old, const void *key, size_t keylen,
-                mc_version version, int64_t due_at, const void *task, size_t task_len)
+                mc_version version, int64_t due_at, const void *task, size_t written_len,
+                size_t suffix_len)
 {
+    /* A task written before Task version 2 is kept as a current one. */
+    size_t task_len = written_len + suffix_len;
     uint32_t hash = old ? old->node.hash : mc_keymap_hash(key, keylen);
     if (old)
         remove_entry(p, old);
@@ -233,7 +236,8 @@ static int hold(store *s, store_part *p, store_entry *old, const void *key, size
     e->attempt = version.attempt;
     e->task_len = (uint32_t)task_len;
     memcpy(e->data, key, keylen);
-    memcpy(e->data + keylen, task, task_len);
+    memcpy(e->data + keylen, task, written_len);
+    memcpy(e->data + keylen + written_len, mc_task_v1_suffix, suffix_len);
     mc_keymap_insert(p->tasks, &e->node);
     p->bytes += keylen + task_len;
     if (mc_wheel_add(p->handoffs, &e->handoff, due_at - s->horizon_ms) != 0) {
@@ -262,9 +266,9 @@ static void restore_record(store *s, store_part *p, const mc_record *m)
      * decode would be most of the restore's CPU. */
     mc_version version = {0, 0};
     int64_t due_at = 0;
-    size_t body = 0;
-    mc_codec_err err =
-        mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->value, m->value_len, &version.v, NULL, &body);
+    size_t body = 0, suffix = 0;
+    mc_codec_err err = mc_peek_versioned(MC_SCHEMA_STORED_TASK, m->value, m->value_len, &version.v,
+                                         NULL, &body, &suffix);
     if (err == MC_CODEC_OK)
         err = mc_peek_task((const uint8_t *)m->value + body, m->value_len - body, &due_at,
                            &version.attempt);
@@ -280,7 +284,7 @@ static void restore_record(store *s, store_part *p, const mc_record *m)
     }
     const uint8_t *task = (const uint8_t *)m->value + body;
     if (hold(s, p, find_entry(p, m->key, m->key_len), m->key, m->key_len, version, due_at, task,
-             m->value_len - body) != 0)
+             m->value_len - body, suffix) != 0)
         mc_log(s->logger, MC_LOG_ERROR, "out of memory restoring", (const char *)NULL);
 }
 
@@ -506,13 +510,14 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
     /* The task's bytes follow the union branch. */
     const uint8_t *task = (const uint8_t *)m->value + pk.task_offset;
     size_t task_len = m->value_len - pk.task_offset;
-    if (hold(s, p, e, m->key, m->key_len, pk.version, pk.due_at, task, task_len) != 0)
+    if (hold(s, p, e, m->key, m->key_len, pk.version, pk.due_at, task, task_len, pk.task_suffix) !=
+        0)
         return -1;
     mc_counter_add(s->kept, 1);
     mc_ctx_wakeup_at(ctx, pk.due_at - s->horizon_ms);
     mc_buf_reset(&s->buf);
-    if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, pk.version.v, task, task_len, NULL, 0,
-                                &s->buf) != 0)
+    if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, pk.version.v, task, task_len,
+                                mc_task_v1_suffix, pk.task_suffix, &s->buf) != 0)
         return -1;
     return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, s->buf.data,
                           s->buf.len);

@@ -247,7 +247,8 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
     (void)ctx;
     if (!mc_record_keyed_by(r, c.submit.app_id, c.submit.task_id, why, sizeof why) ||
         !mc_task_ok(&c.submit, r->timestamp_ms, mc_ctx_config(ctx)->max_due_ms, &mc_task_avro_names,
-                    why, sizeof why))
+                    why, sizeof why) ||
+        !mc_task_target_ok(v->targets, &c.submit, "kafka_target.topic", why, sizeof why))
         return false;
     *submitted = true;
     mc_buf_reset(&v->buf);
@@ -261,9 +262,9 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
 static int stored_task_of(view *v, const mc_record *r, const mc_wheel_peeked *w)
 {
     mc_buf_reset(&v->buf);
-    return mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, w->version.v,
-                                   (const uint8_t *)r->value + w->task_offset,
-                                   r->value_len - w->task_offset, NULL, 0, &v->buf);
+    return mc_encode_versioned_raw(
+        MC_SCHEMA_STORED_TASK, w->version.v, (const uint8_t *)r->value + w->task_offset,
+        r->value_len - w->task_offset, mc_task_v1_suffix, w->task_suffix, &v->buf);
 }
 
 static bool fold_wheel(view *v, mc_view_task *t, const mc_record *r)
@@ -364,14 +365,15 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
         mc_arena_reset(v->arena);
         if (mc_decode_result(r->value, r->value_len, v->arena, &res, NULL, 0) != MC_CODEC_OK)
             return 0;
-        /* A recall's CANCELLED Result is no call. */
+        /* A recall's CANCELLED Result is no call, nor is a DROPPED one. */
         mc_view_count c = {.calls = 1,
                            .failures = res.outcome != MC_OUTCOME_SUCCEEDED,
                            .late_ms =
                                res.started_at > 0 && res.due_at > 0
                                    ? (res.started_at > res.due_at ? res.started_at - res.due_at : 0)
                                    : -1};
-        if (res.outcome != MC_OUTCOME_CANCELLED && count(p, r, &c) != 0)
+        if (res.outcome != MC_OUTCOME_CANCELLED && res.outcome != MC_OUTCOME_DROPPED &&
+            count(p, r, &c) != 0)
             return -1;
     }
     if (in == IN_DEAD && count(p, r, &(mc_view_count){.dead = 1, .late_ms = -1}) != 0)
@@ -386,9 +388,10 @@ static int view_process(void *self, const mc_record *r, mc_ctx *ctx)
      * of a call fired at the old home before a growth reaches only the old
      * home: its final Result is folded there (a final task, forgotten after
      * the history). */
-    bool final_result = in == IN_RESULTS && (res.outcome == MC_OUTCOME_SUCCEEDED ||
-                                             res.outcome == MC_OUTCOME_FAILED_PERMANENTLY ||
-                                             res.outcome == MC_OUTCOME_EXHAUSTED);
+    bool final_result =
+        in == IN_RESULTS &&
+        (res.outcome == MC_OUTCOME_SUCCEEDED || res.outcome == MC_OUTCOME_FAILED_PERMANENTLY ||
+         res.outcome == MC_OUTCOME_EXHAUSTED || res.outcome == MC_OUTCOME_DROPPED);
     if (mc_key_partition(r->key, r->key_len, v->partitions) != r->partition && !final_result)
         return 0;
     mc_view_task *t = task_for(p, r->key, r->key_len, true);
@@ -823,6 +826,7 @@ static void view_destroy(void *self)
         part_free(mc_part_table_take(&v->parts, id));
     mc_part_table_free(&v->parts);
     mc_writer_schemas_free(v->writers, v->n_writers);
+    mc_kafka_targets_free(v->targets);
     mc_arena_free(v->arena);
     mc_buf_free(&v->buf);
     free(v);
@@ -855,6 +859,11 @@ static void *view_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     }
     v->codec.writers = v->writers;
     v->codec.n_writers = v->n_writers;
+    if (!(v->targets =
+              mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen))) {
+        view_destroy(v);
+        return NULL;
+    }
     mc_metrics *m = mc_ctx_metrics(ctx);
     v->tasks_gauge = mc_metrics_gauge(m, "mooncake_view_tasks", "Tasks the view holds", NULL);
     v->bytes_gauge = mc_metrics_gauge(m, "mooncake_view_bytes",

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "kafka_targets.h"
 #include "kafka.h"
 #include "keymap.h"
 #include "part_table.h"
@@ -101,6 +102,7 @@ typedef struct view {
     mc_codec_options codec;
     mc_codec_writer *writers;
     size_t n_writers;
+    mc_kafka_targets *targets; /* the router's allow-list: what it refuses is no version */
     mc_arena *arena;
     mc_buf buf;
     question *waiting; /* taken from the door, not answered yet */

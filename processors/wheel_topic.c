@@ -37,7 +37,7 @@ mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out)
 {
     size_t body;
     mc_codec_err err = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, r->value, r->value_len,
-                                         &out->version.v, &out->kind, &body);
+                                         &out->version.v, &out->kind, &body, &out->task_suffix);
     if (err != MC_CODEC_OK)
         return err;
     out->task_offset = body;

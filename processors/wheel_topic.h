@@ -83,6 +83,7 @@ typedef struct mc_wheel_peeked {
     mc_command_kind kind;
     int64_t due_at;     /* Submit */
     size_t task_offset; /* Submit: the task's bytes are value[task_offset..] */
+    size_t task_suffix; /* Submit: bytes of mc_task_v1_suffix that make them current */
 } mc_wheel_peeked;
 mc_codec_err mc_wheel_record_peek(const mc_record *r, mc_wheel_peeked *out);
 

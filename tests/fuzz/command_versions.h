@@ -1,6 +1,7 @@
 /* Two other versions of the Command schema, derived from ours, for the tests
  * and the fuzz harness of schema resolution: the "previous" one, from before
- * Task gained its optional fields (retry, attempt, metadata), and a "next"
+ * Task gained its optional fields (retry, attempt, metadata, kafka_target,
+ * late_policy), and a "next"
  * one that adds fields (Task.priority, Callback.tags, Cancel.reason) and
  * lists the payload union the other way round. Header-only: each binary
  * that includes it gets its own copy. */
@@ -36,14 +37,14 @@ static json_t *cv_field(json_t *record, const char *name, size_t *index)
     return NULL;
 }
 
-/* The previous Command: Task without retry, attempt and metadata. Caller
- * frees the text. */
+/* The previous Command: Task without retry, attempt, metadata, kafka_target
+ * and late_policy. Caller frees the text. */
 static char *command_schema_previous(void)
 {
     json_t *c = json_loads(mc_schema_json(MC_SCHEMA_COMMAND), 0, NULL);
     json_t *task = cv_task(c);
-    const char *gone[] = {"retry", "attempt", "metadata"};
-    for (size_t g = 0; g < 3; g++) {
+    const char *gone[] = {"retry", "attempt", "metadata", "kafka_target", "late_policy"};
+    for (size_t g = 0; g < sizeof gone / sizeof gone[0]; g++) {
         size_t i;
         if (cv_field(task, gone[g], &i))
             json_array_remove(json_object_get(task, "fields"), i);

@@ -26,9 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mc_codec_err e = mc_decode_wheel_entry(data, size, arena, &w, detail, sizeof detail);
     fuzz_check_decode(arena, size, e, detail);
     int64_t version;
-    size_t body;
+    size_t body, suffix = 0;
     mc_command_kind kind;
-    mc_codec_err pe = mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &kind, &body);
+    mc_codec_err pe =
+        mc_peek_versioned(MC_SCHEMA_WHEEL_ENTRY, data, size, &version, &kind, &body, &suffix);
     if (e == MC_CODEC_OK &&
         (pe != MC_CODEC_OK || version != w.version || kind != w.command.kind || body >= size)) {
         fprintf(stderr, "peek disagrees with the decoder (%d)\n", (int)pe);
@@ -47,11 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (e == MC_CODEC_OK && w.command.kind == MC_CMD_SUBMIT) {
-        /* StoredTask framed from the task bytes decodes to the same task. */
+        /* StoredTask framed from the task bytes (made current: an earlier
+         * WheelEntry holds an earlier Task) decodes to the same task. */
         mc_buf st = {0};
         mc_stored_task s;
-        if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, data + body, size - body, NULL,
-                                    0, &st) != 0 ||
+        if (mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, data + body, size - body,
+                                    mc_task_v1_suffix, suffix, &st) != 0 ||
             mc_decode_stored_task(st.data, st.len, arena, &s, detail, sizeof detail) !=
                 MC_CODEC_OK ||
             s.version != w.version || s.task.due_at != w.command.submit.due_at ||

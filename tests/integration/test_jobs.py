@@ -7,7 +7,10 @@ sees at their endpoint and in Kafka.
 2. Every schedule kind and policy against a slow endpoint: cron in a zone, PARALLEL,
    DISCARD_LATER, SERIAL, COVER_EARLY, FIXED_DELAY; pause and resume under
    FIRE_ONCE_NOW and DO_NOTHING; update, trigger and delete.
-3. Schema evolution: JobCommands written with the previous version of the schema (fields
+3. DO_NOTHING is a late policy: occurrences written ahead of time that can only be
+   called later than the misfire threshold (the executor stopped meanwhile) are
+   dropped (a Result DROPPED), none is called later than the threshold.
+4. Schema evolution: JobCommands written with the previous version of the schema (fields
    since added missing) and with a newer one (a field this build lacks) are read through
    --job-command-writer-schemas; a record of an unknown version is dead-lettered.
 
@@ -381,9 +384,51 @@ def test_older_and_newer_job_commands_are_read():
         env.stop_all()
 
 
+# ---- 3 --------------------------------------------------------------------------------------
+
+def test_do_nothing_drops_occurrences_a_stop_made_late():
+    """A job every second with DO_NOTHING and a 1.5 s threshold, occurrences written
+    5 s ahead; the executor stopped (SIGSTOP) for 6 s: what was due meanwhile is
+    DROPPED when the executor comes back, nothing is called more than the threshold
+    late, and the job goes on."""
+    env = Env(partitions=3)
+    server = CallbackServer()
+    threshold = 1500
+    try:
+        procs = start_roles(env, MOONCAKE_JOBS_AHEAD_MS=5000)
+        put(env, job("shop", "tick", server.url("/tick"), interval=1000, misfire="DO_NOTHING",
+                     threshold=threshold, start_at=now_ms() + 1000))
+        env.flush()
+        time.sleep(3)
+        procs["executor"].send_signal(signal.SIGSTOP)
+        stopped_at = now_ms()
+        time.sleep(6)
+        procs["executor"].send_signal(signal.SIGCONT)
+        time.sleep(4)
+        action(env, "shop", "tick", "PAUSE")
+        env.flush()
+        time.sleep(2)
+        calls = calls_of(server, "tick")
+        late = [c["at"] - scheduled(c) for c in calls]
+        assert calls and max(late) <= threshold + 300, \
+            f"called {max(late)} ms late, threshold {threshold}"
+        assert any(scheduled(c) > stopped_at + 6000 for c in calls), "the job did not go on"
+        results = final_results(env, "tick@")
+        dropped = [t for t, o in results.items() if o == ["DROPPED"]]
+        assert len(dropped) >= 3, f"{len(dropped)} dropped: {results}"
+        called = {f"tick@{scheduled(c)}" for c in calls}
+        assert not called & set(dropped), f"dropped and called: {called & set(dropped)}"
+        for role, p in procs.items():
+            assert p.poll() is None, f"{role} exited"
+    finally:
+        env.stop_all()
+        server.close()
+
+
 if __name__ == "__main__":
     tests = [test_forty_every_second_jobs_survive_kill_9_of_each_role,
              test_every_schedule_kind_and_policy,
+             test_do_nothing_drops_occurrences_a_stop_made_late,
              test_older_and_newer_job_commands_are_read]
     pick = sys.argv[1:]
     run([t for t in tests if not pick or any(n in t.__name__ for n in pick)])

@@ -151,12 +151,14 @@ class Unsettled(AssertionError):
     pass
 
 
-def read_settled(env, suffix="ready", timeout=60, committed_only=True):
+def read_settled(env, suffix="ready", timeout=60, committed_only=True, topic=None, partitions=None):
     """Every committed record of the topic once no transaction is open on it:
     waits until the last stable offset (what a read_committed consumer sees)
     equals the high watermark on every partition, then reads up to it. Unlike
-    an idle timeout this cannot stop early behind a slow transaction."""
-    tps = [TopicPartition(env.topic(suffix), p) for p in range(env.partitions)]
+    an idle timeout this cannot stop early behind a slow transaction. topic
+    (with its partition count) names a topic outside the env's prefix."""
+    name = topic or env.topic(suffix)
+    tps = [TopicPartition(name, p) for p in range(partitions or env.partitions)]
     conf = {"bootstrap.servers": BOOTSTRAP, "enable.auto.commit": False}
     rc = Consumer({**conf, "group.id": "settle-rc", "isolation.level": "read_committed"})
     ru = Consumer({**conf, "group.id": "settle-ru", "isolation.level": "read_uncommitted"})
@@ -176,7 +178,7 @@ def read_settled(env, suffix="ready", timeout=60, committed_only=True):
                                 f"(LSO {lso}, HW {hw})")
             time.sleep(0.2)
         c = rc if committed_only else ru
-        c.assign([TopicPartition(env.topic(suffix), p, 0) for p in range(env.partitions)])
+        c.assign([TopicPartition(tp.topic, tp.partition, 0) for tp in tps])
         out = []
         while True:
             pos = [tp.offset for tp in c.position(tps)]

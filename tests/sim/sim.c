@@ -101,11 +101,9 @@ static void ensure_txn(sim_inst *in)
         in->txn = simb_txn_begin(in->k, in->transactional_id);
 }
 
-static mc_output *sim_ctx_output(mc_ctx *ctx, const char *suffix)
+static mc_output *sim_ctx_output(mc_ctx *ctx, const char *name)
 {
     sim_inst *in = INST_OF(ctx);
-    char name[256];
-    mc_topic_name(in->cfg, suffix, name, sizeof name);
     for (size_t i = 0; i < in->n_outputs; i++)
         if (strcmp(in->outputs[i].name, name) == 0)
             return (mc_output *)(void *)&in->outputs[i];
@@ -235,13 +233,11 @@ static int sim_ctx_restore(mc_ctx *ctx, const char *suffix, const int32_t *parti
     return simb_restore(in->k, name, partitions, n, fn, arg, stats);
 }
 
-static int sim_ctx_partition_count(mc_ctx *ctx, const char *suffix, char *err, size_t errlen)
+static int sim_ctx_partition_count(mc_ctx *ctx, const char *name, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
     sim_inst *in = INST_OF(ctx);
-    char name[256];
-    mc_topic_name(in->cfg, suffix, name, sizeof name);
     return sim_partitions(in->k, name);
 }
 

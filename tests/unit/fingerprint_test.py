@@ -55,6 +55,42 @@ def theirs(schema_text):
     return pcf, int.from_bytes(bytes.fromhex(fingerprint(pcf, "CRC-64-AVRO")), "little")
 
 
+def grown_from(old, new, where):
+    """None when schema `new` is `old` with fields appended (with defaults) to
+    the end of records and symbols appended to enums; else what differs."""
+    if isinstance(old, dict) and isinstance(new, dict) and old.get("type") == new.get("type"):
+        kind = old.get("type")
+        if kind == "record":
+            of, nf = old["fields"], new["fields"]
+            if [f["name"] for f in of] != [f["name"] for f in nf[:len(of)]]:
+                return "%s: fields %s are not a prefix of %s" % (
+                    where, [f["name"] for f in of], [f["name"] for f in nf])
+            for o, n in zip(of, nf):
+                why = grown_from(o["type"], n["type"], where + "." + o["name"])
+                if why:
+                    return why
+            for f in nf[len(of):]:
+                if "default" not in f:
+                    return "%s.%s: appended without a default" % (where, f["name"])
+            return None
+        if kind == "enum":
+            ok = new["symbols"][:len(old["symbols"])] == old["symbols"]
+            return None if ok else "%s: symbols are not a prefix" % where
+        if kind == "array":
+            return grown_from(old["items"], new["items"], where + "[]")
+        if kind == "map":
+            return grown_from(old["values"], new["values"], where + "{}")
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (o, n) in enumerate(zip(old, new)):
+            why = grown_from(o, n, "%s|%d" % (where, i))
+            if why:
+                return why
+        return None
+    if old == new:
+        return None
+    return "%s: %s became %s" % (where, json.dumps(old)[:80], json.dumps(new)[:80])
+
+
 def signed(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
@@ -158,8 +194,10 @@ try:
 
         # 1b. Earlier versions still read (schemas/previous/<Record>_v<N>.avsc):
         # fingerprints equal fastavro's and compiled in, and each is the current
-        # schema minus fields appended since, every one of them with a default -
-        # what lets the codec read an old record as a prefix of a current one.
+        # schema minus fields appended since to the end of a record (its own or
+        # a nested one), every one of them with a default, and minus enum
+        # symbols appended since - what lets the codec read an old record by
+        # knowing which version added which fields.
         previous = sorted(glob.glob(os.path.join(SOURCE, "schemas", "previous", "*.avsc")))
         check(len(previous) >= 2, "expected earlier versions of Result and Attempt")
         for path in previous:
@@ -175,13 +213,9 @@ try:
                   "%016x" % (base, listed.get(base), ffp))
             check(ffp not in fps.values(), "%s: fingerprint equals a current schema's" % base)
             fps[base[:-5]] = ffp
-            n = len(old["fields"])
-            check(json.dumps(new["fields"][:n], sort_keys=True)
-                  == json.dumps(old["fields"], sort_keys=True),
-                  "%s: not a prefix of schemas/%s.avsc" % (base, record))
-            for field in new["fields"][n:]:
-                check("default" in field, "%s.%s: appended since v%s without a default"
-                      % (record, field["name"], version))
+            why = grown_from(old, new, record)
+            check(why is None, "%s: not an earlier version of schemas/%s.avsc: %s"
+                  % (base, record, why))
 
         # 2. The spec's canonical-form cases, plus extra shapes.
         for i, (text, canonical, javafp) in enumerate(SPEC_CASES):

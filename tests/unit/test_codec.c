@@ -621,6 +621,8 @@ static void w_submit_suffix(mc_buf *b)
     w_long(b, 1);
     w_long(b, 2000);
     w_long(b, 0); /* metadata */
+    w_long(b, 0); /* kafka_target: null */
+    w_long(b, 0); /* late_policy: null */
 }
 
 static mc_codec_err decode(const mc_buf *b, mc_arena *a, mc_command *c, char *detail)
@@ -743,18 +745,18 @@ static void test_errors(void)
     CHECK_ERR(decode(&b, a, &c, detail), MC_CODEC_BAD_UNION);
     expect_detail(detail, "payload.task.retry: union branch 3");
 
-    /* BAD_ENUM: outcome 5, boolean 2. */
+    /* BAD_ENUM: outcome 6, boolean 2. */
     b.len = 0;
     w_header(&b, MC_SCHEMA_RESULT);
     w_str(&b, "a");
     w_str(&b, "t");
     for (int i = 0; i < 5; i++)
         w_long(&b, 1);
-    w_long(&b, 5);
+    w_long(&b, 6);
     w_str(&b, "");
     mc_result r;
     CHECK_ERR(mc_decode_result(b.data, b.len, a, &r, detail, sizeof detail), MC_CODEC_BAD_ENUM);
-    expect_detail(detail, "outcome: symbol 5");
+    expect_detail(detail, "outcome: symbol 6");
     mc_attempt at = {.task = bare_task(), .error = ""};
     mc_buf ab = {0};
     CHECK(mc_encode_attempt(&at, &ab) == 0);
@@ -1938,11 +1940,13 @@ static void test_earlier_versions(void)
                    .response_body_len = 13,
                    .response_size = 9000},
               got;
-    CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 2);
-    CHECK(mc_schema_current_version(MC_SCHEMA_COMMAND) == 1);
-    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2) ==
+    CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 3);
+    CHECK(mc_schema_current_version(MC_SCHEMA_COMMAND) == 2);
+    CHECK(mc_schema_current_version(MC_SCHEMA_JOB_STATE) == 1);
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) ==
           mc_schema_fingerprint(MC_SCHEMA_RESULT));
-    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) == 0);
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2) != 0);
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 4) == 0);
 
     mc_buf cur = {0}, old = {0};
     CHECK(mc_encode_result(&r, &cur) == 0);
@@ -1984,9 +1988,42 @@ static void test_earlier_versions(void)
     memcpy(cur.data + 2, old.data + 2, 8);
     CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail),
               MC_CODEC_TRAILING);
-    r.write_version = 3;
+    r.write_version = 4;
     mc_buf_reset(&old);
     CHECK(mc_encode_result(&r, &old) == -1 && old.len == 0);
+    /* DROPPED is version 3's: version 2 writes it as the task that did not
+     * run, CANCELLED, for readers that know no other. */
+    r.outcome = MC_OUTCOME_DROPPED;
+    r.write_version = 2;
+    mc_buf_reset(&old);
+    CHECK(mc_encode_result(&r, &old) == 0);
+    CHECK(header_fingerprint(&old) == mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2));
+    CHECK_ERR(mc_decode_result(old.data, old.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.outcome == MC_OUTCOME_CANCELLED && got.version == 42);
+    r.write_version = 0;
+    mc_buf_reset(&old);
+    CHECK(mc_encode_result(&r, &old) == 0);
+    CHECK_ERR(mc_decode_result(old.data, old.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.outcome == MC_OUTCOME_DROPPED);
+    /* A version 2 record naming outcome 5 is out of its enum. */
+    memcpy(old.data + 2, cur.data + 2, 8); /* (same fingerprint: current) */
+    {
+        mc_buf v2 = {0};
+        r.outcome = MC_OUTCOME_CANCELLED;
+        r.write_version = 2;
+        CHECK(mc_encode_result(&r, &v2) == 0);
+        /* outcome sits after app_id, task_id and six numbers: find the byte. */
+        for (size_t i = 10; i < v2.len; i++)
+            if (v2.data[i] == 8 && i + 1 < v2.len && v2.data[i + 1] == 16 /* "HTTP 503" */) {
+                v2.data[i] = 10; /* zig-zag 5 */
+                CHECK_ERR(mc_decode_result(v2.data, v2.len, arena, &got, detail, sizeof detail),
+                          MC_CODEC_BAD_ENUM);
+                break;
+            }
+        mc_buf_free(&v2);
+    }
+    r.outcome = MC_OUTCOME_FAILED_WILL_RETRY;
+    r.write_version = 0;
 
     mc_attempt a = {.task = typical_task(),
                     .http_status = 429,
@@ -2004,10 +2041,21 @@ static void test_earlier_versions(void)
     CHECK_ERR(mc_decode_attempt(cur.data, cur.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
     CHECK(ga.n_response_headers == 1 && str_eq(ga.response_headers[0].value, "application/json") &&
           ga.response_size == 9 && ga.retry_after_ms == 5000);
+    /* Version 1 is version 2 cut before the answer's fields; both hold the
+     * task as it was before Task version 2. */
+    mc_buf v2 = {0};
+    a.write_version = 2;
+    CHECK(mc_encode_attempt(&a, &v2) == 0);
+    CHECK(header_fingerprint(&v2) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 2));
+    CHECK(v2.len + 2 == cur.len); /* the two nulls of kafka_target and late_policy */
+    CHECK_ERR(mc_decode_attempt(v2.data, v2.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(ga.n_response_headers == 1 && ga.response_size == 9 && !ga.task.has_kafka_target &&
+          !ga.task.has_late_policy && str_eq(ga.task.callback.url, a.task.callback.url));
     a.write_version = 1;
     CHECK(mc_encode_attempt(&a, &old) == 0);
     CHECK(header_fingerprint(&old) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 1));
-    CHECK(old.len < cur.len && memcmp(old.data + 10, cur.data + 10, old.len - 10) == 0);
+    CHECK(old.len < v2.len && memcmp(old.data + 10, v2.data + 10, old.len - 10) == 0);
+    mc_buf_free(&v2);
     if (avro_c_read_version(MC_SCHEMA_ATTEMPT, 1, &old, &v, &sch, &iface))
         avro_c_release(&v, iface, sch);
     CHECK_ERR(mc_decode_attempt(old.data, old.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
@@ -2015,6 +2063,112 @@ static void test_earlier_versions(void)
           ga.retry_after_ms == 5000 && ga.http_status == 429);
     mc_buf_free(&cur);
     mc_buf_free(&old);
+    mc_arena_free(arena);
+}
+
+/* Task version 2: a Kafka target and a late policy go through every record
+ * that holds a task, and version 1 records (kept in topics) still read, as
+ * tasks without them; the splice helpers say how to make their bytes current. */
+static void test_task_v2(void)
+{
+    static const mc_kv th[] = {{"trace", "t-1"}};
+    static const uint8_t key[] = {0, 1, 2}, value[] = "order 42 expired";
+    mc_task t = typical_task();
+    t.callback.url = "";
+    t.has_kafka_target = true;
+    t.kafka_target = (mc_kafka_target){.topic = "orders.expired",
+                                       .key = key,
+                                       .key_len = sizeof key,
+                                       .has_key = true,
+                                       .value = value,
+                                       .value_len = sizeof value - 1,
+                                       .has_value = true,
+                                       .headers = th,
+                                       .n_headers = 1};
+    t.has_late_policy = true;
+    t.late_policy = (mc_late_policy){5000, MC_LATE_DEAD};
+    mc_arena *arena = mc_arena_new();
+    char detail[256];
+    mc_buf b = {0};
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = t}, gc;
+    CHECK(mc_encode_command(&c, &b) == 0);
+    CHECK_ERR(mc_decode_command(NULL, b.data, b.len, arena, &gc, detail, sizeof detail),
+              MC_CODEC_OK);
+    const mc_kafka_target *k = &gc.submit.kafka_target;
+    CHECK(gc.submit.has_kafka_target && str_eq(k->topic, "orders.expired") && k->has_key &&
+          k->key_len == 3 && memcmp(k->key, key, 3) == 0 && k->has_value &&
+          k->value_len == sizeof value - 1 && k->n_headers == 1 &&
+          str_eq(k->headers[0].value, "t-1"));
+    CHECK(gc.submit.has_late_policy && gc.submit.late_policy.max_late_ms == 5000 &&
+          gc.submit.late_policy.action == MC_LATE_DEAD);
+    /* A tombstone without a key. */
+    c.submit.kafka_target.has_key = c.submit.kafka_target.has_value = false;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_command(&c, &b) == 0);
+    CHECK_ERR(mc_decode_command(NULL, b.data, b.len, arena, &gc, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(gc.submit.has_kafka_target && !gc.submit.kafka_target.has_key &&
+          !gc.submit.kafka_target.has_value && !gc.submit.kafka_target.value);
+    /* An action LateAction has no symbol for is refused by the encoder. */
+    c.submit.late_policy.action = (mc_late_action)7;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_command(&c, &b) == -1 && b.len == 0);
+    c.submit.late_policy.action = MC_LATE_DROP;
+
+    /* StoredTask, WheelEntry, DeadLetter carry them too. */
+    mc_stored_task st = {77, c.submit}, gst;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_stored_task(&st, &b) == 0);
+    CHECK_ERR(mc_decode_stored_task(b.data, b.len, arena, &gst, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(gst.version == 77 && gst.task.has_kafka_target && gst.task.has_late_policy);
+    int64_t version;
+    size_t body, suffix = 99;
+    CHECK(mc_peek_versioned(MC_SCHEMA_STORED_TASK, b.data, b.len, &version, NULL, &body, &suffix) ==
+              MC_CODEC_OK &&
+          version == 77 && suffix == 0);
+    mc_dead_letter d = {.reason = "r", .source_topic = "s", .has_task = true, .task = c.submit}, gd;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_dead_letter(&d, &b) == 0);
+    CHECK_ERR(mc_decode_dead_letter(b.data, b.len, arena, &gd, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(gd.has_task && gd.task.has_kafka_target && gd.task.late_policy.action == MC_LATE_DROP);
+
+    /* A version 1 StoredTask (as the store's changelog may still hold):
+     * read as a task without them, and its bytes plus the suffix are a
+     * current task, which re-framed reads back the same. */
+    mc_task plain = typical_task();
+    mc_buf cur = {0}, v1 = {0};
+    CHECK(mc_encode_stored_task(&(mc_stored_task){5, plain}, &cur) == 0);
+    /* Version 1 = the current bytes without the two trailing nulls. */
+    uint64_t fp1 = mc_schema_version_fingerprint(MC_SCHEMA_STORED_TASK, 1);
+    CHECK(fp1 != 0 && fp1 != mc_schema_fingerprint(MC_SCHEMA_STORED_TASK));
+    uint8_t h[10] = {0xC3, 0x01};
+    for (int i = 0; i < 8; i++)
+        h[2 + i] = (uint8_t)(fp1 >> (8 * i));
+    CHECK(cur.len > 12 && cur.data[cur.len - 1] == 0 && cur.data[cur.len - 2] == 0);
+    v1.data = malloc(cur.len);
+    memcpy(v1.data, h, 10);
+    memcpy(v1.data + 10, cur.data + 10, cur.len - 12);
+    v1.len = cur.len - 2;
+    CHECK_ERR(mc_decode_stored_task(v1.data, v1.len, arena, &gst, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(gst.version == 5 && !gst.task.has_kafka_target && !gst.task.has_late_policy &&
+          str_eq(gst.task.callback.url, plain.callback.url));
+    CHECK(mc_peek_versioned(MC_SCHEMA_STORED_TASK, v1.data, v1.len, &version, NULL, &body,
+                            &suffix) == MC_CODEC_OK &&
+          suffix == sizeof mc_task_v1_suffix);
+    mc_buf re = {0};
+    CHECK(mc_encode_versioned_raw(MC_SCHEMA_STORED_TASK, version, v1.data + body, v1.len - body,
+                                  mc_task_v1_suffix, suffix, &re) == 0);
+    CHECK(re.len == cur.len && memcmp(re.data, cur.data, cur.len) == 0);
+    /* Version 1 bytes under the current fingerprint are cut short. */
+    memcpy(v1.data + 2, cur.data + 2, 8);
+    CHECK(mc_decode_stored_task(v1.data, v1.len, arena, &gst, detail, sizeof detail) ==
+          MC_CODEC_TRUNCATED);
+    mc_buf_free(&re);
+    mc_buf_free(&v1);
+    mc_buf_free(&cur);
+    mc_buf_free(&b);
     mc_arena_free(arena);
 }
 
@@ -2026,6 +2180,7 @@ int main(void)
     test_roundtrips();
     test_avro_c_interop();
     test_earlier_versions();
+    test_task_v2();
     test_errors();
     test_job_roundtrips();
     test_job_fastavro_interop();

@@ -373,6 +373,10 @@ static void test_previous_and_next_commands(void)
     str(&n, "k");
     str(&n, "v");
     lng(&n, 0);
+    lng(&n, 0); /* kafka_target: null */
+    lng(&n, 1); /* late_policy: 2 s, DROP */
+    lng(&n, 2000);
+    lng(&n, 1);
     e = mc_decode_command(&with, n.b, n.n, arena, &c, detail, sizeof detail);
     CHECK(e == MC_CODEC_OK, "%s: %s", mc_codec_strerror(e), detail);
     if (e == MC_CODEC_OK) {
@@ -381,6 +385,8 @@ static void test_previous_and_next_commands(void)
               t->callback.timeout_ms == 1500 && t->has_retry && t->retry.max_attempts == 4 &&
               t->retry.multiplier == 2.0 && t->attempt == 2 && t->n_metadata == 1 &&
               strcmp(t->metadata[0].value, "v") == 0);
+        CHECK(!t->has_kafka_target && t->has_late_policy && t->late_policy.max_late_ms == 2000 &&
+              t->late_policy.action == MC_LATE_DROP);
     }
     /* A Cancel from the next version, with its new reason. */
     out nc = {0};
