@@ -16,7 +16,7 @@ import uuid
 
 from base import APP, ROOT, VIEW_PENDING, murmur2, say, tail
 from endpoint import LAG_LOG_MIN_MS, MAX_LAG_ALLOWANCE_MS, TICK_MS, path_kind_sid
-from workload import COMMAND_FIELDS, JOB_FIELDS, JOB_INTERVAL_MS
+from workload import COMMAND_FIELDS, JOB_FIELDS, JOB_INTERVAL_MS, SID_HEADER
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 from sanitizer_reports import SANITIZER_NEEDLES, librdkafka_leak_at_fatal_exit  # noqa: E402
@@ -217,6 +217,33 @@ def load_calls(db, path):
     batched_insert(db, "calls", rows(), 8)
 
 
+def load_deliveries(db, bootstrap, topic, partitions):
+    """The records mooncake delivered to the Kafka targets' topic, read_committed, as
+    calls of kind 'kafka': at = the record's timestamp (when the executor produced it),
+    the sid from the workload's header, the task key from mooncake-task."""
+    def rows():
+        for m in read_committed(bootstrap, topic, partitions):
+            h = _headers(m)
+            sid = h.get(SID_HEADER, b"").decode()
+            key = h.get("mooncake-task", b"").decode()
+            yield (float(m.timestamp()[1]), "kafka", int(sid) if sid.isdigit() else None,
+                   key or None, f"{key}:1", 1, 200, 0)
+    batched_insert(db, "calls", rows(), 8)
+    n = db.execute("SELECT COUNT(*) FROM calls WHERE kind = 'kafka'").fetchone()[0]
+    say(f"  read {topic}: {n} delivered records")
+
+
+def task_kind_sid(task):
+    """(kind, sid) of a decoded Task: from its callback's path, or for a Kafka target
+    from the header the workload gives its record."""
+    target = task.get("kafka_target")
+    if target:
+        target = target[1] if isinstance(target, tuple) else target
+        sid = target["headers"].get(SID_HEADER, "")
+        return "kafka", int(sid) if sid.isdigit() else None
+    return path_kind_sid(task["callback"]["url"])
+
+
 def load_alarm_calls(db, path):
     def rows():
         try:
@@ -278,7 +305,7 @@ def _headers(m):
 
 
 def _submit_row(task):
-    kind, sid = path_kind_sid(task["callback"]["url"])
+    kind, sid = task_kind_sid(task)
     return (f"{task['app_id']}/{task['task_id']}", task["attempt"], task["due_at"], sid)
 
 
@@ -393,7 +420,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             key = f"{task['app_id']}/{task['task_id']}"
             where = (m.partition(), m.offset(), m.timestamp()[1])
             if name.endswith("Submit"):
-                sid = path_kind_sid(task["callback"]["url"])[1]
+                sid = task_kind_sid(task)[1]
                 yield (key, job, int(at), "submit", task["due_at"], task["created_at"], sid,
                        *where)
             elif name.endswith("Cancel"):
@@ -811,10 +838,36 @@ class Verdict:
                             fired_versions=r["versions"], fired=r["fired"], results=r["got"],
                             outcomes=r["outcomes"]) for r in rows]
 
+    def check_deliveries(self):
+        """Kafka targets are exactly once: every record in the target topic
+        (read_committed) delivers a scheduled call once, never before its due time,
+        whatever crashed; lost and cancelled-but-delivered ones are judged with the
+        calls (check_lost, check_cancelled_called)."""
+        twice = self.q("""SELECT key, sid, attempt, COUNT(*) AS n, MIN(at) AS first
+                          FROM calls WHERE kind = 'kafka'
+                          GROUP BY sid, attempt HAVING COUNT(*) > 1""")
+        early = self.q("""SELECT c.key, c.sid, c.attempt, c.at, s.due FROM calls c
+                          JOIN sched s ON s.sid = c.sid AND s.attempt = c.attempt
+                          WHERE c.kind = 'kafka' AND c.at < s.due""")
+        strays = self.q("""SELECT COUNT(*) FROM calls WHERE kind = 'kafka' AND (sid IS NULL
+                           OR sid NOT IN (SELECT sid FROM sched))""")[0][0]
+        self.counts.update(
+            delivered=self.q("SELECT COUNT(*) FROM calls WHERE kind = 'kafka'")[0][0],
+            delivered_twice=len(twice), delivered_early=len(early), delivered_unknown=strays)
+        self.violations["delivered_twice"] = [
+            self.detail("delivered_twice", r["key"], r["first"], r["first"], sid=r["sid"],
+                        attempt=r["attempt"], times=r["n"]) for r in twice]
+        self.violations["delivered_early"] = [
+            self.detail("delivered_early", r["key"], r["at"], r["due"], sid=r["sid"],
+                        attempt=r["attempt"], due=r["due"], early_ms=r["due"] - r["at"])
+            for r in early]
+
     def check_repeats(self):
         """Each repeat of a call (same sid and Idempotency-Key) is expected when an
-        executor or broker disruption lies between it and the call before it."""
-        expected, unexpected = self.repeats("kind IS NOT 'job' AND kind IS NOT 'alarm'")
+        executor or broker disruption lies between it and the call before it. (A
+        Kafka target is never repeated: check_deliveries.)"""
+        expected, unexpected = self.repeats(
+            "kind IS NOT 'job' AND kind IS NOT 'alarm' AND kind IS NOT 'kafka'")
         self.counts["repeats_expected"] = len(expected)
         self.counts["repeats_expected_by_endpoint_lag"] = sum(e["by_lag"] for e in expected)
         self.counts["repeats_unexpected"] = len(unexpected)
@@ -1510,13 +1563,15 @@ class Verdict:
         self.executor_turns = executor_turns(logs)
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
-                      self.check_results, self.check_repeats, self.handoffs, self.lateness,
+                      self.check_results, self.check_repeats, self.check_deliveries,
+                      self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
                       self.check_alarms):
             check()
         self.check_sanitizers(logs)
         keys = ("lost", "fired_twice", "cancelled_called", "missing_results",
-                "duplicate_results", "repeats_unexpected", "sanitizer",
+                "duplicate_results", "repeats_unexpected", "delivered_twice",
+                "delivered_early", "delivered_unknown", "sanitizer",
                 "view_contradicted", "view_counters_wrong") + self.JOB_CHECKS + \
             self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
@@ -1631,6 +1686,10 @@ def print_summary(v, workload, events, args, passed, missing=()):
         ("missing Results", c["missing_results"], f"of {c['fired']} fired"),
         ("duplicate Results", c["duplicate_results"], ""),
         ("calls repeated, unexpected", c["repeats_unexpected"], ""),
+        ("Kafka targets delivered twice", c["delivered_twice"],
+         f"of {c['delivered']} records in the target topic (read_committed); "
+         f"{c['delivered_early']} delivered early, {c['delivered_unknown']} of no Submit "
+         "(lost and cancelled ones are counted with the calls)"),
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "

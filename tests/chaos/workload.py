@@ -37,6 +37,12 @@ SCENARIOS = {
     "now": 6, "resubmit-now": 4, "fail-now-cancel": 3,
 }
 CHAIN_P = 0.25   # a re-submit is itself cancelled or re-submitted again
+# A task whose call would go to the fast endpoint delivers a record to the target
+# topic instead with this probability: a Kafka target, judged like a call (lost,
+# cancelled delivered, early) and never repeated. Its record carries the sid in
+# SID_HEADER, so the verdict knows which Submit it delivers.
+KAFKA_P = 0.25
+SID_HEADER = "chaos-sid"
 CHAIN_DEPTH = 3
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
@@ -121,6 +127,12 @@ class Workload:
                              "headers": {"content-type": "application/json"},
                              "body": b'{"sid":%d}' % sid, "timeout_ms": timeout_ms},
                 "retry": policy, "attempt": 1, "created_at": now_ms(), "metadata": {}}
+        if kind == "fast" and self.s.get("target_topic") and self.rng.random() < KAFKA_P:
+            task["callback"] = {"url": "", "method": "POST", "headers": {}, "body": b"",
+                                "timeout_ms": 0}
+            task["kafka_target"] = {"topic": self.s["target_topic"], "key": task_id.encode(),
+                                    "value": b'{"sid":%d}' % sid,
+                                    "headers": {SID_HEADER: str(sid)}}
         self.max_due = max(self.max_due, due)
         self.send(f"{APP}/{task_id}", "submit", sid, due, scenario, self.codec.submit(task))
         return sid
