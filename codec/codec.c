@@ -278,8 +278,9 @@ static const struct {
  * earlier version is kept. A record of an earlier version is still read (it
  * may sit in a topic, or come from an instance not upgraded yet). */
 static const int current_versions[MC_SCHEMA_COUNT] = {
-    [MC_SCHEMA_COMMAND] = 2, [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
-    [MC_SCHEMA_ATTEMPT] = 3, [MC_SCHEMA_RESULT] = 3,      [MC_SCHEMA_DEAD_LETTER] = 2,
+    [MC_SCHEMA_COMMAND] = 2,     [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
+    [MC_SCHEMA_ATTEMPT] = 3,     [MC_SCHEMA_RESULT] = 3,      [MC_SCHEMA_DEAD_LETTER] = 2,
+    [MC_SCHEMA_JOB_COMMAND] = 2, [MC_SCHEMA_JOB_STATE] = 2,
 };
 static const struct {
     mc_schema_id id;
@@ -290,9 +291,10 @@ static const struct {
     {MC_SCHEMA_RESULT, 1, "Result_v1"},          {MC_SCHEMA_RESULT, 2, "Result_v2"},
     {MC_SCHEMA_COMMAND, 1, "Command_v1"},        {MC_SCHEMA_WHEEL_ENTRY, 1, "WheelEntry_v1"},
     {MC_SCHEMA_STORED_TASK, 1, "StoredTask_v1"}, {MC_SCHEMA_DEAD_LETTER, 1, "DeadLetter_v1"},
+    {MC_SCHEMA_JOB_COMMAND, 1, "JobCommand_v1"}, {MC_SCHEMA_JOB_STATE, 1, "JobState_v1"},
 };
 
-const uint8_t mc_task_v1_suffix[2] = {0, 0};
+const uint8_t mc_task_v1_suffix[3] = {0, 0, 0};
 #define N_EARLIER (sizeof earlier_versions / sizeof earlier_versions[0])
 
 static const char *embedded(const char *file)

@@ -84,6 +84,19 @@ typedef struct mc_late_policy {
     mc_late_action action;
 } mc_late_policy;
 
+/* A task to submit when the task that names it succeeds. */
+typedef struct mc_follow_up {
+    const char *task_id; /* "" for <task_id>.then<N> */
+    int64_t delay_ms;    /* due this long after the success */
+    mc_callback callback;
+    bool has_kafka_target;
+    mc_kafka_target kafka_target;
+    bool has_retry;
+    mc_retry_policy retry;
+    bool has_late_policy;
+    mc_late_policy late_policy;
+} mc_follow_up;
+
 typedef struct mc_task {
     const char *app_id;
     const char *task_id;
@@ -96,11 +109,13 @@ typedef struct mc_task {
     const mc_kv *metadata;
     size_t n_metadata;
     /* Since Task version 2 (Command and WheelEntry v2, StoredTask v2,
-     * Attempt v3, DeadLetter v2); earlier records read as none. */
+     * Attempt v3, DeadLetter v2); earlier records read as none of them. */
     bool has_kafka_target; /* deliver kafka_target instead of calling callback */
     mc_kafka_target kafka_target;
     bool has_late_policy; /* false: RUN however late */
     mc_late_policy late_policy;
+    const mc_follow_up *on_success; /* submitted when the task succeeds */
+    size_t n_on_success;
 } mc_task;
 
 typedef struct mc_cancel {
@@ -238,6 +253,14 @@ typedef struct mc_job {
     const mc_kv *metadata;
     size_t n_metadata;
     int64_t created_at;
+    /* Since JobCommand and JobState version 2 (earlier ones read as none):
+     * what each occurrence's task carries. */
+    bool has_kafka_target;
+    mc_kafka_target kafka_target;
+    bool has_late_policy;
+    mc_late_policy late_policy;
+    const mc_follow_up *on_success;
+    size_t n_on_success;
 } mc_job;
 
 typedef enum mc_job_action_kind {
@@ -274,9 +297,10 @@ typedef struct mc_job_command {
     mc_job put;              /* kind == MC_JOBCMD_PUT */
     mc_job_action action;    /* kind == MC_JOBCMD_ACTION */
     mc_occurrence_done done; /* kind == MC_JOBCMD_DONE */
-    /* Decoding a PUT sets these to the job's own bytes inside the input
-     * (Avro binary, no framing), so they can be kept and spliced into a
-     * JobState without re-encoding; encoders ignore them. */
+    /* Decoding a PUT sets these to the job's own bytes (Avro binary, no
+     * framing, always the current Job: inside the input, or in the arena for
+     * an earlier version, made current), so they can be kept and spliced into
+     * a JobState without re-encoding; encoders ignore them. */
     const uint8_t *put_raw;
     size_t put_raw_len;
 } mc_job_command;
@@ -476,9 +500,9 @@ int mc_encode_job(const mc_job *j, mc_buf *out);
  * not validate the rest. */
 mc_codec_err mc_peek_versioned(mc_schema_id id, const void *data, size_t len, int64_t *version,
                                mc_command_kind *kind, size_t *body_off, size_t *task_suffix_len);
-/* The defaults (both null) of the fields Task gained in version 2: appended
- * to a version 1 task's bytes, they make it a current one. */
-extern const uint8_t mc_task_v1_suffix[2];
+/* The defaults (null, null, an empty array) of the fields Task gained in
+ * version 2: appended to a version 1 task's bytes, they make it a current one. */
+extern const uint8_t mc_task_v1_suffix[3];
 /* Reads due_at and attempt from the bytes of an encoded Task, skipping the
  * rest without allocating: what the store orders and schedules by, in its
  * restore and on every record. */

@@ -447,32 +447,106 @@ static mc_codec_err rd_optional_bytes(rd *r, const char *field, bool *has, const
     return *has ? rd_bytes(r, field, out, len) : MC_CODEC_OK;
 }
 
-/* Task version 2's fields: [null, KafkaTarget], [null, LatePolicy]. */
-static mc_codec_err rd_task_v2(rd *r, mc_task *t)
+/* [null, KafkaTarget], shared by Task and FollowUp. */
+static mc_codec_err rd_kafka_target(rd *r, bool *has, mc_kafka_target *k)
 {
     int64_t branch;
     TRY(rd_branch(r, "kafka_target", 2, &branch));
-    t->has_kafka_target = branch == 1;
-    if (t->has_kafka_target) {
-        mc_kafka_target *k = &t->kafka_target;
-        push(r, "kafka_target");
-        TRY(rd_string(r, "topic", &k->topic));
-        TRY(rd_optional_bytes(r, "key", &k->has_key, &k->key, &k->key_len));
-        TRY(rd_optional_bytes(r, "value", &k->has_value, &k->value, &k->value_len));
-        TRY(rd_string_map(r, "headers", &k->headers, &k->n_headers));
-        pop(r);
-    }
-    TRY(rd_branch(r, "late_policy", 2, &branch));
-    t->has_late_policy = branch == 1;
-    if (t->has_late_policy) {
-        int sym;
-        push(r, "late_policy");
-        TRY(rd_long(r, "max_late_ms", &t->late_policy.max_late_ms));
-        TRY(rd_enum(r, "action", MC_LATE_DEAD + 1, &sym));
-        t->late_policy.action = (mc_late_action)sym;
-        pop(r);
-    }
+    *has = branch == 1;
+    if (!*has)
+        return MC_CODEC_OK;
+    push(r, "kafka_target");
+    TRY(rd_string(r, "topic", &k->topic));
+    TRY(rd_optional_bytes(r, "key", &k->has_key, &k->key, &k->key_len));
+    TRY(rd_optional_bytes(r, "value", &k->has_value, &k->value, &k->value_len));
+    TRY(rd_string_map(r, "headers", &k->headers, &k->n_headers));
+    pop(r);
     return MC_CODEC_OK;
+}
+
+/* [null, LatePolicy], shared by Task and FollowUp. */
+static mc_codec_err rd_late_policy(rd *r, bool *has, mc_late_policy *p)
+{
+    int64_t branch;
+    TRY(rd_branch(r, "late_policy", 2, &branch));
+    *has = branch == 1;
+    if (!*has)
+        return MC_CODEC_OK;
+    int sym;
+    push(r, "late_policy");
+    TRY(rd_long(r, "max_late_ms", &p->max_late_ms));
+    TRY(rd_enum(r, "action", MC_LATE_DEAD + 1, &sym));
+    p->action = (mc_late_action)sym;
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+/* One FollowUp; the caller has pushed "on_success" and set its index. */
+static mc_codec_err rd_follow_up(rd *r, mc_follow_up *f)
+{
+    TRY(rd_string(r, "task_id", &f->task_id));
+    TRY(rd_long(r, "delay_ms", &f->delay_ms));
+    TRY(rd_callback(r, &f->callback));
+    TRY(rd_kafka_target(r, &f->has_kafka_target, &f->kafka_target));
+    TRY(rd_retry(r, &f->has_retry, &f->retry));
+    return rd_late_policy(r, &f->has_late_policy, &f->late_policy);
+}
+
+/* array<FollowUp>: like rd_running, a first pass validates the blocks and
+ * counts the items (each at least 10 bytes: two strings, a long, the
+ * callback's five fields, three unions), then they are read into an array
+ * of exactly that size. */
+static mc_codec_err rd_on_success(rd *r, const mc_follow_up **out, size_t *out_n)
+{
+    const uint8_t *start = r->p;
+    size_t total = 0;
+    mc_follow_up scratch;
+    push(r, "on_success");
+    for (int pass = 0; pass < 2; pass++) {
+        mc_follow_up *items = NULL;
+        if (pass == 1) {
+            *out_n = total;
+            if (total == 0) {
+                *out = NULL;
+                break;
+            }
+            if (!(items = mc_arena_alloc(r->arena, total * sizeof *items)))
+                return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu follow-ups", total);
+            memset(items, 0, total * sizeof *items);
+            r->p = start;
+            *out = items;
+        }
+        size_t i = 0;
+        for (;;) {
+            size_t count;
+            const uint8_t *block_end;
+            TRY(rd_block(r, NULL, 10, &count, &block_end));
+            if (count == 0)
+                break;
+            for (size_t k = 0; k < count; k++, i++) {
+                r->path[r->depth - 1].index = (int64_t)i;
+                scratch = (mc_follow_up){0};
+                TRY(rd_follow_up(r, pass == 1 ? &items[i] : &scratch));
+            }
+            r->path[r->depth - 1].index = -1;
+            if (block_end && r->p != block_end)
+                return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
+                            "block byte size disagrees with its items by %td bytes",
+                            r->p - block_end);
+            if (pass == 0)
+                total += count; /* cannot overflow: bounded by the input length */
+        }
+    }
+    pop(r);
+    return MC_CODEC_OK;
+}
+
+/* Task version 2's fields: kafka_target, late_policy, on_success. */
+static mc_codec_err rd_task_v2(rd *r, mc_task *t)
+{
+    TRY(rd_kafka_target(r, &t->has_kafka_target, &t->kafka_target));
+    TRY(rd_late_policy(r, &t->has_late_policy, &t->late_policy));
+    return rd_on_success(r, &t->on_success, &t->n_on_success);
 }
 
 static mc_codec_err rd_task(rd *r, mc_task *t)
@@ -515,10 +589,29 @@ static mc_codec_err rd_job(rd *r, mc_job *j)
     TRY(rd_retry(r, &j->has_retry, &j->retry));
     TRY(rd_metadata(r, &j->metadata, &j->n_metadata));
     TRY(rd_long(r, "created_at", &j->created_at));
+    if (!has_since(r, 2))
+        return MC_CODEC_OK;
+    TRY(rd_kafka_target(r, &j->has_kafka_target, &j->kafka_target));
+    TRY(rd_late_policy(r, &j->has_late_policy, &j->late_policy));
+    return rd_on_success(r, &j->on_success, &j->n_on_success);
+}
+
+/* A version 1 Job's bytes made current in the arena: the defaults of the
+ * fields Job gained in version 2 (the same three as Task's) appended. */
+static mc_codec_err current_job_bytes(rd *r, const uint8_t **raw, size_t *raw_len)
+{
+    uint8_t *copy = mc_arena_alloc_unaligned(r->arena, *raw_len + sizeof mc_task_v1_suffix);
+    if (!copy)
+        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory");
+    memcpy(copy, *raw, *raw_len);
+    memcpy(copy + *raw_len, mc_task_v1_suffix, sizeof mc_task_v1_suffix);
+    *raw = copy;
+    *raw_len += sizeof mc_task_v1_suffix;
     return MC_CODEC_OK;
 }
 
-/* A Job under path segment "job", and where its bytes are in the input. */
+/* A Job under path segment "job", and its bytes (current ones: see
+ * mc_job_command.put_raw). */
 static mc_codec_err rd_job_raw(rd *r, mc_job *j, const uint8_t **raw, size_t *raw_len)
 {
     const uint8_t *start = r->p;
@@ -527,7 +620,7 @@ static mc_codec_err rd_job_raw(rd *r, mc_job *j, const uint8_t **raw, size_t *ra
     pop(r);
     *raw = start;
     *raw_len = (size_t)(r->p - start);
-    return MC_CODEC_OK;
+    return has_since(r, 2) ? MC_CODEC_OK : current_job_bytes(r, raw, raw_len);
 }
 
 /* One RunningOccurrence; the caller has pushed "running" and set its index. */
@@ -920,7 +1013,7 @@ mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *ar
     TRY(rd_job_state_head(&r, out));
     out->job_raw = r.p;
     out->job_raw_len = left(&r);
-    return MC_CODEC_OK;
+    return has_since(&r, 2) ? MC_CODEC_OK : current_job_bytes(&r, &out->job_raw, &out->job_raw_len);
 }
 
 /* A job's bare Avro binary (a put_raw or job_raw), no framing; errors name

@@ -148,22 +148,55 @@ static void put_optional_bytes(wr *w, bool has, const uint8_t *b, size_t n)
         put_bytes(w, b, n);
 }
 
-/* Task version 2's fields; false for an action LateAction cannot hold. */
+/* [null, KafkaTarget], shared by Task and FollowUp. */
+static void put_kafka_target(wr *w, bool has, const mc_kafka_target *k)
+{
+    put_long(w, has ? 1 : 0);
+    if (!has)
+        return;
+    put_string(w, k->topic);
+    put_optional_bytes(w, k->has_key, k->key, k->key_len);
+    put_optional_bytes(w, k->has_value, k->value, k->value_len);
+    put_string_map(w, k->headers, k->n_headers);
+}
+
+/* [null, LatePolicy]; false for an action LateAction cannot hold. */
+static bool put_late_policy(wr *w, bool has, const mc_late_policy *p)
+{
+    put_long(w, has ? 1 : 0);
+    if (!has)
+        return true;
+    put_long(w, p->max_late_ms);
+    return put_enum(w, (int)p->action, MC_LATE_DEAD + 1);
+}
+
+/* array<FollowUp>, shared by Task and Job; false for a late action
+ * LateAction cannot hold. */
+static bool put_follow_ups(wr *w, const mc_follow_up *fs, size_t n)
+{
+    bool ok = true;
+    if (n) {
+        put_long(w, (int64_t)n);
+        for (size_t i = 0; i < n; i++) {
+            const mc_follow_up *f = &fs[i];
+            put_string(w, f->task_id);
+            put_long(w, f->delay_ms);
+            put_callback(w, &f->callback);
+            put_kafka_target(w, f->has_kafka_target, &f->kafka_target);
+            put_retry(w, f->has_retry, &f->retry);
+            ok &= put_late_policy(w, f->has_late_policy, &f->late_policy);
+        }
+    }
+    put_long(w, 0);
+    return ok;
+}
+
+/* Task version 2's fields; false for a value the schema cannot hold. */
 static bool put_task_v2(wr *w, const mc_task *t)
 {
-    put_long(w, t->has_kafka_target ? 1 : 0);
-    if (t->has_kafka_target) {
-        const mc_kafka_target *k = &t->kafka_target;
-        put_string(w, k->topic);
-        put_optional_bytes(w, k->has_key, k->key, k->key_len);
-        put_optional_bytes(w, k->has_value, k->value, k->value_len);
-        put_string_map(w, k->headers, k->n_headers);
-    }
-    put_long(w, t->has_late_policy ? 1 : 0);
-    if (!t->has_late_policy)
-        return true;
-    put_long(w, t->late_policy.max_late_ms);
-    return put_enum(w, (int)t->late_policy.action, MC_LATE_DEAD + 1);
+    put_kafka_target(w, t->has_kafka_target, &t->kafka_target);
+    bool ok = put_late_policy(w, t->has_late_policy, &t->late_policy);
+    return put_follow_ups(w, t->on_success, t->n_on_success) && ok;
 }
 
 /* A Task: version 2 (the current one), or version 1 (without kafka_target
@@ -208,7 +241,9 @@ static bool put_job(wr *w, const mc_job *j)
     put_retry(w, j->has_retry, &j->retry);
     put_string_map(w, j->metadata, j->n_metadata);
     put_long(w, j->created_at);
-    return ok;
+    put_kafka_target(w, j->has_kafka_target, &j->kafka_target);
+    ok &= put_late_policy(w, j->has_late_policy, &j->late_policy);
+    return put_follow_ups(w, j->on_success, j->n_on_success) && ok;
 }
 
 /* The union {PutJob, JobAction, OccurrenceDone}; false for a kind or enum

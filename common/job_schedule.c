@@ -229,7 +229,8 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
                      j->end_at > 0 ? names->end_at : "");
         return false;
     }
-    /* The callback and retry policy as an occurrence will carry them. */
+    /* What an occurrence will carry: callback or Kafka target, retry and
+     * late policies, follow-ups. */
     mc_task probe = {
         .app_id = j->app_id,
         .task_id = j->job_id,
@@ -241,6 +242,12 @@ bool mc_job_ok(const mc_job *j, int64_t now, mc_zone_cache *zones, const mc_job_
         .created_at = now,
         .metadata = j->metadata,
         .n_metadata = j->n_metadata,
+        .has_kafka_target = j->has_kafka_target,
+        .kafka_target = j->kafka_target,
+        .has_late_policy = j->has_late_policy,
+        .late_policy = j->late_policy,
+        .on_success = j->on_success,
+        .n_on_success = j->n_on_success,
     };
     char task_why[512];
     if (!mc_task_ok(&probe, now, INT64_MAX / 4, names->task, task_why, sizeof task_why)) {

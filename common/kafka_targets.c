@@ -169,9 +169,22 @@ bool mc_kafka_target_allowed(const mc_kafka_targets *t, const char *app_id, cons
     return false;
 }
 
-bool mc_task_target_ok(const mc_kafka_targets *t, const mc_task *task, const char *field, char *why,
-                       size_t whylen)
+bool mc_task_target_ok(const mc_kafka_targets *t, const mc_task *task, const mc_task_field_names *n,
+                       char *why, size_t whylen)
 {
-    return !task->has_kafka_target ||
-           mc_kafka_target_allowed(t, task->app_id, task->kafka_target.topic, field, why, whylen);
+    const char *target = n->kafka_target ? n->kafka_target : "kafka_target";
+    char field[128];
+    snprintf(field, sizeof field, "%s.topic", target);
+    if (task->has_kafka_target &&
+        !mc_kafka_target_allowed(t, task->app_id, task->kafka_target.topic, field, why, whylen))
+        return false;
+    for (size_t i = 0; i < task->n_on_success; i++) {
+        const mc_follow_up *f = &task->on_success[i];
+        snprintf(field, sizeof field, "%s[%zu].%s.topic",
+                 n->on_success ? n->on_success : "on_success", i, target);
+        if (f->has_kafka_target &&
+            !mc_kafka_target_allowed(t, task->app_id, f->kafka_target.topic, field, why, whylen))
+            return false;
+    }
+    return true;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "codec.h"
+#include "task_rules.h"
 
 /* Headers mooncake adds to every record it delivers: the task's key
  * (app_id/task_id) and its due time (epoch ms, decimal). */
@@ -39,9 +40,9 @@ bool mc_topic_name_ok(const char *topic);
 bool mc_kafka_target_allowed(const mc_kafka_targets *t, const char *app_id, const char *topic,
                              const char *field, char *why, size_t whylen);
 
-/* The task's Kafka target, when it has one, checked against the list (field
- * names the topic in messages); true for a task without one. */
-bool mc_task_target_ok(const mc_kafka_targets *t, const mc_task *task, const char *field, char *why,
-                       size_t whylen);
+/* The Kafka targets of the task and of its follow-ups checked against the
+ * list, messages naming fields as n does; true when it names none. */
+bool mc_task_target_ok(const mc_kafka_targets *t, const mc_task *task, const mc_task_field_names *n,
+                       char *why, size_t whylen);
 
 #endif

@@ -20,6 +20,9 @@ const mc_task_field_names mc_task_avro_names = {
     .max_backoff_ms = "max_backoff_ms",
     .kafka_target = "kafka_target",
     .max_late_ms = "late_policy.max_late_ms",
+    .on_success = "on_success",
+    .follow_up_id = "task_id",
+    .delay_ms = "delay_ms",
 };
 
 static bool method_ok(const char *m)
@@ -49,73 +52,169 @@ bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field
     return true;
 }
 
+/* What a task or a follow-up calls or delivers, and how: the parts both
+ * have, checked by the same rules. `at` prefixes every field name in the
+ * messages ("" for the task, "on_success[2]." for a follow-up). */
+typedef struct what_to_do {
+    const mc_callback *callback;
+    bool has_kafka_target;
+    const mc_kafka_target *kafka_target;
+    bool has_retry;
+    const mc_retry_policy *retry;
+    bool has_late_policy;
+    const mc_late_policy *late_policy;
+} what_to_do;
+
+#define NAME(n, field, schema_name) ((n)->field ? (n)->field : (schema_name))
+
 /* A Kafka target's own fields (the allow-list is kafka_targets.h's):
  * header names, and a callback left empty so the task says one thing. */
-static bool kafka_target_ok(const mc_task *t, const mc_task_field_names *n, char *why,
-                            size_t whylen)
+static bool kafka_target_ok(const what_to_do *d, const char *at, const mc_task_field_names *n,
+                            char *why, size_t whylen)
 {
-    const char *field = n->kafka_target ? n->kafka_target : "kafka_target";
-    if (t->callback.url[0]) {
-        snprintf(why, whylen, "%s is set and so is %s: a task either calls or delivers", field,
-                 n->url);
+    const char *field = NAME(n, kafka_target, "kafka_target");
+    if (d->callback->url[0]) {
+        snprintf(why, whylen, "%s%s is set and so is %s%s: a task either calls or delivers", at,
+                 field, at, n->url);
         return false;
     }
-    if (!t->kafka_target.topic[0]) {
-        snprintf(why, whylen, "%s.topic is empty", field);
+    if (!d->kafka_target->topic[0]) {
+        snprintf(why, whylen, "%s%s.topic is empty", at, field);
         return false;
     }
-    for (size_t i = 0; i < t->kafka_target.n_headers; i++)
-        if (!t->kafka_target.headers[i].key[0]) {
-            snprintf(why, whylen, "%s.headers has an empty name", field);
+    for (size_t i = 0; i < d->kafka_target->n_headers; i++)
+        if (!d->kafka_target->headers[i].key[0]) {
+            snprintf(why, whylen, "%s%s.headers has an empty name", at, field);
             return false;
         }
     return true;
 }
 
-static bool late_policy_ok(const mc_task *t, const mc_task_field_names *n, char *why, size_t whylen)
+static bool late_policy_ok(const what_to_do *d, const char *at, const mc_task_field_names *n,
+                           char *why, size_t whylen)
 {
-    if (!t->has_late_policy)
+    if (!d->has_late_policy)
         return true;
-    if (t->late_policy.max_late_ms < 0 || t->late_policy.max_late_ms > MC_MAX_LATE_MS) {
-        snprintf(why, whylen, "%s %lld is outside [0, %lld]",
-                 n->max_late_ms ? n->max_late_ms : "late_policy.max_late_ms",
-                 (long long)t->late_policy.max_late_ms, (long long)MC_MAX_LATE_MS);
+    if (d->late_policy->max_late_ms < 0 || d->late_policy->max_late_ms > MC_MAX_LATE_MS) {
+        snprintf(why, whylen, "%s%s %lld is outside [0, %lld]", at,
+                 NAME(n, max_late_ms, "late_policy.max_late_ms"),
+                 (long long)d->late_policy->max_late_ms, (long long)MC_MAX_LATE_MS);
         return false;
     }
     return true;
 }
 
 /* The HTTP callback's fields. */
-static bool callback_ok(const mc_task *t, const mc_task_field_names *n, char *why, size_t whylen)
+static bool callback_ok(const what_to_do *d, const char *at, const mc_task_field_names *n,
+                        char *why, size_t whylen)
 {
-    const char *url = t->callback.url;
+    const char *url = d->callback->url;
     size_t url_len = strlen(url);
     if (url_len == 0) {
-        snprintf(why, whylen, "%s is empty", n->url);
+        snprintf(why, whylen, "%s%s is empty", at, n->url);
         return false;
     }
     if (url_len > MC_MAX_URL_LEN) {
-        snprintf(why, whylen, "%s is %zu bytes, more than %d", n->url, url_len, MC_MAX_URL_LEN);
+        snprintf(why, whylen, "%s%s is %zu bytes, more than %d", at, n->url, url_len,
+                 MC_MAX_URL_LEN);
         return false;
     }
     if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
-        snprintf(why, whylen, "%s '%.100s' is not http:// or https://", n->url, url);
+        snprintf(why, whylen, "%s%s '%.100s' is not http:// or https://", at, n->url, url);
         return false;
     }
     const char *host = strstr(url, "://") + 3;
     if (!*host || *host == '/' || *host == ':' || *host == '?') {
-        snprintf(why, whylen, "%s '%.100s' has no host", n->url, url);
+        snprintf(why, whylen, "%s%s '%.100s' has no host", at, n->url, url);
         return false;
     }
-    if (!method_ok(t->callback.method)) {
-        snprintf(why, whylen, "%s '%.20s' is not one of GET, POST, PUT, PATCH, DELETE, HEAD",
-                 n->method, t->callback.method);
+    if (!method_ok(d->callback->method)) {
+        snprintf(why, whylen, "%s%s '%.20s' is not one of GET, POST, PUT, PATCH, DELETE, HEAD", at,
+                 n->method, d->callback->method);
         return false;
     }
-    if (t->callback.timeout_ms < 0 || t->callback.timeout_ms > MC_MAX_TIMEOUT_MS) {
-        snprintf(why, whylen, "%s %d is outside [0, %d] (0: default)", n->timeout_ms,
-                 t->callback.timeout_ms, MC_MAX_TIMEOUT_MS);
+    if (d->callback->timeout_ms < 0 || d->callback->timeout_ms > MC_MAX_TIMEOUT_MS) {
+        snprintf(why, whylen, "%s%s %d is outside [0, %d] (0: default)", at, n->timeout_ms,
+                 d->callback->timeout_ms, MC_MAX_TIMEOUT_MS);
         return false;
+    }
+    return true;
+}
+
+static bool retry_ok(const what_to_do *d, const char *at, const mc_task_field_names *n, char *why,
+                     size_t whylen)
+{
+    if (!d->has_retry)
+        return true;
+    const mc_retry_policy *p = d->retry;
+    if (p->max_attempts < 1 || p->max_attempts > MC_MAX_ATTEMPTS) {
+        snprintf(why, whylen, "%s%s %d is outside [1, %d]", at, n->max_attempts, p->max_attempts,
+                 MC_MAX_ATTEMPTS);
+        return false;
+    }
+    /* The retry processor refuses a policy with no backoff at all (and
+     * would silently use its defaults), so it is refused here, visibly. */
+    if (p->initial_backoff_ms < 1 || p->max_backoff_ms < p->initial_backoff_ms) {
+        snprintf(why, whylen, "%sretry backoff: need 1 <= %s (%lld) <= %s (%lld)", at,
+                 n->initial_backoff_ms, (long long)p->initial_backoff_ms, n->max_backoff_ms,
+                 (long long)p->max_backoff_ms);
+        return false;
+    }
+    if (!isfinite(p->multiplier) || p->multiplier < 1.0 || p->multiplier > 100.0) {
+        snprintf(why, whylen, "%s%s %g is outside [1, 100]", at, n->multiplier, p->multiplier);
+        return false;
+    }
+    return true;
+}
+
+static bool what_to_do_ok(const what_to_do *d, const char *at, const mc_task_field_names *n,
+                          char *why, size_t whylen)
+{
+    return (d->has_kafka_target ? kafka_target_ok(d, at, n, why, whylen)
+                                : callback_ok(d, at, n, why, whylen)) &&
+           retry_ok(d, at, n, why, whylen) && late_policy_ok(d, at, n, why, whylen);
+}
+
+static what_to_do task_does(const mc_task *t)
+{
+    return (what_to_do){&t->callback, t->has_kafka_target, &t->kafka_target, t->has_retry,
+                        &t->retry,    t->has_late_policy,  &t->late_policy};
+}
+
+static what_to_do follow_up_does(const mc_follow_up *f)
+{
+    return (what_to_do){&f->callback, f->has_kafka_target, &f->kafka_target, f->has_retry,
+                        &f->retry,    f->has_late_policy,  &f->late_policy};
+}
+
+/* The follow-ups: how many, their ids (each makes a task key of the app),
+ * delays, and what each does. */
+static bool follow_ups_ok(const mc_task *t, int64_t max_due_ms, const mc_task_field_names *n,
+                          char *why, size_t whylen)
+{
+    const char *field = NAME(n, on_success, "on_success");
+    if (t->n_on_success > MC_MAX_FOLLOW_UPS) {
+        snprintf(why, whylen, "%s has %zu tasks, more than %d", field, t->n_on_success,
+                 MC_MAX_FOLLOW_UPS);
+        return false;
+    }
+    for (size_t i = 0; i < t->n_on_success; i++) {
+        const mc_follow_up *f = &t->on_success[i];
+        char at[64];
+        snprintf(at, sizeof at, "%s[%zu].", field, i);
+        if (strlen(f->task_id) > MC_MAX_FOLLOW_UP_ID_LEN) {
+            snprintf(why, whylen, "%s%s is longer than %d bytes", at,
+                     NAME(n, follow_up_id, "task_id"), MC_MAX_FOLLOW_UP_ID_LEN);
+            return false;
+        }
+        if (f->delay_ms < 0 || f->delay_ms > max_due_ms) {
+            snprintf(why, whylen, "%s%s %lld is outside [0, %lld]", at,
+                     NAME(n, delay_ms, "delay_ms"), (long long)f->delay_ms, (long long)max_due_ms);
+            return false;
+        }
+        what_to_do d = follow_up_does(f);
+        if (!what_to_do_ok(&d, at, n, why, whylen))
+            return false;
     }
     return true;
 }
@@ -125,9 +224,8 @@ bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task
 {
     if (!mc_task_ids_ok(t->app_id, t->task_id, n, why, whylen))
         return false;
-    if (!(t->has_kafka_target ? kafka_target_ok(t, n, why, whylen)
-                              : callback_ok(t, n, why, whylen)) ||
-        !late_policy_ok(t, n, why, whylen))
+    what_to_do d = task_does(t);
+    if (!what_to_do_ok(&d, "", n, why, whylen) || !follow_ups_ok(t, max_due_ms, n, why, whylen))
         return false;
     if (t->due_at < MC_MIN_DUE_AT_MS) {
         snprintf(why, whylen,
@@ -144,27 +242,15 @@ bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task
         snprintf(why, whylen, "%s %d is outside [1, %d]", n->attempt, t->attempt, MC_MAX_ATTEMPTS);
         return false;
     }
-    if (t->has_retry) {
-        const mc_retry_policy *p = &t->retry;
-        if (p->max_attempts < 1 || p->max_attempts > MC_MAX_ATTEMPTS) {
-            snprintf(why, whylen, "%s %d is outside [1, %d]", n->max_attempts, p->max_attempts,
-                     MC_MAX_ATTEMPTS);
-            return false;
-        }
-        /* The retry processor refuses a policy with no backoff at all (and
-         * would silently use its defaults), so it is refused here, visibly. */
-        if (p->initial_backoff_ms < 1 || p->max_backoff_ms < p->initial_backoff_ms) {
-            snprintf(why, whylen, "retry backoff: need 1 <= %s (%lld) <= %s (%lld)",
-                     n->initial_backoff_ms, (long long)p->initial_backoff_ms, n->max_backoff_ms,
-                     (long long)p->max_backoff_ms);
-            return false;
-        }
-        if (!isfinite(p->multiplier) || p->multiplier < 1.0 || p->multiplier > 100.0) {
-            snprintf(why, whylen, "%s %g is outside [1, 100]", n->multiplier, p->multiplier);
-            return false;
-        }
-    }
     return true;
+}
+
+size_t mc_follow_up_id(const mc_task *t, size_t i, char *buf, size_t buflen)
+{
+    const char *id = t->on_success[i].task_id;
+    int n = id[0] ? snprintf(buf, buflen, "%s", id)
+                  : snprintf(buf, buflen, "%s.then%zu", t->task_id, i + 1);
+    return n < 0 ? 0 : (size_t)n;
 }
 
 bool mc_header_name_ok(const char *s)

@@ -24,8 +24,14 @@
 typedef struct mc_task_field_names {
     const char *app_id, *task_id, *due_at, *url, *method, *timeout_ms, *attempt;
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
-    const char *kafka_target, *max_late_ms; /* NULL: the schema's names */
+    /* NULL: the schema's names (kafka_target, late_policy.max_late_ms,
+     * on_success, a follow-up's task_id and delay_ms). */
+    const char *kafka_target, *max_late_ms, *on_success, *follow_up_id, *delay_ms;
 } mc_task_field_names;
+
+/* Follow-ups a task may name, and the length of a follow-up's own id. */
+#define MC_MAX_FOLLOW_UPS 16
+#define MC_MAX_FOLLOW_UP_ID_LEN 512
 
 /* The longest late policy: a year. */
 #define MC_MAX_LATE_MS INT64_C(31536000000)
@@ -47,6 +53,11 @@ bool mc_record_keyed_by(const mc_record *m, const char *app_id, const char *task
  * the field into why. */
 bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task_field_names *names,
                 char *why, size_t whylen);
+
+/* The task_id of t's follow-up i (on_success[i]): its own, or
+ * "<task_id>.then<i + 1>", written into buf; returns the length it needs
+ * (like snprintf). Any thread. */
+size_t mc_follow_up_id(const mc_task *t, size_t i, char *buf, size_t buflen);
 
 /* A header name is an RFC 9110 token. */
 bool mc_header_name_ok(const char *name);

@@ -43,6 +43,10 @@
  * is a failed attempt, retried like an endpoint that is down; one the app
  * may no longer write (--target-topics changed) fails for good.
  *
+ * Follow-ups. The tasks a task names in on_success are submitted to `tasks`
+ * in the transaction that writes its SUCCEEDED Result: once per success,
+ * however often the call was made, due delay_ms after it ended.
+ *
  * Late policies. A task whose call can only start more than its policy's
  * max_late_ms after its due time is not called when the policy says DROP
  * (a Result DROPPED) or DEAD (a Result FAILED_PERMANENTLY and a dead
@@ -65,6 +69,7 @@
 #include "executor_call.h"
 #include "kafka.h"
 #include "kafka_targets.h"
+#include "task_rules.h"
 #include "retry_policy.h"
 #include "part_table.h"
 #include "ring.h"
@@ -117,7 +122,8 @@ typedef struct executor {
     mc_ctx *ctx;
     const mc_config *cfg;
     char ready_topic[256];
-    mc_output *results, *retry;
+    mc_output *results, *retry, *tasks;
+    int32_t tasks_partitions; /* for a follow-up's partition; asked at each assignment */
     mc_caller *caller;
     mc_part_table parts; /* part of each partition ever assigned */
     mc_buf buf;
@@ -125,7 +131,7 @@ typedef struct executor {
     target_topic *topics;      /* the Kafka targets met so far */
     size_t n_topics, cap_topics;
     mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
-    mc_counter *delivered, *late_dropped, *late_dead;
+    mc_counter *delivered, *late_dropped, *late_dead, *follow_ups;
     mc_gauge *paused_gauge;
 } executor;
 
@@ -339,6 +345,87 @@ static int report_attempt(executor *ex, const mc_call *j)
     return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Attempt") : rc;
 }
 
+/* Submits the follow-ups of j, which just succeeded, in the open transaction.
+ * One Kafka refuses (too large) is dead-lettered on its own: the success
+ * stands. */
+static int submit_follow_ups(executor *ex, const mc_call *j)
+{
+    const mc_task *t = &j->task;
+    if (!t->n_on_success)
+        return 0;
+    if (ex->tasks_partitions <= 0) {
+        char err[256];
+        int n = mc_ctx_partition_count(ex->ctx, "tasks", err, sizeof err);
+        if (n <= 0) {
+            mc_log(mc_ctx_logger(ex->ctx), MC_LOG_WARN, "cannot ask how many partitions tasks has",
+                   "error", err, (const char *)NULL);
+            return -1; /* abort: the next turn asks again */
+        }
+        ex->tasks_partitions = n;
+    }
+    char parent[MC_CALL_KEY_MAX + 32];
+    snprintf(parent, sizeof parent, "%s", j->key);
+    const mc_kv meta = {"mooncake.parent", parent};
+    for (size_t i = 0; i < t->n_on_success; i++) {
+        const mc_follow_up *f = &t->on_success[i];
+        char id[MC_MAX_FOLLOW_UP_ID_LEN + 32], key[MC_CALL_KEY_MAX];
+        mc_follow_up_id(t, i, id, sizeof id);
+        size_t klen = mc_task_key(t->app_id, id, key, sizeof key);
+        mc_command c = {.kind = MC_CMD_SUBMIT};
+        c.submit = (mc_task){.app_id = t->app_id,
+                             .task_id = id,
+                             .due_at = j->finished_at + f->delay_ms,
+                             .callback = f->callback,
+                             .has_retry = f->has_retry,
+                             .retry = f->retry,
+                             .attempt = 1,
+                             .created_at = j->finished_at,
+                             .metadata = &meta,
+                             .n_metadata = 1,
+                             .has_kafka_target = f->has_kafka_target,
+                             .kafka_target = f->kafka_target,
+                             .has_late_policy = f->has_late_policy,
+                             .late_policy = f->late_policy};
+        mc_buf_reset(&ex->buf);
+        if (mc_encode_command(&c, &ex->buf) != 0)
+            return -1;
+        mc_source cause = {ex->ready_topic, j->partition, j->offset};
+        mc_produce p = {
+            .out = ex->tasks,
+            .partition = mc_key_partition(key, klen < sizeof key ? klen : 0, ex->tasks_partitions),
+            .key = key,
+            .key_len = klen < sizeof key ? klen : 0,
+            .value = ex->buf.data,
+            .value_len = ex->buf.len,
+            .cause = &cause};
+        int rc = klen < sizeof key ? mc_ctx_produce(ex->ctx, &p) : MC_FORWARD_REFUSED;
+        if (rc == MC_FORWARD_REFUSED) {
+            char reason[400];
+            snprintf(reason, sizeof reason,
+                     "executor: follow-up %zu of %.200s not submitted: Kafka refused it (too "
+                     "large) or its key is too long",
+                     i + 1, j->key);
+            mc_record rec = call_record(ex, j);
+            if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &c.submit) != 0)
+                return -1;
+            continue;
+        }
+        if (rc != 0)
+            return rc;
+        mc_counter_add(ex->follow_ups, 1);
+    }
+    return 0;
+}
+
+/* The SUCCEEDED Result of j and its follow-ups. */
+static int report_success(executor *ex, const mc_call *j)
+{
+    int rc = write_result(ex, j, MC_OUTCOME_SUCCEEDED, "");
+    if (rc == MC_FORWARD_REFUSED)
+        return report_refused(ex, j, "Result");
+    return rc != 0 ? rc : submit_follow_ups(ex, j);
+}
+
 /* The target topic named topic, asked about now when not known or stale;
  * NULL when it could not be asked (the transaction is retried) or on ENOMEM. */
 static target_topic *target_topic_of(executor *ex, const char *topic, char *err, size_t errlen)
@@ -381,7 +468,6 @@ static target_topic *target_topic_of(executor *ex, const char *topic, char *err,
 
 /* A delivery that cannot be made: an attempt that failed (permanently or
  * not), for the retry processor to judge like a failed HTTP call. */
-static int report_attempt(executor *ex, const mc_call *j);
 static int delivery_failed(executor *ex, mc_call *j, bool permanent, const char *why)
 {
     j->transport_failed = true;
@@ -442,8 +528,7 @@ static int deliver(executor *ex, mc_call *j)
     if (rc != 0)
         return rc;
     mc_counter_add(ex->delivered, 1);
-    rc = write_result(ex, j, MC_OUTCOME_SUCCEEDED, "");
-    return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Result") : rc;
+    return report_success(ex, j);
 }
 
 /* A call not started because it was later than its late policy allows. */
@@ -494,8 +579,7 @@ static int report(executor *ex, mc_call *j)
                    (const char *)NULL);
         }
         mc_counter_add(ex->succeeded, 1);
-        int rc = write_result(ex, j, MC_OUTCOME_SUCCEEDED, "");
-        return rc == MC_FORWARD_REFUSED ? report_refused(ex, j, "Result") : rc;
+        return report_success(ex, j);
     }
     return report_attempt(ex, j);
 }
@@ -785,6 +869,7 @@ static int executor_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     executor *ex = self;
+    ex->tasks_partitions = 0; /* the layout may have grown: asked again when needed */
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         part *p = part_get(ex, tp->partition);
@@ -905,6 +990,9 @@ static void register_metrics(executor *ex, mc_metrics *m)
     ex->late_dead = mc_metrics_counter(
         m, "mooncake_executor_late_total",
         "Calls not started: later than their late policy allows, by action", "action=\"dead\"");
+    ex->follow_ups = mc_metrics_counter(
+        m, "mooncake_executor_follow_ups_total",
+        "Follow-up tasks submitted on a success (on_success; exactly once when committed)", NULL);
     ex->paused_gauge = mc_metrics_gauge(m, "mooncake_executor_paused_partitions",
                                         "Partitions paused: too many unfinished tasks", NULL);
 }
@@ -932,7 +1020,8 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     mc_topic_name(cfg, "ready", ex->ready_topic, sizeof ex->ready_topic);
     ex->results = mc_ctx_output(ctx, "results");
     ex->retry = mc_ctx_output(ctx, "retry");
-    if (!ex->results || !ex->retry) {
+    ex->tasks = mc_ctx_output(ctx, "tasks");
+    if (!ex->results || !ex->retry || !ex->tasks) {
         snprintf(err, errlen, "cannot create output topic handles");
         executor_destroy(ex);
         return NULL;

@@ -93,13 +93,37 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
     };
     c.submit.callback.headers = headers;
     c.submit.callback.n_headers = nh;
-    /* DO_NOTHING skips what is missed by more than the threshold: an
-     * occurrence written ahead of time that can only be called that late
-     * (everything stopped meanwhile) is missed too, so it is dropped when
-     * its call would start, not called late. */
-    if (j.misfire == MC_MISFIRE_DO_NOTHING) {
+    /* The job's own late policy; without one, DO_NOTHING skips what is
+     * missed by more than the threshold: an occurrence written ahead of time
+     * that can only be called that late (everything stopped meanwhile) is
+     * missed too, so it is dropped when its call would start, not called late. */
+    if (j.has_late_policy) {
+        c.submit.has_late_policy = true;
+        c.submit.late_policy = j.late_policy;
+    } else if (j.misfire == MC_MISFIRE_DO_NOTHING) {
         c.submit.has_late_policy = true;
         c.submit.late_policy = (mc_late_policy){j.misfire_threshold_ms, MC_LATE_DROP};
+    }
+    c.submit.on_success = j.on_success;
+    c.submit.n_on_success = j.n_on_success;
+    if (j.has_kafka_target) {
+        /* The record says which job and instant it is, as a call's headers do. */
+        mc_kafka_target *k = &c.submit.kafka_target;
+        *k = j.kafka_target;
+        mc_kv *kh = mc_arena_alloc(s->arena, (k->n_headers + 2) * sizeof *kh);
+        if (!kh)
+            return -1;
+        size_t n = 0;
+        for (size_t i = 0; i < j.kafka_target.n_headers; i++)
+            if (strcasecmp(j.kafka_target.headers[i].key, HEADER_JOB_ID) != 0 &&
+                strcasecmp(j.kafka_target.headers[i].key, HEADER_SCHEDULED_AT) != 0)
+                kh[n++] = j.kafka_target.headers[i];
+        kh[n++] = (mc_kv){HEADER_JOB_ID, j.job_id};
+        kh[n++] = (mc_kv){HEADER_SCHEDULED_AT, at_text};
+        k->headers = kh;
+        k->n_headers = n;
+        c.submit.has_kafka_target = true;
+        c.submit.callback.n_headers = 0; /* a record has no request to carry them */
     }
     char key[MC_JOB_MAX_KEY_LEN];
     size_t klen = mc_task_key(j.app_id, id, key, sizeof key);

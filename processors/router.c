@@ -596,7 +596,7 @@ static command_read read_command(router *r, const mc_record *m, int64_t now, mc_
     bool ok =
         cmd->kind == MC_CMD_SUBMIT
             ? mc_task_ok(&cmd->submit, now, r->max_due_ms, &mc_task_avro_names, why, whylen) &&
-                  mc_task_target_ok(r->targets, &cmd->submit, "kafka_target.topic", why, whylen)
+                  mc_task_target_ok(r->targets, &cmd->submit, &mc_task_avro_names, why, whylen)
             : mc_task_ids_ok(app, tid, &mc_task_avro_names, why, whylen);
     return ok && mc_record_keyed_by(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
 }

@@ -248,7 +248,7 @@ static bool fold_tasks(view *v, mc_view_task *t, const mc_record *r, mc_ctx *ctx
     if (!mc_record_keyed_by(r, c.submit.app_id, c.submit.task_id, why, sizeof why) ||
         !mc_task_ok(&c.submit, r->timestamp_ms, mc_ctx_config(ctx)->max_due_ms, &mc_task_avro_names,
                     why, sizeof why) ||
-        !mc_task_target_ok(v->targets, &c.submit, "kafka_target.topic", why, sizeof why))
+        !mc_task_target_ok(v->targets, &c.submit, &mc_task_avro_names, why, sizeof why))
         return false;
     *submitted = true;
     mc_buf_reset(&v->buf);

@@ -1,7 +1,7 @@
 /* Two other versions of the Command schema, derived from ours, for the tests
  * and the fuzz harness of schema resolution: the "previous" one, from before
  * Task gained its optional fields (retry, attempt, metadata, kafka_target,
- * late_policy), and a "next"
+ * late_policy, on_success), and a "next"
  * one that adds fields (Task.priority, Callback.tags, Cancel.reason) and
  * lists the payload union the other way round. Header-only: each binary
  * that includes it gets its own copy. */
@@ -43,7 +43,8 @@ static char *command_schema_previous(void)
 {
     json_t *c = json_loads(mc_schema_json(MC_SCHEMA_COMMAND), 0, NULL);
     json_t *task = cv_task(c);
-    const char *gone[] = {"retry", "attempt", "metadata", "kafka_target", "late_policy"};
+    const char *gone[] = {"retry",        "attempt",     "metadata",
+                          "kafka_target", "late_policy", "on_success"};
     for (size_t g = 0; g < sizeof gone / sizeof gone[0]; g++) {
         size_t i;
         if (cv_field(task, gone[g], &i))

@@ -44,8 +44,16 @@ static void check_round_trip(const mc_command *cmd, int64_t now, int64_t max_due
     if (back.kind == MC_CMD_SUBMIT) {
         if (strcmp(back.submit.app_id, cmd->submit.app_id) ||
             strcmp(back.submit.task_id, cmd->submit.task_id) ||
-            back.submit.callback.body_len != cmd->submit.callback.body_len)
+            back.submit.callback.body_len != cmd->submit.callback.body_len ||
+            back.submit.has_kafka_target != cmd->submit.has_kafka_target ||
+            back.submit.has_late_policy != cmd->submit.has_late_policy)
             fail("round trip", "task changed");
+        const mc_kafka_target *bk = &back.submit.kafka_target, *ck = &cmd->submit.kafka_target;
+        if (back.submit.has_kafka_target &&
+            (strcmp(bk->topic, ck->topic) || bk->has_key != ck->has_key ||
+             bk->key_len != ck->key_len || bk->has_value != ck->has_value ||
+             bk->value_len != ck->value_len || bk->n_headers != ck->n_headers))
+            fail("round trip", "kafka target changed");
         if (!mc_task_ok(&back.submit, now, max_due, &mc_task_avro_names, why, sizeof why))
             fail("the router would dead-letter an accepted task", why);
         for (size_t i = 0; i < back.submit.callback.n_headers; i++)

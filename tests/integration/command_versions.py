@@ -1,7 +1,7 @@
 """The previous and the next version of the Command schema, derived from
 schemas/Command.avsc exactly as tests/fuzz/command_versions.h derives them
 for the C tests: the previous one lacks Task's optional fields (retry,
-attempt, metadata); the next one adds Task.priority, Callback.tags and
+attempt, metadata, kafka_target, late_policy, on_success); the next one adds Task.priority, Callback.tags and
 Cancel.reason, with defaults, and lists the payload union as [Cancel, Submit].
 Used by the schema-evolution tests and the fuzz corpus generator."""
 import copy
@@ -26,7 +26,8 @@ def previous():
     c = current()
     task = _task(c)
     task["fields"] = [f for f in task["fields"]
-                      if f["name"] not in ("retry", "attempt", "metadata")]
+                      if f["name"] not in ("retry", "attempt", "metadata", "kafka_target",
+                                           "late_policy", "on_success")]
     return c
 
 

@@ -1,5 +1,5 @@
-"""Kafka targets and late policies on a real broker, behind the router, wheel,
-executor and retry.
+"""Kafka targets, late policies and follow-ups on a real broker, behind the
+router, wheel, executor and retry.
 
 A Kafka target is a record mooncake delivers to a topic at the task's due
 time, produced in the executor's transaction with the task's Result: a
@@ -10,7 +10,9 @@ executor in the middle of a stream. A topic the app is not allowed, or one of
 mooncake's own, is dead-lettered by the router; a topic that does not exist
 yet is a failed attempt, retried until it does. A late policy decides, at the
 moment a call would start, whether a task that late is called (RUN), dropped
-(a Result DROPPED, no call) or dead-lettered (DEAD).
+(a Result DROPPED, no call) or dead-lettered (DEAD). The follow-ups a task names
+(on_success) are submitted once when it succeeds, in the transaction of its
+success, due their delay after it; a task that fails submits none.
 
 What is checked is what a user sees: the committed records of the target
 topic, results and dead, and the calls that reach a local endpoint."""
@@ -249,6 +251,79 @@ def test_late_policies():
         server.close()
 
 
+def test_follow_ups():
+    """A task naming two follow-ups (an HTTP call 500 ms after, a record to a
+    topic under its own id) submits each once when it succeeds, through kill -9
+    of the executor while 300 such tasks run; a task that fails for good
+    submits none."""
+    env = Env()
+    server = CallbackServer()
+    target = "kt-" + uuid.uuid4().hex[:8] + ".next"
+    create_topic(target)
+    try:
+        procs = start(env, f"shop={target}", **FAST_FAILOVER)
+        url = server.url("/parent")
+
+        def parent(tid, due, path="/parent"):
+            follow = [
+                {"task_id": "", "delay_ms": 500,
+                 "callback": {"url": server.url("/child"), "method": "POST",
+                              "headers": {"x-parent": tid}, "body": b"", "timeout_ms": 5000}},
+                {"task_id": f"{tid}-audit", "delay_ms": 0,
+                 "callback": {"url": "", "method": "POST", "headers": {}, "body": b"",
+                              "timeout_ms": 0},
+                 "kafka_target": {"topic": target, "key": tid.encode(), "value": b"done",
+                                  "headers": {}}},
+            ]
+            t = task("shop", tid, due, url=server.url(path), on_success=follow)
+            return f"shop/{tid}", submit_value(t)
+        base = now_ms() + 1500
+        n = 300
+        items = [parent(f"p{i}", base + i * 10) for i in range(n)]
+        items.append(parent("fails", base, path="/missing"))
+        server.respond = lambda call: (404 if call["path"].startswith("/missing") else 200, {},
+                                       b"ok")
+        send(env, items)
+        time.sleep((base - now_ms()) / 1000.0 + 1.2)
+        procs["executor"].send_signal(signal.SIGKILL)
+        procs["executor"].wait()
+        env.start("executor", instance="e1",
+                  **{**ALLOW_LOOPBACK, "MOONCAKE_TARGET_TOPICS": f"shop={target}", **FAST_FAILOVER})
+        wait_for("every follow-up's Result", lambda: sum(
+            1 for k in results_by_key(env, 30) if k.endswith(".then1") or k.endswith("-audit"))
+            >= 2 * n, 90)
+        subs = {}
+        for m in read_settled(env, "tasks"):
+            c = decode("Command", m.value())
+            name, body = c["payload"]
+            if name.endswith("Submit"):
+                subs.setdefault(m.key().decode(), []).append(body["task"])
+        res = results_by_key(env)
+        for i in range(n):
+            for child in (f"shop/p{i}.then1", f"shop/p{i}-audit"):
+                assert len(subs.get(child, [])) == 1, f"{child}: {len(subs.get(child, []))} Submits"
+            nxt = subs[f"shop/p{i}.then1"][0]
+            parent_done = [r for r in res[f"shop/p{i}"] if r["outcome"] == "SUCCEEDED"][0]
+            assert ms_of(nxt["due_at"]) == ms_of(parent_done["finished_at"]) + 500
+            assert nxt["metadata"]["mooncake.parent"] == f"shop/p{i}"
+        assert not any(k.startswith("shop/fails.") or k == "shop/fails-audit" for k in subs)
+        children = server.calls_to("/child")
+        parents = {c["headers"].get("x-parent") for c in children}
+        assert len(parents) == n, f"{n - len(parents)} follow-ups never called"
+        got = read_settled(env, topic=target, partitions=TARGET_PARTITIONS)
+        keys = sorted(header_map(m)["mooncake-task"].decode() for m in got)
+        assert keys == sorted(f"shop/p{i}-audit" for i in range(n)), \
+            f"{len(keys)} audit records for {n}"
+        assert metric(env, env.procs[-1], "mooncake_executor_follow_ups_total") > 0
+    finally:
+        env.stop_all()
+        server.close()
+
+
+def ms_of(v):
+    return v if isinstance(v, int) else round(v.timestamp() * 1000)
+
+
 if __name__ == "__main__":
     run([test_delivered_exactly_once_at_due_time, test_kill_executor_mid_stream,
-         test_refused_targets_and_missing_topic, test_late_policies])
+         test_refused_targets_and_missing_topic, test_late_policies, test_follow_ups])

@@ -623,6 +623,7 @@ static void w_submit_suffix(mc_buf *b)
     w_long(b, 0); /* metadata */
     w_long(b, 0); /* kafka_target: null */
     w_long(b, 0); /* late_policy: null */
+    w_long(b, 0); /* on_success: [] */
 }
 
 static mc_codec_err decode(const mc_buf *b, mc_arena *a, mc_command *c, char *detail)
@@ -1517,6 +1518,9 @@ static void w_job_tail(mc_buf *b, int64_t misfire, int64_t overlap, uint8_t paus
     }
     w_long(b, 0); /* metadata */
     w_long(b, 7); /* created_at */
+    w_long(b, 0); /* kafka_target: null */
+    w_long(b, 0); /* late_policy: null */
+    w_long(b, 0); /* on_success: [] */
 }
 
 /* A JobState up to its job, with `running` written by the caller's bytes. */
@@ -1942,7 +1946,7 @@ static void test_earlier_versions(void)
               got;
     CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 3);
     CHECK(mc_schema_current_version(MC_SCHEMA_COMMAND) == 2);
-    CHECK(mc_schema_current_version(MC_SCHEMA_JOB_STATE) == 1);
+    CHECK(mc_schema_current_version(MC_SCHEMA_JOB_STATE) == 2);
     CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) ==
           mc_schema_fingerprint(MC_SCHEMA_RESULT));
     CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2) != 0);
@@ -2047,7 +2051,7 @@ static void test_earlier_versions(void)
     a.write_version = 2;
     CHECK(mc_encode_attempt(&a, &v2) == 0);
     CHECK(header_fingerprint(&v2) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 2));
-    CHECK(v2.len + 2 == cur.len); /* the two nulls of kafka_target and late_policy */
+    CHECK(v2.len + 3 == cur.len); /* kafka_target, late_policy: null; on_success: [] */
     CHECK_ERR(mc_decode_attempt(v2.data, v2.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
     CHECK(ga.n_response_headers == 1 && ga.response_size == 9 && !ga.task.has_kafka_target &&
           !ga.task.has_late_policy && str_eq(ga.task.callback.url, a.task.callback.url));
@@ -2064,6 +2068,94 @@ static void test_earlier_versions(void)
     mc_buf_free(&cur);
     mc_buf_free(&old);
     mc_arena_free(arena);
+}
+
+/* Job version 2 (JobCommand and JobState v2): what its occurrences carry.
+ * A version 1 record still reads, and its job's bytes come out current, so
+ * the jobs role can splice them into a JobState of today. */
+static void test_job_v2(void)
+{
+    static const uint8_t value[] = "tick";
+    const mc_follow_up next[] = {{.task_id = "",
+                                  .delay_ms = 5,
+                                  .callback = {.url = "https://x.example/after", .method = "GET"}}};
+    mc_job j = {
+        .app_id = "shop",
+        .job_id = "nightly",
+        .kind = MC_SCHEDULE_FIXED_RATE,
+        .cron = "",
+        .time_zone = "UTC",
+        .interval_ms = 60000,
+        .callback = {.url = "", .method = ""},
+        .has_kafka_target = true,
+        .kafka_target = {.topic = "ticks", .value = value, .value_len = 4, .has_value = true},
+        .has_late_policy = true,
+        .late_policy = {2000, MC_LATE_DEAD},
+        .on_success = next,
+        .n_on_success = 1};
+    mc_arena *a = mc_arena_new();
+    char detail[256];
+    mc_buf cur = {0};
+    mc_job_command c = {.kind = MC_JOBCMD_PUT, .put = j}, got;
+    CHECK(mc_encode_job_command(&c, &cur) == 0);
+    CHECK_ERR(mc_decode_job_command(NULL, cur.data, cur.len, a, &got, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(got.put.has_kafka_target && str_eq(got.put.kafka_target.topic, "ticks") &&
+          got.put.has_late_policy && got.put.late_policy.action == MC_LATE_DEAD &&
+          got.put.n_on_success == 1 && got.put.on_success[0].delay_ms == 5);
+    /* Version 1: the same bytes without the three defaults, under its own
+     * fingerprint (a job without them). */
+    j.has_kafka_target = j.has_late_policy = false;
+    j.n_on_success = 0;
+    j.callback.url = "https://x.example/tick";
+    mc_buf_reset(&cur);
+    c.put = j;
+    CHECK(mc_encode_job_command(&c, &cur) == 0);
+    mc_buf v1 = {0};
+    v1.data = malloc(cur.len);
+    v1.len = cur.len - 3;
+    memcpy(v1.data, cur.data, v1.len);
+    uint64_t fp1 = mc_schema_version_fingerprint(MC_SCHEMA_JOB_COMMAND, 1);
+    CHECK(fp1 != 0 && fp1 != mc_schema_fingerprint(MC_SCHEMA_JOB_COMMAND));
+    for (int i = 0; i < 8; i++)
+        v1.data[2 + i] = (uint8_t)(fp1 >> (8 * i));
+    CHECK_ERR(mc_decode_job_command(NULL, v1.data, v1.len, a, &got, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(!got.put.has_kafka_target && str_eq(got.put.callback.url, "https://x.example/tick"));
+    /* Its bytes are today's job: they decode bare, and equal the current encoding. */
+    mc_job bare;
+    CHECK_ERR(mc_decode_job(got.put_raw, got.put_raw_len, a, &bare, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(got.put_raw_len == cur.len - 11 && memcmp(got.put_raw, cur.data + 11, cur.len - 11) == 0);
+    /* A JobState of version 1, read whole and by its head. */
+    mc_job_state st = {
+        .version = 3, .next_at = -1, .last_scheduled_at = -1, .queued_at = -1, .job = j};
+    mc_buf scur = {0};
+    CHECK(mc_encode_job_state(&st, &scur) == 0);
+    mc_buf sv1 = {0};
+    sv1.data = malloc(scur.len);
+    sv1.len = scur.len - 3;
+    memcpy(sv1.data, scur.data, sv1.len);
+    fp1 = mc_schema_version_fingerprint(MC_SCHEMA_JOB_STATE, 1);
+    for (int i = 0; i < 8; i++)
+        sv1.data[2 + i] = (uint8_t)(fp1 >> (8 * i));
+    mc_job_state gs;
+    CHECK_ERR(mc_decode_job_state(sv1.data, sv1.len, a, &gs, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(gs.version == 3 && !gs.job.has_kafka_target);
+    CHECK_ERR(mc_decode_job_state_head(sv1.data, sv1.len, a, &gs, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK_ERR(mc_decode_job(gs.job_raw, gs.job_raw_len, a, &bare, detail, sizeof detail),
+              MC_CODEC_OK);
+    /* Spliced into a JobState of today, the bytes are that of the current one. */
+    mc_buf re = {0};
+    CHECK(mc_encode_job_state(&gs, &re) == 0);
+    CHECK(bytes_eq(re.data, re.len, scur.data, scur.len));
+    mc_buf_free(&re);
+    mc_buf_free(&sv1);
+    mc_buf_free(&scur);
+    mc_buf_free(&v1);
+    mc_buf_free(&cur);
+    mc_arena_free(a);
 }
 
 /* Task version 2: a Kafka target and a late policy go through every record
@@ -2087,6 +2179,20 @@ static void test_task_v2(void)
                                        .n_headers = 1};
     t.has_late_policy = true;
     t.late_policy = (mc_late_policy){5000, MC_LATE_DEAD};
+    const mc_follow_up next[] = {
+        {.task_id = "",
+         .delay_ms = 60000,
+         .callback = {.url = "https://x.example/next", .method = "POST", .timeout_ms = 100},
+         .has_retry = true,
+         .retry = {3, 10, 2.0, 100}},
+        {.task_id = "audit",
+         .callback = {.url = "", .method = ""},
+         .has_kafka_target = true,
+         .kafka_target = {.topic = "audit", .value = value, .value_len = 3, .has_value = true},
+         .has_late_policy = true,
+         .late_policy = {100, MC_LATE_DROP}}};
+    t.on_success = next;
+    t.n_on_success = 2;
     mc_arena *arena = mc_arena_new();
     char detail[256];
     mc_buf b = {0};
@@ -2101,6 +2207,21 @@ static void test_task_v2(void)
           str_eq(k->headers[0].value, "t-1"));
     CHECK(gc.submit.has_late_policy && gc.submit.late_policy.max_late_ms == 5000 &&
           gc.submit.late_policy.action == MC_LATE_DEAD);
+    CHECK(gc.submit.n_on_success == 2);
+    if (gc.submit.n_on_success == 2) {
+        const mc_follow_up *f = gc.submit.on_success;
+        CHECK(str_eq(f[0].task_id, "") && f[0].delay_ms == 60000 &&
+              str_eq(f[0].callback.url, "https://x.example/next") && f[0].has_retry &&
+              f[0].retry.max_attempts == 3 && !f[0].has_kafka_target && !f[0].has_late_policy);
+        CHECK(str_eq(f[1].task_id, "audit") && f[1].has_kafka_target &&
+              str_eq(f[1].kafka_target.topic, "audit") && f[1].kafka_target.value_len == 3 &&
+              f[1].has_late_policy && f[1].late_policy.action == MC_LATE_DROP && !f[1].has_retry);
+        /* Every cut of the record fails, none reads past it. */
+        for (size_t cut = 10; cut < b.len; cut++)
+            CHECK(mc_decode_command(NULL, b.data, cut, arena, &gc, detail, sizeof detail) !=
+                      MC_CODEC_OK,
+                  "cut at %zu decoded", cut);
+    }
     /* A tombstone without a key. */
     c.submit.kafka_target.has_key = c.submit.kafka_target.has_value = false;
     mc_buf_reset(&b);
@@ -2139,17 +2260,17 @@ static void test_task_v2(void)
     mc_task plain = typical_task();
     mc_buf cur = {0}, v1 = {0};
     CHECK(mc_encode_stored_task(&(mc_stored_task){5, plain}, &cur) == 0);
-    /* Version 1 = the current bytes without the two trailing nulls. */
+    /* Version 1 = the current bytes without the three trailing defaults. */
     uint64_t fp1 = mc_schema_version_fingerprint(MC_SCHEMA_STORED_TASK, 1);
     CHECK(fp1 != 0 && fp1 != mc_schema_fingerprint(MC_SCHEMA_STORED_TASK));
     uint8_t h[10] = {0xC3, 0x01};
     for (int i = 0; i < 8; i++)
         h[2 + i] = (uint8_t)(fp1 >> (8 * i));
-    CHECK(cur.len > 12 && cur.data[cur.len - 1] == 0 && cur.data[cur.len - 2] == 0);
+    CHECK(cur.len > 13 && memcmp(cur.data + cur.len - 3, mc_task_v1_suffix, 3) == 0);
     v1.data = malloc(cur.len);
     memcpy(v1.data, h, 10);
-    memcpy(v1.data + 10, cur.data + 10, cur.len - 12);
-    v1.len = cur.len - 2;
+    memcpy(v1.data + 10, cur.data + 10, cur.len - 13);
+    v1.len = cur.len - 3;
     CHECK_ERR(mc_decode_stored_task(v1.data, v1.len, arena, &gst, detail, sizeof detail),
               MC_CODEC_OK);
     CHECK(gst.version == 5 && !gst.task.has_kafka_target && !gst.task.has_late_policy &&
@@ -2181,6 +2302,7 @@ int main(void)
     test_avro_c_interop();
     test_earlier_versions();
     test_task_v2();
+    test_job_v2();
     test_errors();
     test_job_roundtrips();
     test_job_fastavro_interop();

@@ -377,6 +377,7 @@ static void test_previous_and_next_commands(void)
     lng(&n, 1); /* late_policy: 2 s, DROP */
     lng(&n, 2000);
     lng(&n, 1);
+    lng(&n, 0); /* on_success: [] */
     e = mc_decode_command(&with, n.b, n.n, arena, &c, detail, sizeof detail);
     CHECK(e == MC_CODEC_OK, "%s: %s", mc_codec_strerror(e), detail);
     if (e == MC_CODEC_OK) {
