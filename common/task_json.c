@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "kafka_targets.h"
 #include "task_rules.h"
 
 const mc_task_field_names mc_task_json_names = {
@@ -27,6 +28,8 @@ const mc_task_field_names mc_task_json_names = {
     .initial_backoff_ms = "retry.initialBackoffMs",
     .multiplier = "retry.multiplier",
     .max_backoff_ms = "retry.maxBackoffMs",
+    .kafka_target = "kafkaTarget",
+    .max_late_ms = "latePolicy.maxLateMs",
 };
 
 #define FAIL(...)                                                                                  \
@@ -249,6 +252,126 @@ int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *c, char *why, s
     return 0;
 }
 
+/* One of a pair of fields giving the same bytes as text or as base64
+ * (kafkaTarget.key / keyBase64): *has false when neither is there. */
+static int get_bytes(json_t *obj, const char *key, const char *key_b64, const char *name,
+                     const char *name_b64, mc_arena *a, const uint8_t **out, size_t *n_out,
+                     bool *has, char *why, size_t whylen)
+{
+    *out = NULL;
+    *n_out = 0;
+    *has = false;
+    json_t *text = json_object_get(obj, key), *b64 = json_object_get(obj, key_b64);
+    bool has_text = text && !json_is_null(text), has_b64 = b64 && !json_is_null(b64);
+    if (has_text && has_b64)
+        FAIL("give %s or %s, not both", name, name_b64);
+    if (has_text) {
+        const char *s;
+        if (mc_json_get_string(obj, key, name, false, SIZE_MAX, a, &s, why, whylen))
+            return -1;
+        *out = (const uint8_t *)s;
+        *n_out = json_string_length(text);
+        *has = true;
+    } else if (has_b64) {
+        if (!json_is_string(b64))
+            FAIL("%s must be a string, not %s", name_b64, mc_json_type_name(b64));
+        size_t len = json_string_length(b64), cap = MC_BASE64_DECODED_MAX(len) + 1;
+        uint8_t *bytes = mc_arena_alloc(a, cap);
+        if (!bytes)
+            FAIL("out of memory");
+        if (mc_base64_decode(json_string_value(b64), len, bytes, cap, n_out) != 0)
+            FAIL("%s is not standard base64 (RFC 4648: A-Z a-z 0-9 + /, '=' padding)", name_b64);
+        *out = bytes;
+        *has = true;
+    }
+    return 0;
+}
+
+/* root.kafkaTarget (optional): the record to deliver instead of calling.
+ * Header values are UTF-8 (jansson's strings are); the names are free text
+ * as Kafka allows, but not empty, and not the two mooncake adds to every
+ * delivered record (a consumer would see them twice). */
+static int get_kafka_target(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+{
+    json_t *k = json_object_get(root, "kafkaTarget");
+    if (!k || json_is_null(k))
+        return 0;
+    if (!json_is_object(k))
+        FAIL("kafkaTarget must be an object, not %s", mc_json_type_name(k));
+    mc_kafka_target *kt = &t->kafka_target;
+    if (mc_json_get_string(k, "topic", "kafkaTarget.topic", true, MC_TOPIC_NAME_MAX, a, &kt->topic,
+                           why, whylen) ||
+        get_bytes(k, "key", "keyBase64", "kafkaTarget.key", "kafkaTarget.keyBase64", a, &kt->key,
+                  &kt->key_len, &kt->has_key, why, whylen) ||
+        get_bytes(k, "value", "valueBase64", "kafkaTarget.value", "kafkaTarget.valueBase64", a,
+                  &kt->value, &kt->value_len, &kt->has_value, why, whylen) ||
+        mc_json_get_map(k, "headers", "kafkaTarget.headers", false, a, &kt->headers, &kt->n_headers,
+                        why, whylen))
+        return -1;
+    if (!mc_topic_name_ok(kt->topic))
+        FAIL("kafkaTarget.topic '%.100s' is not a Kafka topic name (1 to %d of letters, digits, "
+             ". _ -)",
+             kt->topic, MC_TOPIC_NAME_MAX);
+    if (kt->n_headers > MC_JSON_MAX_HEADERS)
+        FAIL("kafkaTarget.headers has %zu entries, more than %d", kt->n_headers,
+             MC_JSON_MAX_HEADERS);
+    for (size_t i = 0; i < kt->n_headers; i++) {
+        const char *name = kt->headers[i].key;
+        if (!name[0])
+            FAIL("kafkaTarget.headers has an empty name");
+        if (strcmp(name, MC_TARGET_TASK_HEADER) == 0 || strcmp(name, MC_TARGET_DUE_HEADER) == 0)
+            FAIL("kafkaTarget.headers: '%s' is set by mooncake and cannot be given", name);
+    }
+    t->has_kafka_target = true;
+    return 0;
+}
+
+/* root.latePolicy (optional): both fields required, so a policy never
+ * means something its sender did not write. */
+static int get_late_policy(json_t *root, mc_task *t, char *why, size_t whylen)
+{
+    json_t *p = json_object_get(root, "latePolicy");
+    if (!p || json_is_null(p))
+        return 0;
+    if (!json_is_object(p))
+        FAIL("latePolicy must be an object, not %s", mc_json_type_name(p));
+    bool present;
+    if (mc_json_get_int(p, "maxLateMs", "latePolicy.maxLateMs", 0, MC_MAX_LATE_MS, &present,
+                        &t->late_policy.max_late_ms, why, whylen))
+        return -1;
+    if (!present)
+        FAIL("latePolicy.maxLateMs is required (milliseconds, 0 or more)");
+    json_t *act = json_object_get(p, "action");
+    if (!act || json_is_null(act))
+        FAIL("latePolicy.action is required (RUN, DROP or DEAD)");
+    if (!json_is_string(act))
+        FAIL("latePolicy.action must be a string, not %s", mc_json_type_name(act));
+    const char *a = json_string_value(act);
+    if (strcmp(a, "RUN") == 0)
+        t->late_policy.action = MC_LATE_RUN;
+    else if (strcmp(a, "DROP") == 0)
+        t->late_policy.action = MC_LATE_DROP;
+    else if (strcmp(a, "DEAD") == 0)
+        t->late_policy.action = MC_LATE_DEAD;
+    else
+        FAIL("latePolicy.action '%.40s' is not RUN, DROP or DEAD", a);
+    t->has_late_policy = true;
+    return 0;
+}
+
+/* callback, or kafkaTarget with callback left out (its url "", which is
+ * how a task says it delivers rather than calls). */
+static int get_action(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+{
+    json_t *k = json_object_get(root, "kafkaTarget"), *cb = json_object_get(root, "callback");
+    if (!k || json_is_null(k))
+        return mc_json_get_callback(root, a, &t->callback, why, whylen);
+    if (cb && !json_is_null(cb))
+        FAIL("give callback or kafkaTarget, not both: a task either calls or delivers");
+    t->callback = (mc_callback){.url = "", .method = "POST"};
+    return get_kafka_target(root, a, t, why, whylen);
+}
+
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
                       mc_task *out, char *why, size_t whylen)
 {
@@ -262,8 +385,8 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
                            why, whylen) ||
         mc_json_get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why,
                            whylen) ||
-        get_due(root, o, out, why, whylen) ||
-        mc_json_get_callback(root, arena, &out->callback, why, whylen) ||
+        get_due(root, o, out, why, whylen) || get_action(root, arena, out, why, whylen) ||
+        get_late_policy(root, out, why, whylen) ||
         mc_json_get_retry(root, &o->retry_defaults, &out->has_retry, &out->retry, why, whylen) ||
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
                         &out->n_metadata, why, whylen))
@@ -370,12 +493,54 @@ json_t *mc_retry_to_json(bool has_retry, const mc_retry_policy *r, bool api_name
                      api_names ? "maxBackoffMs" : "max_backoff_ms", (json_int_t)r->max_backoff_ms);
 }
 
+const char *mc_late_action_name(mc_late_action a)
+{
+    switch (a) {
+    case MC_LATE_RUN:
+        return "RUN";
+    case MC_LATE_DROP:
+        return "DROP";
+    case MC_LATE_DEAD:
+        return "DEAD";
+    }
+    return "UNKNOWN";
+}
+
+json_t *mc_late_policy_to_json(bool has_policy, const mc_late_policy *p, bool api_names)
+{
+    if (!has_policy)
+        return json_null();
+    return json_pack("{s:I, s:s}", api_names ? "maxLateMs" : "max_late_ms",
+                     (json_int_t)p->max_late_ms, "action", mc_late_action_name(p->action));
+}
+
+/* The schema's names, every byte shown: for the operator's tools, which
+ * show a callback's body too. */
+static json_t *kafka_target_to_json(const mc_kafka_target *k)
+{
+    json_t *j = json_pack("{s:s, s:o}", "topic", k->topic, "headers",
+                          mc_json_kv_object(k->headers, k->n_headers));
+    mc_json_set_bytes(j, "key",
+                      k->has_key ? (const void *)(k->key ? k->key : (const uint8_t *)"") : NULL,
+                      k->key_len);
+    mc_json_set_bytes(
+        j, "value", k->has_value ? (const void *)(k->value ? k->value : (const uint8_t *)"") : NULL,
+        k->value_len);
+    return j;
+}
+
 json_t *mc_task_to_json(const mc_task *t)
 {
-    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id, "task_id",
-                     t->task_id, "due_at", (json_int_t)t->due_at, "callback",
-                     mc_callback_to_json(&t->callback, false), "retry",
-                     mc_retry_to_json(t->has_retry, &t->retry, false), "attempt",
-                     (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at, "metadata",
-                     mc_json_kv_object(t->metadata, t->n_metadata));
+    json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:o}", "app_id", t->app_id,
+                          "task_id", t->task_id, "due_at", (json_int_t)t->due_at, "callback",
+                          mc_callback_to_json(&t->callback, false), "retry",
+                          mc_retry_to_json(t->has_retry, &t->retry, false), "attempt",
+                          (json_int_t)t->attempt, "created_at", (json_int_t)t->created_at,
+                          "metadata", mc_json_kv_object(t->metadata, t->n_metadata));
+    /* Only when set, so what tasks without them print is as before. */
+    if (j && t->has_kafka_target)
+        json_object_set_new(j, "kafka_target", kafka_target_to_json(&t->kafka_target));
+    if (j && t->has_late_policy)
+        json_object_set_new(j, "late_policy", mc_late_policy_to_json(true, &t->late_policy, false));
+    return j;
 }

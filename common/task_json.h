@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #define MC_JSON_MAX_ID_LEN 255           /* appId, uuid */
-#define MC_JSON_MAX_HEADERS 64           /* callback.headers entries */
+#define MC_JSON_MAX_HEADERS 64           /* callback.headers, kafkaTarget.headers entries */
 #define MC_JSON_MAX_MAP_BYTES (16 << 10) /* callback.headers, metadata: names + values */
 
 /* Makes a task id when the body has none: writes a NUL-terminated id of at
@@ -33,7 +33,10 @@ typedef struct mc_task_json_options {
 
 /* Parses and checks a submit body into *out. Strings point into arena (valid
  * until mc_arena_reset). Returns 0, or -1 with a sentence naming the field in
- * why. */
+ * why. A body gives callback or kafkaTarget (then callback.url is ""), and
+ * may give latePolicy. The Kafka target's topic is checked for its form
+ * only: which topics an app may write is the gateway's allow-list
+ * (kafka_targets.h). Any thread. */
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
                       mc_task *out, char *why, size_t whylen);
 
@@ -49,8 +52,15 @@ json_t *mc_json_base64(const uint8_t *p, size_t n);
  * obj[name_base64]; a NULL pointer sets null. */
 void mc_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
 /* A task as JSON, field names as in the schema, for people to read
- * (mooncakectl results/dead, mooncake-schema decode); caller owns it. */
+ * (mooncakectl results/dead, mooncake-schema decode); kafka_target and
+ * late_policy only when the task has them. Caller owns it. */
 json_t *mc_task_to_json(const mc_task *t);
+/* "RUN", "DROP", "DEAD" (as the API and the schema spell them). Static
+ * storage; any thread. */
+const char *mc_late_action_name(mc_late_action a);
+/* {maxLateMs|max_late_ms, action}, or null when !has_policy. Caller owns
+ * it; any thread. */
+json_t *mc_late_policy_to_json(bool has_policy, const mc_late_policy *p, bool api_names);
 
 /* ---- the pieces, shared with the jobs' JSON (job_json.c) ----------------------
  * Each getter reads one field of obj, names it `name` in its sentence, and

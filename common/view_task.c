@@ -448,6 +448,31 @@ json_t *mc_view_callback_json(const mc_callback *cb)
     return j;
 }
 
+json_t *mc_view_kafka_target_json(const mc_kafka_target *k)
+{
+    json_t *headers = json_object();
+    for (size_t i = 0; i < k->n_headers; i++)
+        json_object_set_new(
+            headers, k->headers[i].key,
+            json_string(mc_secret_name(k->headers[i].key) ? MC_REDACTED : k->headers[i].value));
+    json_t *j = json_pack("{s:s, s:o}", "topic", k->topic, "headers", headers);
+    if (!j)
+        return NULL;
+    if (k->has_key) {
+        const char *key = k->key ? (const char *)k->key : "";
+        json_t *text = json_stringn(key, k->key_len); /* NULL: not UTF-8 */
+        json_object_set_new(j, text ? "key" : "keyBase64",
+                            text ? text : mc_json_base64((const uint8_t *)key, k->key_len));
+    }
+    /* The value's size, not the value: it is the payload a consumer acts
+     * on, and may carry what only that consumer should read. */
+    if (k->has_value)
+        json_object_set_new(j, "valueBytes", json_integer((json_int_t)k->value_len));
+    else
+        json_object_set_new(j, "tombstone", json_true());
+    return j;
+}
+
 /* The callback's secret values, which an endpoint may echo in its answer
  * ("invalid key sk_live_..."): the values of secret headers (and the
  * credential after "Bearer "), secret query parameters and the URL's user
@@ -626,7 +651,15 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             json_object_set_new(j, "appId", json_string(st.task.app_id));
             json_object_set_new(j, "uuid", json_string(st.task.task_id));
             json_object_set_new(j, "createdAt", json_integer(st.task.created_at));
-            json_object_set_new(j, "callback", mc_view_callback_json(&st.task.callback));
+            /* A task either calls or delivers: show the one it does. */
+            if (st.task.has_kafka_target)
+                json_object_set_new(j, "kafkaTarget",
+                                    mc_view_kafka_target_json(&st.task.kafka_target));
+            else
+                json_object_set_new(j, "callback", mc_view_callback_json(&st.task.callback));
+            if (st.task.has_late_policy)
+                json_object_set_new(j, "latePolicy",
+                                    mc_late_policy_to_json(true, &st.task.late_policy, true));
             json_object_set_new(j, "retry",
                                 mc_retry_to_json(st.task.has_retry, &st.task.retry, true));
             json_object_set_new(j, "metadata",
@@ -669,6 +702,12 @@ json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position,
         json_object_del(cb, "body");
         json_object_del(cb, "body_base64");
         json_object_del(cb, "timeoutMs");
+    }
+    json_t *kt = json_object_get(j, "kafkaTarget");
+    if (kt) {
+        json_object_del(kt, "headers");
+        json_object_del(kt, "key");
+        json_object_del(kt, "keyBase64");
     }
     json_object_del(j, "attempts");
     json_object_del(j, "olderVersions");

@@ -160,13 +160,19 @@ const char *mc_view_state_name(mc_view_state s);
 bool mc_view_state_final(mc_view_state s);
 
 /* The answer to GET /api/task: state, version, due time, attempt, the
- * callback with secrets redacted, every attempt's Result, older versions.
+ * callback with secrets redacted (or the Kafka target, and the late policy
+ * when set), every attempt's Result, older versions.
  * Caller owns the JSON. */
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
 /* A callback as every answer shows it: secret headers, secret query
  * parameters and the URL's user info redacted (redact.h). Caller owns it;
  * NULL on ENOMEM. Any thread. */
 json_t *mc_view_callback_json(const mc_callback *cb);
+/* A Kafka target as every answer shows it: topic, key (keyBase64 when not
+ * UTF-8), headers with secret ones redacted, and the value's size only
+ * (valueBytes, or tombstone true). Caller owns it; NULL on ENOMEM. Any
+ * thread. */
+json_t *mc_view_kafka_target_json(const mc_kafka_target *k);
 
 /* One line of GET /api/tasks: the answer above without the attempts (the
  * last one as lastAttempt, without the endpoint's answer), older versions,

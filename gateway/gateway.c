@@ -45,6 +45,7 @@
 #include "job_json.h"
 #include "jobs_view.h"
 #include "kafka.h"
+#include "kafka_targets.h"
 #include "task_json.h"
 #include "task_query.h"
 #include "view_forward.h"
@@ -138,6 +139,7 @@ struct mc_gateway {
     const mc_config *cfg;
     mc_metrics *metrics;
     mc_tokens *tokens;
+    mc_kafka_targets *targets; /* --target-topics: what the router would refuse is a 400 here */
     mc_idem *idem;
     mc_uuid7 uuids;
     char *tls_cert, *tls_key; /* PEM text, or NULL */
@@ -685,7 +687,8 @@ static unsigned prepare_task(request *rq, mc_arena *arena, int64_t now, prepared
             .make_id_arg = g,
         };
         cmd.kind = MC_CMD_SUBMIT;
-        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, whylen))
+        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, whylen) ||
+            !mc_task_target_ok(g->targets, &cmd.submit, &mc_task_json_names, why, whylen))
             return MHD_HTTP_BAD_REQUEST;
         p->app_id = cmd.submit.app_id;
         p->id = cmd.submit.task_id;
@@ -1311,11 +1314,16 @@ static enum MHD_Result submit_again(request *rq)
         mc_task_field_names names = mc_task_json_names;
         names.due_at = "dueAt";
         bool ok = mc_task_ok(&cmd.submit, now, g->cfg->max_due_ms, &names, why, sizeof why);
+        /* The allow-list may have changed since the task was taken: the
+         * router would now dead-letter it, so refuse it here, naming the
+         * topic (not a secret, unlike the callback's URL). */
+        bool target_ok =
+            !ok || mc_task_target_ok(g->targets, &cmd.submit, &mc_task_json_names, why, sizeof why);
         if (strcmp(st.task.app_id, rq->q_app) != 0 || strcmp(st.task.task_id, rq->q_uuid) != 0)
             ret = answer_error(rq, MHD_HTTP_CONFLICT,
                                "the view's copy of the task is of another key: submit it again "
                                "yourself");
-        else if (!ok && strncmp(why, "dueAt", 5) == 0)
+        else if ((!ok && strncmp(why, "dueAt", 5) == 0) || !target_ok)
             ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
         else if (!ok) /* the stored task's own fields: not echoed (its URL may hold secrets) */
             ret = answer_error(rq, MHD_HTTP_CONFLICT,
@@ -1692,6 +1700,11 @@ int mc_gateway_check_config(const mc_config *cfg, char *err, size_t errlen)
         return -1;
     size_t n = mc_tokens_count(t);
     mc_tokens_free(t);
+    mc_kafka_targets *kt =
+        mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen);
+    if (!kt)
+        return -1;
+    mc_kafka_targets_free(kt);
     if (n == 0 && !cfg->gateway_no_auth) {
         snprintf(err, errlen,
                  "no tokens: set MOONCAKE_APP_TOKENS (appId=token,...), MOONCAKE_INNER_TOKENS "
@@ -1764,6 +1777,8 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     snprintf(g->broker_why, sizeof g->broker_why, "not probed yet");
     if (!(g->tokens =
               mc_tokens_parse(cfg->app_tokens, cfg->inner_tokens, cfg->admin_tokens, err, errlen)))
+        goto fail;
+    if (!(g->targets = mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen)))
         goto fail;
     if (cfg->gateway_tls_cert[0] &&
         (!(g->tls_cert = read_pem(cfg->gateway_tls_cert, "--gateway-tls-cert", err, errlen)) ||
@@ -1933,6 +1948,7 @@ void mc_gateway_free(mc_gateway *g)
     mc_idem_free(g->idem);
     mc_zone_cache_free(g->zones);
     mc_tokens_free(g->tokens);
+    mc_kafka_targets_free(g->targets);
     free(g->tls_cert);
     free(g->tls_key);
     mc_uuid7_destroy(&g->uuids);

@@ -71,11 +71,12 @@ static bool take_states(const char *text, uint32_t *states, char *why, size_t wh
             s = mc_view_state_parse(name);
         }
         if (s < 0) {
-            snprintf(why, whylen,
-                     "state '%.*s' is not one of accepted, pendingStore, pendingWheel, held, "
-                     "calling, retrying, cancelRequested, succeeded, failed, dead, cancelled, "
-                     "rejected, unknown",
-                     (int)(len > 40 ? 40 : len), p);
+            snprintf(
+                why, whylen,
+                "state '%.*s' is not one of accepted, pendingStore, pendingWheel, held, "
+                "calling, retrying, cancelRequested, succeeded, failed, dead, cancelled, dropped, "
+                "rejected, unknown",
+                (int)(len > 40 ? 40 : len), p);
             return false;
         }
         *states |= 1u << s;

@@ -116,7 +116,7 @@
   // ---- states ---------------------------------------------------------------------
 
   MC.STATES = ['accepted', 'pendingStore', 'pendingWheel', 'held', 'calling', 'retrying',
-    'cancelRequested', 'succeeded', 'failed', 'dead', 'cancelled', 'rejected'];
+    'cancelRequested', 'succeeded', 'failed', 'dead', 'cancelled', 'dropped', 'rejected'];
   MC.PENDING = ['accepted', 'pendingStore', 'pendingWheel', 'held', 'calling', 'retrying', 'cancelRequested'];
 
   function tone(state) {
@@ -129,7 +129,7 @@
         return 'warn';
       case 'calling': case 'held': case 'Stable':
         return 'info';
-      case 'cancelled': case 'CANCELLED': case 'superseded': case 'ENDED': case 'unknown': case false:
+      case 'cancelled': case 'CANCELLED': case 'dropped': case 'DROPPED': case 'superseded': case 'ENDED': case 'unknown': case false:
         return 'muted';
       default:
         return 'neutral';

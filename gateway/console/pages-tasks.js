@@ -1,8 +1,8 @@
 'use strict';
 // pages-tasks.js: the task pages. "Task lookup" (#/task?app=A&uuid=U) shows one task's
-// state, callback and story (versions and attempts), refreshed every 2 s until it is
-// final, with Cancel, Run now and Re-submit at another time. "Tasks" (#/tasks) pages
-// an app's tasks by due time with a state filter and the counts per state.
+// state, callback (or Kafka target) and story (versions and attempts), refreshed every
+// 2 s until it is final, with Cancel, Run now and Re-submit at another time. "Tasks"
+// (#/tasks) pages an app's tasks by due time with a state filter and the counts per state.
 (function () {
   const MC = (window.MC = window.MC || {});
   const { h, replace, append, time, num, badge, duration, table, dl, field, errorLine, loading, empty } = MC;
@@ -110,9 +110,10 @@
         ['Cancel requested', t.cancelRequestedAt ? time(t.cancelRequestedAt) : null],
         ['Reason', t.reason || null],
         ['Retry policy', t.retry ? retryText(t.retry) : null],
+        ['Late policy', t.latePolicy ? lateText(t.latePolicy) : null],
         ['Metadata', t.metadata && Object.keys(t.metadata).length ? dl(Object.entries(t.metadata)) : null],
       ]));
-    const call = h('div', { class: 'card' },
+    const call = t.kafkaTarget ? kafkaTargetCard(t.kafkaTarget) : h('div', { class: 'card' },
       h('h3', {}, 'Callback'),
       h('p', { class: 'mono break' }, h('strong', {}, cb.method || 'POST'), ' ', cb.url || ''),
       dl([
@@ -126,6 +127,27 @@
     replace(el, head, h('div', { class: 'grid-2' }, call, timeline(t)));
   }
 
+  // A task that delivers a record to Kafka instead of calling: its topic, key, headers
+  // and the value's size (the API never shows the value itself).
+  function kafkaTargetCard(k) {
+    const key = k.key !== undefined ? h('span', { class: 'mono break' }, k.key)
+      : k.keyBase64 !== undefined ? h('span', { class: 'mono break' }, '(binary, base64) ' + k.keyBase64)
+        : h('span', { class: 'muted' }, '(none)');
+    return h('div', { class: 'card', id: 'task-kafka-target' },
+      h('h3', {}, 'Kafka target'),
+      h('p', { class: 'mono break' }, h('strong', {}, 'topic'), ' ', k.topic || ''),
+      dl([
+        ['Key', key],
+        ['Value', k.tombstone ? h('span', {}, 'none (a tombstone)') : num(k.valueBytes || 0) + ' bytes (not shown)'],
+        ['Headers', k.headers && Object.keys(k.headers).length ? dl(Object.entries(k.headers)) : null],
+      ]));
+  }
+
+  function lateText(p) {
+    const what = { RUN: 'run anyway', DROP: 'drop (not called)', DEAD: 'dead-letter (not called)' }[p.action] || p.action;
+    return 'more than ' + duration(p.maxLateMs) + ' late: ' + what;
+  }
+
   function retryText(r) {
     return ['maxAttempts', 'initialBackoffMs', 'multiplier', 'maxBackoffMs']
       .filter((k) => r[k] !== undefined).map((k) => k + ' ' + r[k]).join(', ') || 'defaults';
@@ -135,7 +157,7 @@
     const events = [];
     if (t.createdAt) events.push({ at: t.createdAt, node: h('span', {}, 'Submitted (version ' + num(t.version) + ')') });
     if (t.cancelRequestedAt) events.push({ at: t.cancelRequestedAt, node: h('span', {}, 'Cancel requested') });
-    (t.attempts || []).forEach((a) => events.push({ at: a.startedAt, node: attemptNode(a), cls: 'attempt' }));
+    (t.attempts || []).forEach((a) => events.push({ at: a.startedAt, node: attemptNode(a, !!t.kafkaTarget), cls: 'attempt' }));
     if (t.nextAttemptAt && !t.final) events.push({ at: t.nextAttemptAt, node: h('span', {}, 'Next attempt due'), cls: 'future' });
     if (t.dueAt && !(t.attempts || []).length) events.push({ at: t.dueAt, node: h('span', {}, t.final ? 'Was due' : 'Due'), cls: t.dueAt > Date.now() ? 'future' : '' });
     events.sort((a, b) => a.at - b.at);
@@ -151,10 +173,11 @@
         : h('p', { class: 'muted' }, 'None.'));
   }
 
-  function attemptNode(a) {
+  // kafka: the task delivers a record, so an attempt has no HTTP answer to show.
+  function attemptNode(a, kafka) {
     return h('div', { class: 'attempt-body' },
       h('div', {}, h('strong', {}, 'Attempt ' + num(a.attempt)), ' ', badge(a.outcome),
-        ' ', h('span', { class: 'mono' }, a.httpStatus ? 'HTTP ' + a.httpStatus : 'no answer'),
+        ' ', h('span', { class: 'mono' }, a.httpStatus ? 'HTTP ' + a.httpStatus : kafka ? 'Kafka record' : 'no answer'),
         ' · ', duration(a.latencyMs)),
       a.error ? h('div', { class: 'attempt-error' }, a.error) : null,
       a.responseBody !== undefined && a.responseBody !== ''
@@ -279,7 +302,9 @@
         { label: 'Due', cell: (t) => time(t.dueAt, true) },
         { label: 'Attempt', class: 'num', cell: (t) => num(t.attempt) },
         { label: 'Last attempt', cell: (t) => t.lastAttempt ? [badge(t.lastAttempt.outcome), ' ', t.lastAttempt.httpStatus ? 'HTTP ' + t.lastAttempt.httpStatus : 'no answer'] : h('span', { class: 'muted' }, '–') },
-        { label: 'Callback', cell: (t) => h('span', { class: 'mono clip', title: t.callback ? t.callback.url : '' }, t.callback ? t.callback.method + ' ' + t.callback.url : '') },
+        { label: 'Callback', cell: (t) => t.kafkaTarget
+          ? h('span', { class: 'mono clip', title: t.kafkaTarget.topic }, 'Kafka ' + t.kafkaTarget.topic)
+          : h('span', { class: 'mono clip', title: t.callback ? t.callback.url : '' }, t.callback ? t.callback.method + ' ' + t.callback.url : '') },
       ], rows, { rowAttrs: (t) => ({ 'data-uuid': t.uuid }) }) : empty(state ? 'No tasks in this state.' : 'No tasks: the view holds the tasks not final yet and those that ended in the last hour.'), pager);
     },
   };

@@ -44,6 +44,7 @@
 #include "codec.h"
 #include "config.h"
 #include "kafka.h"
+#include "kafka_targets.h"
 #include "log.h"
 #include "task_json.h"
 #include "task_rules.h"
@@ -109,6 +110,13 @@ static const opt_def opt_defs[] = {
     {"multiplier", 0, SC_SUBMIT, K_STR, O(multiplier)},
     {"max-backoff-ms", 0, SC_SUBMIT, K_STR, O(max_backoff_ms)},
     {"metadata", 0, SC_SUBMIT, K_LIST, O(metadata)},
+    {"kafka-topic", 0, SC_SUBMIT, K_STR, O(kafka_topic)},
+    {"kafka-key", 0, SC_SUBMIT, K_STR, O(kafka_key)},
+    {"kafka-value", 0, SC_SUBMIT, K_STR, O(kafka_value)},
+    {"kafka-value-file", 0, SC_SUBMIT, K_STR, O(kafka_value_file)},
+    {"kafka-header", 0, SC_SUBMIT, K_LIST, O(kafka_headers)},
+    {"late-ms", 0, SC_SUBMIT, K_STR, O(late_ms)},
+    {"late-action", 0, SC_SUBMIT, K_STR, O(late_action)},
     {"key", 'k', SC_RESULTS | SC_DEAD | SC_REQUEUE | SC_TASK, K_STR, O(key)},
     {"since", 0, SC_RESULTS | SC_DEAD, K_STR, O(since)},
     {"follow", 'f', SC_RESULTS | SC_DEAD, K_FLAG, O(follow)},
@@ -181,6 +189,11 @@ static const char usage_submit[] =
     "                          [--method M] [-H 'Name: value']... [--body TEXT | --body-file F]\n"
     "                          [--timeout-ms N] [--max-attempts N --initial-backoff-ms N\n"
     "                          --multiplier X --max-backoff-ms N] [--metadata k=v]...\n"
+    "                          [--late-ms N --late-action RUN|DROP|DEAD]\n"
+    "       mooncakectl submit --app APP [--id ID] (--at TIME | --in DURATION)\n"
+    "                          --kafka-topic T [--kafka-key K]\n"
+    "                          [--kafka-value V | --kafka-value-file F]\n"
+    "                          [--kafka-header name=value]... [retry, metadata, late flags]\n"
     "\n"
     "Sends a Submit command to <prefix>tasks (key app/id, murmur2 partitioner\n"
     "like the gateway and the Java client, idempotent producer) and waits for the broker's "
@@ -203,6 +216,15 @@ static const char usage_submit[] =
     "                        the task's retry policy (missing fields: the\n"
     "                        MOONCAKE_RETRY_* defaults)\n"
     "  --metadata k=v        free-form attribute, repeatable\n"
+    "  --kafka-topic T       deliver a record to topic T at the due time instead of\n"
+    "                        calling a URL (the app must be allowed T: --target-topics)\n"
+    "  --kafka-key K         the record's key (default: none)\n"
+    "  --kafka-value V, --kafka-value-file F   the record's value (FILE - is stdin);\n"
+    "                        neither: a tombstone (null value)\n"
+    "  --kafka-header n=v    a record header, repeatable (UTF-8 value)\n"
+    "  --late-ms N           with --late-action: what to do when the call (or delivery)\n"
+    "  --late-action A       can only start more than N ms after the due time: RUN\n"
+    "                        anyway, DROP it (a Result DROPPED) or DEAD (a dead letter)\n"
     "\n"
     "The task is checked with the router's own rules first: an invalid task is\n"
     "refused here (exit 2, naming the field) and nothing is sent.\n";
@@ -339,11 +361,12 @@ static const char usage_task[] =
     "       mooncakectl task stats --app APP\n"
     "\n"
     "A task's state (accepted, pendingStore, pendingWheel, held, calling, retrying,\n"
-    "cancelRequested, succeeded, failed, dead, cancelled, rejected), due time, version,\n"
-    "attempts with their Results and older versions, as the view role folded them. Read\n"
-    "from <prefix>views (read_committed, the key's partition to the end seen at start):\n"
-    "what the view had committed, up to a second behind GET /api/task, which also\n"
-    "waits for what the topics held when it was asked. Callback secrets are redacted.\n"
+    "cancelRequested, succeeded, failed, dead, cancelled, dropped, rejected), due time,\n"
+    "version, attempts with their Results and older versions, as the view role folded\n"
+    "them. Read from <prefix>views (read_committed, the key's partition to the end seen\n"
+    "at start): what the view had committed, up to a second behind GET /api/task, which\n"
+    "also waits for what the topics held when it was asked. Callback secrets are\n"
+    "redacted; of a Kafka target, secret headers too, and the value only by its size.\n"
     "-J prints the JSON object GET /api/task answers with. Exit 1 when the view has no\n"
     "such task.\n"
     "\n"
@@ -400,6 +423,7 @@ static void opts_free(ctl_opts *o)
     free(o->xprops.v);
     free(o->headers.v);
     free(o->metadata.v);
+    free(o->kafka_headers.v);
 }
 
 /* The option named by a (without its value); NULL when there is none for
@@ -1100,6 +1124,8 @@ static const mc_task_field_names flag_names = {
     .initial_backoff_ms = "--initial-backoff-ms",
     .multiplier = "--multiplier",
     .max_backoff_ms = "--max-backoff-ms",
+    .kafka_target = "--kafka-topic",
+    .max_late_ms = "--late-ms",
 };
 
 static bool parse_int_flag(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out,
@@ -1149,6 +1175,187 @@ static bool parse_header(const char *h, mc_arena *a, mc_kv *out, char *why, size
     return true;
 }
 
+/* The whole of file (- is stdin) copied into the arena. */
+static bool file_into_arena(const char *file, const char *flag, mc_arena *a, const uint8_t **out,
+                            size_t *n, char *why, size_t whylen)
+{
+    size_t len;
+    char err[600];
+    char *data = mc_config_read_file(file, flag, &len, err, sizeof err);
+    if (!data) {
+        snprintf(why, whylen, "%s", err);
+        return false;
+    }
+    uint8_t *copy = mc_arena_alloc(a, len ? len : 1);
+    if (copy)
+        memcpy(copy, data, len);
+    free(data);
+    if (!copy) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    *out = copy;
+    *n = len;
+    return true;
+}
+
+/* The callback flags; --url is checked by mc_task_ok. */
+static bool callback_from_flags(const ctl_opts *o, mc_arena *a, mc_callback *cb, char *why,
+                                size_t whylen)
+{
+    int64_t v;
+    cb->url = o->url;
+    char *method = mc_arena_strdup(a, o->method ? o->method : "POST");
+    if (!method) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    for (char *p = method; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    cb->method = method;
+    if (o->headers.n > MC_JSON_MAX_HEADERS) {
+        snprintf(why, whylen, "%zu headers, more than %d", o->headers.n, MC_JSON_MAX_HEADERS);
+        return false;
+    }
+    mc_kv *hs = o->headers.n ? mc_arena_alloc(a, o->headers.n * sizeof *hs) : NULL;
+    size_t bytes = 0;
+    for (size_t i = 0; i < o->headers.n; i++) {
+        if (!hs || !parse_header(o->headers.v[i], a, &hs[i], why, whylen))
+            return false;
+        bytes += strlen(hs[i].key) + strlen(hs[i].value);
+    }
+    if (bytes > MC_JSON_MAX_MAP_BYTES) {
+        snprintf(why, whylen, "the headers are more than %d bytes in all", MC_JSON_MAX_MAP_BYTES);
+        return false;
+    }
+    cb->headers = hs;
+    cb->n_headers = o->headers.n;
+    if (o->body && o->body_file) {
+        snprintf(why, whylen, "give --body or --body-file, not both");
+        return false;
+    }
+    if (o->body) {
+        cb->body = (const uint8_t *)o->body;
+        cb->body_len = strlen(o->body);
+    } else if (o->body_file && !file_into_arena(o->body_file, "--body-file", a, &cb->body,
+                                                &cb->body_len, why, whylen)) {
+        return false;
+    }
+    if (o->timeout_ms) {
+        if (!parse_int_flag("--timeout-ms", o->timeout_ms, 0, MC_MAX_TIMEOUT_MS, &v, why, whylen))
+            return false;
+        cb->timeout_ms = (int32_t)v;
+    }
+    return true;
+}
+
+/* The --kafka-* flags: the record to deliver instead of a call. The topic's
+ * form is checked here; whether the app may write it is the router's
+ * --target-topics, which this tool does not know. */
+static bool kafka_target_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, char *why,
+                                    size_t whylen)
+{
+    mc_kafka_target *k = &t->kafka_target;
+    if (!mc_topic_name_ok(o->kafka_topic)) {
+        snprintf(why, whylen,
+                 "--kafka-topic '%.100s' is not a Kafka topic name (1 to %d of letters, digits, "
+                 ". _ -)",
+                 o->kafka_topic, MC_TOPIC_NAME_MAX);
+        return false;
+    }
+    k->topic = o->kafka_topic;
+    if (o->kafka_key) {
+        k->key = (const uint8_t *)o->kafka_key;
+        k->key_len = strlen(o->kafka_key);
+        k->has_key = true;
+    }
+    if (o->kafka_value && o->kafka_value_file) {
+        snprintf(why, whylen, "give --kafka-value or --kafka-value-file, not both");
+        return false;
+    }
+    if (o->kafka_value) {
+        k->value = (const uint8_t *)o->kafka_value;
+        k->value_len = strlen(o->kafka_value);
+        k->has_value = true;
+    } else if (o->kafka_value_file) {
+        if (!file_into_arena(o->kafka_value_file, "--kafka-value-file", a, &k->value, &k->value_len,
+                             why, whylen))
+            return false;
+        k->has_value = true;
+    }
+    size_t n = o->kafka_headers.n, bytes = 0;
+    if (n > MC_JSON_MAX_HEADERS) {
+        snprintf(why, whylen, "%zu --kafka-header, more than %d", n, MC_JSON_MAX_HEADERS);
+        return false;
+    }
+    mc_kv *hs = n ? mc_arena_alloc(a, n * sizeof *hs) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *h = o->kafka_headers.v[i], *eq = strchr(h, '=');
+        if (!hs || !eq || eq == h) {
+            snprintf(why, whylen, "--kafka-header '%.100s' is not name=value", h);
+            return false;
+        }
+        char *name = mc_arena_alloc(a, (size_t)(eq - h) + 1);
+        if (!name) {
+            snprintf(why, whylen, "out of memory");
+            return false;
+        }
+        memcpy(name, h, (size_t)(eq - h));
+        name[eq - h] = '\0';
+        if (strcmp(name, MC_TARGET_TASK_HEADER) == 0 || strcmp(name, MC_TARGET_DUE_HEADER) == 0) {
+            snprintf(why, whylen, "--kafka-header: '%s' is set by mooncake and cannot be given",
+                     name);
+            return false;
+        }
+        /* The schema's header values are strings: not UTF-8 would be a
+         * record the router cannot read. */
+        json_t *utf8 = json_string(eq + 1);
+        json_decref(utf8);
+        if (!utf8) {
+            snprintf(why, whylen, "--kafka-header %.100s: the value is not UTF-8", name);
+            return false;
+        }
+        hs[i] = (mc_kv){name, eq + 1};
+        bytes += strlen(h);
+    }
+    if (bytes > MC_JSON_MAX_MAP_BYTES) {
+        snprintf(why, whylen, "--kafka-header is more than %d bytes in all", MC_JSON_MAX_MAP_BYTES);
+        return false;
+    }
+    k->headers = hs;
+    k->n_headers = n;
+    t->has_kafka_target = true;
+    t->callback = (mc_callback){.url = "", .method = "POST"};
+    return true;
+}
+
+/* --late-ms with --late-action: both or neither, so a policy is never half
+ * made of defaults. */
+static bool late_policy_from_flags(const ctl_opts *o, mc_task *t, char *why, size_t whylen)
+{
+    if (!o->late_ms && !o->late_action)
+        return true;
+    if (!o->late_ms || !o->late_action) {
+        snprintf(why, whylen, "give --late-ms and --late-action together");
+        return false;
+    }
+    if (!parse_int_flag("--late-ms", o->late_ms, 0, MC_MAX_LATE_MS, &t->late_policy.max_late_ms,
+                        why, whylen))
+        return false;
+    if (strcasecmp(o->late_action, "RUN") == 0) {
+        t->late_policy.action = MC_LATE_RUN;
+    } else if (strcasecmp(o->late_action, "DROP") == 0) {
+        t->late_policy.action = MC_LATE_DROP;
+    } else if (strcasecmp(o->late_action, "DEAD") == 0) {
+        t->late_policy.action = MC_LATE_DEAD;
+    } else {
+        snprintf(why, whylen, "--late-action '%.40s' is not RUN, DROP or DEAD", o->late_action);
+        return false;
+    }
+    t->has_late_policy = true;
+    return true;
+}
+
 /* The task the submit flags describe, checked with the router's rules.
  * Strings live in a (or argv). Returns false with a line in why. */
 static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char *why,
@@ -1161,8 +1368,35 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         snprintf(why, whylen, "--app is required (or -f FILE)");
         return false;
     }
-    if (!o->url) {
-        snprintf(why, whylen, "--url is required");
+    if (o->url && o->kafka_topic) {
+        snprintf(why, whylen,
+                 "give --url or --kafka-topic, not both: a task either calls or delivers");
+        return false;
+    }
+    if (!o->url && !o->kafka_topic) {
+        snprintf(why, whylen, "--url (or --kafka-topic) is required");
+        return false;
+    }
+    /* A flag of the other kind would be silently ignored: say so instead. */
+    const char *stray = NULL;
+    if (o->kafka_topic)
+        stray = o->method       ? "--method"
+                : o->headers.n  ? "-H"
+                : o->body       ? "--body"
+                : o->body_file  ? "--body-file"
+                : o->timeout_ms ? "--timeout-ms"
+                                : NULL;
+    else
+        stray = o->kafka_key          ? "--kafka-key"
+                : o->kafka_value      ? "--kafka-value"
+                : o->kafka_value_file ? "--kafka-value-file"
+                : o->kafka_headers.n  ? "--kafka-header"
+                                      : NULL;
+    if (stray) {
+        snprintf(why, whylen,
+                 o->kafka_topic ? "%s is for a call (--url), not --kafka-topic"
+                                : "%s needs --kafka-topic",
+                 stray);
         return false;
     }
     if (!o->at == !o->in) {
@@ -1197,64 +1431,10 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         }
         t->due_at = v > INT64_MAX - now ? INT64_MAX : now + v; /* too far: mc_task_ok says so */
     }
-    mc_callback *cb = &t->callback;
-    cb->url = o->url;
-    char *method = mc_arena_strdup(a, o->method ? o->method : "POST");
-    if (!method) {
-        snprintf(why, whylen, "out of memory");
+    if (!(o->kafka_topic ? kafka_target_from_flags(o, a, t, why, whylen)
+                         : callback_from_flags(o, a, &t->callback, why, whylen)) ||
+        !late_policy_from_flags(o, t, why, whylen))
         return false;
-    }
-    for (char *p = method; *p; p++)
-        *p = (char)toupper((unsigned char)*p);
-    cb->method = method;
-    if (o->headers.n > MC_JSON_MAX_HEADERS) {
-        snprintf(why, whylen, "%zu headers, more than %d", o->headers.n, MC_JSON_MAX_HEADERS);
-        return false;
-    }
-    mc_kv *hs = o->headers.n ? mc_arena_alloc(a, o->headers.n * sizeof *hs) : NULL;
-    size_t bytes = 0;
-    for (size_t i = 0; i < o->headers.n; i++) {
-        if (!hs || !parse_header(o->headers.v[i], a, &hs[i], why, whylen))
-            return false;
-        bytes += strlen(hs[i].key) + strlen(hs[i].value);
-    }
-    if (bytes > MC_JSON_MAX_MAP_BYTES) {
-        snprintf(why, whylen, "the headers are more than %d bytes in all", MC_JSON_MAX_MAP_BYTES);
-        return false;
-    }
-    cb->headers = hs;
-    cb->n_headers = o->headers.n;
-    if (o->body && o->body_file) {
-        snprintf(why, whylen, "give --body or --body-file, not both");
-        return false;
-    }
-    if (o->body) {
-        cb->body = (const uint8_t *)o->body;
-        cb->body_len = strlen(o->body);
-    } else if (o->body_file) {
-        size_t len;
-        char err[600];
-        char *data = mc_config_read_file(o->body_file, "--body-file", &len, err, sizeof err);
-        if (!data) {
-            snprintf(why, whylen, "%s", err);
-            return false;
-        }
-        uint8_t *copy = mc_arena_alloc(a, len ? len : 1);
-        if (copy)
-            memcpy(copy, data, len);
-        free(data);
-        if (!copy) {
-            snprintf(why, whylen, "out of memory");
-            return false;
-        }
-        cb->body = copy;
-        cb->body_len = len;
-    }
-    if (o->timeout_ms) {
-        if (!parse_int_flag("--timeout-ms", o->timeout_ms, 0, MC_MAX_TIMEOUT_MS, &v, why, whylen))
-            return false;
-        cb->timeout_ms = (int32_t)v;
-    }
     if (o->max_attempts || o->initial_backoff_ms || o->multiplier || o->max_backoff_ms) {
         t->has_retry = true;
         t->retry = (mc_retry_policy){c->cfg.retry_max_attempts, c->cfg.retry_initial_backoff_ms,
@@ -1283,7 +1463,7 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         }
     }
     mc_kv *md = o->metadata.n ? mc_arena_alloc(a, o->metadata.n * sizeof *md) : NULL;
-    bytes = 0;
+    size_t bytes = 0;
     for (size_t i = 0; i < o->metadata.n; i++) {
         const char *kv = o->metadata.v[i], *eq = strchr(kv, '=');
         if (!md || !eq || eq == kv) {
@@ -1344,7 +1524,9 @@ static int cmd_submit(ctl *c)
     const ctl_opts *o = &c->o;
     bool task_flags = o->app || o->id || o->at || o->in || o->url || o->method || o->headers.n ||
                       o->body || o->body_file || o->timeout_ms || o->max_attempts ||
-                      o->initial_backoff_ms || o->multiplier || o->max_backoff_ms || o->metadata.n;
+                      o->initial_backoff_ms || o->multiplier || o->max_backoff_ms ||
+                      o->metadata.n || o->kafka_topic || o->kafka_key || o->kafka_value ||
+                      o->kafka_value_file || o->kafka_headers.n || o->late_ms || o->late_action;
     if (o->file && task_flags)
         return ctl_fail(EXIT_USAGE, "give -f FILE or the task flags, not both");
     mc_arena *arena = mc_arena_new();

@@ -43,6 +43,8 @@ typedef struct ctl_opts {
     const char *file, *app, *id, *at, *in, *url, *method, *body, *body_file, *timeout_ms;
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
     str_list headers, metadata;
+    const char *kafka_topic, *kafka_key, *kafka_value, *kafka_value_file, *late_ms, *late_action;
+    str_list kafka_headers;
     /* results / dead / requeue (and --app --job: one job's occurrences) */
     const char *key, *since, *reason;
     /* task list */

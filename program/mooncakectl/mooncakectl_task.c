@@ -78,6 +78,24 @@ static void print_table(const json_t *j)
     if (cb)
         printf("%-14s %s %s\n", "callback", json_string_value(json_object_get(cb, "method")),
                json_string_value(json_object_get(cb, "url")));
+    json_t *kt = json_object_get(j, "kafkaTarget");
+    if (kt) {
+        json_t *vb = json_object_get(kt, "valueBytes");
+        printf("%-14s %s", "kafkaTarget", json_string_value(json_object_get(kt, "topic")));
+        if (json_object_get(kt, "key"))
+            printf(" key %s", json_string_value(json_object_get(kt, "key")));
+        else if (json_object_get(kt, "keyBase64"))
+            printf(" keyBase64 %s", json_string_value(json_object_get(kt, "keyBase64")));
+        if (vb)
+            printf(" value %" JSON_INTEGER_FORMAT " bytes\n", json_integer_value(vb));
+        else
+            printf(" tombstone\n");
+    }
+    json_t *late = json_object_get(j, "latePolicy");
+    if (late)
+        printf("%-14s %s past %" JSON_INTEGER_FORMAT " ms late\n", "latePolicy",
+               json_string_value(json_object_get(late, "action")),
+               json_integer_value(json_object_get(late, "maxLateMs")));
     size_t i;
     json_t *a;
     json_array_foreach(json_object_get(j, "attempts"), i, a)
@@ -345,7 +363,7 @@ static int list_filter(const ctl_opts *o, mc_view_filter *f)
                 int rc = ctl_fail(EXIT_USAGE,
                                   "--state '%s' is not a state (accepted, pendingStore, "
                                   "pendingWheel, held, calling, retrying, cancelRequested, "
-                                  "succeeded, failed, dead, cancelled, rejected, unknown)",
+                                  "succeeded, failed, dead, cancelled, dropped, rejected, unknown)",
                                   s);
                 free(copy);
                 return rc;

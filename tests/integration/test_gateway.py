@@ -301,6 +301,100 @@ def test_submit_writes_the_task_it_was_sent():
         env.stop_all()
 
 
+def test_kafka_targets_and_late_policies_at_submit():
+    """A task that delivers to Kafka is taken only for a topic its app is allowed
+    (--target-topics), never one of mooncake's own or Kafka's, and lands as it was
+    sent (text and base64 bytes, a tombstone, headers, the late policy); a bad
+    kafkaTarget or latePolicy gets 400 naming the field and writes nothing."""
+    env = Env()
+    try:
+        # the last entry lists this run's own topics: they are refused all the same; with
+        # a view, to see what GET /api/task shows of such a task
+        port = env.start("gateway,view", *AUTH, "--target-topics",
+                         f"shop=shop.orders.*,billing=billing.events,shop={env.prefix}*"
+                         ).http_port
+        a = req(port, "POST", "/submit", {
+            "appId": "shop", "uuid": "kt-1", "delayMs": 60_000,
+            "kafkaTarget": {"topic": "shop.orders.expired", "key": "order-42",
+                            "value": "{\"order\":42}", "headers": {"trace": "t-1"}},
+            "latePolicy": {"maxLateMs": 5000, "action": "DROP"}})
+        assert a.status == 200 and a.json["data"] == {"uuid": "kt-1"}, a
+        b = req(port, "POST", "/inner/submit", {
+            "appId": "billing", "uuid": "kt-2", "delayMs": 60_000, "callback": None,
+            "kafkaTarget": {"topic": "billing.events", "keyBase64": "AAEC/w=="}},
+            token=INNER)
+        assert b.status == 200, b
+        kt = {"topic": "shop.orders.expired"}
+        bad = [  # (body, token, what msg must contain)
+            (task(callback=None, kafkaTarget={"topic": "billing.events"}), SHOP,
+             "kafkaTarget.topic 'billing.events' is not allowed for app 'shop'"),
+            (task(callback=None, kafkaTarget={"topic": "orders.expired"}), SHOP,
+             "kafkaTarget.topic 'orders.expired' is not allowed"),
+            (task(appId="billing", callback=None, kafkaTarget=kt), INNER,
+             "kafkaTarget.topic 'shop.orders.expired' is not allowed for app 'billing'"),
+            (task(callback=None, kafkaTarget={"topic": "mooncake.tasks"}), SHOP,
+             "kafkaTarget.topic 'mooncake.tasks'"),
+            (task(callback=None, kafkaTarget={"topic": env.topic("tasks")}), SHOP,
+             "kafkaTarget.topic '%s' is one of Kafka's or mooncake's own topics"
+             % env.topic("tasks")),
+            (task(callback=None, kafkaTarget={"topic": "__consumer_offsets"}), SHOP,
+             "is one of Kafka's or mooncake's own topics"),
+            (task(callback=None, kafkaTarget={"topic": "no such topic"}), SHOP,
+             "kafkaTarget.topic 'no such topic' is not a Kafka topic name"),
+            (task(kafkaTarget=kt), SHOP, "give callback or kafkaTarget, not both"),
+            (task(callback=None), SHOP, "callback is required"),
+            (task(callback=None, kafkaTarget={**kt, "valueBase64": "!!"}), SHOP,
+             "kafkaTarget.valueBase64 is not standard base64"),
+            (task(callback=None, kafkaTarget={**kt, "key": "k", "keyBase64": "aw=="}), SHOP,
+             "give kafkaTarget.key or kafkaTarget.keyBase64, not both"),
+            (task(callback=None, kafkaTarget={**kt, "headers": {"x": 1}}), SHOP,
+             "kafkaTarget.headers.x must be a string"),
+            (task(callback=None, kafkaTarget={**kt, "headers": {"mooncake-task": "x"}}), SHOP,
+             "kafkaTarget.headers: 'mooncake-task' is set by mooncake"),
+            (task(latePolicy={"maxLateMs": 5000, "action": "SKIP"}), SHOP,
+             "latePolicy.action 'SKIP' is not RUN, DROP or DEAD"),
+            (task(latePolicy={"maxLateMs": 5000}), SHOP, "latePolicy.action is required"),
+            (task(latePolicy={"action": "DROP"}), SHOP, "latePolicy.maxLateMs is required"),
+            (task(latePolicy={"maxLateMs": -1, "action": "DROP"}), SHOP,
+             "latePolicy.maxLateMs -1 is outside"),
+            (task(latePolicy="DROP"), SHOP, "latePolicy must be an object"),
+        ]
+        for body, token, needle in bad:
+            route = "/inner/submit" if token == INNER else "/submit"
+            check_error(req(port, "POST", route, body, token=token), 400, needle)
+        recs = {k: p["task"] for k, kind, p in commands(env)}
+        assert sorted(recs) == ["billing/kt-2", "shop/kt-1"], f"refused requests were written: {recs}"
+        t = recs["shop/kt-1"]
+        assert t["callback"]["url"] == "", t["callback"]
+        assert t["kafka_target"] == ("mooncake.KafkaTarget", {
+            "topic": "shop.orders.expired", "key": b"order-42", "value": b'{"order":42}',
+            "headers": {"trace": "t-1"}}), t["kafka_target"]
+        assert t["late_policy"] == ("mooncake.LatePolicy", {"max_late_ms": 5000,
+                                                            "action": "DROP"}), t["late_policy"]
+        t = recs["billing/kt-2"]
+        assert t["kafka_target"][1] == {"topic": "billing.events", "key": b"\x00\x01\x02\xff",
+                                        "value": None, "headers": {}}, t["kafka_target"]
+        assert t["late_policy"] is None
+        # the answer shows the target, not its value, and the late policy
+        d = req(port, "GET", "/api/task?appId=shop&uuid=kt-1")
+        assert d.status == 200, d
+        d = d.json["data"]
+        assert "callback" not in d and "42}" not in json.dumps(d), d
+        assert d["kafkaTarget"] == {"topic": "shop.orders.expired", "key": "order-42",
+                                    "valueBytes": 12, "headers": {"trace": "t-1"}}, d
+        assert d["latePolicy"] == {"maxLateMs": 5000, "action": "DROP"}, d
+        d = req(port, "GET", "/api/task?appId=billing&uuid=kt-2", token=INNER)
+        assert d.status == 200, d
+        assert d.json["data"]["kafkaTarget"] == {"topic": "billing.events", "keyBase64": "AAEC/w==",
+                                                 "tombstone": True, "headers": {}}, d
+        page = req(port, "GET", "/api/tasks?appId=shop")
+        assert page.status == 200, page
+        assert page.json["data"]["tasks"][0]["kafkaTarget"] == {
+            "topic": "shop.orders.expired", "valueBytes": 12}, page
+    finally:
+        env.stop_all()
+
+
 def test_inner_submit_and_cancel():
     env = Env()
     try:
@@ -886,7 +980,9 @@ def test_start_up_refuses_a_gateway_without_usable_tokens():
                          (("--app-tokens", "shop"), "has no '='"),
                          (("--inner-tokens", "short"), "at least 16"),
                          (("--app-tokens", "@" + os.path.join(TMP, "no-such-file")),
-                          "no-such-file")):
+                          "no-such-file"),
+                         ((*AUTH, "--target-topics", "shop"), "MOONCAKE_TARGET_TOPICS"),
+                         ((*AUTH, "--target-topics", "shop=bad topic"), "not a Kafka topic name")):
         r = start(*args)
         assert r.returncode == 2 and needle in r.stderr, (args, r.returncode, r.stderr)
 
@@ -1466,7 +1562,8 @@ def test_get_jobs_lists_what_the_jobs_role_committed():
 def test_the_openapi_document_is_true():
     env = Env()
     try:
-        port = start_gateway(env).http_port
+        # the kafka_target example's topic is allowed
+        port = start_gateway(env, "--target-topics", "shop=shop.orders.*").http_port
         ops = {(path, m) for path, item in DOC["paths"].items() for m in item
                if m in ("get", "post", "put", "patch", "delete", "head")}
         # every route the gateway serves is in the document, and the other way round
@@ -1486,16 +1583,21 @@ def test_the_openapi_document_is_true():
                 a = req(port, method.upper(), path, ex["value"], token=token)
                 assert a.status == 200, f"example {name} of {method} {path}: {a!r}"
                 accepted.append((ex["value"].get("appId"), a.json["data"]))
-        assert len(accepted) == 11, accepted
+        assert len(accepted) == 12, accepted
         # ... and written as they say
         recs = commands(env)
-        assert len(recs) == 4, recs
+        assert len(recs) == 5, recs
         subs = {k: p["task"] for k, kind, p in recs if kind == "mooncake.Submit"}
         ex = DOC["paths"]["/submit"]["post"]["requestBody"]["content"]["application/json"][
             "examples"]["at_time_with_retry"]["value"]
         t = subs["shop/order-42-reminder"]
         assert ms(t["due_at"]) == ex["expireTime"] and t["callback"]["url"] == ex["callback"]["url"]
         assert t["retry"][1]["max_attempts"] == ex["retry"]["maxAttempts"]
+        ex = DOC["paths"]["/submit"]["post"]["requestBody"]["content"]["application/json"][
+            "examples"]["kafka_target"]["value"]
+        t = subs["shop/" + ex["uuid"]]
+        assert t["kafka_target"][1]["topic"] == ex["kafkaTarget"]["topic"], t
+        assert t["late_policy"][1] == {"max_late_ms": 5000, "action": "DROP"}, t
         assert any(k.startswith("billing/") for k in subs), subs
         assert ("shop/order-42-reminder", "mooncake.Cancel") in [(k, kind) for k, kind, _ in recs]
         # the jobs' examples: two puts and the four actions
@@ -1568,6 +1670,7 @@ if __name__ == "__main__":
     run([test_submit_writes_the_task_it_was_sent,
          test_submit_lands_on_the_keys_murmur2_partition,
          test_inner_submit_and_cancel,
+         test_kafka_targets_and_late_policies_at_submit,
          test_uuid_is_a_time_ordered_uuidv7,
          test_malformed_requests_get_400_naming_the_field_and_write_nothing,
          test_tokens_act_only_on_their_own_app,

@@ -121,6 +121,163 @@ static void test_errors_name_the_field(void)
     }
 }
 
+/* A Kafka target instead of a callback: text or base64 bytes, a tombstone,
+ * headers; the callback left out (url ""). */
+static void test_kafka_target(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse("{\"appId\":\"shop\",\"uuid\":\"o-1\",\"delayMs\":1000,"
+                "\"kafkaTarget\":{\"topic\":\"orders.expired\",\"key\":\"order-42\","
+                "\"value\":\"{\\\"id\\\":42}\",\"headers\":{\"trace\":\"t-1\",\"lang\":"
+                "\"caf\\u00e9\"}},"
+                "\"latePolicy\":{\"maxLateMs\":5000,\"action\":\"DROP\"}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    const mc_kafka_target *k = &t.kafka_target;
+    CHECK(t.has_kafka_target && strcmp(k->topic, "orders.expired") == 0);
+    CHECK(strcmp(t.callback.url, "") == 0 && t.callback.method != NULL);
+    CHECK(k->has_key && k->key_len == 8 && memcmp(k->key, "order-42", 8) == 0);
+    CHECK(k->has_value && k->value_len == 9 && memcmp(k->value, "{\"id\":42}", 9) == 0);
+    CHECK(k->n_headers == 2 && strcmp(k->headers[1].value, "caf\xc3\xa9") == 0);
+    CHECK(t.has_late_policy && t.late_policy.max_late_ms == 5000 &&
+          t.late_policy.action == MC_LATE_DROP);
+
+    /* base64 bytes (not UTF-8, with a NUL), no headers */
+    CHECK(parse("{\"appId\":\"shop\",\"delayMs\":1,\"kafkaTarget\":{\"topic\":\"t\","
+                "\"keyBase64\":\"AAEC\",\"valueBase64\":\"/w==\"}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(k->has_key && k->key_len == 3 && memcmp(k->key, "\0\1\2", 3) == 0);
+    CHECK(k->has_value && k->value_len == 1 && k->value[0] == 0xff && k->n_headers == 0);
+    CHECK(!t.has_late_policy);
+
+    /* no value (absent or null): a tombstone; no key; an empty value is not one */
+    CHECK(
+        parse("{\"appId\":\"shop\",\"delayMs\":1,\"kafkaTarget\":{\"topic\":\"t\",\"key\":\"k\"}}",
+              a, &t, why, &made) == 0,
+        "%s", why);
+    CHECK(k->has_key && !k->has_value && k->value == NULL);
+    CHECK(parse("{\"appId\":\"shop\",\"delayMs\":1,\"kafkaTarget\":{\"topic\":\"t\","
+                "\"value\":null,\"callback\":null}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(!k->has_key && !k->has_value);
+    CHECK(parse("{\"appId\":\"shop\",\"delayMs\":1,\"callback\":null,"
+                "\"kafkaTarget\":{\"topic\":\"t\",\"value\":\"\"}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(k->has_value && k->value_len == 0);
+
+    /* every late action, and 0 ms */
+    static const char *const actions[] = {"RUN", "DROP", "DEAD"};
+    for (int i = 0; i < 3; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+                 "\"latePolicy\":{\"maxLateMs\":0,\"action\":\"%s\"}}",
+                 actions[i]);
+        CHECK(parse(body, a, &t, why, &made) == 0, "%s", why);
+        CHECK(t.has_late_policy && (int)t.late_policy.action == i &&
+              t.late_policy.max_late_ms == 0);
+    }
+    mc_arena_free(a);
+}
+
+/* The new objects' refusals, each naming its field. */
+static void test_kafka_target_and_late_policy_errors(void)
+{
+#define KT(inner) "{\"appId\":\"a\",\"delayMs\":1,\"kafkaTarget\":{" inner "}}"
+#define LP(inner)                                                                                  \
+    "{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},\"latePolicy\":" inner "}"
+    static const struct {
+        const char *json, *needle;
+    } cases[] = {
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"kafkaTarget\":{\"topic\":\"t\"}}",
+         "give callback or kafkaTarget, not both"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"\"},"
+         "\"kafkaTarget\":{\"topic\":\"t\"}}",
+         "callback or kafkaTarget"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"kafkaTarget\":\"t\"}", "kafkaTarget must be an object"},
+        {KT(""), "kafkaTarget.topic is required"},
+        {KT("\"topic\":7"), "kafkaTarget.topic must be a string"},
+        {KT("\"topic\":\"\""), "kafkaTarget.topic '' is not a Kafka topic name"},
+        {KT("\"topic\":\"a b\""), "kafkaTarget.topic 'a b' is not a Kafka topic name"},
+        {KT("\"topic\":\"t\",\"key\":\"k\",\"keyBase64\":\"aw==\""),
+         "give kafkaTarget.key or kafkaTarget.keyBase64, not both"},
+        {KT("\"topic\":\"t\",\"value\":\"v\",\"valueBase64\":\"dg==\""),
+         "give kafkaTarget.value or kafkaTarget.valueBase64, not both"},
+        {KT("\"topic\":\"t\",\"keyBase64\":\"a b\""),
+         "kafkaTarget.keyBase64 is not standard base64"},
+        {KT("\"topic\":\"t\",\"valueBase64\":\"abcde\""),
+         "kafkaTarget.valueBase64 is not standard base64"},
+        {KT("\"topic\":\"t\",\"valueBase64\":\"-_==\""), "kafkaTarget.valueBase64"},
+        {KT("\"topic\":\"t\",\"valueBase64\":5"), "kafkaTarget.valueBase64 must be a string"},
+        {KT("\"topic\":\"t\",\"value\":{}"), "kafkaTarget.value must be a string"},
+        {KT("\"topic\":\"t\",\"key\":1"), "kafkaTarget.key must be a string"},
+        {KT("\"topic\":\"t\",\"headers\":[]"), "kafkaTarget.headers must be an object"},
+        {KT("\"topic\":\"t\",\"headers\":{\"x\":1}"), "kafkaTarget.headers.x must be a string"},
+        {KT("\"topic\":\"t\",\"headers\":{\"\":\"v\"}"), "kafkaTarget.headers has an empty name"},
+        {KT("\"topic\":\"t\",\"headers\":{\"mooncake-task\":\"v\"}"),
+         "kafkaTarget.headers: 'mooncake-task' is set by mooncake"},
+        {LP("5"), "latePolicy must be an object"},
+        {LP("{\"maxLateMs\":5000}"), "latePolicy.action is required"},
+        {LP("{\"action\":\"DROP\"}"), "latePolicy.maxLateMs is required"},
+        {LP("{\"maxLateMs\":-1,\"action\":\"DROP\"}"), "latePolicy.maxLateMs -1 is outside"},
+        {LP("{\"maxLateMs\":1.5,\"action\":\"DROP\"}"), "latePolicy.maxLateMs must be an integer"},
+        {LP("{\"maxLateMs\":31536000001,\"action\":\"DROP\"}"), "latePolicy.maxLateMs"},
+        {LP("{\"maxLateMs\":5,\"action\":\"SKIP\"}"),
+         "latePolicy.action 'SKIP' is not RUN, DROP or DEAD"},
+        {LP("{\"maxLateMs\":5,\"action\":\"drop\"}"), "latePolicy.action 'drop'"},
+        {LP("{\"maxLateMs\":5,\"action\":1}"), "latePolicy.action must be a string"},
+    };
+#undef KT
+#undef LP
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mc_arena *a = mc_arena_new();
+        mc_task t;
+        char why[512] = "";
+        int made = 0;
+        CHECK(parse(cases[i].json, a, &t, why, &made) != 0, "accepted %s", cases[i].json);
+        CHECK(strstr(why, cases[i].needle) != NULL, "%s: '%s' lacks '%s'", cases[i].json, why,
+              cases[i].needle);
+        mc_arena_free(a);
+    }
+}
+
+/* What mooncakectl prints of a task: the new fields only when set, every
+ * byte shown (a key that is not UTF-8 as key_base64). */
+static void test_task_to_json(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"}}", a, &t, why,
+                &made) == 0,
+          "%s", why);
+    json_t *j = mc_task_to_json(&t);
+    CHECK(j && !json_object_get(j, "kafka_target") && !json_object_get(j, "late_policy"));
+    json_decref(j);
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"kafkaTarget\":{\"topic\":\"t\","
+                "\"keyBase64\":\"/w==\",\"value\":\"v\"},"
+                "\"latePolicy\":{\"maxLateMs\":7,\"action\":\"DEAD\"}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    j = mc_task_to_json(&t);
+    json_t *k = json_object_get(j, "kafka_target"), *p = json_object_get(j, "late_policy");
+    CHECK(k && strcmp(json_string_value(json_object_get(k, "topic")), "t") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(k, "key_base64")), "/w==") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(k, "value")), "v") == 0);
+    CHECK(p && json_integer_value(json_object_get(p, "max_late_ms")) == 7 &&
+          strcmp(json_string_value(json_object_get(p, "action")), "DEAD") == 0);
+    json_decref(j);
+    mc_arena_free(a);
+}
+
 static void test_cancel(void)
 {
     mc_arena *a = mc_arena_new();
@@ -140,6 +297,9 @@ int main(void)
     test_full_task();
     test_defaults();
     test_errors_name_the_field();
+    test_kafka_target();
+    test_kafka_target_and_late_policy_errors();
+    test_task_to_json();
     test_cancel();
     return check_exit("task_json");
 }

@@ -317,6 +317,94 @@ static void test_the_answer_hides_secrets(void)
           !mc_secret_name("X-Order"));
 }
 
+/* A task that delivers to Kafka: the answer shows its target instead of a
+ * callback, the value by its size only, secret headers redacted, the late
+ * policy; a DROPPED Result makes it "dropped", a final state. */
+static void test_a_kafka_target_is_shown_without_its_value(void)
+{
+    static const mc_kv headers[] = {{"trace", "t-1"}, {"Authorization", "Bearer s3cret"}};
+    static const uint8_t bin_key[] = {0xff, 0x00, 0x01};
+    mc_task task = {.app_id = "shop",
+                    .task_id = "order-42",
+                    .due_at = NOW,
+                    .callback = {.url = "", .method = "POST"},
+                    .attempt = 1,
+                    .created_at = NOW - 10,
+                    .has_kafka_target = true,
+                    .kafka_target = {.topic = "orders.expired",
+                                     .key = (const uint8_t *)"order-42",
+                                     .key_len = 8,
+                                     .has_key = true,
+                                     .value = (const uint8_t *)"secret-payload",
+                                     .value_len = 14,
+                                     .has_value = true,
+                                     .headers = headers,
+                                     .n_headers = 2},
+                    .has_late_policy = true,
+                    .late_policy = {5000, MC_LATE_DROP}};
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* a binary key and a tombstone */
+            task.kafka_target.key = bin_key;
+            task.kafka_target.key_len = sizeof bin_key;
+            task.kafka_target.value = NULL;
+            task.kafka_target.value_len = 0;
+            task.kafka_target.has_value = false;
+            task.has_late_policy = false;
+        }
+        mc_buf b = {0};
+        CHECK(mc_encode_stored_task(&(mc_stored_task){7, task}, &b) == 0);
+        mc_view_task *t = mc_view_task_new(KEY, strlen(KEY));
+        CHECK(mc_view_task_submitted(t, 7, 1, NOW, NOW - 10, b.data, b.len));
+        mc_buf_free(&b);
+        json_t *j = mc_view_task_json(t, -1, NOW);
+        char *s = json_dumps(j, 0);
+        json_t *k = json_object_get(j, "kafkaTarget");
+        CHECK(k && !json_object_get(j, "callback"), "%s", s);
+        CHECK(strcmp(json_string_value(json_object_get(k, "topic")), "orders.expired") == 0);
+        CHECK(!strstr(s, "secret-payload") && !strstr(s, "s3cret"), "%s", s);
+        json_t *h = json_object_get(k, "headers");
+        CHECK(strcmp(json_string_value(json_object_get(h, "trace")), "t-1") == 0 &&
+                  strcmp(json_string_value(json_object_get(h, "Authorization")), MC_REDACTED) == 0,
+              "%s", s);
+        json_t *late = json_object_get(j, "latePolicy");
+        if (round == 0) {
+            CHECK(strcmp(json_string_value(json_object_get(k, "key")), "order-42") == 0, "%s", s);
+            CHECK(json_integer_value(json_object_get(k, "valueBytes")) == 14 &&
+                      !json_object_get(k, "tombstone"),
+                  "%s", s);
+            CHECK(late && json_integer_value(json_object_get(late, "maxLateMs")) == 5000 &&
+                      strcmp(json_string_value(json_object_get(late, "action")), "DROP") == 0,
+                  "%s", s);
+        } else {
+            CHECK(!json_object_get(k, "key") &&
+                      strcmp(json_string_value(json_object_get(k, "keyBase64")), "/wAB") == 0,
+                  "%s", s);
+            CHECK(json_is_true(json_object_get(k, "tombstone")) &&
+                      !json_object_get(k, "valueBytes"),
+                  "%s", s);
+            CHECK(!late, "%s", s);
+        }
+        free(s);
+        json_decref(j);
+        /* a line of a list: the topic, not the key or headers */
+        j = mc_view_task_summary_json(t, -1, NOW);
+        k = json_object_get(j, "kafkaTarget");
+        CHECK(k && json_object_get(k, "topic") && !json_object_get(k, "headers") &&
+              !json_object_get(k, "key") && !json_object_get(k, "keyBase64"));
+        json_decref(j);
+        /* not called: later than its policy allows */
+        mc_view_task_fired(t, 7, 1, NOW);
+        mc_result r = result(7, 1, MC_OUTCOME_DROPPED);
+        r.http_status = 0;
+        r.response_size = -1;
+        mc_view_task_result(t, &r);
+        CHECK(STATE(t, NOW, NOW + 20) == MC_VIEW_DROPPED);
+        CHECK(mc_view_state_final(MC_VIEW_DROPPED) &&
+              strcmp(mc_view_state_name(MC_VIEW_DROPPED), "dropped") == 0);
+        mc_view_task_free(t);
+    }
+}
+
 static void test_without_the_tasks_bytes_no_echo_is_shown(void)
 {
     /* A task whose bytes were not kept (over 64 KiB): its secrets are not
@@ -395,6 +483,7 @@ int main(void)
     test_versions_shifted_by_a_growth_are_versions();
     test_results_without_a_version_claim_nothing_they_may_not_be_about();
     test_the_answer_hides_secrets();
+    test_a_kafka_target_is_shown_without_its_value();
     test_without_the_tasks_bytes_no_echo_is_shown();
     test_the_changelog_brings_back_the_same_answer();
     return check_exit("test_view_task");
