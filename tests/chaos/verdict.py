@@ -102,6 +102,8 @@ CREATE TABLE IF NOT EXISTS job_commands(seq INTEGER, job TEXT, kind TEXT, sid IN
   off INTEGER, err TEXT);
 CREATE TABLE IF NOT EXISTS jtasks(key TEXT, job TEXT, at INTEGER, what TEXT, due INTEGER,
   made INTEGER, sid INTEGER, part INTEGER, off INTEGER, ts INTEGER);
+CREATE TABLE IF NOT EXISTS follow_ups(key TEXT, parent TEXT, due INTEGER, made INTEGER,
+  sid INTEGER, part INTEGER, off INTEGER);
 """
 # Alarms (IF NOT EXISTS: --judge of a run from before them). dead_letters: every record of
 # `dead` as the alarms role reads it (has_task 0: no decodable task; job: the task's
@@ -371,7 +373,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             yield (key, attempt, due, sid, a["http_status"], a["error"], int(a["permanent"]),
                    m.partition(), m.offset())
 
-    dead_letters, alarm_tasks = [], []
+    dead_letters, alarm_tasks, follow_ups = [], [], []
 
     def dead():
         for m in read_committed(bootstrap, prefix + "dead", partitions):
@@ -406,6 +408,13 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
                 stat("tasks", m, "submit", int(
                     (murmur2(m.key()) & 0x7FFFFFFF) % partitions == m.partition()))
             task = body.get("task") if name.endswith("Submit") else body
+            parent = (task.get("metadata") or {}).get("mooncake.parent") \
+                if task and name.endswith("Submit") else None
+            if parent:  # a follow-up the executor submitted on the parent's success
+                follow_ups.append((f"{task['app_id']}/{task['task_id']}", parent,
+                                   task["due_at"], task["created_at"], task_kind_sid(task)[1],
+                                   m.partition(), m.offset()))
+                continue
             if task and name.endswith("Submit") and \
                     task.get("task_id", "").startswith(ALARM_TASK_PREFIX):
                 cb = task["callback"]
@@ -451,6 +460,8 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
         say(f"  read {table}: {counts[table]} records{extra} ({time.time() - t:.1f}s)")
     batched_insert(db, "dead_letters", dead_letters, 9)
     batched_insert(db, "alarm_tasks", alarm_tasks, 7)
+    batched_insert(db, "follow_ups", follow_ups, 7)
+    say(f"  read follow-ups (the executor's Submits on a success): {len(follow_ups)}")
     batched_insert(db, "stats_records", stats_rows, 9)
     counts["alarm_tasks"] = len(alarm_tasks)
     say(f"  read alarm tasks (the alarms role's Submits in tasks): {len(alarm_tasks)}")
@@ -846,11 +857,14 @@ class Verdict:
         twice = self.q("""SELECT key, sid, attempt, COUNT(*) AS n, MIN(at) AS first
                           FROM calls WHERE kind = 'kafka'
                           GROUP BY sid, attempt HAVING COUNT(*) > 1""")
-        early = self.q("""SELECT c.key, c.sid, c.attempt, c.at, s.due FROM calls c
-                          JOIN sched s ON s.sid = c.sid AND s.attempt = c.attempt
-                          WHERE c.kind = 'kafka' AND c.at < s.due""")
-        strays = self.q("""SELECT COUNT(*) FROM calls WHERE kind = 'kafka' AND (sid IS NULL
-                           OR sid NOT IN (SELECT sid FROM sched))""")[0][0]
+        # Scheduled by a client, a retry, or a success (a follow-up's one attempt).
+        due = """(SELECT sid, attempt, due FROM sched
+                  UNION ALL SELECT sid, 1, MIN(due) FROM follow_ups GROUP BY sid)"""
+        early = self.q(f"""SELECT c.key, c.sid, c.attempt, c.at, s.due FROM calls c
+                           JOIN {due} s ON s.sid = c.sid AND s.attempt = c.attempt
+                           WHERE c.kind = 'kafka' AND c.at < s.due""")
+        strays = self.q(f"""SELECT COUNT(*) FROM calls WHERE kind = 'kafka' AND (sid IS NULL
+                            OR sid NOT IN (SELECT sid FROM {due}))""")[0][0]
         self.counts.update(
             delivered=self.q("SELECT COUNT(*) FROM calls WHERE kind = 'kafka'")[0][0],
             delivered_twice=len(twice), delivered_early=len(early), delivered_unknown=strays)
@@ -861,6 +875,37 @@ class Verdict:
             self.detail("delivered_early", r["key"], r["at"], r["due"], sid=r["sid"],
                         attempt=r["attempt"], due=r["due"], early_ms=r["due"] - r["at"])
             for r in early]
+
+    def check_follow_ups(self):
+        """Follow-ups (on_success) are submitted once per success of their parent, in
+        its transaction: for every parent that named one (scenario near-then) and
+        finished before the cut, its follow-up's Submits in `tasks` number exactly its
+        SUCCEEDED Results; and each follow-up due before the cut ran (a SUCCEEDED
+        Result for its key and due time)."""
+        wrong = [r for r in self.q("""
+            WITH ok AS (SELECT key, COUNT(*) AS n, MAX(finished) AS last FROM results
+                        WHERE outcome = 'SUCCEEDED' GROUP BY key),
+                 made AS (SELECT key, COUNT(*) AS n FROM follow_ups GROUP BY key)
+            SELECT n.key AS parent, n.key || '.then1' AS child, n.due,
+                   COALESCE(ok.n, 0) AS successes, ok.last, COALESCE(made.n, 0) AS submitted
+            FROM nxt n LEFT JOIN ok ON ok.key = n.key
+            LEFT JOIN made ON made.key = n.key || '.then1'
+            WHERE n.scenario = 'near-then' AND n.kind = 'submit' AND n.due < ?
+              AND COALESCE(ok.last, 0) < ?""", self.cut, self.cut)
+                 if r["submitted"] != r["successes"]]
+        not_run = self.q("""SELECT f.key, f.due, f.parent FROM follow_ups f
+                            WHERE f.due < ? AND NOT EXISTS (SELECT 1 FROM results r
+                              WHERE r.key = f.key AND r.due = f.due
+                              AND r.outcome = 'SUCCEEDED')""", self.cut)
+        self.counts.update(follow_ups=self.q("SELECT COUNT(*) FROM follow_ups")[0][0],
+                           follow_ups_wrong=len(wrong), follow_ups_not_run=len(not_run))
+        self.violations["follow_ups_wrong"] = [
+            self.detail("follow_ups_wrong", r["parent"], r["due"], r["last"] or r["due"],
+                        follow_up=r["child"], successes=r["successes"],
+                        submitted=r["submitted"]) for r in wrong]
+        self.violations["follow_ups_not_run"] = [
+            self.detail("follow_ups_not_run", r["key"], r["due"], r["due"], due=r["due"],
+                        parent=r["parent"]) for r in not_run]
 
     def check_repeats(self):
         """Each repeat of a call (same sid and Idempotency-Key) is expected when an
@@ -1564,6 +1609,7 @@ class Verdict:
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.check_deliveries,
+                      self.check_follow_ups,
                       self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
                       self.check_alarms):
@@ -1571,7 +1617,8 @@ class Verdict:
         self.check_sanitizers(logs)
         keys = ("lost", "fired_twice", "cancelled_called", "missing_results",
                 "duplicate_results", "repeats_unexpected", "delivered_twice",
-                "delivered_early", "delivered_unknown", "sanitizer",
+                "delivered_early", "delivered_unknown", "follow_ups_wrong",
+                "follow_ups_not_run", "sanitizer",
                 "view_contradicted", "view_counters_wrong") + self.JOB_CHECKS + \
             self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
@@ -1690,6 +1737,9 @@ def print_summary(v, workload, events, args, passed, missing=()):
          f"of {c['delivered']} records in the target topic (read_committed); "
          f"{c['delivered_early']} delivered early, {c['delivered_unknown']} of no Submit "
          "(lost and cancelled ones are counted with the calls)"),
+        ("follow-ups wrong", c["follow_ups_wrong"],
+         f"parents whose follow-up Submits differ from their successes; {c['follow_ups']} "
+         f"follow-ups submitted, {c['follow_ups_not_run']} due that never ran"),
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "

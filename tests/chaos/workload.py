@@ -43,6 +43,11 @@ CHAIN_P = 0.25   # a re-submit is itself cancelled or re-submitted again
 # SID_HEADER, so the verdict knows which Submit it delivers.
 KAFKA_P = 0.25
 SID_HEADER = "chaos-sid"
+# A near task names a follow-up (on_success) with this probability (its scenario is
+# then near-then): a call to the fast endpoint or a record to the target topic, due
+# 0-3 s after the task succeeds, under its own sid; the verdict checks one is
+# submitted per success and that it runs.
+FOLLOW_P = 0.2
 CHAIN_DEPTH = 3
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
@@ -116,7 +121,7 @@ class Workload:
                 self.p.poll(0.01)
 
     def submit(self, task_id, due, scenario, kind="fast", params=(), policy=None,
-               timeout_ms=5000):
+               timeout_ms=5000, follow=False):
         self.sid += 1
         sid = self.sid
         due = int(due)
@@ -133,9 +138,26 @@ class Workload:
             task["kafka_target"] = {"topic": self.s["target_topic"], "key": task_id.encode(),
                                     "value": b'{"sid":%d}' % sid,
                                     "headers": {SID_HEADER: str(sid)}}
+        if follow:
+            task["on_success"] = [self.then_template(task_id)]
         self.max_due = max(self.max_due, due)
         self.send(f"{APP}/{task_id}", "submit", sid, due, scenario, self.codec.submit(task))
         return sid
+
+    def then_template(self, parent_id):
+        """A follow-up template under a new sid (its id: <parent_id>.then1)."""
+        self.sid += 1
+        child = f"{parent_id}.then1"
+        f = {"task_id": "", "delay_ms": int(self.rng.uniform(0, 3000)),
+             "callback": {"url": self.base["fast"] + callback_path("fast", child, self.sid),
+                          "method": "POST", "headers": {}, "body": b"", "timeout_ms": 5000},
+             "kafka_target": None, "retry": None, "late_policy": None}
+        if self.s.get("target_topic") and self.rng.random() < KAFKA_P:
+            f["callback"] = {"url": "", "method": "POST", "headers": {}, "body": b"",
+                             "timeout_ms": 0}
+            f["kafka_target"] = {"topic": self.s["target_topic"], "key": child.encode(),
+                                 "value": None, "headers": {SID_HEADER: str(self.sid)}}
+        return f
 
     def cancel(self, task_id, scenario):
         self.send(f"{APP}/{task_id}", "cancel", None, None, scenario,
@@ -242,7 +264,8 @@ class Workload:
         getattr(self, "start_" + name.replace("-", "_"))(now, f"t{self.tasks}", name)
 
     def start_near(self, now, tid, name):
-        self.submit(tid, self.near(now), name)
+        follow = self.rng.random() < FOLLOW_P
+        self.submit(tid, self.near(now), name + "-then" if follow else name, follow=follow)
 
     def start_far(self, now, tid, name):
         self.submit(tid, self.far(now), name)
