@@ -528,6 +528,8 @@ static int deliver(executor *ex, mc_call *j)
     if (rc != 0)
         return rc;
     mc_counter_add(ex->delivered, 1);
+    /* Its consumers see it when this transaction commits: they wait now. */
+    mc_ctx_request_commit_now(ex->ctx);
     return report_success(ex, j);
 }
 
