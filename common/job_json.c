@@ -1,7 +1,7 @@
 /* JSON <-> recurring jobs (job_json.h), on jansson and task_json.c's field
- * getters: the callback, retry policy and metadata of a job are read exactly
- * as a task's are. Unknown fields are ignored and duplicate keys refused, as
- * for tasks. */
+ * getters: the callback or Kafka target, retry and late policies, follow-ups
+ * and metadata of a job are read exactly as a task's are. Unknown fields are ignored and duplicate
+ * keys refused, as for tasks. */
 #include "job_json.h"
 
 #include <inttypes.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kafka_targets.h"
 #include "task_json.h"
 #include "task_rules.h"
 
@@ -184,8 +185,14 @@ int mc_job_from_json(const char *body, size_t len, const mc_job_json_options *o,
         mc_json_get_string(root, "jobId", "jobId", true, MC_JSON_MAX_ID_LEN, arena, &out->job_id,
                            why, whylen) ||
         get_when(root, arena, out, why, whylen) || get_policies(root, out, why, whylen) ||
-        mc_json_get_callback(root, arena, &out->callback, why, whylen) ||
-        mc_json_get_retry(root, &o->retry_defaults, &out->has_retry, &out->retry, why, whylen) ||
+        mc_json_get_action(root, "", &o->retry_defaults, arena,
+                           &(mc_json_action){&out->callback, &out->has_kafka_target,
+                                             &out->kafka_target, &out->has_retry, &out->retry,
+                                             &out->has_late_policy, &out->late_policy},
+                           why, whylen) ||
+        mc_json_get_follow_ups(root, o->max_due_ms > 0 ? o->max_due_ms : INT64_MAX,
+                               &o->retry_defaults, arena, &out->on_success, &out->n_on_success, why,
+                               whylen) ||
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
                         &out->n_metadata, why, whylen))
         goto done;
@@ -246,6 +253,20 @@ int mc_job_preview_from_json(const char *body, size_t len, const mc_job_json_opt
 done:
     json_decref(root);
     return rc;
+}
+
+bool mc_job_target_ok(const mc_kafka_targets *t, const mc_job *j, char *why, size_t whylen)
+{
+    /* What mc_task_target_ok reads of an occurrence: its app and targets. */
+    mc_task probe = {
+        .app_id = j->app_id,
+        .task_id = j->job_id,
+        .has_kafka_target = j->has_kafka_target,
+        .kafka_target = j->kafka_target,
+        .on_success = j->on_success,
+        .n_on_success = j->n_on_success,
+    };
+    return mc_task_target_ok(t, &probe, &mc_task_json_names, why, whylen);
 }
 
 /* ---- schedules ------------------------------------------------------------------ */
@@ -353,8 +374,18 @@ json_t *mc_job_to_json(const mc_job *j)
                   mc_overlap_name(j->overlap), "paused", (int)j->paused);
     if (!o)
         return NULL;
-    json_object_set_new(o, "callback", mc_callback_to_json(&j->callback, true));
+    /* A job either calls or delivers, as a task: the one it does, as a body
+     * gives it, so a listed job can be put back. */
+    if (j->has_kafka_target)
+        json_object_set_new(o, "kafkaTarget", mc_kafka_target_to_json(&j->kafka_target, true));
+    else
+        json_object_set_new(o, "callback", mc_callback_to_json(&j->callback, true));
     json_object_set_new(o, "retry", mc_retry_to_json(j->has_retry, &j->retry, true));
+    if (j->has_late_policy)
+        json_object_set_new(o, "latePolicy", mc_late_policy_to_json(true, &j->late_policy, true));
+    if (j->n_on_success)
+        json_object_set_new(o, "onSuccess",
+                            mc_follow_ups_to_json(j->on_success, j->n_on_success, true));
     json_object_set_new(o, "metadata", mc_json_kv_object(j->metadata, j->n_metadata));
     json_object_set_new(o, "createdAt", json_integer(j->created_at));
     return o;

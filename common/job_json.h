@@ -16,6 +16,7 @@
 
 #include "codec.h"
 #include "job_schedule.h"
+#include "kafka_targets.h"
 
 #define MC_JOB_NEXT_FIRES 5    /* nextFireTimes in the answer to a put */
 #define MC_JOB_PREVIEW_MAX 100 /* the most a preview lists */
@@ -24,6 +25,8 @@ typedef struct mc_job_json_options {
     int64_t now_ms;                 /* receive time: createdAt, and what "from now" means */
     mc_retry_policy retry_defaults; /* fill the fields a partial "retry" leaves out */
     mc_zone_cache *zones;           /* borrowed; used by one thread at a time */
+    int64_t max_due_ms;             /* a follow-up's delayMs at most (router's --max-due-ms);
+                                     * 0: no limit */
 } mc_job_json_options;
 
 /* The JSON API's names of a job's fields (appId, schedule.timeZone,
@@ -31,12 +34,21 @@ typedef struct mc_job_json_options {
  * schedule.fixedRateMs. */
 extern const mc_job_field_names mc_job_json_names;
 
-/* Parses and checks a POST /jobs body into *out (created_at = now_ms).
- * Strings point into arena (valid until mc_arena_reset). Returns 0, or -1
+/* Parses and checks a POST /jobs body into *out (created_at = now_ms): the
+ * schedule and policies, and what each occurrence carries as a task's body
+ * gives it (callback or kafkaTarget, retry, latePolicy, onSuccess,
+ * metadata). Kafka targets are checked for their form only (see
+ * mc_job_target_ok). Strings point into arena (valid until mc_arena_reset). Returns 0, or -1
  * with a sentence naming the field in why. Any thread (o->zones is the
  * caller's to serialise). */
 int mc_job_from_json(const char *body, size_t len, const mc_job_json_options *o, mc_arena *arena,
                      mc_job *out, char *why, size_t whylen);
+
+/* The job's Kafka targets (its own and its follow-ups') against the
+ * gateway's allow-list; on refusal a sentence naming the field
+ * ("kafkaTarget.topic", "onSuccess[0].kafkaTarget.topic") in why. Any
+ * thread. */
+bool mc_job_target_ok(const mc_kafka_targets *t, const mc_job *j, char *why, size_t whylen);
 
 /* Parses and checks an action body {appId, jobId} into *out, with the
  * given action and requested_at = now_ms. Same conventions. */
@@ -63,8 +75,9 @@ bool mc_job_schedule_ok(const mc_job *j, int64_t now, mc_zone_cache *zones,
 int mc_job_next_fires(const mc_job *j, int64_t now, mc_zone_cache *zones, int64_t *out, int n,
                       char *why, size_t whylen);
 
-/* The job as the JSON API writes it (schedule, startTime, callback.timeoutMs,
- * ..., and createdAt); caller owns it. Any thread. */
+/* The job as the JSON API writes it (schedule, startTime, callback or
+ * kafkaTarget with every byte, retry, latePolicy and onSuccess when set,
+ * ..., and createdAt), as a body would give it; caller owns it. Any thread. */
 json_t *mc_job_to_json(const mc_job *j);
 /* A jobs-topic value: the job (as above) and where its schedule stands
  * (status, nextAt, runs, skipped, running, ...); caller owns it. */

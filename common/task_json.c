@@ -30,6 +30,9 @@ const mc_task_field_names mc_task_json_names = {
     .max_backoff_ms = "retry.maxBackoffMs",
     .kafka_target = "kafkaTarget",
     .max_late_ms = "latePolicy.maxLateMs",
+    .on_success = "onSuccess",
+    .follow_up_id = "uuid",
+    .delay_ms = "delayMs",
 };
 
 #define FAIL(...)                                                                                  \
@@ -37,6 +40,15 @@ const mc_task_field_names mc_task_json_names = {
         snprintf(why, whylen, __VA_ARGS__);                                                        \
         return -1;                                                                                 \
     } while (0)
+
+/* A field's name as the client wrote it: at ("" for the task or job itself,
+ * "onSuccess[1]." for a follow-up) then name. */
+#define NAME_MAX_LEN 96
+static const char *at_name(char buf[NAME_MAX_LEN], const char *at, const char *name)
+{
+    snprintf(buf, NAME_MAX_LEN, "%s%s", at, name);
+    return buf;
+}
 
 const char *mc_json_type_name(const json_t *v)
 {
@@ -167,33 +179,35 @@ int mc_json_get_map(json_t *obj, const char *key, const char *name, bool headers
     return 0;
 }
 
-int mc_json_get_retry(json_t *root, const mc_retry_policy *def, bool *has_retry,
-                      mc_retry_policy *retry, char *why, size_t whylen)
+/* obj.retry (optional): a partial object takes the rest from def. */
+static int get_retry(json_t *obj, const char *at, const mc_retry_policy *def, bool *has_retry,
+                     mc_retry_policy *retry, char *why, size_t whylen)
 {
     *has_retry = false;
-    json_t *r = json_object_get(root, "retry");
+    char n[NAME_MAX_LEN];
+    json_t *r = json_object_get(obj, "retry");
     if (!r || json_is_null(r))
         return 0;
     if (!json_is_object(r))
-        FAIL("retry must be an object, not %s", mc_json_type_name(r));
+        FAIL("%sretry must be an object, not %s", at, mc_json_type_name(r));
     *has_retry = true;
     *retry = *def;
     bool present;
     int64_t v;
-    if (mc_json_get_int(r, "maxAttempts", "retry.maxAttempts", 1, MC_MAX_ATTEMPTS, &present, &v,
-                        why, whylen))
+    if (mc_json_get_int(r, "maxAttempts", at_name(n, at, "retry.maxAttempts"), 1, MC_MAX_ATTEMPTS,
+                        &present, &v, why, whylen))
         return -1;
     if (present)
         retry->max_attempts = (int32_t)v;
-    if (mc_json_get_int(r, "initialBackoffMs", "retry.initialBackoffMs", 0, INT64_MAX, &present,
-                        &retry->initial_backoff_ms, why, whylen) ||
-        mc_json_get_int(r, "maxBackoffMs", "retry.maxBackoffMs", 0, INT64_MAX, &present,
-                        &retry->max_backoff_ms, why, whylen))
+    if (mc_json_get_int(r, "initialBackoffMs", at_name(n, at, "retry.initialBackoffMs"), 0,
+                        INT64_MAX, &present, &retry->initial_backoff_ms, why, whylen) ||
+        mc_json_get_int(r, "maxBackoffMs", at_name(n, at, "retry.maxBackoffMs"), 0, INT64_MAX,
+                        &present, &retry->max_backoff_ms, why, whylen))
         return -1;
     json_t *m = json_object_get(r, "multiplier");
     if (m && !json_is_null(m)) {
         if (!json_is_number(m))
-            FAIL("retry.multiplier must be a number, not %s", mc_json_type_name(m));
+            FAIL("%sretry.multiplier must be a number, not %s", at, mc_json_type_name(m));
         retry->multiplier = json_number_value(m);
     }
     return 0;
@@ -217,21 +231,27 @@ static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char
     return 0;
 }
 
-int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *c, char *why, size_t whylen)
+/* obj.callback (required): url, method (default POST, upper-cased),
+ * headers, body, timeoutMs. */
+static int get_callback(json_t *obj, const char *at, mc_arena *a, mc_callback *c, char *why,
+                        size_t whylen)
 {
     memset(c, 0, sizeof *c);
-    json_t *cb = json_object_get(root, "callback");
+    char n[NAME_MAX_LEN];
+    json_t *cb = json_object_get(obj, "callback");
     if (!cb || json_is_null(cb))
-        FAIL("callback is required (an object with at least url)");
+        FAIL("%scallback is required (an object with at least url), or kafkaTarget", at);
     if (!json_is_object(cb))
-        FAIL("callback must be an object, not %s", mc_json_type_name(cb));
+        FAIL("%scallback must be an object, not %s", at, mc_json_type_name(cb));
     const char *method, *body;
-    if (mc_json_get_string(cb, "url", "callback.url", true, MC_MAX_URL_LEN, a, &c->url, why,
-                           whylen) ||
-        mc_json_get_string(cb, "method", "callback.method", false, 16, a, &method, why, whylen) ||
-        mc_json_get_string(cb, "body", "callback.body", false, SIZE_MAX, a, &body, why, whylen) ||
-        mc_json_get_map(cb, "headers", "callback.headers", true, a, &c->headers, &c->n_headers, why,
-                        whylen))
+    if (mc_json_get_string(cb, "url", at_name(n, at, "callback.url"), true, MC_MAX_URL_LEN, a,
+                           &c->url, why, whylen) ||
+        mc_json_get_string(cb, "method", at_name(n, at, "callback.method"), false, 16, a, &method,
+                           why, whylen) ||
+        mc_json_get_string(cb, "body", at_name(n, at, "callback.body"), false, SIZE_MAX, a, &body,
+                           why, whylen) ||
+        mc_json_get_map(cb, "headers", at_name(n, at, "callback.headers"), true, a, &c->headers,
+                        &c->n_headers, why, whylen))
         return -1;
     if (method) {
         for (char *p = (char *)method; *p; p++)
@@ -245,8 +265,8 @@ int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *c, char *why, s
     c->body_len = body ? json_string_length(bv) : 0;
     bool present;
     int64_t timeout = 0;
-    if (mc_json_get_int(cb, "timeoutMs", "callback.timeoutMs", 0, MC_MAX_TIMEOUT_MS, &present,
-                        &timeout, why, whylen))
+    if (mc_json_get_int(cb, "timeoutMs", at_name(n, at, "callback.timeoutMs"), 0, MC_MAX_TIMEOUT_MS,
+                        &present, &timeout, why, whylen))
         return -1;
     c->timeout_ms = (int32_t)timeout;
     return 0;
@@ -287,89 +307,162 @@ static int get_bytes(json_t *obj, const char *key, const char *key_b64, const ch
     return 0;
 }
 
-/* root.kafkaTarget (optional): the record to deliver instead of calling.
+/* obj.kafkaTarget (present): the record to deliver instead of calling.
  * Header values are UTF-8 (jansson's strings are); the names are free text
  * as Kafka allows, but not empty, and not the two mooncake adds to every
  * delivered record (a consumer would see them twice). */
-static int get_kafka_target(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+static int get_kafka_target(json_t *k, const char *at, mc_arena *a, mc_kafka_target *kt, char *why,
+                            size_t whylen)
 {
-    json_t *k = json_object_get(root, "kafkaTarget");
-    if (!k || json_is_null(k))
-        return 0;
+    char n[NAME_MAX_LEN], n64[NAME_MAX_LEN];
     if (!json_is_object(k))
-        FAIL("kafkaTarget must be an object, not %s", mc_json_type_name(k));
-    mc_kafka_target *kt = &t->kafka_target;
-    if (mc_json_get_string(k, "topic", "kafkaTarget.topic", true, MC_TOPIC_NAME_MAX, a, &kt->topic,
-                           why, whylen) ||
-        get_bytes(k, "key", "keyBase64", "kafkaTarget.key", "kafkaTarget.keyBase64", a, &kt->key,
-                  &kt->key_len, &kt->has_key, why, whylen) ||
-        get_bytes(k, "value", "valueBase64", "kafkaTarget.value", "kafkaTarget.valueBase64", a,
-                  &kt->value, &kt->value_len, &kt->has_value, why, whylen) ||
-        mc_json_get_map(k, "headers", "kafkaTarget.headers", false, a, &kt->headers, &kt->n_headers,
-                        why, whylen))
+        FAIL("%skafkaTarget must be an object, not %s", at, mc_json_type_name(k));
+    if (mc_json_get_string(k, "topic", at_name(n, at, "kafkaTarget.topic"), true, MC_TOPIC_NAME_MAX,
+                           a, &kt->topic, why, whylen) ||
+        get_bytes(k, "key", "keyBase64", at_name(n, at, "kafkaTarget.key"),
+                  at_name(n64, at, "kafkaTarget.keyBase64"), a, &kt->key, &kt->key_len,
+                  &kt->has_key, why, whylen) ||
+        get_bytes(k, "value", "valueBase64", at_name(n, at, "kafkaTarget.value"),
+                  at_name(n64, at, "kafkaTarget.valueBase64"), a, &kt->value, &kt->value_len,
+                  &kt->has_value, why, whylen) ||
+        mc_json_get_map(k, "headers", at_name(n, at, "kafkaTarget.headers"), false, a, &kt->headers,
+                        &kt->n_headers, why, whylen))
         return -1;
     if (!mc_topic_name_ok(kt->topic))
-        FAIL("kafkaTarget.topic '%.100s' is not a Kafka topic name (1 to %d of letters, digits, "
-             ". _ -)",
-             kt->topic, MC_TOPIC_NAME_MAX);
+        FAIL("%skafkaTarget.topic '%.100s' is not a Kafka topic name (1 to %d of letters, "
+             "digits, . _ -)",
+             at, kt->topic, MC_TOPIC_NAME_MAX);
     if (kt->n_headers > MC_JSON_MAX_HEADERS)
-        FAIL("kafkaTarget.headers has %zu entries, more than %d", kt->n_headers,
+        FAIL("%skafkaTarget.headers has %zu entries, more than %d", at, kt->n_headers,
              MC_JSON_MAX_HEADERS);
     for (size_t i = 0; i < kt->n_headers; i++) {
         const char *name = kt->headers[i].key;
         if (!name[0])
-            FAIL("kafkaTarget.headers has an empty name");
+            FAIL("%skafkaTarget.headers has an empty name", at);
         if (strcmp(name, MC_TARGET_TASK_HEADER) == 0 || strcmp(name, MC_TARGET_DUE_HEADER) == 0)
-            FAIL("kafkaTarget.headers: '%s' is set by mooncake and cannot be given", name);
+            FAIL("%skafkaTarget.headers: '%s' is set by mooncake and cannot be given", at, name);
     }
-    t->has_kafka_target = true;
     return 0;
 }
 
-/* root.latePolicy (optional): both fields required, so a policy never
+/* obj.latePolicy (optional): both fields required, so a policy never
  * means something its sender did not write. */
-static int get_late_policy(json_t *root, mc_task *t, char *why, size_t whylen)
+static int get_late_policy(json_t *obj, const char *at, bool *has, mc_late_policy *lp, char *why,
+                           size_t whylen)
 {
-    json_t *p = json_object_get(root, "latePolicy");
+    *has = false;
+    char n[NAME_MAX_LEN];
+    json_t *p = json_object_get(obj, "latePolicy");
     if (!p || json_is_null(p))
         return 0;
     if (!json_is_object(p))
-        FAIL("latePolicy must be an object, not %s", mc_json_type_name(p));
+        FAIL("%slatePolicy must be an object, not %s", at, mc_json_type_name(p));
     bool present;
-    if (mc_json_get_int(p, "maxLateMs", "latePolicy.maxLateMs", 0, MC_MAX_LATE_MS, &present,
-                        &t->late_policy.max_late_ms, why, whylen))
+    if (mc_json_get_int(p, "maxLateMs", at_name(n, at, "latePolicy.maxLateMs"), 0, MC_MAX_LATE_MS,
+                        &present, &lp->max_late_ms, why, whylen))
         return -1;
     if (!present)
-        FAIL("latePolicy.maxLateMs is required (milliseconds, 0 or more)");
+        FAIL("%slatePolicy.maxLateMs is required (milliseconds, 0 or more)", at);
     json_t *act = json_object_get(p, "action");
     if (!act || json_is_null(act))
-        FAIL("latePolicy.action is required (RUN, DROP or DEAD)");
+        FAIL("%slatePolicy.action is required (RUN, DROP or DEAD)", at);
     if (!json_is_string(act))
-        FAIL("latePolicy.action must be a string, not %s", mc_json_type_name(act));
+        FAIL("%slatePolicy.action must be a string, not %s", at, mc_json_type_name(act));
     const char *a = json_string_value(act);
     if (strcmp(a, "RUN") == 0)
-        t->late_policy.action = MC_LATE_RUN;
+        lp->action = MC_LATE_RUN;
     else if (strcmp(a, "DROP") == 0)
-        t->late_policy.action = MC_LATE_DROP;
+        lp->action = MC_LATE_DROP;
     else if (strcmp(a, "DEAD") == 0)
-        t->late_policy.action = MC_LATE_DEAD;
+        lp->action = MC_LATE_DEAD;
     else
-        FAIL("latePolicy.action '%.40s' is not RUN, DROP or DEAD", a);
-    t->has_late_policy = true;
+        FAIL("%slatePolicy.action '%.40s' is not RUN, DROP or DEAD", at, a);
+    *has = true;
     return 0;
 }
 
-/* callback, or kafkaTarget with callback left out (its url "", which is
- * how a task says it delivers rather than calls). */
-static int get_action(json_t *root, mc_arena *a, mc_task *t, char *why, size_t whylen)
+int mc_json_get_action(json_t *obj, const char *at, const mc_retry_policy *def, mc_arena *a,
+                       const mc_json_action *out, char *why, size_t whylen)
 {
-    json_t *k = json_object_get(root, "kafkaTarget"), *cb = json_object_get(root, "callback");
-    if (!k || json_is_null(k))
-        return mc_json_get_callback(root, a, &t->callback, why, whylen);
-    if (cb && !json_is_null(cb))
-        FAIL("give callback or kafkaTarget, not both: a task either calls or delivers");
-    t->callback = (mc_callback){.url = "", .method = "POST"};
-    return get_kafka_target(root, a, t, why, whylen);
+    *out->has_kafka_target = false;
+    json_t *k = json_object_get(obj, "kafkaTarget"), *cb = json_object_get(obj, "callback");
+    if (!k || json_is_null(k)) {
+        if (get_callback(obj, at, a, out->callback, why, whylen))
+            return -1;
+    } else {
+        /* callback left out: its url "", which is how a task says it
+         * delivers rather than calls. */
+        if (cb && !json_is_null(cb))
+            FAIL("give %scallback or %skafkaTarget, not both: a task either calls or delivers", at,
+                 at);
+        *out->callback = (mc_callback){.url = "", .method = "POST"};
+        if (get_kafka_target(k, at, a, out->kafka_target, why, whylen))
+            return -1;
+        *out->has_kafka_target = true;
+    }
+    return get_late_policy(obj, at, out->has_late_policy, out->late_policy, why, whylen) ||
+                   get_retry(obj, at, def, out->has_retry, out->retry, why, whylen)
+               ? -1
+               : 0;
+}
+
+/* One follow-up, obj = onSuccess[i], at = "onSuccess[i].". */
+static int get_follow_up(json_t *obj, const char *at, int64_t max_delay_ms,
+                         const mc_retry_policy *def, mc_arena *a, mc_follow_up *f, char *why,
+                         size_t whylen)
+{
+    char n[NAME_MAX_LEN];
+    if (!json_is_object(obj))
+        FAIL("%.*s must be an object, not %s", (int)strlen(at) - 1, at, mc_json_type_name(obj));
+    json_t *nested = json_object_get(obj, "onSuccess");
+    if (nested && !json_is_null(nested))
+        FAIL("%sonSuccess: a follow-up has no follow-ups of its own (chain them from the task "
+             "that succeeds)",
+             at);
+    const char *id;
+    bool present;
+    if (mc_json_get_string(obj, "uuid", at_name(n, at, "uuid"), false, MC_JSON_MAX_ID_LEN, a, &id,
+                           why, whylen) ||
+        mc_json_get_int(obj, "delayMs", at_name(n, at, "delayMs"), 0, max_delay_ms, &present,
+                        &f->delay_ms, why, whylen))
+        return -1;
+    if (id && !id[0])
+        FAIL("%suuid is empty (leave it out for <uuid>.then<N>)", at);
+    f->task_id = id ? id : "";
+    mc_json_action act = {&f->callback, &f->has_kafka_target, &f->kafka_target, &f->has_retry,
+                          &f->retry,    &f->has_late_policy,  &f->late_policy};
+    return mc_json_get_action(obj, at, def, a, &act, why, whylen);
+}
+
+int mc_json_get_follow_ups(json_t *obj, int64_t max_delay_ms, const mc_retry_policy *def,
+                           mc_arena *a, const mc_follow_up **out, size_t *n_out, char *why,
+                           size_t whylen)
+{
+    *out = NULL;
+    *n_out = 0;
+    json_t *arr = json_object_get(obj, "onSuccess");
+    if (!arr || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr))
+        FAIL("onSuccess must be an array of tasks, not %s", mc_json_type_name(arr));
+    size_t n = json_array_size(arr);
+    if (n > MC_MAX_FOLLOW_UPS)
+        FAIL("onSuccess has %zu tasks, more than %d", n, MC_MAX_FOLLOW_UPS);
+    if (n == 0)
+        return 0;
+    mc_follow_up *f = mc_arena_alloc(a, n * sizeof *f);
+    if (!f)
+        FAIL("out of memory");
+    memset(f, 0, n * sizeof *f);
+    for (size_t i = 0; i < n; i++) {
+        char at[32];
+        snprintf(at, sizeof at, "onSuccess[%zu].", i);
+        if (get_follow_up(json_array_get(arr, i), at, max_delay_ms, def, a, &f[i], why, whylen))
+            return -1;
+    }
+    *out = f;
+    *n_out = n;
+    return 0;
 }
 
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
@@ -385,9 +478,14 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
                            why, whylen) ||
         mc_json_get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why,
                            whylen) ||
-        get_due(root, o, out, why, whylen) || get_action(root, arena, out, why, whylen) ||
-        get_late_policy(root, out, why, whylen) ||
-        mc_json_get_retry(root, &o->retry_defaults, &out->has_retry, &out->retry, why, whylen) ||
+        get_due(root, o, out, why, whylen) ||
+        mc_json_get_action(root, "", &o->retry_defaults, arena,
+                           &(mc_json_action){&out->callback, &out->has_kafka_target,
+                                             &out->kafka_target, &out->has_retry, &out->retry,
+                                             &out->has_late_policy, &out->late_policy},
+                           why, whylen) ||
+        mc_json_get_follow_ups(root, o->max_due_ms, &o->retry_defaults, arena, &out->on_success,
+                               &out->n_on_success, why, whylen) ||
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
                         &out->n_metadata, why, whylen))
         goto done;
@@ -514,12 +612,37 @@ json_t *mc_late_policy_to_json(bool has_policy, const mc_late_policy *p, bool ap
                      (json_int_t)p->max_late_ms, "action", mc_late_action_name(p->action));
 }
 
-/* The schema's names, every byte shown: for the operator's tools, which
- * show a callback's body too. */
-static json_t *kafka_target_to_json(const mc_kafka_target *k)
+/* Sets the bytes of a key or value the API's way (name, or name + "Base64"
+ * when not UTF-8). */
+static void set_api_bytes(json_t *obj, const char *name, const uint8_t *p, size_t n)
+{
+    const char *bytes = p ? (const char *)p : "";
+    /* NULL: not UTF-8; a NUL byte would not parse back (JSON_ALLOW_NUL is
+     * off), so such bytes go as base64 too. */
+    json_t *text = memchr(bytes, 0, n) ? NULL : json_stringn(bytes, n);
+    if (text) {
+        json_object_set_new(obj, name, text);
+        return;
+    }
+    char b64name[32];
+    snprintf(b64name, sizeof b64name, "%sBase64", name);
+    json_object_set_new(obj, b64name, mc_json_base64((const uint8_t *)bytes, n));
+}
+
+json_t *mc_kafka_target_to_json(const mc_kafka_target *k, bool api_names)
 {
     json_t *j = json_pack("{s:s, s:o}", "topic", k->topic, "headers",
                           mc_json_kv_object(k->headers, k->n_headers));
+    if (!j)
+        return NULL;
+    if (api_names) {
+        /* As a body gives it: a missing value is a tombstone. */
+        if (k->has_key)
+            set_api_bytes(j, "key", k->key, k->key_len);
+        if (k->has_value)
+            set_api_bytes(j, "value", k->value, k->value_len);
+        return j;
+    }
     mc_json_set_bytes(j, "key",
                       k->has_key ? (const void *)(k->key ? k->key : (const uint8_t *)"") : NULL,
                       k->key_len);
@@ -527,6 +650,39 @@ static json_t *kafka_target_to_json(const mc_kafka_target *k)
         j, "value", k->has_value ? (const void *)(k->value ? k->value : (const uint8_t *)"") : NULL,
         k->value_len);
     return j;
+}
+
+json_t *mc_follow_up_to_json(const mc_follow_up *f, const char *id, json_t *does, bool api_names)
+{
+    json_t *j = json_object();
+    if (!j) {
+        json_decref(does);
+        return NULL;
+    }
+    if (id)
+        json_object_set_new(j, api_names ? "uuid" : "task_id", json_string(id));
+    json_object_set_new(j, api_names ? "delayMs" : "delay_ms", json_integer(f->delay_ms));
+    json_object_set_new(
+        j, f->has_kafka_target ? (api_names ? "kafkaTarget" : "kafka_target") : "callback", does);
+    json_object_set_new(j, "retry", mc_retry_to_json(f->has_retry, &f->retry, api_names));
+    if (f->has_late_policy)
+        json_object_set_new(j, api_names ? "latePolicy" : "late_policy",
+                            mc_late_policy_to_json(true, &f->late_policy, api_names));
+    return j;
+}
+
+json_t *mc_follow_ups_to_json(const mc_follow_up *f, size_t n, bool api_names)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        json_t *does = f[i].has_kafka_target
+                           ? mc_kafka_target_to_json(&f[i].kafka_target, api_names)
+                           : mc_callback_to_json(&f[i].callback, api_names);
+        /* The API leaves out an id it derives; the schema shows the field. */
+        const char *id = api_names && !f[i].task_id[0] ? NULL : f[i].task_id;
+        json_array_append_new(arr, mc_follow_up_to_json(&f[i], id, does, api_names));
+    }
+    return arr;
 }
 
 json_t *mc_task_to_json(const mc_task *t)
@@ -539,8 +695,11 @@ json_t *mc_task_to_json(const mc_task *t)
                           "metadata", mc_json_kv_object(t->metadata, t->n_metadata));
     /* Only when set, so what tasks without them print is as before. */
     if (j && t->has_kafka_target)
-        json_object_set_new(j, "kafka_target", kafka_target_to_json(&t->kafka_target));
+        json_object_set_new(j, "kafka_target", mc_kafka_target_to_json(&t->kafka_target, false));
     if (j && t->has_late_policy)
         json_object_set_new(j, "late_policy", mc_late_policy_to_json(true, &t->late_policy, false));
+    if (j && t->n_on_success)
+        json_object_set_new(j, "on_success",
+                            mc_follow_ups_to_json(t->on_success, t->n_on_success, false));
     return j;
 }

@@ -34,8 +34,8 @@ typedef struct mc_task_json_options {
 /* Parses and checks a submit body into *out. Strings point into arena (valid
  * until mc_arena_reset). Returns 0, or -1 with a sentence naming the field in
  * why. A body gives callback or kafkaTarget (then callback.url is ""), and
- * may give latePolicy. The Kafka target's topic is checked for its form
- * only: which topics an app may write is the gateway's allow-list
+ * may give latePolicy and onSuccess (follow-ups, mc_json_get_follow_ups). The Kafka target's topic
+ * is checked for its form only: which topics an app may write is the gateway's allow-list
  * (kafka_targets.h). Any thread. */
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
                       mc_task *out, char *why, size_t whylen);
@@ -52,8 +52,8 @@ json_t *mc_json_base64(const uint8_t *p, size_t n);
  * obj[name_base64]; a NULL pointer sets null. */
 void mc_json_set_bytes(json_t *obj, const char *name, const void *p, size_t n);
 /* A task as JSON, field names as in the schema, for people to read
- * (mooncakectl results/dead, mooncake-schema decode); kafka_target and
- * late_policy only when the task has them. Caller owns it. */
+ * (mooncakectl results/dead, mooncake-schema decode); kafka_target,
+ * late_policy and on_success only when the task has them. Caller owns it. */
 json_t *mc_task_to_json(const mc_task *t);
 /* "RUN", "DROP", "DEAD" (as the API and the schema spell them). Static
  * storage; any thread. */
@@ -87,16 +87,51 @@ int mc_json_get_int(json_t *obj, const char *key, const char *name, int64_t min,
  * header lines (and reserved names refused), other maps only for size. */
 int mc_json_get_map(json_t *obj, const char *key, const char *name, bool headers, mc_arena *a,
                     const mc_kv **out, size_t *n_out, char *why, size_t whylen);
-/* root.callback (required): url, method (default POST, upper-cased),
- * headers, body, timeoutMs. */
-int mc_json_get_callback(json_t *root, mc_arena *a, mc_callback *out, char *why, size_t whylen);
-/* root.retry (optional): a partial object takes the rest from def. */
-int mc_json_get_retry(json_t *root, const mc_retry_policy *def, bool *has_retry,
-                      mc_retry_policy *out, char *why, size_t whylen);
+/* Where mc_json_get_action writes what a task, a follow-up or a job does:
+ * pointers into the struct being filled. */
+typedef struct mc_json_action {
+    mc_callback *callback;
+    bool *has_kafka_target;
+    mc_kafka_target *kafka_target;
+    bool *has_retry;
+    mc_retry_policy *retry;
+    bool *has_late_policy;
+    mc_late_policy *late_policy;
+} mc_json_action;
+/* obj's callback (url, method default POST and upper-cased, headers, body,
+ * timeoutMs) or kafkaTarget (topic, key|keyBase64, value|valueBase64,
+ * headers; then callback.url is ""), and the optional retry (a partial one
+ * takes the rest from def) and latePolicy. `at` prefixes every field name
+ * in the sentences: "" for a task or a job, "onSuccess[1]." for a
+ * follow-up. */
+int mc_json_get_action(json_t *obj, const char *at, const mc_retry_policy *def, mc_arena *a,
+                       const mc_json_action *out, char *why, size_t whylen);
+/* obj.onSuccess (optional): at most MC_MAX_FOLLOW_UPS objects {uuid?,
+ * delayMs? in [0, max_delay_ms] (default 0), callback | kafkaTarget,
+ * retry?, latePolicy?} into an arena array; fields named
+ * "onSuccess[i].callback.url". A missing uuid is "" (the derived id). */
+int mc_json_get_follow_ups(json_t *obj, int64_t max_delay_ms, const mc_retry_policy *def,
+                           mc_arena *a, const mc_follow_up **out, size_t *n_out, char *why,
+                           size_t whylen);
 /* JSON of a map, a callback and a retry policy (null when !has_retry), with
  * the API's names (timeoutMs) or the schema's (timeout_ms). Caller owns. */
 json_t *mc_json_kv_object(const mc_kv *kv, size_t n);
 json_t *mc_callback_to_json(const mc_callback *cb, bool api_names);
 json_t *mc_retry_to_json(bool has_retry, const mc_retry_policy *r, bool api_names);
+/* A Kafka target, every byte shown: with the API's names as a body gives it
+ * (key|keyBase64, value|valueBase64, no value for a tombstone), or the
+ * schema's (key and value null when absent, key_base64 when not UTF-8).
+ * Caller owns it; any thread. */
+json_t *mc_kafka_target_to_json(const mc_kafka_target *k, bool api_names);
+/* One follow-up: id (left out when NULL), delay, `does` (its callback or
+ * Kafka target as the caller renders it; the reference is taken) under
+ * callback or kafkaTarget, retry, and latePolicy when it has one. With the
+ * API's names (uuid, delayMs, ...) or the schema's (task_id, delay_ms, ...).
+ * Caller owns it; any thread. */
+json_t *mc_follow_up_to_json(const mc_follow_up *f, const char *id, json_t *does, bool api_names);
+/* An array of follow-ups, every byte shown (mc_callback_to_json,
+ * mc_kafka_target_to_json); the API's names leave out a derived id ("").
+ * Caller owns it; any thread. */
+json_t *mc_follow_ups_to_json(const mc_follow_up *f, size_t n, bool api_names);
 
 #endif

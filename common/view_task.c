@@ -615,6 +615,27 @@ static json_t *older_json(const mc_view_older *o, int64_t wheel_position)
     return j;
 }
 
+/* The task's follow-ups as every answer shows them: each with the id it
+ * will have, its callback redacted or its Kafka target without the value,
+ * as the task's own. */
+static json_t *follow_ups_json(const mc_task *task)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < task->n_on_success; i++) {
+        const mc_follow_up *f = &task->on_success[i];
+        size_t len = mc_follow_up_id(task, i, NULL, 0);
+        char *id = malloc(len + 1);
+        if (!id)
+            break;
+        mc_follow_up_id(task, i, id, len + 1);
+        json_t *does = f->has_kafka_target ? mc_view_kafka_target_json(&f->kafka_target)
+                                           : mc_view_callback_json(&f->callback);
+        json_array_append_new(arr, mc_follow_up_to_json(f, id, does, true));
+        free(id);
+    }
+    return arr;
+}
+
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms)
 {
     mc_view_state s = mc_view_task_state(t, wheel_position, now_ms);
@@ -660,6 +681,8 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             if (st.task.has_late_policy)
                 json_object_set_new(j, "latePolicy",
                                     mc_late_policy_to_json(true, &st.task.late_policy, true));
+            if (st.task.n_on_success)
+                json_object_set_new(j, "onSuccess", follow_ups_json(&st.task));
             json_object_set_new(j, "retry",
                                 mc_retry_to_json(st.task.has_retry, &st.task.retry, true));
             json_object_set_new(j, "metadata",
@@ -713,6 +736,7 @@ json_t *mc_view_task_summary_json(const mc_view_task *t, int64_t wheel_position,
     json_object_del(j, "olderVersions");
     json_object_del(j, "metadata");
     json_object_del(j, "retry");
+    json_object_del(j, "onSuccess"); /* GET /api/task has them */
     /* The page's order and cursor need both, even when the task's bytes
      * were never seen (a key known from its Results only). */
     const char *slash = memchr(t->key, '/', t->node.key_len);

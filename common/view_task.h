@@ -161,7 +161,8 @@ bool mc_view_state_final(mc_view_state s);
 
 /* The answer to GET /api/task: state, version, due time, attempt, the
  * callback with secrets redacted (or the Kafka target, and the late policy
- * when set), every attempt's Result, older versions.
+ * and follow-ups, onSuccess, when set), every attempt's Result, older
+ * versions.
  * Caller owns the JSON. */
 json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t now_ms);
 /* A callback as every answer shows it: secret headers, secret query

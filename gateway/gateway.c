@@ -712,6 +712,7 @@ static mc_job_json_options job_options(mc_gateway *g, int64_t now)
         .retry_defaults = {cfg->retry_max_attempts, cfg->retry_initial_backoff_ms,
                            cfg->retry_multiplier, cfg->retry_max_backoff_ms},
         .zones = g->zones,
+        .max_due_ms = cfg->max_due_ms,
     };
 }
 
@@ -742,7 +743,8 @@ static unsigned prepare_job(request *rq, mc_arena *arena, int64_t now, prepared 
         if (!bad)
             n = mc_job_next_fires(&cmd.put, now, g->zones, at, MC_JOB_NEXT_FIRES, why, whylen);
         pthread_mutex_unlock(&g->zones_lock);
-        if (bad || n < 0)
+        /* The occurrences' targets: what the router would refuse is a 400. */
+        if (bad || n < 0 || !mc_job_target_ok(g->targets, &cmd.put, why, whylen))
             return MHD_HTTP_BAD_REQUEST;
         p->app_id = cmd.put.app_id;
         p->id = cmd.put.job_id;

@@ -87,6 +87,7 @@
           { label: 'Job', cell: (j) => h('strong', { class: 'mono' }, j.jobId) },
           { label: 'Status', cell: (j) => badge(j.status) },
           { label: 'Schedule', cell: (j) => h('span', { class: 'mono' }, scheduleText(j.job && j.job.schedule)) },
+          { label: 'Does', cell: (j) => doesCell(j.job || {}) },
           { label: 'Next fire', cell: (j) => (j.nextFireAt ? time(j.nextFireAt, true) : h('span', { class: 'muted' }, 'none')) },
           { label: 'Runs', class: 'num', cell: (j) => num(j.runs) },
           { label: 'Skipped', class: 'num', cell: (j) => num(j.skipped || 0) },
@@ -116,6 +117,18 @@
       await refresh();
     },
   };
+
+  // What each occurrence does: the call or the Kafka target, the late policy and the
+  // follow-ups it submits when it succeeds (ids <jobId>@<instant>.then<N> unless given).
+  function doesCell(job) {
+    const fus = job.onSuccess || [];
+    return h('div', { class: 'job-does', 'data-does': job.kafkaTarget ? 'kafka' : 'call' },
+      h('span', { class: 'mono clip', title: MC.doesText(job) }, MC.doesText(job)),
+      job.latePolicy ? h('div', { class: 'muted', 'data-late': job.latePolicy.action }, 'Late: ' + MC.lateText(job.latePolicy)) : null,
+      fus.length ? h('div', { class: 'muted', 'data-follow-ups': String(fus.length) },
+        'Then: ' + fus.map((f, i) => (f.uuid || 'then' + (i + 1)) + ' → ' + MC.doesText(f)
+          + (f.delayMs ? ' after ' + MC.duration(f.delayMs) : '')).join('; ')) : null);
+  }
 
   // The latest occurrences of a job: its tasks among the app's (the view holds the
   // tasks not final yet and those that ended within its history, an hour by default).
@@ -166,7 +179,9 @@
     const everyIn = h('input', { type: 'number', id: 'job-interval', min: 1000, step: 1000, value: s.fixedRateMs || s.fixedDelayMs || 60000 });
     const cronErr = h('p', { class: 'error field-error', id: 'job-cron-error', role: 'alert', hidden: true });
     const preview = h('ol', { class: 'preview', id: 'job-preview', 'aria-live': 'polite' });
-    const urlIn = h('input', { type: 'url', id: 'job-url', value: cb.url || '', required: true, placeholder: 'https://service.example.com/hook', class: 'wide', autocomplete: 'off', spellcheck: 'false' });
+    const urlIn = h('input', { type: 'url', id: 'job-url', value: cb.url || '', required: !j.kafkaTarget,
+      placeholder: j.kafkaTarget ? 'delivers to Kafka ' + j.kafkaTarget.topic + ' (a URL makes it call instead)' : 'https://service.example.com/hook',
+      class: 'wide', autocomplete: 'off', spellcheck: 'false' });
     const methodSel = h('select', { id: 'job-method' }, ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'HEAD'].map((m) => h('option', { value: m, selected: m === (cb.method || 'POST') }, m)));
     const bodyIn = h('textarea', { id: 'job-body', rows: 3, spellcheck: 'false', class: 'mono' });
     bodyIn.value = cb.body || '';
@@ -255,7 +270,13 @@
         callback: { url: urlIn.value.trim(), method: methodSel.value, body: bodyIn.value, headers, timeoutMs: Number(timeoutIn.value) || 0 },
       };
       if (attemptsIn.value) body.retry = { maxAttempts: Number(attemptsIn.value) };
-      for (const k of ['startTime', 'endTime', 'maxRuns', 'catchUpLimit', 'misfireThresholdMs', 'metadata']) {
+      // A job that delivers to Kafka keeps its target while no URL is typed (the form
+      // edits calls only); its late policy and follow-ups are kept as they are.
+      if (j.kafkaTarget && !urlIn.value.trim()) {
+        delete body.callback;
+        body.kafkaTarget = j.kafkaTarget;
+      }
+      for (const k of ['startTime', 'endTime', 'maxRuns', 'catchUpLimit', 'misfireThresholdMs', 'metadata', 'latePolicy', 'onSuccess']) {
         if (j[k] !== undefined && j[k] !== null) body[k] = j[k];
       }
       saveBtn.disabled = true;

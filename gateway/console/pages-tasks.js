@@ -7,6 +7,10 @@
   const MC = (window.MC = window.MC || {});
   const { h, replace, append, time, num, badge, duration, table, dl, field, errorLine, loading, empty } = MC;
   MC.pages = MC.pages || {};
+  // Shared with the jobs page, which shows a job's policies and follow-ups the same way.
+  MC.lateText = lateText;
+  MC.retryText = retryText;
+  MC.doesText = doesText;
 
   // ---- task lookup ------------------------------------------------------------------
 
@@ -124,7 +128,30 @@
       cb.body !== undefined
         ? (cb.body === '' ? h('p', { class: 'muted' }, '(empty)') : h('pre', { class: 'body', id: 'task-body' }, cb.body))
         : cb.body_base64 !== undefined ? h('pre', { class: 'body' }, '(binary, base64) ' + cb.body_base64) : h('p', { class: 'muted' }, '(not shown)'));
-    replace(el, head, h('div', { class: 'grid-2' }, call, timeline(t)));
+    replace(el, head, h('div', { class: 'grid-2' }, call, timeline(t)),
+      t.onSuccess && t.onSuccess.length ? followUpsCard(t.appId, t.onSuccess) : null);
+  }
+
+  // The tasks submitted when this one succeeds: each with the id it will have (a link to
+  // its page), its delay, what it calls or delivers, and its policies.
+  function followUpsCard(app, fus) {
+    return h('div', { class: 'card', id: 'task-follow-ups' },
+      h('h3', {}, 'On success'),
+      h('p', { class: 'muted' }, 'Submitted when this task succeeds, each due its delay after the success.'),
+      table([
+        { label: 'Task', cell: (f) => h('a', { class: 'mono break', href: MC.taskHref(app, f.uuid) }, f.uuid) },
+        { label: 'Delay', cell: (f) => (f.delayMs ? duration(f.delayMs) : 'none') },
+        { label: 'Does', cell: (f) => h('span', { class: 'mono break' }, doesText(f)) },
+        { label: 'Retry', cell: (f) => (f.retry ? retryText(f.retry) : 'defaults') },
+        { label: 'Late policy', cell: (f) => (f.latePolicy ? lateText(f.latePolicy) : '–') },
+      ], fus, { rowAttrs: (f) => ({ 'data-follow-up': f.uuid }) }));
+  }
+
+  // What a task, a follow-up or a job does, in a line: "POST https://..." or "Kafka topic".
+  function doesText(x) {
+    if (x.kafkaTarget) return 'Kafka ' + x.kafkaTarget.topic;
+    const cb = x.callback || {};
+    return (cb.method || 'POST') + ' ' + (cb.url || '');
   }
 
   // A task that delivers a record to Kafka instead of calling: its topic, key, headers

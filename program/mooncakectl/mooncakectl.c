@@ -110,13 +110,16 @@ static const opt_def opt_defs[] = {
     {"multiplier", 0, SC_SUBMIT, K_STR, O(multiplier)},
     {"max-backoff-ms", 0, SC_SUBMIT, K_STR, O(max_backoff_ms)},
     {"metadata", 0, SC_SUBMIT, K_LIST, O(metadata)},
-    {"kafka-topic", 0, SC_SUBMIT, K_STR, O(kafka_topic)},
-    {"kafka-key", 0, SC_SUBMIT, K_STR, O(kafka_key)},
-    {"kafka-value", 0, SC_SUBMIT, K_STR, O(kafka_value)},
-    {"kafka-value-file", 0, SC_SUBMIT, K_STR, O(kafka_value_file)},
-    {"kafka-header", 0, SC_SUBMIT, K_LIST, O(kafka_headers)},
-    {"late-ms", 0, SC_SUBMIT, K_STR, O(late_ms)},
-    {"late-action", 0, SC_SUBMIT, K_STR, O(late_action)},
+    {"kafka-topic", 0, SC_SUBMIT | SC_JOBS, K_STR, O(kafka_topic)},
+    {"kafka-key", 0, SC_SUBMIT | SC_JOBS, K_STR, O(kafka_key)},
+    {"kafka-value", 0, SC_SUBMIT | SC_JOBS, K_STR, O(kafka_value)},
+    {"kafka-value-file", 0, SC_SUBMIT | SC_JOBS, K_STR, O(kafka_value_file)},
+    {"kafka-header", 0, SC_SUBMIT | SC_JOBS, K_LIST, O(kafka_headers)},
+    {"late-ms", 0, SC_SUBMIT | SC_JOBS, K_STR, O(late_ms)},
+    {"late-action", 0, SC_SUBMIT | SC_JOBS, K_STR, O(late_action)},
+    {"then", 0, SC_SUBMIT, K_LIST, O(then_urls)},
+    {"then-kafka-topic", 0, SC_SUBMIT, K_LIST, O(then_topics)},
+    {"then-delay-ms", 0, SC_SUBMIT, K_STR, O(then_delay_ms)},
     {"key", 'k', SC_RESULTS | SC_DEAD | SC_REQUEUE | SC_TASK, K_STR, O(key)},
     {"since", 0, SC_RESULTS | SC_DEAD, K_STR, O(since)},
     {"follow", 'f', SC_RESULTS | SC_DEAD, K_FLAG, O(follow)},
@@ -194,6 +197,8 @@ static const char usage_submit[] =
     "                          --kafka-topic T [--kafka-key K]\n"
     "                          [--kafka-value V | --kafka-value-file F]\n"
     "                          [--kafka-header name=value]... [retry, metadata, late flags]\n"
+    "       the flag forms add follow-ups with [--then URL]... [--then-kafka-topic T]...\n"
+    "                          [--then-delay-ms N]\n"
     "\n"
     "Sends a Submit command to <prefix>tasks (key app/id, murmur2 partitioner\n"
     "like the gateway and the Java client, idempotent producer) and waits for the broker's "
@@ -225,6 +230,12 @@ static const char usage_submit[] =
     "  --late-ms N           with --late-action: what to do when the call (or delivery)\n"
     "  --late-action A       can only start more than N ms after the due time: RUN\n"
     "                        anyway, DROP it (a Result DROPPED) or DEAD (a dead letter)\n"
+    "  --then URL            a follow-up: when the task succeeds, a task POSTing to URL\n"
+    "                        (no body), repeatable; its id is ID.then1, ID.then2, ...\n"
+    "  --then-kafka-topic T  a follow-up delivering an empty record keyed ID to topic T,\n"
+    "                        repeatable (numbered after every --then)\n"
+    "  --then-delay-ms N     every follow-up is due N ms after the success (default 0)\n"
+    "                        (other follow-up fields: -f with onSuccess)\n"
     "\n"
     "The task is checked with the router's own rules first: an invalid task is\n"
     "refused here (exit 2, naming the field) and nothing is sent.\n";
@@ -319,7 +330,10 @@ static const char usage_partitions[] =
     "                        then lose to nothing: a cancel sent meanwhile can miss them)\n";
 
 static const char usage_jobs[] =
-    "usage: mooncakectl jobs put -f FILE|-\n"
+    "usage: mooncakectl jobs put -f FILE|- [--kafka-topic T [--kafka-key K]\n"
+    "                            [--kafka-value V | --kafka-value-file F]\n"
+    "                            [--kafka-header name=value]...]\n"
+    "                            [--late-ms N --late-action RUN|DROP|DEAD]\n"
     "       mooncakectl jobs (pause | resume | delete | trigger) --app APP --job JOB\n"
     "       mooncakectl jobs list [--app APP]\n"
     "       mooncakectl jobs preview --cron EXPR [--tz ZONE] [-n N]\n"
@@ -331,6 +345,9 @@ static const char usage_jobs[] =
     "          <prefix>job-commands (key app/job, murmur2 partition, idempotent producer),\n"
     "          waits for the broker's acknowledgement and prints the key and the next 5\n"
     "          fire times (-J: one JSON object)\n"
+    "  --kafka-topic T ...   each occurrence delivers this record instead of calling (the\n"
+    "                        file's callback or kafkaTarget replaced; flags as submit's)\n"
+    "  --late-ms N --late-action A   each occurrence's late policy (replaces the file's)\n"
     "pause     no occurrence until resume (those written ahead are cancelled)\n"
     "resume    occurrences again; the job's misfire policy decides about missed ones\n"
     "delete    removes the job\n"
@@ -424,6 +441,8 @@ static void opts_free(ctl_opts *o)
     free(o->headers.v);
     free(o->metadata.v);
     free(o->kafka_headers.v);
+    free(o->then_urls.v);
+    free(o->then_topics.v);
 }
 
 /* The option named by a (without its value); NULL when there is none for
@@ -1126,6 +1145,9 @@ static const mc_task_field_names flag_names = {
     .max_backoff_ms = "--max-backoff-ms",
     .kafka_target = "--kafka-topic",
     .max_late_ms = "--late-ms",
+    .on_success = "follow-up",
+    .follow_up_id = "id",
+    .delay_ms = "--then-delay-ms",
 };
 
 static bool parse_int_flag(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out,
@@ -1252,8 +1274,8 @@ static bool callback_from_flags(const ctl_opts *o, mc_arena *a, mc_callback *cb,
 /* The --kafka-* flags: the record to deliver instead of a call. The topic's
  * form is checked here; whether the app may write it is the router's
  * --target-topics, which this tool does not know. */
-static bool kafka_target_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, char *why,
-                                    size_t whylen)
+bool ctl_kafka_target_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, char *why,
+                                 size_t whylen)
 {
     mc_kafka_target *k = &t->kafka_target;
     if (!mc_topic_name_ok(o->kafka_topic)) {
@@ -1331,7 +1353,7 @@ static bool kafka_target_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, 
 
 /* --late-ms with --late-action: both or neither, so a policy is never half
  * made of defaults. */
-static bool late_policy_from_flags(const ctl_opts *o, mc_task *t, char *why, size_t whylen)
+bool ctl_late_policy_from_flags(const ctl_opts *o, mc_task *t, char *why, size_t whylen)
 {
     if (!o->late_ms && !o->late_action)
         return true;
@@ -1353,6 +1375,78 @@ static bool late_policy_from_flags(const ctl_opts *o, mc_task *t, char *why, siz
         return false;
     }
     t->has_late_policy = true;
+    return true;
+}
+
+/* --then URL (a POST) and --then-kafka-topic T (an empty record keyed with
+ * the task's id), in that order, each due --then-delay-ms after the task
+ * succeeds: t's follow-ups, with the derived ids <id>.then<N>. Each URL and
+ * topic is checked here so the messages name the flag. t->task_id is set. */
+static bool follow_ups_from_flags(const ctl_opts *o, int64_t max_due_ms, mc_arena *a, mc_task *t,
+                                  char *why, size_t whylen)
+{
+    size_t n = o->then_urls.n + o->then_topics.n;
+    if (!n) {
+        if (o->then_delay_ms)
+            snprintf(why, whylen, "--then-delay-ms needs --then or --then-kafka-topic");
+        return !o->then_delay_ms;
+    }
+    if (n > MC_MAX_FOLLOW_UPS) {
+        snprintf(why, whylen, "%zu follow-ups (--then, --then-kafka-topic), more than %d", n,
+                 MC_MAX_FOLLOW_UPS);
+        return false;
+    }
+    int64_t delay = 0;
+    if (o->then_delay_ms &&
+        !parse_int_flag("--then-delay-ms", o->then_delay_ms, 0, max_due_ms, &delay, why, whylen))
+        return false;
+    mc_follow_up *f = mc_arena_alloc(a, n * sizeof *f);
+    if (!f) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    memset(f, 0, n * sizeof *f);
+    const mc_task_field_names then_names = {.app_id = "--app",
+                                            .task_id = "--id",
+                                            .due_at = "due time",
+                                            .url = "--then",
+                                            .method = "--then (method)",
+                                            .timeout_ms = "--then (timeout)",
+                                            .attempt = "attempt"};
+    for (size_t i = 0; i < n; i++) {
+        f[i].task_id = "";
+        f[i].delay_ms = delay;
+        if (i < o->then_urls.n) {
+            f[i].callback = (mc_callback){.url = o->then_urls.v[i], .method = "POST"};
+            /* The URL by the rules of a task's, named as the flag. */
+            mc_task probe = {.app_id = t->app_id,
+                             .task_id = t->task_id,
+                             .due_at = MC_MIN_DUE_AT_MS,
+                             .callback = f[i].callback,
+                             .attempt = 1};
+            if (!mc_task_ok(&probe, MC_MIN_DUE_AT_MS, 0, &then_names, why, whylen))
+                return false;
+            continue;
+        }
+        const char *topic = o->then_topics.v[i - o->then_urls.n];
+        if (!mc_topic_name_ok(topic)) {
+            snprintf(why, whylen,
+                     "--then-kafka-topic '%.100s' is not a Kafka topic name (1 to %d of letters, "
+                     "digits, . _ -)",
+                     topic, MC_TOPIC_NAME_MAX);
+            return false;
+        }
+        f[i].callback = (mc_callback){.url = "", .method = "POST"};
+        f[i].has_kafka_target = true;
+        f[i].kafka_target = (mc_kafka_target){.topic = topic,
+                                              .key = (const uint8_t *)t->task_id,
+                                              .key_len = strlen(t->task_id),
+                                              .has_key = true,
+                                              .value = (const uint8_t *)"",
+                                              .has_value = true};
+    }
+    t->on_success = f;
+    t->n_on_success = n;
     return true;
 }
 
@@ -1431,9 +1525,10 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         }
         t->due_at = v > INT64_MAX - now ? INT64_MAX : now + v; /* too far: mc_task_ok says so */
     }
-    if (!(o->kafka_topic ? kafka_target_from_flags(o, a, t, why, whylen)
+    if (!(o->kafka_topic ? ctl_kafka_target_from_flags(o, a, t, why, whylen)
                          : callback_from_flags(o, a, &t->callback, why, whylen)) ||
-        !late_policy_from_flags(o, t, why, whylen))
+        !ctl_late_policy_from_flags(o, t, why, whylen) ||
+        !follow_ups_from_flags(o, c->cfg.max_due_ms, a, t, why, whylen))
         return false;
     if (o->max_attempts || o->initial_backoff_ms || o->multiplier || o->max_backoff_ms) {
         t->has_retry = true;
@@ -1526,7 +1621,8 @@ static int cmd_submit(ctl *c)
                       o->body || o->body_file || o->timeout_ms || o->max_attempts ||
                       o->initial_backoff_ms || o->multiplier || o->max_backoff_ms ||
                       o->metadata.n || o->kafka_topic || o->kafka_key || o->kafka_value ||
-                      o->kafka_value_file || o->kafka_headers.n || o->late_ms || o->late_action;
+                      o->kafka_value_file || o->kafka_headers.n || o->late_ms || o->late_action ||
+                      o->then_urls.n || o->then_topics.n || o->then_delay_ms;
     if (o->file && task_flags)
         return ctl_fail(EXIT_USAGE, "give -f FILE or the task flags, not both");
     mc_arena *arena = mc_arena_new();

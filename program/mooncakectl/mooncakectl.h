@@ -45,6 +45,8 @@ typedef struct ctl_opts {
     str_list headers, metadata;
     const char *kafka_topic, *kafka_key, *kafka_value, *kafka_value_file, *late_ms, *late_action;
     str_list kafka_headers;
+    str_list then_urls, then_topics; /* submit: follow-ups */
+    const char *then_delay_ms;
     /* results / dead / requeue (and --app --job: one job's occurrences) */
     const char *key, *since, *reason;
     /* task list */
@@ -134,6 +136,15 @@ int ctl_md_partitions(const rd_kafka_metadata_t *md, const char *topic);
 /* Partition count of an existing topic; 0 with a line in err when it is
  * missing or there is no metadata. */
 int ctl_topic_partitions(ctl *c, rd_kafka_t *rk, const char *topic, char *err, size_t errlen);
+
+/* The --kafka-* flags (submit, jobs put) into t: the record to deliver
+ * instead of a call (t->callback made "", has_kafka_target set). Strings
+ * live in a or argv. False with a line in why. Main thread. */
+bool ctl_kafka_target_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, char *why,
+                                 size_t whylen);
+/* --late-ms with --late-action (both or neither) into t's late policy.
+ * False with a line in why. Main thread. */
+bool ctl_late_policy_from_flags(const ctl_opts *o, mc_task *t, char *why, size_t whylen);
 
 /* Produces one record keyed key to <prefix><suffix> ("tasks",
  * "job-commands") with a new producer, partitioned by murmur2 as the

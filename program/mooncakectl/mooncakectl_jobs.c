@@ -88,6 +88,39 @@ static json_t *sent_json(const char *command, const char *key, const char *app, 
 
 /* ---- put ------------------------------------------------------------------------------ */
 
+/* --kafka-* and --late-* over the job read from -f: they replace its
+ * callback (or Kafka target) and its late policy, as submit's flags make a
+ * task's; the job is then checked again. False with a line in why. */
+static bool job_flags(const ctl_opts *o, mc_arena *a, int64_t now, mc_zone_cache *zones, mc_job *j,
+                      char *why, size_t whylen)
+{
+    bool kafka = o->kafka_topic || o->kafka_key || o->kafka_value || o->kafka_value_file ||
+                 o->kafka_headers.n;
+    if (!kafka && !o->late_ms && !o->late_action)
+        return true;
+    if (kafka && !o->kafka_topic) {
+        snprintf(why, whylen, "--kafka-key, --kafka-value and --kafka-header need --kafka-topic");
+        return false;
+    }
+    mc_task t = {0};
+    if ((kafka && !ctl_kafka_target_from_flags(o, a, &t, why, whylen)) ||
+        !ctl_late_policy_from_flags(o, &t, why, whylen))
+        return false;
+    if (kafka) {
+        j->callback = t.callback;
+        j->has_kafka_target = true;
+        j->kafka_target = t.kafka_target;
+    }
+    if (t.has_late_policy) {
+        j->has_late_policy = true;
+        j->late_policy = t.late_policy;
+    }
+    mc_job_field_names names = mc_job_json_names;
+    if (j->kind == MC_SCHEDULE_FIXED_DELAY)
+        names.interval_ms = "schedule.fixedDelayMs";
+    return mc_job_ok(j, now, zones, &names, why, whylen);
+}
+
 static int cmd_put(ctl *c)
 {
     const ctl_opts *o = &c->o;
@@ -112,10 +145,12 @@ static int cmd_put(ctl *c)
         .retry_defaults = {c->cfg.retry_max_attempts, c->cfg.retry_initial_backoff_ms,
                            c->cfg.retry_multiplier, c->cfg.retry_max_backoff_ms},
         .zones = zones,
+        .max_due_ms = c->cfg.max_due_ms,
     };
     mc_job_command cmd = {.kind = MC_JOBCMD_PUT};
     int n = -1;
-    if (mc_job_from_json(body, len, &jo, arena, &cmd.put, why, sizeof why) == 0)
+    if (mc_job_from_json(body, len, &jo, arena, &cmd.put, why, sizeof why) == 0 &&
+        job_flags(o, arena, now, zones, &cmd.put, why, sizeof why))
         n = mc_job_next_fires(&cmd.put, now, zones, at, MC_JOB_NEXT_FIRES, why, sizeof why);
     if (n < 0) {
         rc = ctl_fail(EXIT_USAGE, "%s: %s (nothing sent)", strcmp(o->file, "-") ? o->file : "stdin",

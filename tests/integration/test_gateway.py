@@ -395,6 +395,70 @@ def test_kafka_targets_and_late_policies_at_submit():
         env.stop_all()
 
 
+def test_follow_ups_at_submit():
+    """onSuccess: follow-ups (an HTTP call and a record to an allowed topic) land in the
+    task's Avro record as sent; one naming a topic the app is not allowed, or a bad
+    field, gets 400 naming onSuccess[i]. and writes nothing; GET /api/task shows each
+    follow-up with the id it will have, its callback redacted, its target's value by
+    size."""
+    env = Env()
+    try:
+        port = env.start("gateway,view", *AUTH, *RETRY_FLAGS, "--target-topics",
+                         "shop=shop.audit").http_port
+        a = req(port, "POST", "/submit", task(uuid="fu-1", onSuccess=[
+            {"callback": {"url": "https://shop.example.com/paid?token=s3cret-tok",
+                          "headers": {"Authorization": "Bearer s3cret"}},
+             "retry": {"maxAttempts": 2},
+             "latePolicy": {"maxLateMs": 1000, "action": "DEAD"}},
+            {"uuid": "fu-1-audit", "delayMs": 30_000,
+             "kafkaTarget": {"topic": "shop.audit", "key": "fu-1", "value": "paid"}}]))
+        assert a.status == 200 and a.json["data"] == {"uuid": "fu-1"}, a
+        bad = [
+            (task(onSuccess=[{"kafkaTarget": {"topic": "billing.events"}}]),
+             "onSuccess[0].kafkaTarget.topic 'billing.events' is not allowed for app 'shop'"),
+            (task(onSuccess=[{"callback": {"url": "http://x"}},
+                             {"kafkaTarget": {"topic": env.topic("tasks")}}]),
+             "onSuccess[1].kafkaTarget.topic"),
+            (task(onSuccess=[{"callback": {"url": "ftp://x"}}]),
+             "onSuccess[0].callback.url 'ftp://x' is not http:// or https://"),
+            (task(onSuccess=[{"callback": {"url": "http://x"}, "delayMs": -1}]),
+             "onSuccess[0].delayMs -1 is outside [0, "),
+            (task(onSuccess={"callback": {"url": "http://x"}}),
+             "onSuccess must be an array of tasks"),
+            (task(onSuccess=[{}] * 17), "onSuccess has 17 tasks, more than 16"),
+        ]
+        for body, needle in bad:
+            check_error(req(port, "POST", "/submit", body), 400, needle)
+        recs = {k: p["task"] for k, kind, p in commands(env)}
+        assert sorted(recs) == ["shop/fu-1"], f"refused requests were written: {recs}"
+        fus = recs["shop/fu-1"]["on_success"]
+        assert len(fus) == 2, fus
+        f0, f1 = fus
+        assert f0["task_id"] == "" and f0["delay_ms"] == 0, f0
+        assert f0["callback"]["url"] == "https://shop.example.com/paid?token=s3cret-tok", f0
+        assert f0["kafka_target"] is None, f0
+        # a partial retry takes the rest from --retry-*, as the task's does
+        assert f0["retry"] == ("mooncake.RetryPolicy", {
+            "max_attempts": 2, "initial_backoff_ms": 250, "multiplier": 3.0,
+            "max_backoff_ms": 9000}), f0["retry"]
+        assert f0["late_policy"] == ("mooncake.LatePolicy", {"max_late_ms": 1000,
+                                                             "action": "DEAD"}), f0
+        assert (f1["task_id"], f1["delay_ms"], f1["callback"]["url"]) == (
+            "fu-1-audit", 30000, ""), f1
+        assert f1["kafka_target"] == ("mooncake.KafkaTarget", {
+            "topic": "shop.audit", "key": b"fu-1", "value": b"paid", "headers": {}}), f1
+        d = req(port, "GET", "/api/task?appId=shop&uuid=fu-1")
+        assert d.status == 200, d
+        shown = d.json["data"]["onSuccess"]
+        assert "s3cret" not in json.dumps(shown), shown
+        assert [f["uuid"] for f in shown] == ["fu-1.then1", "fu-1-audit"], shown
+        assert shown[0]["callback"]["headers"] == {"Authorization": "[redacted]"}, shown
+        assert shown[1]["kafkaTarget"] == {"topic": "shop.audit", "key": "fu-1",
+                                           "valueBytes": 4, "headers": {}}, shown
+    finally:
+        env.stop_all()
+
+
 def test_inner_submit_and_cancel():
     env = Env()
     try:
@@ -1367,6 +1431,47 @@ def test_bad_jobs_get_400_naming_the_field_and_write_nothing():
         env.stop_all()
 
 
+def test_a_job_that_delivers_to_kafka():
+    """A job's kafkaTarget, latePolicy and onSuccess land in its PutJob as sent; a
+    target (its own or a follow-up's) the app is not allowed gets 400 naming the
+    field and writes nothing."""
+    env = Env()
+    try:
+        port = start_gateway(env, "--target-topics", "shop=shop.ticks,shop=shop.audit"
+                             ).http_port
+        a = req(port, "POST", "/jobs", job(
+            jobId="tick", callback=None, schedule={"fixedRateMs": 60_000},
+            kafkaTarget={"topic": "shop.ticks", "key": "tick", "value": "{}"},
+            latePolicy={"maxLateMs": 5000, "action": "DROP"},
+            onSuccess=[{"delayMs": 10, "kafkaTarget": {"topic": "shop.audit"}}]))
+        assert a.status == 200 and a.json["data"]["jobId"] == "tick", a
+        bad = [
+            (job(jobId="x", callback=None, kafkaTarget={"topic": "billing.events"}),
+             "kafkaTarget.topic 'billing.events' is not allowed for app 'shop'"),
+            (job(jobId="x", onSuccess=[{"kafkaTarget": {"topic": "shop.other"}}]),
+             "onSuccess[0].kafkaTarget.topic 'shop.other' is not allowed"),
+            (job(jobId="x", kafkaTarget={"topic": "shop.ticks"}),
+             "give callback or kafkaTarget, not both"),
+            (job(jobId="x", callback=None, kafkaTarget={"topic": "bad topic"}),
+             "kafkaTarget.topic 'bad topic' is not a Kafka topic name"),
+            (job(jobId="x", latePolicy={"maxLateMs": 1}), "latePolicy.action is required"),
+        ]
+        for body, needle in bad:
+            check_error(req(port, "POST", "/jobs", body), 400, needle)
+        recs = job_commands(env)
+        assert [k for k, _, _, _ in recs] == ["shop/tick"], recs
+        j = recs[0][3]["job"]
+        assert j["callback"]["url"] == "", j["callback"]
+        assert j["kafka_target"] == ("mooncake.KafkaTarget", {
+            "topic": "shop.ticks", "key": b"tick", "value": b"{}", "headers": {}}), j
+        assert j["late_policy"] == ("mooncake.LatePolicy", {"max_late_ms": 5000,
+                                                            "action": "DROP"}), j
+        assert len(j["on_success"]) == 1 and j["on_success"][0]["delay_ms"] == 10 and \
+            j["on_success"][0]["kafka_target"][1]["topic"] == "shop.audit", j["on_success"]
+    finally:
+        env.stop_all()
+
+
 def test_job_actions_land_as_job_actions():
     env = Env(partitions=4)
     try:
@@ -1671,6 +1776,7 @@ if __name__ == "__main__":
          test_submit_lands_on_the_keys_murmur2_partition,
          test_inner_submit_and_cancel,
          test_kafka_targets_and_late_policies_at_submit,
+         test_follow_ups_at_submit,
          test_uuid_is_a_time_ordered_uuidv7,
          test_malformed_requests_get_400_naming_the_field_and_write_nothing,
          test_tokens_act_only_on_their_own_app,
@@ -1694,6 +1800,7 @@ if __name__ == "__main__":
          test_mooncake_all_calls_what_its_gateway_took,
          test_a_job_put_lands_on_its_keys_partition_with_its_next_fire_times,
          test_bad_jobs_get_400_naming_the_field_and_write_nothing,
+         test_a_job_that_delivers_to_kafka,
          test_job_actions_land_as_job_actions,
          test_job_routes_take_only_their_apps_token,
          test_job_preview_answers_fire_times_and_writes_nothing,

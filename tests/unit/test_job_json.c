@@ -172,7 +172,7 @@ static void test_errors_name_the_field(void)
          "misfireThresholdMs -5 is outside [0, 9223372036854775807]"},
         {CRON("@daily") ",\"paused\":\"yes\"}", "paused must be true or false, not a string"},
         {"{\"appId\":\"a\",\"jobId\":\"j\",\"schedule\":{\"cron\":\"@daily\"}}",
-         "callback is required (an object with at least url)"},
+         "callback is required (an object with at least url), or kafkaTarget"},
         {"{\"appId\":\"a\",\"jobId\":\"j\",\"schedule\":{\"cron\":\"@daily\"},\"callback\":{"
          "\"url\":\"ftp://x\"}}",
          "callback.url 'ftp://x' is not http:// or https://"},
@@ -290,6 +290,16 @@ static void test_round_trip(void)
         "\"endTime\":1900000000000,\"callback\":{\"url\":\"http://x\",\"method\":\"GET\"}}",
         "{\"appId\":\"a\",\"jobId\":\"d\",\"schedule\":{\"fixedDelayMs\":5000},\"startTime\":"
         "1800000000000,\"callback\":{\"url\":\"http://x\"}}",
+        /* A job that delivers, with a late policy and follow-ups. */
+        "{\"appId\":\"a\",\"jobId\":\"k\",\"schedule\":{\"fixedRateMs\":60000},"
+        "\"kafkaTarget\":{\"topic\":\"orders.tick\",\"key\":\"k\",\"valueBase64\":\"AP8=\","
+        "\"headers\":{\"h\":\"v\"}},\"latePolicy\":{\"maxLateMs\":500,\"action\":\"DROP\"},"
+        "\"onSuccess\":[{\"delayMs\":10,\"callback\":{\"url\":\"http://y/done\"}},"
+        "{\"uuid\":\"own\",\"kafkaTarget\":{\"topic\":\"t2\"},\"retry\":{\"maxAttempts\":2},"
+        "\"latePolicy\":{\"maxLateMs\":0,\"action\":\"DEAD\"}}]}",
+        /* A tombstone with a key that has a NUL byte (base64 both ways). */
+        "{\"appId\":\"a\",\"jobId\":\"t\",\"schedule\":{\"fixedRateMs\":60000},"
+        "\"kafkaTarget\":{\"topic\":\"t\",\"keyBase64\":\"YQBi\"}}",
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         mc_job a, b;
@@ -336,8 +346,93 @@ static void test_round_trip(void)
     fixture_free(&f);
 }
 
+/* kafkaTarget, latePolicy and onSuccess on a job: read as a task's. */
+static void test_targets_and_follow_ups(void)
+{
+    fixture f = fixture_new();
+    f.o.max_due_ms = 86400000;
+    mc_job j;
+    char why[512] = "";
+    CHECK(put(&f,
+              "{\"appId\":\"shop\",\"jobId\":\"tick\",\"schedule\":{\"fixedRateMs\":60000},"
+              "\"kafkaTarget\":{\"topic\":\"orders.tick\",\"value\":\"v\"},"
+              "\"latePolicy\":{\"maxLateMs\":1000,\"action\":\"DEAD\"},"
+              "\"onSuccess\":[{\"callback\":{\"url\":\"http://x/then\"}},"
+              "{\"uuid\":\"f2\",\"delayMs\":5,\"kafkaTarget\":{\"topic\":\"audit\"}}]}",
+              &j, why) == 0,
+          "%s", why);
+    CHECK(j.has_kafka_target && strcmp(j.kafka_target.topic, "orders.tick") == 0 &&
+          j.kafka_target.has_value && !j.kafka_target.has_key && j.callback.url[0] == '\0');
+    CHECK(j.has_late_policy && j.late_policy.max_late_ms == 1000 &&
+          j.late_policy.action == MC_LATE_DEAD);
+    CHECK(j.n_on_success == 2 && j.on_success[0].task_id[0] == '\0' &&
+          strcmp(j.on_success[0].callback.url, "http://x/then") == 0 &&
+          strcmp(j.on_success[1].task_id, "f2") == 0 && j.on_success[1].delay_ms == 5 &&
+          j.on_success[1].has_kafka_target && !j.on_success[1].kafka_target.has_value);
+    /* Rendered as a body gives it: kafkaTarget instead of callback. */
+    json_t *js = mc_job_to_json(&j);
+    CHECK(js && !json_object_get(js, "callback") &&
+          strcmp(json_string_value(json_object_get(json_object_get(js, "kafkaTarget"), "value")),
+                 "v") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(js, "latePolicy"), "action")),
+                 "DEAD") == 0);
+    json_t *then = json_object_get(js, "onSuccess");
+    CHECK(json_array_size(then) == 2 && !json_object_get(json_array_get(then, 0), "uuid") &&
+          strcmp(json_string_value(json_object_get(json_array_get(then, 1), "uuid")), "f2") == 0);
+    json_decref(js);
+
+    /* The allow-list, as the gateway checks it. */
+    char err[256];
+    mc_kafka_targets *allowed =
+        mc_kafka_targets_parse("shop=orders.*,shop=audit", "mooncake.", err, sizeof err);
+    CHECK(allowed, "%s", err);
+    CHECK(mc_job_target_ok(allowed, &j, why, sizeof why), "%s", why);
+    mc_kafka_targets *narrow =
+        mc_kafka_targets_parse("shop=orders.*", "mooncake.", err, sizeof err);
+    CHECK(!mc_job_target_ok(narrow, &j, why, sizeof why) &&
+              strstr(why, "onSuccess[1].kafkaTarget.topic"),
+          "%s", why);
+    j.app_id = "other";
+    CHECK(!mc_job_target_ok(narrow, &j, why, sizeof why) && strstr(why, "kafkaTarget.topic") == why,
+          "%s", why);
+    mc_kafka_targets_free(allowed);
+    mc_kafka_targets_free(narrow);
+    mc_arena_reset(f.arena);
+
+#define JOB "{\"appId\":\"a\",\"jobId\":\"j\",\"schedule\":{\"fixedRateMs\":60000}"
+    static const struct {
+        const char *json, *msg;
+    } cases[] = {
+        {JOB ",\"callback\":{\"url\":\"http://x\"},\"kafkaTarget\":{\"topic\":\"t\"}}",
+         "give callback or kafkaTarget, not both: a task either calls or delivers"},
+        {JOB ",\"kafkaTarget\":{\"key\":\"k\"}}", "kafkaTarget.topic is required"},
+        {JOB ",\"kafkaTarget\":{\"topic\":\"a b\"}}",
+         "kafkaTarget.topic 'a b' is not a Kafka topic name (1 to 249 of letters, digits, . _ -)"},
+        {JOB ",\"kafkaTarget\":{\"topic\":\"t\"},\"latePolicy\":{\"maxLateMs\":1}}",
+         "latePolicy.action is required (RUN, DROP or DEAD)"},
+        {JOB ",\"callback\":{\"url\":\"http://x\"},\"onSuccess\":{}}",
+         "onSuccess must be an array of tasks, not an object"},
+        {JOB ",\"callback\":{\"url\":\"http://x\"},\"onSuccess\":[{\"callback\":{\"url\":"
+             "\"ftp://x\"}}]}",
+         "onSuccess[0].callback.url 'ftp://x' is not http:// or https://"},
+        {JOB ",\"callback\":{\"url\":\"http://x\"},\"onSuccess\":[{\"delayMs\":86400001,"
+             "\"callback\":{\"url\":\"http://x\"}}]}",
+         "onSuccess[0].delayMs 86400001 is outside [0, 86400000]"},
+    };
+#undef JOB
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char w[512] = "";
+        CHECK(put(&f, cases[i].json, &j, w) != 0, "accepted: %s", cases[i].json);
+        CHECK(strcmp(w, cases[i].msg) == 0, "%s\n  got  '%s'\n  want '%s'", cases[i].json, w,
+              cases[i].msg);
+        mc_arena_reset(f.arena);
+    }
+    fixture_free(&f);
+}
+
 int main(void)
 {
+    test_targets_and_follow_ups();
     test_full_job();
     test_defaults_and_kinds();
     test_errors_name_the_field();

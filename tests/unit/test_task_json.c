@@ -278,6 +278,160 @@ static void test_task_to_json(void)
     mc_arena_free(a);
 }
 
+/* onSuccess: follow-ups read with the task's own parsers. */
+static void test_follow_ups(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse("{\"appId\":\"shop\",\"uuid\":\"o-1\",\"delayMs\":1,"
+                "\"callback\":{\"url\":\"http://x\"},\"onSuccess\":["
+                "{\"callback\":{\"url\":\"https://y.example/paid\",\"method\":\"put\","
+                "\"headers\":{\"Authorization\":\"Bearer s3cret\"}},"
+                "\"retry\":{\"maxAttempts\":2},"
+                "\"latePolicy\":{\"maxLateMs\":100,\"action\":\"DROP\"}},"
+                "{\"uuid\":\"o-1-audit\",\"delayMs\":60000,"
+                "\"kafkaTarget\":{\"topic\":\"audit\",\"key\":\"o-1\",\"value\":\"\"}}]}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(t.n_on_success == 2);
+    const mc_follow_up *f = t.on_success;
+    CHECK(f[0].task_id[0] == '\0' && f[0].delay_ms == 0 && !f[0].has_kafka_target);
+    CHECK(strcmp(f[0].callback.url, "https://y.example/paid") == 0 &&
+          strcmp(f[0].callback.method, "PUT") == 0 && f[0].callback.n_headers == 1);
+    /* A partial retry takes the defaults, as the task's does. */
+    CHECK(f[0].has_retry && f[0].retry.max_attempts == 2 && f[0].retry.initial_backoff_ms == 1000);
+    CHECK(f[0].has_late_policy && f[0].late_policy.action == MC_LATE_DROP);
+    CHECK(strcmp(f[1].task_id, "o-1-audit") == 0 && f[1].delay_ms == 60000);
+    CHECK(f[1].has_kafka_target && strcmp(f[1].kafka_target.topic, "audit") == 0 &&
+          f[1].kafka_target.has_value && f[1].kafka_target.value_len == 0 &&
+          strcmp(f[1].callback.url, "") == 0);
+    CHECK(!f[1].has_retry && !f[1].has_late_policy);
+    char id[64];
+    mc_follow_up_id(&t, 0, id, sizeof id);
+    CHECK(strcmp(id, "o-1.then1") == 0, "%s", id);
+
+    /* mooncakectl's print: the schema's names, every byte. */
+    json_t *j = mc_task_to_json(&t);
+    json_t *os = json_object_get(j, "on_success");
+    CHECK(json_array_size(os) == 2);
+    json_t *f0 = json_array_get(os, 0), *f1 = json_array_get(os, 1);
+    CHECK(strcmp(json_string_value(json_object_get(f0, "task_id")), "") == 0 &&
+          json_integer_value(json_object_get(f1, "delay_ms")) == 60000);
+    CHECK(strcmp(json_string_value(json_object_get(
+                     json_object_get(json_object_get(f0, "callback"), "headers"), "Authorization")),
+                 "Bearer s3cret") == 0);
+    CHECK(json_is_null(json_object_get(json_object_get(f1, "kafka_target"), "value")) == 0 &&
+          strcmp(json_string_value(json_object_get(json_object_get(f1, "kafka_target"), "key")),
+                 "o-1") == 0);
+    CHECK(json_object_get(f0, "late_policy") && !json_object_get(f1, "late_policy"));
+    json_decref(j);
+
+    /* None, or an empty array: no follow-ups, and none printed. */
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+                "\"onSuccess\":[]}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(t.n_on_success == 0);
+    j = mc_task_to_json(&t);
+    CHECK(j && !json_object_get(j, "on_success"));
+    json_decref(j);
+
+    /* The most there may be. */
+    char body[4096];
+    int at = snprintf(body, sizeof body,
+                      "{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+                      "\"onSuccess\":[");
+    for (int i = 0; i < MC_MAX_FOLLOW_UPS; i++)
+        at += snprintf(body + at, sizeof body - (size_t)at,
+                       "%s{\"callback\":{\"url\":\"http://x/%d\"}}", i ? "," : "", i);
+    snprintf(body + at, sizeof body - (size_t)at, "]}");
+    CHECK(parse(body, a, &t, why, &made) == 0, "%s", why);
+    CHECK(t.n_on_success == MC_MAX_FOLLOW_UPS);
+    mc_arena_free(a);
+}
+
+/* Each refused follow-up names its field, onSuccess[i]. included. */
+static void test_follow_up_errors(void)
+{
+#define OS(inner)                                                                                  \
+    "{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},\"onSuccess\":" inner "}"
+#define CB "\"callback\":{\"url\":\"http://x\"}"
+    static const struct {
+        const char *json, *msg;
+    } cases[] = {
+        {OS("{}"), "onSuccess must be an array of tasks, not an object"},
+        {OS("[5]"), "onSuccess[0] must be an object, not an integer"},
+        {OS("[{}]"), "onSuccess[0].callback is required (an object with at least url), or "
+                     "kafkaTarget"},
+        {OS("[{" CB "},{\"callback\":{\"url\":\"ftp://x\"}}]"),
+         "onSuccess[1].callback.url 'ftp://x' is not http:// or https://"},
+        {OS("[{\"callback\":{\"url\":\"http://x\",\"method\":\"BREW\"}}]"),
+         "onSuccess[0].callback.method 'BREW' is not one of GET, POST, PUT, PATCH, DELETE, HEAD"},
+        {OS("[{\"callback\":{\"url\":\"http://x\",\"timeoutMs\":\"1\"}}]"),
+         "onSuccess[0].callback.timeoutMs must be an integer, not a string"},
+        {OS("[{\"callback\":{\"url\":\"http://x\",\"headers\":{\"webhook-id\":\"1\"}}}]"),
+         "onSuccess[0].callback.headers: 'webhook-id' is set by mooncake and cannot be given"},
+        {OS("[{" CB ",\"kafkaTarget\":{\"topic\":\"t\"}}]"),
+         "give onSuccess[0].callback or onSuccess[0].kafkaTarget, not both: a task either calls "
+         "or delivers"},
+        {OS("[{\"kafkaTarget\":{\"topic\":\"a b\"}}]"),
+         "onSuccess[0].kafkaTarget.topic 'a b' is not a Kafka topic name (1 to 249 of letters, "
+         "digits, . _ -)"},
+        {OS("[{\"kafkaTarget\":{\"topic\":\"t\",\"keyBase64\":\"a b\"}}]"),
+         "onSuccess[0].kafkaTarget.keyBase64 is not standard base64 (RFC 4648: A-Z a-z 0-9 + /, "
+         "'=' padding)"},
+        {OS("[{\"kafkaTarget\":{\"topic\":\"t\",\"headers\":{\"mooncake-due-at\":\"1\"}}}]"),
+         "onSuccess[0].kafkaTarget.headers: 'mooncake-due-at' is set by mooncake and cannot be "
+         "given"},
+        {OS("[{" CB ",\"delayMs\":-1}]"), "onSuccess[0].delayMs -1 is outside [0, 86400000]"},
+        {OS("[{" CB ",\"delayMs\":86400001}]"),
+         "onSuccess[0].delayMs 86400001 is outside [0, 86400000]"},
+        {OS("[{" CB ",\"uuid\":\"\"}]"),
+         "onSuccess[0].uuid is empty (leave it out for <uuid>.then<N>)"},
+        {OS("[{" CB ",\"uuid\":7}]"), "onSuccess[0].uuid must be a string, not an integer"},
+        {OS("[{" CB ",\"uuid\":\"a\\nb\"}]"), "onSuccess[0].uuid contains a control character"},
+        {OS("[{" CB ",\"retry\":{\"maxAttempts\":0}}]"),
+         "onSuccess[0].retry.maxAttempts 0 is outside [1, 1000]"},
+        {OS("[{" CB ",\"retry\":{\"multiplier\":0.5}}]"),
+         "onSuccess[0].retry.multiplier 0.5 is outside [1, 100]"},
+        {OS("[{" CB ",\"latePolicy\":{\"maxLateMs\":5}}]"),
+         "onSuccess[0].latePolicy.action is required (RUN, DROP or DEAD)"},
+        {OS("[{" CB ",\"onSuccess\":[]}]"),
+         "onSuccess[0].onSuccess: a follow-up has no follow-ups of its own (chain them from the "
+         "task that succeeds)"},
+    };
+#undef OS
+#undef CB
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mc_arena *a = mc_arena_new();
+        mc_task t;
+        char why[512] = "";
+        int made = 0;
+        CHECK(parse(cases[i].json, a, &t, why, &made) != 0, "accepted %s", cases[i].json);
+        CHECK(strcmp(why, cases[i].msg) == 0, "%s\n  got  '%s'\n  want '%s'", cases[i].json, why,
+              cases[i].msg);
+        mc_arena_free(a);
+    }
+    /* One more than the most. */
+    char body[4096];
+    int at = snprintf(body, sizeof body,
+                      "{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+                      "\"onSuccess\":[");
+    for (int i = 0; i <= MC_MAX_FOLLOW_UPS; i++)
+        at += snprintf(body + at, sizeof body - (size_t)at, "%s{}", i ? "," : "");
+    snprintf(body + at, sizeof body - (size_t)at, "]}");
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse(body, a, &t, why, &made) != 0 &&
+              strcmp(why, "onSuccess has 17 tasks, more than 16") == 0,
+          "%s", why);
+    mc_arena_free(a);
+}
+
 static void test_cancel(void)
 {
     mc_arena *a = mc_arena_new();
@@ -300,6 +454,8 @@ int main(void)
     test_kafka_target();
     test_kafka_target_and_late_policy_errors();
     test_task_to_json();
+    test_follow_ups();
+    test_follow_up_errors();
     test_cancel();
     return check_exit("task_json");
 }

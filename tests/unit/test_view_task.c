@@ -405,6 +405,97 @@ static void test_a_kafka_target_is_shown_without_its_value(void)
     }
 }
 
+/* Follow-ups: each with the id it will have, its callback redacted as the
+ * task's or its Kafka target without the value, retry and late policy; not
+ * in a line of a list. */
+static void test_follow_ups_are_shown_redacted(void)
+{
+    static const mc_kv secret[] = {{"Authorization", "Bearer s3cret"}, {"X-Order", "42"}};
+    const mc_follow_up then[] = {
+        {.task_id = "",
+         .delay_ms = 0,
+         .callback = {.url = "https://u:pw@shop.example/paid?token=zz9x",
+                      .method = "POST",
+                      .headers = secret,
+                      .n_headers = 2,
+                      .body = (const uint8_t *)"{}",
+                      .body_len = 2},
+         .has_retry = true,
+         .retry = {2, 100, 2.0, 1000}},
+        {.task_id = "audit-42",
+         .delay_ms = 60000,
+         .callback = {.url = "", .method = "POST"},
+         .has_kafka_target = true,
+         .kafka_target = {.topic = "audit",
+                          .key = (const uint8_t *)"order-42",
+                          .key_len = 8,
+                          .has_key = true,
+                          .value = (const uint8_t *)"payload-secret",
+                          .value_len = 14,
+                          .has_value = true},
+         .has_late_policy = true,
+         .late_policy = {500, MC_LATE_DEAD}},
+    };
+    mc_task task = {.app_id = "shop",
+                    .task_id = "order-42",
+                    .due_at = NOW,
+                    .callback = {.url = "https://shop.example/hook", .method = "POST"},
+                    .attempt = 1,
+                    .created_at = NOW - 10,
+                    .on_success = then,
+                    .n_on_success = 2};
+    mc_buf b = {0};
+    CHECK(mc_encode_stored_task(&(mc_stored_task){7, task}, &b) == 0);
+    mc_view_task *t = mc_view_task_new(KEY, strlen(KEY));
+    CHECK(mc_view_task_submitted(t, 7, 1, NOW, NOW - 10, b.data, b.len));
+    mc_buf_free(&b);
+    json_t *j = mc_view_task_json(t, -1, NOW);
+    char *s = json_dumps(j, 0);
+    CHECK(!strstr(s, "s3cret") && !strstr(s, "pw@") && !strstr(s, "zz9x") &&
+              !strstr(s, "payload-secret"),
+          "%s", s);
+    json_t *os = json_object_get(j, "onSuccess");
+    CHECK(json_array_size(os) == 2, "%s", s);
+    json_t *f0 = json_array_get(os, 0), *f1 = json_array_get(os, 1);
+    CHECK(strcmp(json_string_value(json_object_get(f0, "uuid")), "order-42.then1") == 0, "%s", s);
+    CHECK(json_integer_value(json_object_get(f0, "delayMs")) == 0 &&
+              !json_object_get(f0, "kafkaTarget") && !json_object_get(f0, "latePolicy"),
+          "%s", s);
+    json_t *cb = json_object_get(f0, "callback");
+    CHECK(cb &&
+              strcmp(json_string_value(
+                         json_object_get(json_object_get(cb, "headers"), "Authorization")),
+                     MC_REDACTED) == 0 &&
+              strcmp(json_string_value(json_object_get(json_object_get(cb, "headers"), "X-Order")),
+                     "42") == 0,
+          "%s", s);
+    CHECK(json_integer_value(json_object_get(json_object_get(f0, "retry"), "maxAttempts")) == 2,
+          "%s", s);
+    CHECK(strcmp(json_string_value(json_object_get(f1, "uuid")), "audit-42") == 0 &&
+              json_integer_value(json_object_get(f1, "delayMs")) == 60000 &&
+              !json_object_get(f1, "callback") && json_is_null(json_object_get(f1, "retry")),
+          "%s", s);
+    json_t *k = json_object_get(f1, "kafkaTarget");
+    CHECK(k && strcmp(json_string_value(json_object_get(k, "topic")), "audit") == 0 &&
+              json_integer_value(json_object_get(k, "valueBytes")) == 14,
+          "%s", s);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(f1, "latePolicy"), "action")),
+                 "DEAD") == 0,
+          "%s", s);
+    free(s);
+    json_decref(j);
+    j = mc_view_task_summary_json(t, -1, NOW);
+    CHECK(j && !json_object_get(j, "onSuccess"));
+    json_decref(j);
+    /* A task without follow-ups has no onSuccess at all. */
+    mc_view_task_free(t);
+    t = submitted(7, NOW);
+    j = mc_view_task_json(t, -1, NOW);
+    CHECK(j && !json_object_get(j, "onSuccess"));
+    json_decref(j);
+    mc_view_task_free(t);
+}
+
 static void test_without_the_tasks_bytes_no_echo_is_shown(void)
 {
     /* A task whose bytes were not kept (over 64 KiB): its secrets are not
@@ -484,6 +575,7 @@ int main(void)
     test_results_without_a_version_claim_nothing_they_may_not_be_about();
     test_the_answer_hides_secrets();
     test_a_kafka_target_is_shown_without_its_value();
+    test_follow_ups_are_shown_redacted();
     test_without_the_tasks_bytes_no_echo_is_shown();
     test_the_changelog_brings_back_the_same_answer();
     return check_exit("test_view_task");
