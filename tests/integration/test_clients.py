@@ -5,8 +5,11 @@ running `mooncake all`; their callbacks arrive on time, cancelled ones never,
 and a cancel from one client stops a task submitted by another (the gateway
 included), which holds only if every client puts a key on the same partition.
 The Confluent framing, retry policies, bad records and the clients' own errors
-are checked too. The Java client is built with Maven once per build directory
-and source state, so a ctest run builds it at most once."""
+are checked too, and so are a Kafka target (a record mooncake delivers to a
+topic at the due time, once for a read_committed reader) and a late policy
+(DROP: a Result DROPPED, no call) sent by either client. The Java client is
+built with Maven once per build directory and source state, so a ctest run
+builds it at most once."""
 import functools
 import hashlib
 import json
@@ -17,7 +20,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 import zlib
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness import (BOOTSTRAP, MOONCAKE_BIN, SOURCE_DIR, CallbackServer, Env, decode,
                      free_port, home_partition, ms, now_ms, run, submit_value, task)
@@ -97,9 +104,9 @@ def java(env, *runs):
     return outs
 
 
-def start_all(env, *extra):
+def start_all(env, *extra, **env_vars):
     p = env.start("all", "--app-tokens", f"shop={TOKEN}", "--executor-allow-cidrs",
-                  "127.0.0.1/32", *extra, wait_ready=False)
+                  "127.0.0.1/32", *extra, wait_ready=False, **env_vars)
     env.wait_ready(p, timeout=90)
     warm_up(env)
     return p
@@ -366,6 +373,118 @@ def test_confluent_framing_and_bad_records_from_a_client():
         env.stop_all()
 
 
+def create_topic(name, partitions):
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    for f in admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                           replication_factor=1)]).values():
+        f.result()
+
+
+def read_committed(topic, partitions, idle=1.0, timeout=20):
+    """Every committed record of topic, read until idle seconds pass with none."""
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "reader-" + uuid.uuid4().hex,
+                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out, last, deadline = [], time.time(), time.time() + timeout
+    try:
+        while time.time() < deadline and time.time() - last < idle:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                out.append(m)
+                last = time.time()
+    finally:
+        c.close()
+    return out
+
+
+def results_of(env, keys):
+    """{key: [outcome, ...]} from <prefix>results, for keys only."""
+    out = {}
+    for m in env.read_all("results", idle=0.5, timeout=10):
+        if m.key() and m.key().decode() in keys:
+            out.setdefault(m.key().decode(), []).append(decode("Result", m.value())["outcome"])
+    return out
+
+
+def test_kafka_target_and_late_policy_from_both_clients():
+    """Each client, as a program: a Kafka-target task due 2 s ahead is delivered
+    to its topic once (read_committed), with the key, value and headers given
+    plus mooncake-task, not before its due time, and its Result is SUCCEEDED;
+    a task due 10 s ago with --late-ms 0 --late-action DROP gets a Result
+    DROPPED and its endpoint is never called. One mooncake serves both clients."""
+    java_jar()  # built before the clock starts
+    env = Env(partitions=3)
+    target = f"clients-{uuid.uuid4().hex[:8]}.reminders"
+    create_topic(target, 3)
+    server = CallbackServer()
+    script = os.path.join(SOURCE_DIR, "tools", "clients", "python", "mooncake_client.py")
+    try:
+        start_all(env, MOONCAKE_TARGET_TOPICS=f"shop={target}")
+        past = now_ms() - 10000
+        py = subprocess.Popen(
+            [sys.executable, script, "submit", "-b", BOOTSTRAP, "--topic-prefix", env.prefix,
+             "--app", "shop", "--task-id", "py-kt", "--kafka-topic", target,
+             "--kafka-key", "order-py", "--kafka-value", "expired py", "--kafka-header",
+             "trace=tr-py", "--delay-ms", "2000"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        py_late = subprocess.Popen(
+            [sys.executable, script, "submit", "-b", BOOTSTRAP, "--topic-prefix", env.prefix,
+             "--app", "shop", "--task-id", "py-late", "--url", server.url("/py/late"),
+             "--due-at-ms", str(past), "--late-ms", "0", "--late-action", "DROP"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # --kafka-value left out: the value is --body
+        outs = java(env,
+                    ["submit", "--app", "shop", "--task-id", "java-kt", "--kafka-topic", target,
+                     "--kafka-key", "order-java", "--body", "expired java",
+                     "--kafka-header", "trace=tr-java", "--delay-ms", "2000"],
+                    ["submit", "--app", "shop", "--task-id", "java-late", "--url",
+                     server.url("/java/late"), "--due-at-ms", str(past), "--late-ms", "0",
+                     "--late-action", "DROP"])
+        for p in (py, py_late):
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, (p.args, out, err)
+            outs.append(out)
+        due = {}
+        for line in "".join(outs).splitlines():
+            m = re.fullmatch(r"submit shop/([\w-]+) partition=\d+ offset=\d+ due_at=(\d+)", line)
+            assert m, line
+            due[m[1]] = int(m[2])
+        assert sorted(due) == ["java-kt", "java-late", "py-kt", "py-late"], due
+        # a bad combination: exit 2, naming the flag (while the tasks are due)
+        p = subprocess.run(JAVA + [java_jar(), "submit", "--app", "shop", "--url", "http://x/",
+                                   "--kafka-topic", target, "--delay-ms", "1"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "--kafka-topic" in p.stderr, (p.returncode, p.stderr)
+        keys = {f"shop/{i}" for i in due}
+        wait_until("the four Results", lambda: len(results_of(env, keys)) == 4,
+                   timeout=max(30, (max(due.values()) - now_ms()) / 1000 + 20), interval=0.2)
+        results = results_of(env, keys)
+        for lang in ("py", "java"):
+            assert results[f"shop/{lang}-kt"] == ["SUCCEEDED"], (lang, results)
+            assert results[f"shop/{lang}-late"] == ["DROPPED"], (lang, results)
+            assert server.calls_to(f"/{lang}/late") == [], f"{lang}: a dropped task was called"
+        records = read_committed(target, 3)
+        by_task = {}
+        for m in records:
+            h = dict(m.headers() or [])
+            by_task.setdefault(h.get("mooncake-task", b"").decode(), []).append((m, h))
+        assert sorted(by_task) == ["shop/java-kt", "shop/py-kt"], \
+            [(m.key(), m.headers()) for m in records]
+        for lang in ("py", "java"):
+            got = by_task[f"shop/{lang}-kt"]
+            assert len(got) == 1, f"{lang}: {len(got)} records"
+            m, h = got[0]
+            assert (m.key(), m.value()) == (f"order-{lang}".encode(),
+                                            f"expired {lang}".encode()), (m.key(), m.value())
+            assert h["trace"] == f"tr-{lang}".encode() and \
+                int(h["mooncake-due-at"]) == due[f"{lang}-kt"], h
+            assert m.timestamp()[1] >= due[f"{lang}-kt"] - 5, \
+                f"{lang}: delivered {due[lang + '-kt'] - m.timestamp()[1]} ms early"
+    finally:
+        server.close()
+        env.stop_all()
+
+
 def test_python_client_cli():
     """The example as a program: every flag ends up in the record, it prints
     where the record went; a bad flag exits 2 and a failed send exits 1, each
@@ -397,6 +516,32 @@ def test_python_client_cli():
                               "max_backoff_ms": 900}, t
         assert (t["app_id"], t["task_id"], t["attempt"], t["metadata"]) == \
             ("shop", "cli-2", 1, {}), t
+        assert (t["kafka_target"], t["late_policy"], t["on_success"]) == (None, None, []), t
+        # a Kafka target: the empty callback the contract asks for, --body as the value
+        p = subprocess.run([sys.executable, script, "submit", "-b", BOOTSTRAP, "--topic-prefix",
+                            env.prefix, "--app", "shop", "--task-id", "cli-kt", "--kafka-topic",
+                            "shop.reminders", "--kafka-key", "k1", "--body", "v1",
+                            "--kafka-header", "a=1", "--kafka-header", "b=x=y",
+                            "--delay-ms", "60000", "--late-ms", "500", "--late-action", "dead"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        m = env.read_all("tasks", expect=2)[-1]
+        t = decode("Command", m.value())["payload"][1]["task"]
+        assert m.key() == b"shop/cli-kt" and t["task_id"] == "cli-kt", (m.key(), t)
+        assert t["callback"] == {"url": "", "method": "POST", "headers": {}, "body": b"",
+                                 "timeout_ms": 0}, t
+        assert t["kafka_target"][1] == {"topic": "shop.reminders", "key": b"k1", "value": b"v1",
+                                        "headers": {"a": "1", "b": "x=y"}}, t
+        assert t["late_policy"][1] == {"max_late_ms": 500, "action": "DEAD"}, t
+        # a bad combination: exit 2, naming the flag
+        for args, flag in ((["--url", "http://x/", "--kafka-topic", "t"], "--kafka-topic"),
+                           (["--url", "http://x/", "--kafka-key", "k"], "--kafka-key"),
+                           (["--kafka-topic", "t", "--header", "X: 1"], "--header"),
+                           (["--url", "http://x/", "--late-ms", "5"], "--late-action")):
+            p = subprocess.run([sys.executable, script, "submit", "--app", "shop", "--delay-ms",
+                                "1", *args], capture_output=True, text=True, timeout=60)
+            assert p.returncode == 2 and flag in p.stderr.splitlines()[-1], \
+                (args, p.returncode, p.stderr)
         p = subprocess.run([sys.executable, script, "submit", "--app", "shop/x", "--url", "u",
                             "--delay-ms", "1"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and "--app" in p.stderr, (p.returncode, p.stderr)
@@ -424,4 +569,5 @@ if __name__ == "__main__":
         test_java_client_submits_and_cancels,
         test_a_cancel_from_one_client_stops_a_task_from_another,
         test_confluent_framing_and_bad_records_from_a_client,
+        test_kafka_target_and_late_policy_from_both_clients,
     ])

@@ -4,7 +4,15 @@ with confluent-kafka and fastavro: the client contract of README.md ("Submitting
 tasks straight to Kafka") in one file, usable as a program or as a module.
 
     mooncake_client.py submit -b kafka:9092 --app shop --url https://x/hook --delay-ms 60000
+    mooncake_client.py submit -b kafka:9092 --app shop --kafka-topic shop.reminders \
+        --kafka-key order-42 --kafka-value '{"order":42}' --delay-ms 60000
     mooncake_client.py cancel -b kafka:9092 --app shop --task-id 0193...
+
+A task either calls a URL (--url) or, at its due time, has mooncake produce a
+record to a Kafka topic (--kafka-topic: callback.url is then "", and the topic
+must be allowed for the app by mooncake's --target-topics). --late-ms N
+--late-action RUN|DROP|DEAD says what happens if it can only start more than
+N ms after its due time.
 
 As a module: Client(bootstrap).submit(task(...)) / .cancel(app, id) / .close().
 
@@ -59,21 +67,69 @@ def now_ms():
     return int(time.time() * 1000)
 
 
+LATE_ACTIONS = ("RUN", "DROP", "DEAD")
+
+
+def _bytes(v):
+    return v if v is None or isinstance(v, bytes) else str(v).encode()
+
+
 def task(app_id, url, due_at_ms, task_id=None, method="POST", headers=None, body=b"",
-         timeout_ms=30000, retry=None, metadata=None):
+         timeout_ms=30000, retry=None, metadata=None, *, kafka_topic=None, kafka_key=None,
+         kafka_value=..., kafka_headers=None, late_ms=None, late_action=None):
     """A mooncake.Task as fastavro wants it. retry: None (mooncake's defaults) or
-    {"max_attempts", "initial_backoff_ms", "multiplier", "max_backoff_ms"}."""
+    {"max_attempts", "initial_backoff_ms", "multiplier", "max_backoff_ms"}.
+
+    kafka_topic: deliver a record to this topic at the due time instead of calling
+    url (pass url None or ""): key kafka_key, value kafka_value (default: body if
+    not empty, else None, a tombstone), headers kafka_headers (name to value);
+    str is encoded as UTF-8. The callback is then the empty one the contract asks
+    for, so method, headers and timeout_ms must be left at their defaults.
+    late_ms / late_action ("RUN", "DROP" or "DEAD"): the late policy, both or
+    neither. A bad combination raises ValueError naming the argument."""
+    body = _bytes(body)
+    if kafka_topic is not None:
+        if url:
+            raise ValueError("url and kafka_topic are both set: a task either calls or delivers")
+        if not kafka_topic:
+            raise ValueError("kafka_topic is empty")
+        if method != "POST" or headers or timeout_ms != 30000:
+            raise ValueError("method, headers and timeout_ms are for a URL, not a kafka_topic "
+                             "(record headers: kafka_headers)")
+        if kafka_value is ...:
+            kafka_value = body or None
+        target = {"topic": kafka_topic, "key": _bytes(kafka_key), "value": _bytes(kafka_value),
+                  "headers": dict(kafka_headers or {})}
+        callback = {"url": "", "method": "POST", "headers": {}, "body": b"", "timeout_ms": 0}
+    else:
+        if kafka_key is not None or kafka_value is not ... or kafka_headers:
+            raise ValueError("kafka_key, kafka_value and kafka_headers need kafka_topic")
+        if not url:
+            raise ValueError("one of url and kafka_topic is needed")
+        target = None
+        callback = {"url": url, "method": method, "headers": dict(headers or {}),
+                    "body": body, "timeout_ms": timeout_ms}
+    if (late_ms is None) != (late_action is None):
+        raise ValueError("late_ms and late_action go together")
+    late = None
+    if late_ms is not None:
+        if late_action not in LATE_ACTIONS:
+            raise ValueError(f"late_action {late_action!r}: expected RUN, DROP or DEAD")
+        if late_ms < 0:
+            raise ValueError(f"late_ms {late_ms} is negative")
+        late = {"max_late_ms": late_ms, "action": late_action}
     return {
         "app_id": app_id,
         "task_id": task_id or str(uuid.uuid4()),
         "due_at": due_at_ms,
-        "callback": {"url": url, "method": method, "headers": dict(headers or {}),
-                     "body": body if isinstance(body, bytes) else body.encode(),
-                     "timeout_ms": timeout_ms},
+        "callback": callback,
         "retry": retry,
         "attempt": 1,
         "created_at": now_ms(),
         "metadata": dict(metadata or {}),
+        "kafka_target": target,
+        "late_policy": late,
+        "on_success": [],
     }
 
 
@@ -171,17 +227,33 @@ def main(argv=None):
     ap.add_argument("--topic-prefix", default="mooncake.")
     ap.add_argument("--app", required=True, help="application id (no '/')")
     ap.add_argument("--task-id", help="task id (submit: default a new UUID; cancel: required)")
-    ap.add_argument("--url", help="submit: the callback URL (http or https)")
-    ap.add_argument("--method", default="POST")
+    does = ap.add_mutually_exclusive_group()
+    does.add_argument("--url", help="submit: the callback URL (http or https)")
+    does.add_argument("--kafka-topic", metavar="TOPIC",
+                      help="submit: deliver a record to TOPIC at the due time instead of "
+                           "calling a URL (mooncake's --target-topics must allow it)")
+    ap.add_argument("--kafka-key", metavar="KEY", help="submit: the record's key (default none)")
+    ap.add_argument("--kafka-value", metavar="VALUE",
+                    help="submit: the record's value (default: --body if given, else null)")
+    ap.add_argument("--kafka-header", action="append", default=[], metavar="NAME=VALUE",
+                    type=lambda s: kv(s, "=", "--kafka-header"),
+                    help="submit: a header of the record (repeatable)")
+    ap.add_argument("--method", help="submit: the HTTP method (default POST)")
     when = ap.add_mutually_exclusive_group()
     when.add_argument("--delay-ms", type=int, help="submit: due this many ms from now")
     when.add_argument("--due-at-ms", type=int, help="submit: due at this epoch ms")
-    ap.add_argument("--body", default="", help="submit: the request body")
+    ap.add_argument("--body", help="submit: the request body (with --kafka-topic: the "
+                    "default --kafka-value)")
     ap.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
                     type=lambda s: kv(s, ":", "--header"))
-    ap.add_argument("--timeout-ms", type=int, default=30000)
+    ap.add_argument("--timeout-ms", type=int, help="submit: HTTP timeout (default 30000)")
     ap.add_argument("--retry", type=retry_policy, metavar="N:INITIAL_MS:MULTIPLIER:MAX_MS",
                     help="submit: retry policy (default: mooncake's configured one)")
+    ap.add_argument("--late-ms", type=int, metavar="N",
+                    help="submit: lateness allowed after the due time (with --late-action)")
+    ap.add_argument("--late-action", type=str.upper, choices=LATE_ACTIONS,
+                    help="submit: past --late-ms, RUN anyway, DROP (a Result DROPPED) or "
+                         "DEAD (dead-letter)")
     ap.add_argument("--confluent-schema-id", type=int,
                     help="frame as Confluent (00 + id) instead of single-object encoding")
     ap.add_argument("--schema", default=DEFAULT_SCHEMA, help="path of Command.avsc")
@@ -191,8 +263,24 @@ def main(argv=None):
     if "/" in a.app:
         ap.error("--app must not contain '/': the key is app_id/task_id")
     if a.command == "submit":
-        if not a.url:
-            ap.error("submit needs --url")
+        if not a.url and not a.kafka_topic:
+            ap.error("submit needs --url or --kafka-topic")
+        if a.kafka_topic:
+            for flag, v in (("--method", a.method), ("--header", a.header),
+                            ("--timeout-ms", a.timeout_ms)):
+                if v is not None and v != []:
+                    ap.error(f"{flag} is for --url; with --kafka-topic, see --kafka-header")
+        else:
+            for flag, v in (("--kafka-key", a.kafka_key), ("--kafka-value", a.kafka_value),
+                            ("--kafka-header", a.kafka_header)):
+                if v is not None and v != []:
+                    ap.error(f"{flag} needs --kafka-topic")
+        if (a.late_ms is None) != (a.late_action is None):
+            ap.error("--late-ms and --late-action go together" +
+                     (": --late-action missing" if a.late_action is None
+                      else ": --late-ms missing"))
+        if a.late_ms is not None and a.late_ms < 0:
+            ap.error(f"--late-ms {a.late_ms}: must not be negative")
         if a.delay_ms is None and a.due_at_ms is None:
             ap.error("submit needs --delay-ms or --due-at-ms")
     elif not a.task_id:
@@ -208,8 +296,18 @@ def main(argv=None):
     try:
         if a.command == "submit":
             due = a.due_at_ms if a.due_at_ms is not None else now_ms() + a.delay_ms
-            key, part, off = client.submit(task(a.app, a.url, due, a.task_id, a.method.upper(),
-                                                dict(a.header), a.body, a.timeout_ms, a.retry))
+            if a.kafka_topic:
+                value = a.kafka_value if a.kafka_value is not None else a.body
+                t = task(a.app, None, due, a.task_id, retry=a.retry, kafka_topic=a.kafka_topic,
+                         kafka_key=a.kafka_key, kafka_value=value,
+                         kafka_headers=dict(a.kafka_header), late_ms=a.late_ms,
+                         late_action=a.late_action)
+            else:
+                t = task(a.app, a.url, due, a.task_id, (a.method or "POST").upper(),
+                         dict(a.header), a.body or "",
+                         30000 if a.timeout_ms is None else a.timeout_ms, a.retry,
+                         late_ms=a.late_ms, late_action=a.late_action)
+            key, part, off = client.submit(t)
         else:
             key, part, off = client.cancel(a.app, a.task_id)
     except (KafkaException, BufferError, ValueError) as e:

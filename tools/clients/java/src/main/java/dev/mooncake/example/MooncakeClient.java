@@ -4,7 +4,14 @@
  *
  *   java -jar mooncake-client.jar submit -b kafka:9092 --app shop --url https://x/hook \
  *       --delay-ms 60000
+ *   java -jar mooncake-client.jar submit -b kafka:9092 --app shop --kafka-topic shop.reminders \
+ *       --kafka-key order-42 --kafka-value '{"order":42}' --delay-ms 60000
  *   java -jar mooncake-client.jar cancel -b kafka:9092 --app shop --task-id 0193...
+ *
+ * A task either calls a URL (--url) or has mooncake produce a record to a Kafka topic at its
+ * due time (--kafka-topic; callback.url is then "", and mooncake's --target-topics must allow
+ * the topic for the app). --late-ms N --late-action RUN|DROP|DEAD: what happens to a task that
+ * could only start more than N ms after its due time.
  *
  * What matters, in any language:
  *   - key = "app_id/task_id";
@@ -29,6 +36,9 @@ import java.util.concurrent.ExecutionException;
 import mooncake.Callback;
 import mooncake.Cancel;
 import mooncake.Command;
+import mooncake.KafkaTarget;
+import mooncake.LateAction;
+import mooncake.LatePolicy;
 import mooncake.RetryPolicy;
 import mooncake.Submit;
 import mooncake.Task;
@@ -82,6 +92,50 @@ public final class MooncakeClient implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * A task that delivers a record instead of calling a URL: at its due time mooncake produces
+     * target to its topic, exactly once for read_committed consumers. The callback is the empty
+     * one the contract asks for (url ""). retry null means mooncake's configured policy.
+     */
+    public static Task kafkaTask(String appId, String taskId, long dueAtMs, KafkaTarget target,
+                                 RetryPolicy retry) {
+        Callback none = Callback.newBuilder()
+                .setUrl("")
+                .setMethod("POST")
+                .setHeaders(new HashMap<>())
+                .setBody(ByteBuffer.allocate(0))
+                .setTimeoutMs(0)
+                .build();
+        return Task.newBuilder()
+                .setAppId(appId)
+                .setTaskId(taskId)
+                .setDueAt(Instant.ofEpochMilli(dueAtMs))
+                .setCallback(none)
+                .setKafkaTarget(target)
+                .setRetry(retry)
+                .setCreatedAt(Instant.now())
+                .build();
+    }
+
+    /**
+     * The record a Kafka-target task delivers: key and value null for none (a null value is a
+     * tombstone); mooncake adds the headers mooncake-task and mooncake-due-at.
+     */
+    public static KafkaTarget kafkaTarget(String topic, byte[] key, byte[] value,
+                                          Map<String, String> headers) {
+        return KafkaTarget.newBuilder()
+                .setTopic(topic)
+                .setKey(key == null ? null : ByteBuffer.wrap(key))
+                .setValue(value == null ? null : ByteBuffer.wrap(value))
+                .setHeaders(new HashMap<>(headers))
+                .build();
+    }
+
+    /** Past maxLateMs after the due time: RUN anyway, DROP (a Result DROPPED) or DEAD. */
+    public static LatePolicy latePolicy(long maxLateMs, LateAction action) {
+        return LatePolicy.newBuilder().setMaxLateMs(maxLateMs).setAction(action).build();
+    }
+
     /** Sends a Submit and waits for the broker's acknowledgement. */
     public RecordMetadata submit(Task t) throws Exception {
         Command c = Command.newBuilder().setPayload(Submit.newBuilder().setTask(t).build()).build();
@@ -116,12 +170,17 @@ public final class MooncakeClient implements AutoCloseable {
 
     private static final String USAGE =
             "usage: mooncake-client (submit|cancel) -b BOOTSTRAP --app APP [--task-id ID]...\n"
-            + "         [--topic-prefix P] [--url URL] [--method M] (--delay-ms N | --due-at-ms T)\n"
-            + "         [--body TEXT] [--header 'Name: value']... [--timeout-ms N]\n"
+            + "         [--topic-prefix P] (--delay-ms N | --due-at-ms T)\n"
+            + "         (--url URL [--method M] [--header 'Name: value']... [--timeout-ms N]\n"
+            + "          | --kafka-topic T [--kafka-key K] [--kafka-value V]\n"
+            + "            [--kafka-header name=value]...) [--body TEXT]\n"
             + "         [--retry MAX_ATTEMPTS:INITIAL_BACKOFF_MS:MULTIPLIER:MAX_BACKOFF_MS]\n"
-            + "         [-X key=value]...\n"
+            + "         [--late-ms N --late-action RUN|DROP|DEAD] [-X key=value]...\n"
             + "Submits or cancels a mooncake task by producing a Command to <prefix>tasks.\n"
-            + "--task-id may be repeated: one command per id, the same callback for each.\n";
+            + "--task-id may be repeated: one command per id, the same callback for each.\n"
+            + "--kafka-topic: at the due time mooncake produces a record to T instead of calling\n"
+            + "a URL (its --target-topics must allow T for the app); --kafka-value defaults to\n"
+            + "--body if given, else null (a tombstone).\n";
 
     private static int fail(String msg) {
         System.err.println("mooncake-client: " + msg + " (see -h)");
@@ -138,11 +197,14 @@ public final class MooncakeClient implements AutoCloseable {
             return fail("unknown command '" + cmd + "'");
         String bootstrap = "localhost:9092", prefix = "mooncake.", app = null;
         List<String> ids = new ArrayList<>();
-        String url = null, method = "POST", body = "";
-        Long delay = null, dueAt = null;
-        int timeoutMs = 30000;
+        String url = null, method = null, body = null;
+        String kafkaTopic = null, kafkaKey = null, kafkaValue = null;
+        Long delay = null, dueAt = null, lateMs = null;
+        Integer timeoutMs = null;
+        LateAction lateAction = null;
         RetryPolicy retry = null;
         Map<String, String> headers = new LinkedHashMap<>();
+        Map<String, String> kafkaHeaders = new LinkedHashMap<>();
         Map<String, String> extra = new HashMap<>();
         List<String> rest = new ArrayList<>(List.of(args).subList(1, args.length));
         try {
@@ -166,6 +228,23 @@ public final class MooncakeClient implements AutoCloseable {
                     case "--due-at-ms" -> dueAt = Long.parseLong(v);
                     case "--body" -> body = v;
                     case "--timeout-ms" -> timeoutMs = Integer.parseInt(v);
+                    case "--kafka-topic" -> kafkaTopic = v;
+                    case "--kafka-key" -> kafkaKey = v;
+                    case "--kafka-value" -> kafkaValue = v;
+                    case "--kafka-header" -> {
+                        int eq = v.indexOf('=');
+                        if (eq <= 0)
+                            return fail("--kafka-header '" + v + "': expected name=value");
+                        kafkaHeaders.put(v.substring(0, eq).trim(), v.substring(eq + 1));
+                    }
+                    case "--late-ms" -> lateMs = Long.parseLong(v);
+                    case "--late-action" -> {
+                        try {
+                            lateAction = LateAction.valueOf(v.toUpperCase());
+                        } catch (IllegalArgumentException e) {
+                            return fail("--late-action '" + v + "': expected RUN, DROP or DEAD");
+                        }
+                    }
                     case "--retry" -> {
                         String[] r = v.split(":");
                         if (r.length != 4)
@@ -200,8 +279,30 @@ public final class MooncakeClient implements AutoCloseable {
         }
         if (app == null || app.contains("/"))
             return fail("--app is required and has no '/' (the key is app_id/task_id)");
-        if (cmd.equals("submit") && (url == null || (delay == null) == (dueAt == null)))
-            return fail("submit needs --url and one of --delay-ms, --due-at-ms");
+        if (cmd.equals("submit")) {
+            if (url != null && kafkaTopic != null)
+                return fail("--url and --kafka-topic are both given: a task either calls a URL "
+                            + "or delivers a record");
+            if ((url == null && kafkaTopic == null) || (delay == null) == (dueAt == null))
+                return fail("submit needs --url or --kafka-topic, and one of --delay-ms, "
+                            + "--due-at-ms");
+            if (kafkaTopic != null) {
+                if (kafkaTopic.isEmpty())
+                    return fail("--kafka-topic is empty");
+                if (method != null || !headers.isEmpty() || timeoutMs != null)
+                    return fail((method != null ? "--method" : !headers.isEmpty() ? "--header"
+                                 : "--timeout-ms") + " is for --url; with --kafka-topic, see "
+                                + "--kafka-header");
+            } else if (kafkaKey != null || kafkaValue != null || !kafkaHeaders.isEmpty()) {
+                return fail((kafkaKey != null ? "--kafka-key" : kafkaValue != null
+                             ? "--kafka-value" : "--kafka-header") + " needs --kafka-topic");
+            }
+            if ((lateMs == null) != (lateAction == null))
+                return fail("--late-ms and --late-action go together: "
+                            + (lateMs == null ? "--late-ms" : "--late-action") + " missing");
+            if (lateMs != null && lateMs < 0)
+                return fail("--late-ms " + lateMs + ": must not be negative");
+        }
         if (cmd.equals("cancel") && ids.isEmpty())
             return fail("cancel needs --task-id (repeat it to cancel several)");
         if (ids.isEmpty())
@@ -213,8 +314,19 @@ public final class MooncakeClient implements AutoCloseable {
                 String when = "";
                 if (cmd.equals("submit")) {
                     long due = dueAt != null ? dueAt : System.currentTimeMillis() + delay;
-                    md = client.submit(
-                            task(app, id, due, url, method, headers, body, timeoutMs, retry));
+                    Task t;
+                    if (kafkaTopic != null) {
+                        String value = kafkaValue != null ? kafkaValue : body;
+                        t = kafkaTask(app, id, due, kafkaTarget(kafkaTopic, utf8(kafkaKey),
+                                utf8(value), kafkaHeaders), retry);
+                    } else {
+                        t = task(app, id, due, url, method != null ? method : "POST", headers,
+                                 body != null ? body : "", timeoutMs != null ? timeoutMs : 30000,
+                                 retry);
+                    }
+                    if (lateMs != null)
+                        t.setLatePolicy(latePolicy(lateMs, lateAction));
+                    md = client.submit(t);
                     when = " due_at=" + due;
                 } else {
                     md = client.cancel(app, id);
@@ -233,6 +345,10 @@ public final class MooncakeClient implements AutoCloseable {
             System.err.println("mooncake-client: " + cmd + " failed: " + why);
             return 1;
         }
+    }
+
+    private static byte[] utf8(String s) {
+        return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
     }
 
     public static void main(String[] args) {
