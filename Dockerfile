@@ -27,6 +27,8 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin mooncake
 COPY --from=build /out/bin/mooncake /out/bin/mooncakectl /usr/local/bin/
+# The schemas, for writer schemas of earlier versions (--command-writer-schemas).
+COPY --from=build /src/schemas /usr/share/mooncake/schemas
 USER 10001:10001
 EXPOSE 8080
 ENTRYPOINT ["mooncake"]

@@ -75,7 +75,7 @@ static const opt options[] = {
      OFF(executor_response_headers), 0, 0, "content-type,location,retry-after,x-request-id",
      "executor: response headers kept in each attempt's Result (comma-separated names)"},
     {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 3, "3",
-     "executor, retry: version of the Result and Attempt records written (see Upgrades)"},
+     "executor, retry: version of the Result records written, for older consumers of results"},
     {"results-retention-ms", 0, "MOONCAKE_RESULTS_RETENTION_MS", OPT_INT64,
      OFF(results_retention_ms), 60000, INT64_MAX, "259200000",
      "retention of the results topic, set when mooncake creates it"},

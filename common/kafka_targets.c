@@ -122,12 +122,10 @@ void mc_kafka_targets_free(mc_kafka_targets *t)
     free(t);
 }
 
-/* Whether topic is one of mooncake's: under its prefix, or, without one, a
- * name it uses. */
-static bool own_topic(const mc_kafka_targets *t, const char *topic)
+bool mc_topic_is_own(const char *own_prefix, const char *topic)
 {
-    if (t->own_prefix[0])
-        return strncmp(topic, t->own_prefix, strlen(t->own_prefix)) == 0;
+    if (own_prefix && own_prefix[0])
+        return strncmp(topic, own_prefix, strlen(own_prefix)) == 0;
     for (size_t i = 0; i < mc_n_topic_specs; i++)
         if (strcmp(topic, mc_topic_specs[i].suffix) == 0)
             return true;
@@ -154,7 +152,7 @@ bool mc_kafka_target_allowed(const mc_kafka_targets *t, const char *app_id, cons
     }
     /* Kafka's internal topics, and mooncake's own: a record there would be
      * read as a command, a fired task or a Result. */
-    if (strncmp(topic, "__", 2) == 0 || (t && own_topic(t, topic))) {
+    if (strncmp(topic, "__", 2) == 0 || (t && mc_topic_is_own(t->own_prefix, topic))) {
         snprintf(why, whylen, "%s '%.100s' is one of Kafka's or mooncake's own topics", field,
                  topic);
         return false;

@@ -31,6 +31,10 @@ mc_kafka_targets *mc_kafka_targets_parse(const char *spec, const char *own_prefi
                                          size_t errlen);
 void mc_kafka_targets_free(mc_kafka_targets *t);
 
+/* Whether topic is one of mooncake's own (under the topic prefix, or, with
+ * none, one of the names it uses). Any thread. */
+bool mc_topic_is_own(const char *own_prefix, const char *topic);
+
 /* Whether topic is a legal Kafka topic name (1 to 249 of [a-zA-Z0-9._-],
  * not "." or ".."). */
 bool mc_topic_name_ok(const char *topic);

@@ -202,9 +202,13 @@ static bool follow_ups_ok(const mc_task *t, int64_t max_due_ms, const mc_task_fi
         const mc_follow_up *f = &t->on_success[i];
         char at[64];
         snprintf(at, sizeof at, "%s[%zu].", field, i);
-        if (strlen(f->task_id) > MC_MAX_FOLLOW_UP_ID_LEN) {
-            snprintf(why, whylen, "%s%s is longer than %d bytes", at,
-                     NAME(n, follow_up_id, "task_id"), MC_MAX_FOLLOW_UP_ID_LEN);
+        /* The id it takes, its own or derived from the task's: a longer one
+         * could not be told from its siblings. */
+        char id[8];
+        if (mc_follow_up_id(t, i, id, sizeof id) > MC_MAX_FOLLOW_UP_ID_LEN) {
+            snprintf(why, whylen, "%s%s%s is longer than %d bytes", at,
+                     NAME(n, follow_up_id, "task_id"), f->task_id[0] ? "" : " it derives",
+                     MC_MAX_FOLLOW_UP_ID_LEN);
             return false;
         }
         if (f->delay_ms < 0 || f->delay_ms > max_due_ms) {

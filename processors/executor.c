@@ -111,9 +111,11 @@ typedef struct part {
  * exists every TARGET_REFRESH_MS (it may have grown). */
 typedef struct target_topic {
     mc_output *out;
-    int32_t partitions; /* MC_TOPIC_MISSING: the broker knows no such topic */
+    int32_t partitions; /* MC_TOPIC_MISSING: the broker knows no such topic;
+                         * -1: it could not be asked (why says why) */
     int64_t asked_at;
     char name[MC_TOPIC_NAME_MAX + 1];
+    char why[200];
 } target_topic;
 #define TARGET_MISSING_MS 1000
 #define TARGET_REFRESH_MS 60000
@@ -320,7 +322,7 @@ static int report_attempt(executor *ex, const mc_call *j)
         .response_headers = j->response_headers,
         .n_response_headers = j->n_response_headers,
         .response_size = response_size(j),
-        .write_version = ex->cfg->record_version};
+        .write_version = 0}; /* retry reads today's Attempts (the task's every field) */
     char attempt[16], status[16], ms[24], version[24];
     snprintf(attempt, sizeof attempt, "%" PRId32, j->task.attempt);
     snprintf(status, sizeof status, "%ld", j->status);
@@ -368,9 +370,11 @@ static int submit_follow_ups(executor *ex, const mc_call *j)
     const mc_kv meta = {"mooncake.parent", parent};
     for (size_t i = 0; i < t->n_on_success; i++) {
         const mc_follow_up *f = &t->on_success[i];
-        char id[MC_MAX_FOLLOW_UP_ID_LEN + 32], key[MC_CALL_KEY_MAX];
-        mc_follow_up_id(t, i, id, sizeof id);
+        char id[MC_MAX_FOLLOW_UP_ID_LEN + 1], key[MC_CALL_KEY_MAX];
+        size_t idlen = mc_follow_up_id(t, i, id, sizeof id);
         size_t klen = mc_task_key(t->app_id, id, key, sizeof key);
+        if (idlen >= sizeof id) /* the router checked it: a task of an older rule */
+            klen = sizeof key;
         mc_command c = {.kind = MC_CMD_SUBMIT};
         c.submit = (mc_task){.app_id = t->app_id,
                              .task_id = id,
@@ -406,7 +410,8 @@ static int submit_follow_ups(executor *ex, const mc_call *j)
                      "large) or its key is too long",
                      i + 1, j->key);
             mc_record rec = call_record(ex, j);
-            if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &c.submit) != 0)
+            if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &c.submit) != 0 &&
+                mc_ctx_dead_letter(ex->ctx, &rec, reason, NULL) != 0)
                 return -1;
             continue;
         }
@@ -426,8 +431,9 @@ static int report_success(executor *ex, const mc_call *j)
     return rc != 0 ? rc : submit_follow_ups(ex, j);
 }
 
-/* The target topic named topic, asked about now when not known or stale;
- * NULL when it could not be asked (the transaction is retried) or on ENOMEM. */
+/* The target topic named topic, asked about now when not known or stale
+ * (a topic the broker does not know or could not describe: again after
+ * TARGET_MISSING_MS, as each attempt on it fails meanwhile); NULL on ENOMEM. */
 static target_topic *target_topic_of(executor *ex, const char *topic, char *err, size_t errlen)
 {
     target_topic *t = NULL;
@@ -446,7 +452,7 @@ static target_topic *target_topic_of(executor *ex, const char *topic, char *err,
             ex->cap_topics = cap;
         }
         t = &ex->topics[ex->n_topics];
-        *t = (target_topic){.partitions = MC_TOPIC_MISSING, .asked_at = INT64_MIN / 2};
+        *t = (target_topic){.partitions = -1, .asked_at = INT64_MIN / 2};
         snprintf(t->name, sizeof t->name, "%s", topic);
         if (!(t->out = mc_ctx_output_topic(ex->ctx, topic))) {
             snprintf(err, errlen, "cannot make an output for %s", topic);
@@ -457,10 +463,12 @@ static target_topic *target_topic_of(executor *ex, const char *topic, char *err,
     int64_t now = mc_ctx_now_ms(ex->ctx);
     int64_t stale = t->partitions > 0 ? TARGET_REFRESH_MS : TARGET_MISSING_MS;
     if (now - t->asked_at >= stale) {
-        int n = mc_ctx_topic_partition_count(ex->ctx, topic, err, errlen);
-        if (n == -1 || n == 0)
-            return t->partitions > 0 ? t : NULL; /* keep what we knew */
-        t->partitions = n;
+        char why[sizeof t->why];
+        int n = mc_ctx_topic_partition_count(ex->ctx, topic, why, sizeof why);
+        if (n > 0 || t->partitions <= 0) { /* else keep what we knew */
+            t->partitions = n > 0 || n == MC_TOPIC_MISSING ? n : -1;
+            memcpy(t->why, why, sizeof why);
+        }
         t->asked_at = now;
     }
     return t;
@@ -487,13 +495,15 @@ static int deliver(executor *ex, mc_call *j)
         return delivery_failed(ex, j, true, why);
     char err[256] = "";
     target_topic *t = target_topic_of(ex, k->topic, err, sizeof err);
-    if (!t) {
-        mc_log(mc_ctx_logger(ex->ctx), MC_LOG_WARN, "cannot ask for a Kafka target's metadata",
-               "topic", k->topic, "error", err, (const char *)NULL);
-        return -1; /* abort: the next turn asks again */
-    }
+    if (!t)
+        return -1;
     if (t->partitions <= 0) {
-        snprintf(why, sizeof why, "kafka_target.topic '%.200s' does not exist", k->topic);
+        /* Not there yet, or the broker would not say (a metadata timeout, no
+         * right to describe it): a failed attempt, retried by its policy. */
+        if (t->partitions == MC_TOPIC_MISSING)
+            snprintf(why, sizeof why, "kafka_target.topic '%.200s' does not exist", k->topic);
+        else
+            snprintf(why, sizeof why, "kafka_target.topic '%.200s': %.250s", k->topic, t->why);
         return delivery_failed(ex, j, false, why);
     }
     size_t nh = k->n_headers + 2;
@@ -521,7 +531,9 @@ static int deliver(executor *ex, mc_call *j)
     int rc = mc_ctx_produce(ex->ctx, &p);
     free(h);
     if (rc == MC_FORWARD_REFUSED) {
-        snprintf(why, sizeof why, "Kafka refused the record for '%.200s' (too large, or invalid)",
+        snprintf(why, sizeof why,
+                 "Kafka refused the record for '%.200s' (too large, invalid, or a topic this "
+                 "producer may not write)",
                  k->topic);
         return delivery_failed(ex, j, true, why);
     }
@@ -554,7 +566,9 @@ static int report_late(executor *ex, const mc_call *j)
     char reason[400];
     snprintf(reason, sizeof reason, "executor: %s (late policy DEAD)", error);
     mc_record rec = call_record(ex, j);
-    return mc_ctx_dead_letter(ex->ctx, &rec, reason, &j->task);
+    if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &j->task) == 0)
+        return 0;
+    return mc_ctx_dead_letter(ex->ctx, &rec, reason, NULL); /* the task too large to carry */
 }
 
 /* A call came back from the caller: its Result (success, or recalled) or

@@ -275,7 +275,9 @@ static void start_queued(http_caller *hc)
 {
     if (!hc->queue_head || !may_start(hc))
         return;
-    while (hc->queue_head && atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) {
+    /* A Kafka target needs no connection: one at the head does not wait. */
+    while (hc->queue_head && (atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency ||
+                              hc->queue_head->call->task.has_kafka_target)) {
         call *c = hc->queue_head;
         hc->queue_head = c->next;
         if (!hc->queue_head)

@@ -33,6 +33,8 @@
  * before it fired, which leaves no Result, cannot block a job forever. */
 #include "jobs_impl.h"
 
+#include "job_json.h"
+
 static void jobs_destroy(void *self);
 
 static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
@@ -65,6 +67,11 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     }
     s->codec.writers = s->writers;
     s->codec.n_writers = s->n_writers;
+    if (!(s->targets =
+              mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen))) {
+        jobs_destroy(s);
+        return NULL;
+    }
     s->zones = mc_zone_cache_new(cfg->zoneinfo_dir[0] ? cfg->zoneinfo_dir : NULL);
     s->arena = mc_arena_new();
     if (!s->tasks || !s->commands || !s->changelog || !s->zones || !s->arena) {
@@ -98,6 +105,22 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
         m, "mooncake_jobs_stale_occurrences_total",
         "Occurrences given up on after their stale bound without a final Result", NULL);
     return s;
+}
+
+/* What the router would refuse in every occurrence of j, though mc_job_ok
+ * passes it: a target the app may not write, a follow-up due further ahead
+ * than --max-due-ms. Refused at the put instead (dead-lettered, saying so). */
+static bool occurrences_routable(const jobs *s, const mc_job *j, char *why, size_t whylen)
+{
+    if (!mc_job_target_ok(s->targets, j, why, whylen))
+        return false;
+    for (size_t i = 0; i < j->n_on_success; i++)
+        if (j->on_success[i].delay_ms > s->cfg->max_due_ms) {
+            snprintf(why, whylen, "on_success[%zu].delay_ms %lld is more than --max-due-ms %lld", i,
+                     (long long)j->on_success[i].delay_ms, (long long)s->cfg->max_due_ms);
+            return false;
+        }
+    return true;
 }
 
 /* ---- entries ------------------------------------------------------------------ */
@@ -295,7 +318,8 @@ static int put_job(jobs *s, job_part *p, const mc_record *r, const mc_job_comman
 {
     int64_t now = mc_ctx_now_ms(ctx);
     char why[512];
-    if (!mc_job_ok(&c->put, now, s->zones, &mc_job_avro_names, why, sizeof why)) {
+    if (!mc_job_ok(&c->put, now, s->zones, &mc_job_avro_names, why, sizeof why) ||
+        !occurrences_routable(s, &c->put, why, sizeof why)) {
         char reason[600];
         snprintf(reason, sizeof reason, "jobs: invalid job: %s", why);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
@@ -779,7 +803,8 @@ static void jobs_on_revoke(void *self, const rd_kafka_topic_partition_list_t *pa
     update_gauges(s);
 }
 
-/* The writer schemas load (files readable, each resolvable to ours). */
+/* The writer schemas load (files readable, each resolvable to ours), and
+ * the Kafka targets' allow-list parses. */
 static int jobs_check_config(const mc_config *cfg, char *err, size_t errlen)
 {
     mc_codec_writer *w;
@@ -788,7 +813,10 @@ static int jobs_check_config(const mc_config *cfg, char *err, size_t errlen)
                                "--job-command-writer-schemas", &w, &n, err, errlen) != 0)
         return -1;
     mc_writer_schemas_free(w, n);
-    return 0;
+    mc_kafka_targets *t =
+        mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen);
+    mc_kafka_targets_free(t);
+    return t ? 0 : -1;
 }
 
 static void jobs_destroy(void *self)
@@ -802,6 +830,7 @@ static void jobs_destroy(void *self)
     mc_part_table_free(&s->parts);
     mc_zone_cache_free(s->zones);
     mc_writer_schemas_free(s->writers, s->n_writers);
+    mc_kafka_targets_free(s->targets);
     mc_arena_free(s->arena);
     mc_buf_free(&s->buf);
     free(s);

@@ -19,6 +19,7 @@
 #include "part_table.h"
 #include "timing_wheel.h"
 #include "writer_schemas.h"
+#include "kafka_targets.h"
 
 /* Occurrences written per punctuate call, so a hundred thousand jobs due in
  * the same second leave room for input and commits. */
@@ -78,6 +79,7 @@ typedef struct jobs {
     mc_codec_writer *writers; /* other versions of JobCommand */
     size_t n_writers;
     mc_codec_options codec;
+    mc_kafka_targets *targets; /* --target-topics: a job naming another is refused */
     mc_arena *arena;
     mc_buf buf;
     mc_gauge *jobs_gauge, *restore_seconds;

@@ -2,6 +2,10 @@
  * occurrence as a Submit to tasks ahead of its time, a Cancel when the job changes, misfire
  * handling after an outage, and the step that walks a job's schedule within a budget. */
 #include "jobs_impl.h"
+#include "task_rules.h"
+
+/* The least lateness a DO_NOTHING job drops an occurrence for (see below). */
+#define MC_JOB_DROP_FLOOR_MS 1000
 
 /* ---- outputs ---------------------------------------------------------------------- */
 
@@ -100,9 +104,13 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
     if (j.has_late_policy) {
         c.submit.has_late_policy = true;
         c.submit.late_policy = j.late_policy;
-    } else if (j.misfire == MC_MISFIRE_DO_NOTHING) {
+    } else if (j.misfire == MC_MISFIRE_DO_NOTHING && j.misfire_threshold_ms <= MC_MAX_LATE_MS) {
+        /* A call starts a few ms after its due time at best: a threshold
+         * under a second would drop what merely ran on time. */
+        int64_t bound = j.misfire_threshold_ms < MC_JOB_DROP_FLOOR_MS ? MC_JOB_DROP_FLOOR_MS
+                                                                      : j.misfire_threshold_ms;
         c.submit.has_late_policy = true;
-        c.submit.late_policy = (mc_late_policy){j.misfire_threshold_ms, MC_LATE_DROP};
+        c.submit.late_policy = (mc_late_policy){bound, MC_LATE_DROP};
     }
     c.submit.on_success = j.on_success;
     c.submit.n_on_success = j.n_on_success;

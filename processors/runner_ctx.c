@@ -11,6 +11,8 @@
 
 #include "runner_impl.h"
 
+#include "kafka_targets.h"
+
 /* How long a flush isolating a suspect's output may take (see produce). */
 #define ISOLATE_FLUSH_MS 30000
 /* A partition the producer does not know yet: the topic grew (a growth
@@ -19,6 +21,10 @@
  * topic; from the second time on it waits a second first, so a partition
  * that stays unknown stops the runner after UNKNOWN_PARTITION_TRIES. */
 #define UNKNOWN_PARTITION_TRIES 30
+
+/* A Kafka target's topic this producer does not know yet is looked up this
+ * many times (a second apart) before the record is refused. */
+#define UNKNOWN_TOPIC_TRIES 3
 
 /* ---- outputs and refused records ---- */
 
@@ -49,6 +55,7 @@ static mc_output *ctx_output(mc_ctx *ctx, const char *name)
         free(o);
         return NULL;
     }
+    o->foreign = !mc_topic_is_own(r->cfg->topic_prefix, name);
     r->outputs[r->n_outputs] = o;
     char labels[400];
     snprintf(labels, sizeof labels, "processor=\"%s\",topic=\"%s\"", r->proc->name, name);
@@ -60,12 +67,29 @@ static mc_output *ctx_output(mc_ctx *ctx, const char *name)
 }
 
 /* Errors that belong to one record, not to Kafka or to us: retrying the same
- * record can only fail the same way. */
-static bool record_error(rd_kafka_resp_err_t err)
+ * record can only fail the same way. To a Kafka target (a topic of the
+ * user's, named by the task) so do a topic this producer may not write or
+ * that is not there: the task's fault, not the cluster's, so it must not
+ * stop the partition (mooncake's own topics missing or forbidden are a
+ * misconfiguration the runner stops for). */
+static bool record_error(rd_kafka_resp_err_t err, bool foreign)
 {
-    return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
-           err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE ||
-           err == RD_KAFKA_RESP_ERR_INVALID_RECORD;
+    if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+        err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE || err == RD_KAFKA_RESP_ERR_INVALID_RECORD)
+        return true;
+    return foreign &&
+           (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+            err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+            err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || err == RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION);
+}
+
+/* Whether topic is the name of an output to a Kafka target. */
+static bool foreign_output(const mc_runner *r, const char *topic)
+{
+    for (size_t i = 0; topic && i < r->n_outputs; i++)
+        if (strcmp(r->outputs[i]->name, topic) == 0)
+            return r->outputs[i]->foreign;
+    return false;
 }
 
 static bool same_input(const txn_ref *a, const txn_ref *b)
@@ -148,7 +172,7 @@ void runner_delivery_failed(void *arg, int producer, size_t ref, const char *top
     if (producer != r->turn)
         return;
     r->delivery_failed = true; /* await_outputs: the transaction will not commit */
-    if (record_error(err))
+    if (record_error(err, foreign_output(r, topic)))
         add_poison(r, ref, topic, err, false);
 }
 
@@ -230,7 +254,13 @@ static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
             r->txn_produced = true;
             return isolate ? flush_for_isolation(r) : 0;
         }
-        if (record_error(err)) {
+        if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC && p->out->foreign &&
+            unknown < UNKNOWN_TOPIC_TRIES) {
+            /* A target created since this producer last looked: learn it. */
+            learn_partitions(r, p->out, unknown++);
+            continue;
+        }
+        if (record_error(err, p->out->foreign)) {
             /* Refused before it was sent. Inside process() the record is
              * poison (its other outputs may be in the transaction, so the
              * runner aborts and rewinds); outside, the caller deals with it. */

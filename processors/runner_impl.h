@@ -31,6 +31,7 @@ struct mc_output {
     char name[256];
     mc_counter *records_out; /* counted when the transaction commits */
     uint64_t pending;        /* forwarded in the open transaction */
+    bool foreign;            /* not one of mooncake's topics: a Kafka target */
 };
 
 /* One assigned input partition: where it has been processed up to, what
