@@ -209,6 +209,10 @@ app.kubernetes.io/component: {{ .role }}
 - name: MOONCAKE_CONFLUENT_SCHEMA_IDS
   value: {{ .Values.config.confluentSchemaIds | quote }}
 {{- end }}
+{{- if .Values.config.targetTopics }}
+- name: MOONCAKE_TARGET_TOPICS
+  value: {{ .Values.config.targetTopics | quote }}
+{{- end }}
 - name: MOONCAKE_LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
 - name: MOONCAKE_LOG_FORMAT
