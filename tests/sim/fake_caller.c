@@ -219,6 +219,17 @@ size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, 
         }
         if (!j->started_at)
             j->started_at = now;
+        if (j->task.has_kafka_target) {
+            /* A Kafka target is the executor's to deliver, as the real
+             * caller gives it back at its time (counted as a call made). */
+            *l = j->next;
+            j->finished_at = now;
+            j->deliver = true;
+            log_call(f->env, j);
+            give_back(f, j);
+            n++;
+            continue;
+        }
         long status = respond ? respond(j, arg) : 200;
         if (status < 0) {
             l = &j->next; /* still in flight */

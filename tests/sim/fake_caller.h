@@ -4,7 +4,8 @@
  * through tests/sim can be crashed, restarted and checked call by call. As
  * the real caller, it starts a call that is due when its batch is posted
  * (by the cluster's clock, when the test gives it one) or when it is run,
- * and a started call is no longer recalled. */
+ * and a started call is no longer recalled. A Kafka target is given back
+ * for the executor to deliver when it is run (and logged as a call). */
 #ifndef MOONCAKE_FAKE_CALLER_H
 #define MOONCAKE_FAKE_CALLER_H
 

@@ -341,6 +341,101 @@ static void an_executor_whose_partitions_were_taken_starts_no_call(void)
     kit_config_free(cfg);
 }
 
+/* Kafka-target tasks "t<i>" due at due, to topic, fired to `ready` partition 0. */
+static void ready_deliveries(sim_kafka *k, int n, int64_t due, const char *topic)
+{
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "t%d", i);
+        mc_task t = kit_task(id, due, "");
+        t.has_kafka_target = true;
+        t.kafka_target = (mc_kafka_target){.topic = topic,
+                                           .key = (const uint8_t *)id,
+                                           .key_len = strlen(id),
+                                           .has_key = true,
+                                           .value = (const uint8_t *)"v",
+                                           .value_len = 1,
+                                           .has_value = true};
+        kit_ready_submit(k, 0, i, &t);
+    }
+}
+
+/* Committed records of topic (every partition) per task id "t<i>", by their
+ * mooncake-task header, into counts[0..n). */
+static size_t count_delivered(sim_kafka *k, const char *topic, size_t *counts, size_t n)
+{
+    memset(counts, 0, n * sizeof *counts);
+    size_t total = 0;
+    for (int32_t p = 0; p < sim_partitions(k, topic); p++) {
+        sim_rec *r;
+        size_t m = sim_read(k, topic, p, &r);
+        for (size_t i = 0; i < m; i++) {
+            const mc_header *h = sim_rec_header(&r[i], "mooncake-task");
+            const char *slash = h ? memchr(h->value, '/', h->len) : NULL;
+            size_t id = slash ? (size_t)atol(slash + 2) : n;
+            if (id < n)
+                counts[id]++;
+            total++;
+        }
+        free(r);
+    }
+    return total;
+}
+
+/* Deliveries of Kafka targets: produced in the transaction that writes
+ * their Results, so an abort and a kill -9 before the commit each take them
+ * back and the next turn (or owner) delivers them again, and the target
+ * topic holds each exactly once, with one SUCCEEDED Result. */
+static void deliveries_survive_an_abort_and_a_crash(void)
+{
+    enum { N = 200 };
+    const char *target = "orders.expired";
+    mc_config *cfg = kit_config("executor", NULL);
+    free(cfg->kafka_targets);
+    cfg->kafka_targets = strdup("a=orders.*");
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_set_partitions(k, target, 3);
+    ready_deliveries(k, N, T0 + 1000, target);
+    fake_env env = {0};
+    mc_executor_caller c;
+    env.clock = k;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(ex && sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 1000);
+    /* Delivered into the open transaction, then an abort: nothing visible. */
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N);
+    CHECK(sim_run_fds(ex) == 0);
+    size_t got[N];
+    CHECK(count_delivered(k, target, got, N) == 0, "records visible before the commit");
+    CHECK(sim_abort(ex) == 0);
+    /* Read again: delivered again, then a kill -9 before the commit. */
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N, "the abort gives them back");
+    CHECK(sim_run_fds(ex) == 0);
+    sim_crash(ex);
+    CHECK(count_delivered(k, target, got, N) == 0);
+    /* The next owner delivers each once, and commits. */
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(ex && sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(sim_commits_now(ex) > 0, "a delivery is committed at once");
+    size_t total = count_delivered(k, target, got, N), ok[N];
+    count_succeeded(k, ok, N);
+    CHECK(total == N, "%zu records for %d tasks", total, N);
+    for (int i = 0; i < N; i++) {
+        CHECK(got[i] == 1 && ok[i] == 1, "t%d: %zu records, %zu Results", i, got[i], ok[i]);
+        if (got[i] != 1 || ok[i] != 1)
+            break;
+    }
+    CHECK(sim_counter(ex, "mooncake_executor_delivered_total", NULL) == N);
+    sim_stop(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     held_burst_across_a_crash(3000);
@@ -350,5 +445,6 @@ int main(void)
     a_refused_attempt_is_dead_lettered_not_lost();
     a_paused_partition_resumes_after_an_abort();
     an_executor_whose_partitions_were_taken_starts_no_call();
+    deliveries_survive_an_abort_and_a_crash();
     return check_exit("test_executor_sim");
 }
