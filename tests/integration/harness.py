@@ -50,16 +50,19 @@ SCHEMAS = {n: load_schema(n) for n in
 
 
 def encode(schema_name, record, version=None):
-    """A record framed as mooncake writes it; version=1 writes the earlier
-    version kept in schemas/previous/ (for Attempt and Result)."""
-    parsed, header = PREVIOUS[schema_name] if version == 1 else SCHEMAS[schema_name]
+    """A record framed as mooncake writes it; version=N writes the earlier
+    version N kept in schemas/previous/."""
+    parsed, header = PREVIOUS[(schema_name, version)] if version else SCHEMAS[schema_name]
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, parsed, record)
     return header + buf.getvalue()
 
 
 # The earlier versions mooncake still reads and may write (--record-version).
-PREVIOUS = {n: load_schema(os.path.join("previous", n + "_v1")) for n in ("Attempt", "Result")}
+PREVIOUS = {(f.split("_v")[0], int(f.split("_v")[1][:-5])):
+            load_schema(os.path.join("previous", f[:-5]))
+            for f in os.listdir(os.path.join(SOURCE_DIR, "schemas", "previous"))
+            if f.endswith(".avsc")}
 
 
 def decode(schema_name, data):
@@ -67,8 +70,9 @@ def decode(schema_name, data):
     with an earlier version gets the fields added since from their defaults."""
     parsed, header = SCHEMAS[schema_name]
     writer = parsed
-    if data[:10] != header and schema_name in PREVIOUS and data[:10] == PREVIOUS[schema_name][1]:
-        writer = PREVIOUS[schema_name][0]
+    older = [w for (n, _), (w, h) in PREVIOUS.items() if n == schema_name and h == data[:10]]
+    if data[:10] != header and older:
+        writer = older[0]
     else:
         assert data[:10] == header, f"{schema_name}: bad single-object header {data[:10].hex()}"
     # return_record_name: a union of records comes back as (name, value).
