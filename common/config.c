@@ -90,7 +90,8 @@ static const opt options[] = {
      OFF(executor_allow_cidrs), 0, 0, "",
      "executor: CIDRs exempt from the SSRF guard (comma-separated)"},
     {"target-topics", 0, "MOONCAKE_TARGET_TOPICS", OPT_LIST, OFF(kafka_targets), 0, 0, "",
-     "router, executor, view, gateway: topics each app may have records delivered to, app=topic "
+     "router, executor, view, jobs, gateway: topics each app may have records delivered to, "
+     "app=topic "
      "pairs (topic* for a prefix, app * for every app) or @file; \"\" for none"},
     {"app-secrets", 0, "MOONCAKE_APP_SECRETS", OPT_LIST, OFF(app_secrets), 0, 0, "",
      "executor: webhook signing secrets, app=whsec_... pairs or @file (repeat an app to rotate)"},

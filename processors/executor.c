@@ -463,9 +463,13 @@ static target_topic *target_topic_of(executor *ex, const char *topic, char *err,
     int64_t now = mc_ctx_now_ms(ex->ctx);
     int64_t stale = t->partitions > 0 ? TARGET_REFRESH_MS : TARGET_MISSING_MS;
     if (now - t->asked_at >= stale) {
-        char why[sizeof t->why];
+        char why[sizeof t->why] = "";
         int n = mc_ctx_topic_partition_count(ex->ctx, topic, why, sizeof why);
-        if (n > 0 || t->partitions <= 0) { /* else keep what we knew */
+        if (n == 0)
+            snprintf(why, sizeof why, "the broker says it has no partitions");
+        /* A count, or the topic gone; a broker that could not be asked
+         * leaves what we knew (if anything). */
+        if (n > 0 || n == MC_TOPIC_MISSING || t->partitions <= 0) {
             t->partitions = n > 0 || n == MC_TOPIC_MISSING ? n : -1;
             memcpy(t->why, why, sizeof why);
         }
@@ -503,7 +507,7 @@ static int deliver(executor *ex, mc_call *j)
         if (t->partitions == MC_TOPIC_MISSING)
             snprintf(why, sizeof why, "kafka_target.topic '%.200s' does not exist", k->topic);
         else
-            snprintf(why, sizeof why, "kafka_target.topic '%.200s': %.250s", k->topic, t->why);
+            snprintf(why, sizeof why, "kafka_target.topic '%.200s': %.199s", k->topic, t->why);
         return delivery_failed(ex, j, false, why);
     }
     size_t nh = k->n_headers + 2;
@@ -530,6 +534,13 @@ static int deliver(executor *ex, mc_call *j)
                     .cause = &cause};
     int rc = mc_ctx_produce(ex->ctx, &p);
     free(h);
+    if (rc == MC_FORWARD_UNKNOWN_TOPIC) {
+        /* Gone since it was asked about: ask again next time. */
+        t->partitions = MC_TOPIC_MISSING;
+        t->asked_at = mc_ctx_now_ms(ex->ctx);
+        snprintf(why, sizeof why, "kafka_target.topic '%.200s' does not exist", k->topic);
+        return delivery_failed(ex, j, false, why);
+    }
     if (rc == MC_FORWARD_REFUSED) {
         snprintf(why, sizeof why,
                  "Kafka refused the record for '%.200s' (too large, invalid, or a topic this "

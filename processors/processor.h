@@ -34,6 +34,10 @@ struct mc_task;
 /* mc_ctx_produce()'s answer when Kafka refused this one record for good
  * (too large, invalid): nothing was written and the transaction is intact. */
 #define MC_FORWARD_REFUSED (-2)
+/* Its answer for a record to a topic outside mooncake's (a Kafka target)
+ * that the producer still does not know after asking once: nothing was
+ * written, the transaction is intact, and trying later may succeed. */
+#define MC_FORWARD_UNKNOWN_TOPIC (-3)
 
 typedef struct mc_processor {
     const char *name;                /* role name; the consumer group is <prefix><name> */

@@ -22,10 +22,6 @@
  * that stays unknown stops the runner after UNKNOWN_PARTITION_TRIES. */
 #define UNKNOWN_PARTITION_TRIES 30
 
-/* A Kafka target's topic this producer does not know yet is looked up this
- * many times (a second apart) before the record is refused. */
-#define UNKNOWN_TOPIC_TRIES 3
-
 /* ---- outputs and refused records ---- */
 
 /* Outputs are few (a processor's topics, and the executor's Kafka targets),
@@ -254,11 +250,15 @@ static int ctx_produce(mc_ctx *ctx, const mc_produce *p)
             r->txn_produced = true;
             return isolate ? flush_for_isolation(r) : 0;
         }
-        if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC && p->out->foreign &&
-            unknown < UNKNOWN_TOPIC_TRIES) {
-            /* A target created since this producer last looked: learn it. */
-            learn_partitions(r, p->out, unknown++);
-            continue;
+        if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC && p->out->foreign) {
+            /* A target created since this producer last looked: ask once,
+             * without a pause (the transaction is open); still unknown, it
+             * is the caller's to try later. */
+            if (unknown++ == 0) {
+                learn_partitions(r, p->out, 0);
+                continue;
+            }
+            return MC_FORWARD_UNKNOWN_TOPIC;
         }
         if (record_error(err, p->out->foreign)) {
             /* Refused before it was sent. Inside process() the record is
