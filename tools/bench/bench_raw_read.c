@@ -43,14 +43,9 @@ int main(int argc, char **argv)
         case 't':
             topic = optarg;
             break;
-        case 'X': {
-            char *eq = strchr(optarg, '=');
-            if (!eq)
-                die("-X", "expected KEY=VALUE");
-            *eq = '\0';
-            set(cc, optarg, eq + 1);
+        case 'X':
+            set_flag(cc, optarg);
             break;
-        }
         default:
             fprintf(stderr, "usage: %s -b BROKERS -t TOPIC [-X KEY=VALUE]...\n", argv[0]);
             return opt == 'h' ? 0 : 2;
@@ -60,28 +55,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: -t is required (see -h)\n", argv[0]);
         return 2;
     }
-    char err[512];
-    set(cc, "bootstrap.servers", brokers);
-    set(cc, "group.id", group); /* never joined: partitions are assigned, not subscribed */
-    set(cc, "isolation.level", "read_committed");
-    set(cc, "enable.auto.commit", "false");
     set(cc, "enable.partition.eof", "true");
-    rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-    if (!consumer)
-        die("consumer", err);
-    rd_kafka_poll_set_consumer(consumer);
-
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(consumer, topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(consumer, 0, rkt, &md, 30000);
-    if (e)
-        die("metadata", rd_kafka_err2str(e));
-    if (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt <= 0)
-        die(topic, md->topic_cnt == 1 && md->topics[0].err ? rd_kafka_err2str(md->topics[0].err)
-                                                           : "no such topic");
-    int n_parts = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
+    rd_kafka_t *consumer = committed_reader(cc, brokers, group);
+    int n_parts = topic_partitions(consumer, topic);
 
     /* A partition is read when a record at end-1 arrives, or at its
      * end-of-partition event once past the end (under read_committed the last
@@ -95,7 +71,8 @@ int main(int argc, char **argv)
     rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n_parts);
     for (int p = 0; p < n_parts; p++) {
         int64_t lo = 0, hi = 0;
-        e = rd_kafka_query_watermark_offsets(consumer, topic, p, &lo, &hi, 30000);
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(consumer, topic, p, &lo, &hi, 30000);
         if (e)
             die("watermarks", rd_kafka_err2str(e));
         end[p] = hi;
@@ -107,7 +84,7 @@ int main(int argc, char **argv)
     }
 
     double t_assign = mc_mono_s();
-    e = rd_kafka_assign(consumer, parts);
+    rd_kafka_resp_err_t e = rd_kafka_assign(consumer, parts);
     if (e)
         die("assign", rd_kafka_err2str(e));
     rd_kafka_topic_partition_list_destroy(parts);

@@ -110,14 +110,9 @@ int main(int argc, char **argv)
         case 'T':
             timeout_s = atof(optarg);
             break;
-        case 'X': {
-            char *eq = strchr(optarg, '=');
-            if (!eq)
-                die("-X", "expected KEY=VALUE");
-            *eq = '\0';
-            set(cc, optarg, eq + 1);
+        case 'X':
+            set_flag(cc, optarg);
             break;
-        }
         default:
             fprintf(stderr,
                     "usage: %s -b BROKERS -t TOPIC -n EXPECTED [-e] [-q QUIET_MS] [-T TIMEOUT_S] "
@@ -132,31 +127,12 @@ int main(int argc, char **argv)
     }
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
-    char err[512];
-    set(cc, "bootstrap.servers", brokers);
-    set(cc, "group.id", group); /* never joined: partitions are assigned, not subscribed */
-    set(cc, "isolation.level", "read_committed");
-    set(cc, "enable.auto.commit", "false");
-    rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-    if (!consumer)
-        die("consumer", err);
-    rd_kafka_poll_set_consumer(consumer);
-
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(consumer, topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(consumer, 0, rkt, &md, 30000);
-    if (e)
-        die("metadata", rd_kafka_err2str(e));
-    if (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt <= 0)
-        die(topic, md->topic_cnt == 1 && md->topics[0].err ? rd_kafka_err2str(md->topics[0].err)
-                                                           : "no such topic");
-    int n_parts = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
+    rd_kafka_t *consumer = committed_reader(cc, brokers, group);
+    int n_parts = topic_partitions(consumer, topic);
     rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(n_parts);
     for (int p = 0; p < n_parts; p++)
         rd_kafka_topic_partition_list_add(parts, topic, p)->offset = start;
-    e = rd_kafka_assign(consumer, parts);
+    rd_kafka_resp_err_t e = rd_kafka_assign(consumer, parts);
     if (e)
         die("assign", rd_kafka_err2str(e));
     rd_kafka_topic_partition_list_destroy(parts);
