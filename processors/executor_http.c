@@ -283,6 +283,7 @@ static void start_queued(http_caller *hc)
         if (!hc->queue_head)
             hc->queue_tail = NULL;
         hc->queued--;
+        c->state = CALL_STARTING;
         start_now(hc, c);
     }
     mc_gauge_set(hc->queued_gauge, (double)hc->queued);

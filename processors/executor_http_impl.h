@@ -37,7 +37,9 @@
 #define STALL_MS 1000
 #define STALL_HOLD_MS 1500
 
-typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_RUNNING } call_state;
+/* STARTING: taken off the queue, being started now (or settled without a
+ * call): on no list, so releasing it scans none. */
+typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_STARTING, CALL_RUNNING } call_state;
 
 /* A CALL's state while the HTTP thread has it. */
 typedef struct call {
