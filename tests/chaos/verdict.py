@@ -1142,7 +1142,8 @@ class Verdict:
                     if cancels:
                         t = cancels[-1]["made"]
                         if at - t < lead_margin or self.dis.hits(
-                                ("router", "wheel", "executor", "load"), t, at):
+                                ("router", "wheel", "executor", "load"), t, at) or \
+                                self.wheel_read_late(okey, at):
                             c["jobs_dup_unjudged"] += 1
                             raced[okey] = got - 1
                             continue
@@ -1183,6 +1184,19 @@ class Verdict:
                     occurrence_dead_letters=self.q("SELECT COUNT(*) FROM jdead")[0][0],
                     expected_repeats=expected)
         c["jobs_occurrences"] = n["instants"]
+
+    def wheel_read_late(self, key, due):
+        """Whether the wheel read the key's last Cancel (its router copy in `wheel`)
+        only once the task it cancels could fire (the lead before due, or later), or
+        was never seen reading it: a cancel that reaches the wheel after the due time
+        does not stop the call ([Semantics]), however early it was written (a pipeline
+        held back by chaos elsewhere delays it)."""
+        row = self.q("""SELECT part, off FROM jwheel WHERE key = ? AND what = 'cancel'
+                        ORDER BY version DESC LIMIT 1""", key)
+        if not row:
+            return True
+        read = self.read_by("wheel", row[0]["part"], row[0]["off"])
+        return read is None or read > due - self.args.lead_ms
 
     def check_view(self):
         """GET /api/task never contradicts the endpoint: a task said to be pending had
@@ -1881,7 +1895,8 @@ def print_jobs_summary(v):
         ("occurrence fired twice", c["jobs_fired_twice"], "same version twice in ready"),
         ("final Results missing", c["jobs_missing_finals"], f"{j['finals']} finals"),
         ("final Results duplicate", c["jobs_duplicate_finals"],
-         f"{c['jobs_dup_unjudged']} unjudged (written again, its Cancel too close or chaos)"),
+         f"{c['jobs_dup_unjudged']} unjudged (written again, its Cancel too close, read by the "
+         "wheel too late, or chaos)"),
         ("job calls repeated, unexpected", c["jobs_repeats_unexpected"], ""),
         ("job calls repeated, expected", c["jobs_repeats_expected"],
          f"executor disrupted in between ({c.get('jobs_repeats_expected_by_endpoint_lag', 0)} "
