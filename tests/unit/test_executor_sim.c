@@ -371,8 +371,11 @@ static size_t count_delivered(sim_kafka *k, const char *topic, size_t *counts, s
         size_t m = sim_read(k, topic, p, &r);
         for (size_t i = 0; i < m; i++) {
             const mc_header *h = sim_rec_header(&r[i], "mooncake-task");
-            const char *slash = h ? memchr(h->value, '/', h->len) : NULL;
-            size_t id = slash ? (size_t)atol(slash + 2) : n;
+            char key[64] = ""; /* "a/t<i>"; header values are not NUL-terminated */
+            if (h && h->len < sizeof key)
+                memcpy(key, h->value, h->len);
+            const char *slash = strchr(key, '/');
+            size_t id = slash && slash[1] == 't' ? (size_t)atol(slash + 2) : n;
             if (id < n)
                 counts[id]++;
             total++;
