@@ -392,3 +392,84 @@ def run(tests):
             traceback.print_exc()
     print(f"{len(tests) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
+
+
+def picked(tests, wanted):
+    """The tests a script's command line names, in the command line's order: a full
+    name picks that test, any other word every test whose name contains it (in the
+    order of tests); no word picks them all."""
+    if not wanted:
+        return list(tests)
+    names = {t.__name__ for t in tests}
+    out = []
+    for w in wanted:
+        out += [t for t in tests if t not in out and
+                (t.__name__ == w if w in names else w in t.__name__)]
+    assert out, f"no test matches {wanted}: {[t.__name__ for t in tests]}"
+    return out
+
+
+def run_side_by_side(phases, env=None):
+    """Runs tests that mostly wait (for due times, sessions, restarts) side by side, so
+    that their waits overlap. phases run one after another; a phase is a list of lanes
+    that run at the same time; a lane is a list of tests run in order, in a process of
+    its own: this script again, with the lane's test names as arguments (its __main__
+    must run just the tests its command line names, see picked()). Each test still has
+    its own topic prefix, processes, ports and endpoint, and the lanes share nothing
+    but the broker. Each lane's lines are printed as they come, tagged with the lane
+    ("2b|" is phase 2, lane b); env adds to the lanes' environment (a seed, so that
+    every lane draws from the same one). Ends like run(): a summary, exit 1 if a test
+    failed (or a lane ended without saying how one of its tests went)."""
+    script = os.path.abspath(sys.argv[0])
+    lane_env = {**os.environ, "PYTHONUNBUFFERED": "1",
+                **{k: str(v) for k, v in (env or {}).items()}}
+    lock = threading.Lock()
+    total = [0, 0]  # passed, failed
+    t0 = time.time()
+
+    def follow(tag, lane, p):
+        said = {"ok": 0, "FAIL": 0}
+        for raw in p.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            with lock:
+                if line.startswith(("ok   ", "FAIL ")):
+                    said[line.split()[0]] += 1
+                print(f"{tag}| {line}", flush=True)
+        p.wait()
+        with lock:
+            total[0] += said["ok"]
+            total[1] += said["FAIL"]
+            # A lane that stopped early, or exited with an error after its tests (as a
+            # whole script would have, failing its ctest), counts as a failure.
+            lost = len(lane) - said["ok"] - said["FAIL"]
+            if lost > 0 or (p.returncode and not said["FAIL"]):
+                total[1] += max(lost, 1)
+                print(f"{tag}| lane exited {p.returncode} after {len(lane) - lost} of its "
+                      f"{len(lane)} tests: counted as {max(lost, 1)} failed", flush=True)
+
+    for n, lanes in enumerate(phases, 1):
+        started = time.time()
+        running = []
+        try:
+            for i, lane in enumerate(lanes):
+                tag = f"{n}{chr(ord('a') + i)}"
+                p = subprocess.Popen([sys.executable, script, *[t.__name__ for t in lane]],
+                                     env=lane_env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+                th = threading.Thread(target=follow, args=(tag, lane, p), daemon=True)
+                th.start()
+                running.append((p, th))
+                with lock:
+                    print(f"{tag}| lane of {len(lane)}: "
+                          f"{', '.join(t.__name__ for t in lane)}", flush=True)
+            for _, th in running:
+                th.join()
+        finally:
+            # Interrupted: each lane stops its own processes on the way out.
+            for p, _ in running:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+        print(f"phase {n} of {len(phases)} ({len(lanes)} lane{'s' * (len(lanes) > 1)}): "
+              f"{time.time() - started:.1f}s", flush=True)
+    print(f"{total[0]} passed, {total[1]} failed ({time.time() - t0:.1f}s)")
+    sys.exit(1 if total[1] else 0)
