@@ -727,29 +727,44 @@ static void restore_chain_record(void *arg, const mc_record *m)
 
 typedef struct homes {
     int32_t partition, partitions;
-    const job_entry *stray; /* a job whose key's home is another partition */
+    const char *stray; /* the key of a job or chain whose home is another partition */
+    size_t stray_len;
 } homes;
+
+static void check_home_key(homes *h, const char *key, size_t len)
+{
+    if (!h->stray && mc_key_partition(key, len, h->partitions) != h->partition) {
+        h->stray = key;
+        h->stray_len = len;
+    }
+}
 
 static void check_home(mc_keynode *n, void *arg)
 {
-    homes *h = arg;
     const job_entry *e = (const job_entry *)n;
-    if (!h->stray && mc_key_partition(e->key, e->node.key_len, h->partitions) != h->partition)
-        h->stray = e;
+    check_home_key(arg, e->key, e->node.key_len);
+}
+
+static void check_chain_home(mc_keynode *n, void *arg)
+{
+    const chain_entry *e = (const chain_entry *)n;
+    check_home_key(arg, e->key, e->node.key_len);
 }
 
 /* The jobs topics keep the partition count they were made with: a job's
- * state is where its commands land. If they grew (behind mooncake's back),
- * its later commands would land elsewhere and find no job, while it fires
- * on; so the role stops and says what to do. Returns 0, or -1. */
+ * state (and a chain's) is where its commands land. If they grew (behind
+ * mooncake's back), its later commands would land elsewhere and find no
+ * job (or start a second chain of the same key), while it fires on; so the
+ * role stops and says what to do. Returns 0, or -1. */
 static int check_homes(jobs *s, job_part *p)
 {
-    homes h = {p->partition, s->command_partitions, NULL};
+    homes h = {p->partition, s->command_partitions, NULL, 0};
     mc_keymap_each(p->jobs, check_home, &h);
+    mc_keymap_each(p->chains, check_chain_home, &h);
     if (!h.stray)
         return 0;
-    char key[MC_JOB_MAX_KEY_LEN], part[16], parts[16];
-    snprintf(key, sizeof key, "%.*s", (int)h.stray->node.key_len, h.stray->key);
+    char key[MC_JOB_MAX_KEY_LEN + 300], part[16], parts[16];
+    snprintf(key, sizeof key, "%.*s", (int)h.stray_len, h.stray);
     snprintf(part, sizeof part, "%" PRId32, p->partition);
     snprintf(parts, sizeof parts, "%" PRId32, s->command_partitions);
     mc_log(s->logger, MC_LOG_ERROR,

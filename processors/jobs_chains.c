@@ -20,13 +20,21 @@
  * chain never call at the same time, whatever is killed, because the next
  * Submit is written after the previous one's final Result was committed.
  *
- * A released link that never gets a final Result (a plain Cancel that won
- * before it was fired leaves none) would stop its chain forever, so the
- * chain waits for it at most its stale bound (every attempt's timeout and
- * backoff, plus a minute, as a job waits for an occurrence), then goes on.
- * A CancelLink of a released link writes a Cancel for it and shortens the
- * wait to one attempt and a minute after it is due: by then any call the
- * cancel did not stop has ended, and any next attempt was stopped by it. */
+ * A CancelLink of a waiting link removes it. One of a released link writes
+ * a Cancel for its task, the client's way, and the chain goes on waiting
+ * for its final Result: the call the cancel did not stop ends with one; the
+ * wheel writes a CANCELLED one when the cancel voids the pending task
+ * before it is fired (wheel.c), the executor when it recalls one fired
+ * early. A released link that still never gets a final Result (a next
+ * attempt the cancel voided, a task the router dead-lettered) would stop
+ * its chain forever, so the chain waits for it at most its stale bound
+ * (every attempt's timeout and backoff, plus a minute, as a job waits for
+ * an occurrence), then goes on.
+ *
+ * Links are released only by punctuate, never while a command is
+ * processed: a release Kafka refuses (a task near the record limit, with
+ * the chain's metadata added) is then the link's own failure, dead-lettered
+ * with it, not a refusal of the command that made it due. */
 #include "jobs_impl.h"
 
 #include <errno.h>
@@ -43,7 +51,9 @@
 static void link_clear(chain_link *l)
 {
     free(l->value);
+    free(l->task_id);
     l->value = NULL;
+    l->task_id = NULL;
 }
 
 static void chain_free(chain_entry *e)
@@ -123,14 +133,19 @@ static void drop_link(chain_entry *e, chain_link *l)
 }
 
 /* A new link at the end, owning value. NULL on ENOMEM (value not taken). */
-static chain_link *append_link(chain_entry *e, int64_t link, int64_t due_at, uint8_t *value,
-                               size_t value_len)
+static chain_link *append_link(chain_entry *e, int64_t link, int64_t due_at, const char *task_id,
+                               uint8_t *value, size_t value_len)
 {
+    char *id = strdup(task_id);
+    if (!id)
+        return NULL;
     if (e->n == e->cap) {
         uint32_t cap = e->cap ? e->cap * 2 : 4;
         chain_link *grown = realloc(e->links, cap * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            free(id);
             return NULL;
+        }
         e->links = grown;
         e->cap = cap;
     }
@@ -141,7 +156,8 @@ static chain_link *append_link(chain_entry *e, int64_t link, int64_t due_at, uin
                       .cancelled_at = -1,
                       .stale_at = -1,
                       .value = value,
-                      .value_len = value_len};
+                      .value_len = value_len,
+                      .task_id = id};
     return l;
 }
 
@@ -266,6 +282,18 @@ static int release(jobs *s, job_part *p, chain_entry *e, chain_link *l, int64_t 
     if (decode_link(s, l, &cl) != 0)
         return -1;
     mc_task t = cl.task;
+    char why[512];
+    if (!mc_task_target_ok(s->targets, &t, &mc_task_avro_names, why, sizeof why)) {
+        /* The allow-list changed since the link was added: the router would
+         * dead-letter the task without a Result, and the chain would wait. */
+        char reason[600];
+        snprintf(reason, sizeof reason, "jobs: chain link not released: %s", why);
+        mc_record add = add_record(s, p, e, l);
+        if (mc_ctx_dead_letter(ctx, &add, reason, &cl.task) != 0 &&
+            mc_ctx_dead_letter(ctx, &add, reason, NULL) != 0)
+            return -1;
+        return end_link(s, p, e, l, ctx) == 0 ? 1 : -1;
+    }
     char link_text[24];
     snprintf(link_text, sizeof link_text, "%" PRId64, l->link);
     mc_kv *meta = mc_arena_alloc(s->link_arena, (t.n_metadata + 2) * sizeof *meta);
@@ -334,10 +362,11 @@ static int chain_arm(jobs *s, job_part *p, chain_entry *e, int64_t now, mc_ctx *
 }
 
 /* Does what the chain needs at now: gives up on a released link past its
- * stale bound, releases the next link when none is released and it is
- * within ahead_ms of its due time, sets the timer; a chain left empty
- * goes. 0, or -1. */
-static int chain_attend(jobs *s, job_part *p, chain_entry *e, int64_t now, mc_ctx *ctx)
+ * stale bound, releases the next link (may_release: only from punctuate)
+ * when none is released and it is within ahead_ms of its due time, sets the
+ * timer; a chain left empty goes. 0, or -1. */
+static int chain_attend(jobs *s, job_part *p, chain_entry *e, int64_t now, bool may_release,
+                        mc_ctx *ctx)
 {
     for (;;) {
         chain_link *r = released_link(e);
@@ -357,7 +386,7 @@ static int chain_attend(jobs *s, job_part *p, chain_entry *e, int64_t now, mc_ct
         if (r)
             break;
         chain_link *n = next_link(e);
-        if (!n || n->due_at - s->ahead_ms > now)
+        if (!may_release || !n || n->due_at - s->ahead_ms > now)
             break;
         int rc = release(s, p, e, n, now, ctx);
         if (rc < 0)
@@ -379,7 +408,7 @@ int jobs_chains_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_
         size_t want = *budget < 256 ? *budget : 256;
         size_t got = mc_wheel_advance(p->chain_timers, now, due, want);
         for (size_t k = 0; k < got; k++)
-            if (chain_attend(s, p, MC_TIMER_OWNER(due[k], chain_entry, timer), now, ctx) != 0)
+            if (chain_attend(s, p, MC_TIMER_OWNER(due[k], chain_entry, timer), now, true, ctx) != 0)
                 return -1;
         *budget -= got;
         if (got < want)
@@ -408,13 +437,7 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
      * one runs as it was; the newer one waits its turn behind it. */
     for (uint32_t i = 0; i < e->n; i++) {
         chain_link *l = &e->links[i];
-        if (l->released_at >= 0)
-            continue;
-        mc_arena_reset(s->link_arena);
-        mc_chain_link held;
-        if (decode_link(s, l, &held) != 0)
-            return -1;
-        if (strcmp(held.task.task_id, a->task.task_id) == 0) {
+        if (l->released_at < 0 && strcmp(l->task_id, a->task.task_id) == 0) {
             if (end_link(s, p, e, l, ctx) != 0)
                 return -1;
             break;
@@ -437,7 +460,8 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
     chain_link tmp = {0};
     if (set_value(s, &tmp, &cl) != 0)
         return -1;
-    chain_link *l = append_link(e, r->offset, a->task.due_at, tmp.value, tmp.value_len);
+    chain_link *l =
+        append_link(e, r->offset, a->task.due_at, a->task.task_id, tmp.value, tmp.value_len);
     if (!l) {
         free(tmp.value);
         return -1;
@@ -446,7 +470,7 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
     mc_counter_add(s->links_added, 1);
     if (write_link(s, p, e, l, ctx) != 0)
         return -1;
-    return chain_attend(s, p, e, now, ctx);
+    return chain_attend(s, p, e, now, false, ctx);
 }
 
 /* Writes a Cancel of a released link's task to `tasks`, the client's way. */
@@ -471,14 +495,11 @@ static int cancel_link(jobs *s, job_part *p, const mc_record *r, const mc_cancel
     if (!e)
         return 0; /* ended already, or never added: like a Cancel of an unknown task */
     /* Every link of that task: a waiting one goes; the released one is
-     * cancelled the client's way, and waited for a little longer. */
+     * cancelled the client's way, and its final Result still awaited (the
+     * wheel writes a CANCELLED one when the cancel voids it unfired). */
     for (uint32_t i = 0; i < e->n;) {
         chain_link *l = &e->links[i];
-        mc_arena_reset(s->link_arena);
-        mc_chain_link held;
-        if (decode_link(s, l, &held) != 0)
-            return -1;
-        if (strcmp(held.task.task_id, c->task_id) != 0) {
+        if (strcmp(l->task_id, c->task_id) != 0) {
             i++;
             continue;
         }
@@ -493,33 +514,24 @@ static int cancel_link(jobs *s, job_part *p, const mc_record *r, const mc_cancel
             continue;
         if (cancel_task(s, c, now, ctx) != 0)
             return -1;
-        /* Any call the cancel does not stop started by the task's due time
-         * (or now) and ends within one attempt; any next attempt is stopped
-         * by it. So the chain need not wait longer than that, and a minute. */
-        int64_t from = held.task.due_at > now ? held.task.due_at : now;
-        int64_t timeout = held.task.callback.timeout_ms > 0 ? held.task.callback.timeout_ms
-                                                            : s->cfg->executor_timeout_ms;
-        int64_t until = from + timeout + 1000 + 60000;
-        if (until < l->stale_at)
-            l->stale_at = until;
         l->cancelled_at = now;
         mc_counter_add(s->links_cancelled, 1);
         if (update_link(s, p, e, l, ctx) != 0)
             return -1;
     }
-    return chain_attend(s, p, e, now, ctx);
+    return chain_attend(s, p, e, now, false, ctx);
 }
 
 static int link_done(jobs *s, job_part *p, const mc_record *r, const mc_link_done *d, mc_ctx *ctx)
 {
     chain_entry *e = find_chain(p, r->key, r->key_len);
     chain_link *l = e ? find_link(e, d->link) : NULL;
-    if (!l || l->released_at < 0)
-        return 0; /* given up on already (stale), or a Result relayed twice */
+    if (!l || l->released_at < 0 || strcmp(l->task_id, d->task_id) != 0)
+        return 0; /* given up on already (stale), a Result relayed twice, or not this link's */
     mc_counter_add(s->links_done, 1);
     if (end_link(s, p, e, l, ctx) != 0)
         return -1;
-    return chain_attend(s, p, e, mc_ctx_now_ms(ctx), ctx);
+    return chain_attend(s, p, e, mc_ctx_now_ms(ctx), false, ctx);
 }
 
 int jobs_chain_command(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c,
@@ -632,7 +644,7 @@ void jobs_chain_restore_record(jobs *s, job_part *p, const mc_record *m)
         return;
     }
     memcpy(v, m->value, m->value_len);
-    chain_link *l = append_link(e, link, cl.task.due_at, v, m->value_len);
+    chain_link *l = append_link(e, link, cl.task.due_at, cl.task.task_id, v, m->value_len);
     if (!l) {
         free(v);
         if (e->n == 0)

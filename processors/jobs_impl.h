@@ -70,6 +70,7 @@ typedef struct chain_link {
     int64_t stale_at;     /* released: when the chain stops waiting for its final Result */
     uint8_t *value;       /* its ChainLink record, as the changelog has it */
     size_t value_len;
+    char *task_id; /* its task's, NUL-terminated (an AddLink or CancelLink names it) */
 } chain_link;
 
 /* A serial chain: the links of one app and ordering key, keyed app_id/ordering_key. */
