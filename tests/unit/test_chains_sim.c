@@ -346,7 +346,7 @@ static void cancels_replacements_and_lost_outcomes(void)
     CHECK(sim_counter(in, "mooncake_chain_links_stale_total", NULL) == 1);
 
     /* A released link cancelled before its due time: its Cancel goes to
-     * tasks, and the chain goes on after the cancel's bound. */
+     * tasks, and the chain goes on with the CANCELLED Result its win brings. */
     int64_t t = sim_now(k);
     add_link(k, "k", "doomed", t + 2500);
     add_link(k, "k", "next", t + 2600);
