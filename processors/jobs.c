@@ -451,7 +451,8 @@ static int send_home(jobs *s, const mc_record *r, int32_t home, mc_ctx *ctx)
 
 static bool key_matches(const mc_record *r, const char *app_id, const char *job_id)
 {
-    char key[MC_JOB_MAX_KEY_LEN];
+    /* A job's key, or a chain's (app_id/ordering_key, up to 256 bytes after it). */
+    char key[MC_JOB_MAX_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
     size_t n = mc_task_key(app_id, job_id, key, sizeof key);
     return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
 }
