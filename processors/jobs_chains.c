@@ -312,13 +312,7 @@ static int release(jobs *s, job_part *p, chain_entry *e, chain_link *l, int64_t 
     if (t.due_at < now)
         t.due_at = now; /* its turn came after its due time: it is due now */
     mc_command c = {.kind = MC_CMD_SUBMIT, .submit = t};
-    char key[MC_JOB_MAX_KEY_LEN + 1024];
-    size_t klen = mc_task_key(t.app_id, t.task_id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    int rc = mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key,
-                            klen, s->buf.data, s->buf.len);
+    int rc = jobs_write_command(s, &c, ctx);
     if (rc == MC_FORWARD_REFUSED) {
         mc_record add = add_record(s, p, e, l);
         if (mc_ctx_dead_letter(ctx, &add,
@@ -473,20 +467,6 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
     return chain_attend(s, p, e, now, false, ctx);
 }
 
-/* Writes a Cancel of a released link's task to `tasks`, the client's way. */
-static int cancel_task(jobs *s, const mc_cancel_link *c, int64_t now, mc_ctx *ctx)
-{
-    mc_command cmd = {.kind = MC_CMD_CANCEL,
-                      .cancel = {.app_id = c->app_id, .task_id = c->task_id, .requested_at = now}};
-    char key[MC_JOB_MAX_KEY_LEN + 1024];
-    size_t klen = mc_task_key(c->app_id, c->task_id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&cmd, &s->buf) != 0)
-        return -1;
-    return mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
-                          s->buf.data, s->buf.len);
-}
-
 static int cancel_link(jobs *s, job_part *p, const mc_record *r, const mc_cancel_link *c,
                        mc_ctx *ctx)
 {
@@ -512,7 +492,8 @@ static int cancel_link(jobs *s, job_part *p, const mc_record *r, const mc_cancel
         i++;
         if (l->cancelled_at >= 0)
             continue;
-        if (cancel_task(s, c, now, ctx) != 0)
+        mc_command cancel = {.kind = MC_CMD_CANCEL, .cancel = {c->app_id, c->task_id, now}};
+        if (jobs_write_command(s, &cancel, ctx) != 0)
             return -1;
         l->cancelled_at = now;
         mc_counter_add(s->links_cancelled, 1);

@@ -170,6 +170,11 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
  * PARALLEL). */
 bool jobs_tracked(const job_entry *e);
 
+/* Writes a Submit or Cancel to its key's partition of `tasks` (in the open
+ * transaction): what mc_ctx_forward returns (MC_FORWARD_REFUSED when Kafka
+ * refuses it for good), or -1. s->buf holds its bytes after. */
+int jobs_write_command(jobs *s, const mc_command *c, mc_ctx *ctx);
+
 /* Writes e's state to the changelog (in the open transaction). 0, or -1. */
 int jobs_write_state(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx);
 

@@ -20,6 +20,8 @@ import uuid
 
 from harness import CallbackServer, Env, decode, encode, home_partition, now_ms, run, task
 from test_executor import ALLOW_LOOPBACK
+from test_jobs import final_results
+from test_kafka_targets import wait_for
 
 SHARED = {}
 JOBS_ENV = {"MOONCAKE_JOBS_AHEAD_MS": "1000"}
@@ -86,22 +88,6 @@ def calls_by_task(server, prefix):
         if tid.startswith(prefix):
             out.setdefault(tid, []).append(c)
     return out
-
-
-def final_results(env, prefix):
-    out = {}
-    for m in env.read_all("results", idle=3.0):
-        r = decode("Result", m.value())
-        if r["task_id"].startswith(prefix) and r["outcome"] != "FAILED_WILL_RETRY":
-            out.setdefault(r["task_id"], []).append(r["outcome"])
-    return out
-
-
-def wait_for(what, cond, timeout):
-    deadline = time.time() + timeout
-    while not cond():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 def check_chain(calls, links):
