@@ -14,6 +14,16 @@ static const char *metadata_value(const mc_task *t, const char *name)
     return NULL;
 }
 
+const char *mc_task_chain(const mc_task *t)
+{
+    return metadata_value(t, MC_CHAIN_METADATA);
+}
+
+bool mc_chain_metadata_reserved(const char *key)
+{
+    return strcmp(key, MC_CHAIN_METADATA) == 0 || strcmp(key, MC_LINK_METADATA) == 0;
+}
+
 size_t mc_chain_result_headers(const mc_task *t, mc_header out[2])
 {
     const char *chain = metadata_value(t, MC_CHAIN_METADATA);

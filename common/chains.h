@@ -22,6 +22,14 @@
 
 #define MC_MAX_ORDERING_KEY_LEN 256
 
+/* The ordering key of a task a chain released (its metadata), or NULL.
+ * The pointer is into t. Any thread. */
+const char *mc_task_chain(const mc_task *t);
+
+/* Whether a metadata key is one mooncake sets on a chain's tasks, which a
+ * client's task may not carry. */
+bool mc_chain_metadata_reserved(const char *key);
+
 /* Fills out[0..1] with the chain and link headers of a task a chain
  * released (values point into t's metadata) and returns 2; returns 0 for
  * any other task. Any thread. */

@@ -504,6 +504,13 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
                         &out->n_metadata, why, whylen))
         goto done;
+    for (size_t i = 0; i < out->n_metadata; i++)
+        if (mc_chain_metadata_reserved(out->metadata[i].key)) {
+            /* Set by mooncake on a chain's tasks, which its relay trusts. */
+            snprintf(why, whylen, "metadata.%s is reserved (use orderingKey)",
+                     out->metadata[i].key);
+            goto done;
+        }
     if (!uuid) {
         char *id = mc_arena_alloc(arena, MC_JSON_MAX_ID_LEN + 1);
         if (!id) {

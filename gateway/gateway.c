@@ -1335,6 +1335,13 @@ static enum MHD_Result submit_again(request *rq)
             ret = answer_error(rq, MHD_HTTP_CONFLICT,
                                "the view's copy of the task is of another key: submit it again "
                                "yourself");
+        else if (mc_task_chain(&st.task))
+            /* Submitted again outside its chain, it would run beside the
+             * chain's next task. */
+            ret = answer_error(rq, MHD_HTTP_CONFLICT,
+                               "the task belongs to the serial chain '%.256s': add it to its "
+                               "chain again (POST /submit with orderingKey)",
+                               mc_task_chain(&st.task));
         else if ((!ok && strncmp(why, "dueAt", 5) == 0) || !target_ok)
             ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
         else if (!ok) /* the stored task's own fields: not echoed (its URL may hold secrets) */

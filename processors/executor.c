@@ -255,9 +255,13 @@ static int write_result_of(executor *ex, const mc_call *j, mc_outcome outcome, c
     mc_buf_reset(&ex->buf);
     if (mc_encode_result(&res, &ex->buf) != 0)
         return -1;
-    /* A chain's link says so, for the jobs role to relay its final Result. */
+    /* A chain's link says so, for the jobs role to relay its final Result;
+     * the chain's next call waits on this commit, so it is made at once. */
     mc_header chain[2];
-    return produce_for_n(ex, ex->results, j, chain, mc_chain_result_headers(&j->task, chain));
+    size_t n = mc_chain_result_headers(&j->task, chain);
+    if (n)
+        mc_ctx_request_commit_now(ex->ctx);
+    return produce_for_n(ex, ex->results, j, chain, n);
 }
 
 static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)

@@ -180,6 +180,9 @@ int64_t jobs_stale_bound(bool has_retry, const mc_retry_policy *retry, int64_t t
     /* A task without a timeout gets the executor's (this role's flag: the
      * same configuration in a deployment). */
     int64_t timeout = timeout_ms > 0 ? timeout_ms : cfg->executor_timeout_ms;
+    /* Saturated: a policy may name any backoff up to INT64_MAX. */
+    if (timeout > MAX_STALE_MS || backoff > MAX_STALE_MS || attempts > MAX_STALE_MS / 1000)
+        return MAX_STALE_MS;
     int64_t t = attempts * (timeout + 1000) + (attempts - 1) * backoff + 60000;
     return t > MAX_STALE_MS || t < 0 ? MAX_STALE_MS : t;
 }

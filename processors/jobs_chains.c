@@ -325,6 +325,10 @@ static int release(jobs *s, job_part *p, chain_entry *e, chain_link *l, int64_t 
     }
     if (rc != 0)
         return -1;
+    /* Due already (its turn came late), its call waits on this commit, not
+     * on the commit interval; one released ahead of its time does not. */
+    if (t.due_at <= now)
+        mc_ctx_request_commit_now(ctx);
     l->released_at = now;
     l->stale_at = t.due_at + jobs_stale_bound(t.has_retry, &t.retry, t.callback.timeout_ms, s->cfg);
     mc_counter_add(s->links_released, 1);
@@ -417,9 +421,13 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
 {
     int64_t now = mc_ctx_now_ms(ctx);
     char why[512];
+    char key[MC_MAX_TASK_KEY_LEN];
     if (!mc_ordering_key_ok(a->ordering_key, "ordering_key", why, sizeof why) ||
         !mc_task_ok(&a->task, now, s->cfg->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
-        !mc_task_target_ok(s->targets, &a->task, &mc_task_avro_names, why, sizeof why)) {
+        !mc_task_target_ok(s->targets, &a->task, &mc_task_avro_names, why, sizeof why) ||
+        (mc_task_key(a->task.app_id, a->task.task_id, key, sizeof key) >= sizeof key &&
+         snprintf(why, sizeof why, "app_id/task_id is longer than %d bytes",
+                  MC_MAX_TASK_KEY_LEN - 1) > 0)) {
         char reason[600];
         snprintf(reason, sizeof reason, "jobs: invalid chain link: %s", why);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
@@ -568,6 +576,7 @@ int jobs_chain_relay(jobs *s, const mc_record *r, mc_ctx *ctx)
                        klen, s->buf.data, s->buf.len) != 0)
         return -1;
     mc_counter_add(s->links_relayed, 1);
+    mc_ctx_request_commit_now(ctx); /* the chain's next link waits on it */
     return 0;
 }
 
@@ -638,13 +647,6 @@ void jobs_chain_restore_record(jobs *s, job_part *p, const mc_record *m)
         int64_t due = cl.task.due_at > l->released_at ? cl.task.due_at : l->released_at;
         l->stale_at = due + jobs_stale_bound(cl.task.has_retry, &cl.task.retry,
                                              cl.task.callback.timeout_ms, s->cfg);
-        if (l->cancelled_at >= 0) {
-            int64_t from = cl.task.due_at > l->cancelled_at ? cl.task.due_at : l->cancelled_at;
-            int64_t timeout = cl.task.callback.timeout_ms > 0 ? cl.task.callback.timeout_ms
-                                                              : s->cfg->executor_timeout_ms;
-            if (from + timeout + 61000 < l->stale_at)
-                l->stale_at = from + timeout + 61000;
-        }
     }
     mc_gauge_add(s->links_gauge, 1);
     mc_counter_add(s->restored, 1);

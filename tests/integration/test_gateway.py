@@ -639,6 +639,13 @@ def test_a_chain_submitted_here_runs_one_at_a_time():
             "before the first had answered")
         assert other[0]["at"] < first[0]["responded_at"], "another chain was held back"
         assert server.calls_to("/third") == [], "a cancelled link was called"
+        # "Run now" would run it beside the chain's next task: refused, naming the chain.
+        def run_first_again():
+            return req(port, "POST", "/api/task/reschedule", {"appId": "shop", "uuid": "first"})
+        wait_until("the view to hold the first", lambda: run_first_again().status != 404,
+                   timeout=30)
+        again = run_first_again()
+        assert again.status == 409 and b"serial chain 'contract-42'" in again.body, again
     finally:
         server.close()
         env.stop_all()

@@ -96,6 +96,12 @@ static void test_errors_name_the_field(void)
          "expireTime"},
         {"{\"appId\":\"a\",\"delayMs\":-1,\"callback\":{\"url\":\"http://x\"}}", "delayMs"},
         {"{\"appId\":\"a\",\"delayMs\":1}", "callback is required"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"metadata\":{\"mooncake.chain\":\"k\"}}",
+         "metadata.mooncake.chain is reserved"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"metadata\":{\"mooncake.link\":\"1\"}}",
+         "metadata.mooncake.link is reserved"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{}}", "callback.url is required"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"file:///etc\"}}", "callback.url"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\",\"method\":\"BREW\"}}",
