@@ -272,6 +272,7 @@ static const struct {
     [MC_SCHEMA_DEAD_LETTER] = {"DeadLetter", "mooncake.DeadLetter"},
     [MC_SCHEMA_JOB_COMMAND] = {"JobCommand", "mooncake.JobCommand"},
     [MC_SCHEMA_JOB_STATE] = {"JobState", "mooncake.JobState"},
+    [MC_SCHEMA_CHAIN_LINK] = {"ChainLink", "mooncake.ChainLink"},
 };
 
 /* The schemas that changed: their current version number, and where each
@@ -280,7 +281,7 @@ static const struct {
 static const int current_versions[MC_SCHEMA_COUNT] = {
     [MC_SCHEMA_COMMAND] = 2,     [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
     [MC_SCHEMA_ATTEMPT] = 3,     [MC_SCHEMA_RESULT] = 3,      [MC_SCHEMA_DEAD_LETTER] = 2,
-    [MC_SCHEMA_JOB_COMMAND] = 2, [MC_SCHEMA_JOB_STATE] = 2,
+    [MC_SCHEMA_JOB_COMMAND] = 3, [MC_SCHEMA_JOB_STATE] = 2,
 };
 static const struct {
     mc_schema_id id;
@@ -292,6 +293,7 @@ static const struct {
     {MC_SCHEMA_COMMAND, 1, "Command_v1"},        {MC_SCHEMA_WHEEL_ENTRY, 1, "WheelEntry_v1"},
     {MC_SCHEMA_STORED_TASK, 1, "StoredTask_v1"}, {MC_SCHEMA_DEAD_LETTER, 1, "DeadLetter_v1"},
     {MC_SCHEMA_JOB_COMMAND, 1, "JobCommand_v1"}, {MC_SCHEMA_JOB_STATE, 1, "JobState_v1"},
+    {MC_SCHEMA_JOB_COMMAND, 2, "JobCommand_v2"},
 };
 
 const uint8_t mc_task_v1_suffix[3] = {0, 0, 0};

@@ -285,18 +285,48 @@ typedef struct mc_occurrence_done {
     int64_t finished_at;
 } mc_occurrence_done;
 
+/* Since JobCommand version 3: a task added to the serial chain of its app
+ * and ordering_key. */
+typedef struct mc_add_link {
+    const char *ordering_key;
+    mc_task task;
+} mc_add_link;
+
+typedef struct mc_cancel_link {
+    const char *app_id;
+    const char *ordering_key;
+    const char *task_id;
+    int64_t requested_at;
+} mc_cancel_link;
+
+/* A released link's final Result, relayed to its chain. */
+typedef struct mc_link_done {
+    const char *app_id;
+    const char *ordering_key;
+    const char *task_id;
+    int64_t link;       /* which release ended: the AddLink's job-commands offset */
+    mc_outcome outcome; /* SUCCEEDED .. CANCELLED (a dropped one reads CANCELLED) */
+    int64_t finished_at;
+} mc_link_done;
+
 typedef enum mc_job_command_kind {
     MC_JOBCMD_PUT = 0,
     MC_JOBCMD_ACTION = 1,
     MC_JOBCMD_DONE = 2,
+    MC_JOBCMD_ADD_LINK = 3,
+    MC_JOBCMD_CANCEL_LINK = 4,
+    MC_JOBCMD_LINK_DONE = 5,
 } mc_job_command_kind;
 
 /* job-commands topic value. */
 typedef struct mc_job_command {
     mc_job_command_kind kind;
-    mc_job put;              /* kind == MC_JOBCMD_PUT */
-    mc_job_action action;    /* kind == MC_JOBCMD_ACTION */
-    mc_occurrence_done done; /* kind == MC_JOBCMD_DONE */
+    mc_job put;                 /* kind == MC_JOBCMD_PUT */
+    mc_job_action action;       /* kind == MC_JOBCMD_ACTION */
+    mc_occurrence_done done;    /* kind == MC_JOBCMD_DONE */
+    mc_add_link add_link;       /* kind == MC_JOBCMD_ADD_LINK */
+    mc_cancel_link cancel_link; /* kind == MC_JOBCMD_CANCEL_LINK */
+    mc_link_done link_done;     /* kind == MC_JOBCMD_LINK_DONE */
     /* Decoding a PUT sets these to the job's own bytes (Avro binary, no
      * framing, always the current Job: inside the input, or in the arena for
      * an earlier version, made current), so they can be kept and spliced into
@@ -336,6 +366,15 @@ typedef struct mc_job_state {
     size_t job_raw_len;
 } mc_job_state;
 
+/* chains topic value: one link a serial chain holds (its app is the task's). */
+typedef struct mc_chain_link {
+    const char *ordering_key;
+    int64_t link;         /* the AddLink's job-commands offset */
+    int64_t released_at;  /* -1 while waiting */
+    int64_t cancelled_at; /* -1 unless a CancelLink reached it after its release */
+    mc_task task;
+} mc_chain_link;
+
 /* ---- schema identity ---------------------------------------------------------- */
 typedef enum mc_schema_id {
     MC_SCHEMA_COMMAND = 0,
@@ -346,6 +385,7 @@ typedef enum mc_schema_id {
     MC_SCHEMA_DEAD_LETTER,
     MC_SCHEMA_JOB_COMMAND,
     MC_SCHEMA_JOB_STATE,
+    MC_SCHEMA_CHAIN_LINK,
     MC_SCHEMA_COUNT
 } mc_schema_id;
 
@@ -468,6 +508,9 @@ mc_codec_err mc_decode_job_state(const void *data, size_t len, mc_arena *arena, 
  * it already holds. */
 mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *arena,
                                       mc_job_state *out, char *detail, size_t detail_len);
+/* A chains-topic value: single-object framing only. */
+mc_codec_err mc_decode_chain_link(const void *data, size_t len, mc_arena *arena, mc_chain_link *out,
+                                  char *detail, size_t detail_len);
 /* Decodes a job's bare Avro binary (job_raw / put_raw above). */
 mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job *out, char *detail,
                            size_t detail_len);
@@ -482,6 +525,8 @@ int mc_encode_result(const mc_result *r, mc_buf *out);
 int mc_encode_dead_letter(const mc_dead_letter *d, mc_buf *out);
 int mc_encode_job_command(const mc_job_command *c, mc_buf *out);
 int mc_encode_job_state(const mc_job_state *s, mc_buf *out);
+/* A ChainLink; -1 (out unchanged) on ENOMEM or a bad enum in its task. */
+int mc_encode_chain_link(const mc_chain_link *l, mc_buf *out);
 /* Appends a job's bare Avro binary (no framing): what job_raw holds. */
 int mc_encode_job(const mc_job *j, mc_buf *out);
 

@@ -926,12 +926,13 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
     return finish(&r, "DeadLetter");
 }
 
-/* The union {PutJob, JobAction, OccurrenceDone} of a JobCommand. */
+/* The union {PutJob, JobAction, OccurrenceDone, AddLink, CancelLink,
+ * LinkDone} of a JobCommand (the last three since version 3). */
 static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
 {
     int64_t branch;
     int sym;
-    TRY(rd_branch(r, "payload", 3, &branch));
+    TRY(rd_branch(r, "payload", has_since(r, 3) ? 6 : 3, &branch));
     push(r, "payload");
     switch (branch) {
     case 0:
@@ -946,7 +947,7 @@ static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
         c->action.action = (mc_job_action_kind)sym;
         TRY(rd_long(r, "requested_at", &c->action.requested_at));
         break;
-    default:
+    case 2:
         c->kind = MC_JOBCMD_DONE;
         TRY(rd_string(r, "app_id", &c->done.app_id));
         TRY(rd_string(r, "job_id", &c->done.job_id));
@@ -954,6 +955,30 @@ static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
         TRY(rd_enum(r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
         c->done.outcome = (mc_outcome)sym;
         TRY(rd_long(r, "finished_at", &c->done.finished_at));
+        break;
+    case 3:
+        c->kind = MC_JOBCMD_ADD_LINK;
+        TRY(rd_string(r, "ordering_key", &c->add_link.ordering_key));
+        push(r, "task");
+        TRY(rd_task(r, &c->add_link.task));
+        pop(r);
+        break;
+    case 4:
+        c->kind = MC_JOBCMD_CANCEL_LINK;
+        TRY(rd_string(r, "app_id", &c->cancel_link.app_id));
+        TRY(rd_string(r, "ordering_key", &c->cancel_link.ordering_key));
+        TRY(rd_string(r, "task_id", &c->cancel_link.task_id));
+        TRY(rd_long(r, "requested_at", &c->cancel_link.requested_at));
+        break;
+    default:
+        c->kind = MC_JOBCMD_LINK_DONE;
+        TRY(rd_string(r, "app_id", &c->link_done.app_id));
+        TRY(rd_string(r, "ordering_key", &c->link_done.ordering_key));
+        TRY(rd_string(r, "task_id", &c->link_done.task_id));
+        TRY(rd_long(r, "link", &c->link_done.link));
+        TRY(rd_enum(r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
+        c->link_done.outcome = (mc_outcome)sym;
+        TRY(rd_long(r, "finished_at", &c->link_done.finished_at));
         break;
     }
     pop(r);
@@ -1014,6 +1039,23 @@ mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *ar
     out->job_raw = r.p;
     out->job_raw_len = left(&r);
     return has_since(&r, 2) ? MC_CODEC_OK : current_job_bytes(&r, &out->job_raw, &out->job_raw_len);
+}
+
+/* A chains-topic value: single-object framing only (only we write it). */
+mc_codec_err mc_decode_chain_link(const void *data, size_t len, mc_arena *arena, mc_chain_link *out,
+                                  char *detail, size_t detail_len)
+{
+    rd r;
+    *out = (mc_chain_link){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_CHAIN_LINK, NULL));
+    TRY(rd_string(&r, "ordering_key", &out->ordering_key));
+    TRY(rd_long(&r, "link", &out->link));
+    TRY(rd_long(&r, "released_at", &out->released_at));
+    TRY(rd_long(&r, "cancelled_at", &out->cancelled_at));
+    push(&r, "task");
+    TRY(rd_task(&r, &out->task));
+    pop(&r);
+    return finish(&r, "ChainLink");
 }
 
 /* A job's bare Avro binary (a put_raw or job_raw), no framing; errors name

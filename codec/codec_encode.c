@@ -246,8 +246,8 @@ static bool put_job(wr *w, const mc_job *j)
     return put_follow_ups(w, j->on_success, j->n_on_success) && ok;
 }
 
-/* The union {PutJob, JobAction, OccurrenceDone}; false for a kind or enum
- * value the schema cannot represent. */
+/* The union {PutJob, JobAction, OccurrenceDone, AddLink, CancelLink,
+ * LinkDone}; false for a kind or enum value the schema cannot represent. */
 static bool put_job_payload(wr *w, const mc_job_command *c)
 {
     switch (c->kind) {
@@ -269,6 +269,27 @@ static bool put_job_payload(wr *w, const mc_job_command *c)
         put_long(w, c->done.scheduled_at);
         bool ok = put_enum(w, (int)c->done.outcome, MC_OUTCOME_CANCELLED + 1);
         put_long(w, c->done.finished_at);
+        return ok;
+    }
+    case MC_JOBCMD_ADD_LINK:
+        put_long(w, 3);
+        put_string(w, c->add_link.ordering_key);
+        return put_task(w, &c->add_link.task);
+    case MC_JOBCMD_CANCEL_LINK:
+        put_long(w, 4);
+        put_string(w, c->cancel_link.app_id);
+        put_string(w, c->cancel_link.ordering_key);
+        put_string(w, c->cancel_link.task_id);
+        put_long(w, c->cancel_link.requested_at);
+        return true;
+    case MC_JOBCMD_LINK_DONE: {
+        put_long(w, 5);
+        put_string(w, c->link_done.app_id);
+        put_string(w, c->link_done.ordering_key);
+        put_string(w, c->link_done.task_id);
+        put_long(w, c->link_done.link);
+        bool ok = put_enum(w, (int)c->link_done.outcome, MC_OUTCOME_CANCELLED + 1);
+        put_long(w, c->link_done.finished_at);
         return ok;
     }
     }
@@ -472,4 +493,18 @@ int mc_encode_versioned_raw(mc_schema_id id, int64_t version, const void *a, siz
     put_raw(&w, a, alen);
     put_raw(&w, b, blen);
     return done(&w, start, true);
+}
+
+/* A ChainLink; -1 (out unchanged) on ENOMEM or a bad enum in its task. */
+int mc_encode_chain_link(const mc_chain_link *l, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    put_header(&w, MC_SCHEMA_CHAIN_LINK);
+    put_string(&w, l->ordering_key);
+    put_long(&w, l->link);
+    put_long(&w, l->released_at);
+    put_long(&w, l->cancelled_at);
+    bool ok = put_task(&w, &l->task);
+    return done(&w, start, ok);
 }

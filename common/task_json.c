@@ -1,8 +1,10 @@
-/* JSON -> Task and Cancel (the gateway, mooncakectl -f), on jansson. The document is
- * parsed whole (bodies are capped by the gateway), duplicate keys refused
- * (which of two values is meant is a guess), and unknown fields ignored, as
- * the Java system's clients may send fields mooncake has no use for. jansson
- * refuses \u0000 (no JSON_ALLOW_NUL), so every string is a C string. */
+/* JSON -> Task and Cancel (the gateway, mooncakectl -f), on jansson, and the
+ * record each becomes (with an orderingKey, a serial chain's AddLink or
+ * CancelLink). The document is parsed whole (bodies are capped by the
+ * gateway), duplicate keys refused (which of two values is meant is a
+ * guess), and unknown fields ignored, as the Java system's clients may send
+ * fields mooncake has no use for. jansson refuses \u0000 (no
+ * JSON_ALLOW_NUL), so every string is a C string. */
 #include "task_json.h"
 
 #include <ctype.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chains.h"
 #include "crypto.h"
 #include "kafka_targets.h"
 #include "task_rules.h"
@@ -465,10 +468,21 @@ int mc_json_get_follow_ups(json_t *obj, int64_t max_delay_ms, const mc_retry_pol
     return 0;
 }
 
+/* The optional orderingKey of a submit or cancel body: NULL when absent or
+ * null, else a key the jobs role takes for a chain. */
+static int get_ordering_key(json_t *root, mc_arena *a, const char **out, char *why, size_t whylen)
+{
+    if (mc_json_get_string(root, "orderingKey", "orderingKey", false, MC_MAX_ORDERING_KEY_LEN, a,
+                           out, why, whylen))
+        return -1;
+    return *out && !mc_ordering_key_ok(*out, "orderingKey", why, whylen) ? -1 : 0;
+}
+
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
-                      mc_task *out, char *why, size_t whylen)
+                      mc_task *out, const char **ordering_key, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
+    *ordering_key = NULL;
     json_t *root = mc_json_parse_object(body, len, why, whylen);
     if (!root)
         return -1;
@@ -478,6 +492,7 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
                            why, whylen) ||
         mc_json_get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why,
                            whylen) ||
+        get_ordering_key(root, arena, ordering_key, why, whylen) ||
         get_due(root, o, out, why, whylen) ||
         mc_json_get_action(root, "", &o->retry_defaults, arena,
                            &(mc_json_action){&out->callback, &out->has_kafka_target,
@@ -489,6 +504,13 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
                         &out->n_metadata, why, whylen))
         goto done;
+    for (size_t i = 0; i < out->n_metadata; i++)
+        if (mc_chain_metadata_reserved(out->metadata[i].key)) {
+            /* Set by mooncake on a chain's tasks, which its relay trusts. */
+            snprintf(why, whylen, "metadata.%s is reserved (use orderingKey)",
+                     out->metadata[i].key);
+            goto done;
+        }
     if (!uuid) {
         char *id = mc_arena_alloc(arena, MC_JSON_MAX_ID_LEN + 1);
         if (!id) {
@@ -510,9 +532,10 @@ done:
 }
 
 int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *arena,
-                        mc_cancel *out, char *why, size_t whylen)
+                        mc_cancel *out, const char **ordering_key, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
+    *ordering_key = NULL;
     json_t *root = mc_json_parse_object(body, len, why, whylen);
     if (!root)
         return -1;
@@ -520,7 +543,8 @@ int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *
     if (mc_json_get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id,
                            why, whylen) ||
         mc_json_get_string(root, "uuid", "uuid", true, MC_JSON_MAX_ID_LEN, arena, &out->task_id,
-                           why, whylen))
+                           why, whylen) ||
+        get_ordering_key(root, arena, ordering_key, why, whylen))
         goto done;
     out->requested_at = now_ms;
     if (!mc_task_ids_ok(out->app_id, out->task_id, &mc_task_json_names, why, whylen))
@@ -529,6 +553,26 @@ int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *
 done:
     json_decref(root);
     return rc;
+}
+
+int mc_encode_task_command(const mc_command *cmd, const char *ordering_key, mc_buf *out)
+{
+    if (!ordering_key)
+        return mc_encode_command(cmd, out);
+    /* The jobs role keeps the chain; the record is keyed by it, so that every
+     * link of a chain meets in one partition of job-commands. */
+    mc_job_command jc = {0};
+    if (cmd->kind == MC_CMD_SUBMIT) {
+        jc.kind = MC_JOBCMD_ADD_LINK;
+        jc.add_link = (mc_add_link){.ordering_key = ordering_key, .task = cmd->submit};
+    } else {
+        jc.kind = MC_JOBCMD_CANCEL_LINK;
+        jc.cancel_link = (mc_cancel_link){.app_id = cmd->cancel.app_id,
+                                          .ordering_key = ordering_key,
+                                          .task_id = cmd->cancel.task_id,
+                                          .requested_at = cmd->cancel.requested_at};
+    }
+    return mc_encode_job_command(&jc, out);
 }
 
 /* ---- Task -> JSON (what mooncakectl and mooncake-schema print) ---- */

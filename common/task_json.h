@@ -1,8 +1,8 @@
 /* The gateway's JSON bodies (and mooncakectl submit -f) -> mooncake records: POST /submit's task
- * and POST /api/task/done's {appId, uuid}. Every way a body can be wrong gives one sentence naming
- * the field as the client wrote it ("callback.timeoutMs must be an integer"), and a task that
- * passes here also passes the router's checks (task_rules.h), so nothing the gateway accepts is
- * dead-lettered. */
+ * and POST /api/task/done's {appId, uuid}, each with an optional orderingKey (a serial chain).
+ * Every way a body can be wrong gives one sentence naming the field as the client wrote it
+ * ("callback.timeoutMs must be an integer"), and a task that passes here also passes the router's
+ * checks (task_rules.h), so nothing the gateway accepts is dead-lettered. */
 #ifndef MOONCAKE_TASK_JSON_H
 #define MOONCAKE_TASK_JSON_H
 
@@ -36,14 +36,24 @@ typedef struct mc_task_json_options {
  * why. A body gives callback or kafkaTarget (then callback.url is ""), and
  * may give latePolicy and onSuccess (follow-ups, mc_json_get_follow_ups). The Kafka target's topic
  * is checked for its form only: which topics an app may write is the gateway's allow-list
- * (kafka_targets.h). Any thread. */
+ * (kafka_targets.h). *ordering_key is the body's orderingKey, checked as the jobs role checks
+ * a chain's (mc_ordering_key_ok), or NULL when it has none: with one, the task is a link of
+ * that serial chain (mc_encode_task_command). Any thread. */
 int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *o, mc_arena *arena,
-                      mc_task *out, char *why, size_t whylen);
+                      mc_task *out, const char **ordering_key, char *why, size_t whylen);
 
-/* Parses and checks a cancel body {appId, uuid} into *out (requested_at =
- * now_ms). Same conventions as mc_task_from_json. */
+/* Parses and checks a cancel body {appId, uuid, orderingKey?} into *out
+ * (requested_at = now_ms) and *ordering_key. Same conventions as
+ * mc_task_from_json. */
 int mc_cancel_from_json(const char *body, size_t len, int64_t now_ms, mc_arena *arena,
-                        mc_cancel *out, char *why, size_t whylen);
+                        mc_cancel *out, const char **ordering_key, char *why, size_t whylen);
+
+/* Encodes what a submit or a cancel sends (cmd: a Submit or a Cancel) into
+ * out: without an ordering key the Command itself, for <prefix>tasks keyed
+ * app_id/task_id; with one, the JobCommand that puts it to that serial chain
+ * (an AddLink of the task, or a CancelLink), for <prefix>job-commands keyed
+ * app_id/ordering_key. Returns 0, or -1 on ENOMEM. Any thread. */
+int mc_encode_task_command(const mc_command *cmd, const char *ordering_key, mc_buf *out);
 
 /* A JSON string of the base64 of n bytes (caller owns the reference). Any
  * thread. */

@@ -299,7 +299,7 @@ bool mc_header_reserved(const char *name)
 bool mc_record_keyed_by(const mc_record *m, const char *app_id, const char *task_id, char *why,
                         size_t whylen)
 {
-    char key[1024];
+    char key[MC_MAX_TASK_KEY_LEN];
     size_t n = mc_task_key(app_id, task_id, key, sizeof key);
     if (n >= sizeof key) {
         snprintf(why, whylen, "app_id/task_id is longer than %zu bytes", sizeof key - 1);

@@ -43,6 +43,10 @@ extern const mc_task_field_names mc_task_avro_names;
  * must split back into the two. On failure writes a reason into why. */
 bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field_names *names,
                     char *why, size_t whylen);
+/* Bytes a task key app_id/task_id may take, its NUL included: a longer one
+ * is refused everywhere (the router dead-letters it). */
+#define MC_MAX_TASK_KEY_LEN 1024
+
 /* Whether record m's key is exactly app_id/task_id: the key picks the
  * partition, and a cancel must land where its submit did. On failure
  * writes a reason into why. Any thread. */

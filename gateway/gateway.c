@@ -1,6 +1,6 @@
 /* The gateway: HTTP requests in, Commands to the tasks topic and
- * JobCommands to the job-commands topic out (and, for /jobs/preview, fire
- * times computed here).
+ * JobCommands (jobs, and the links of serial chains) to the job-commands
+ * topic out (and, for /jobs/preview, fire times computed here).
  *
  * Threads. libmicrohttpd's threads parse requests, check them and hand the
  * encoded Command to librdkafka; the connection is then suspended, so no
@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "chains.h"
 #include "cluster.h"
 #include "codec.h"
 #include "console.h"
@@ -620,12 +621,13 @@ static bool check_idempotency(request *rq, const char *app_id, enum MHD_Result *
 }
 
 /* Hands the encoded record (rq->out) to librdkafka for topic, keyed
- * app_id/id, and suspends the connection until its delivery report. */
+ * app_id/id (id: a task's, a job's or a chain's ordering key), and suspends
+ * the connection until its delivery report. */
 static enum MHD_Result produce(request *rq, rd_kafka_topic_t *topic, const char *app_id,
                                const char *id)
 {
     mc_gateway *g = rq->g;
-    char key[2 * MC_JSON_MAX_ID_LEN + 2];
+    char key[MC_JSON_MAX_ID_LEN + 1 + MC_MAX_ORDERING_KEY_LEN + 1];
     size_t klen = mc_task_key(app_id, id, key, sizeof key);
     atomic_fetch_add(&g->producing, 1);
     if (atomic_load(&g->stopping)) {
@@ -656,23 +658,27 @@ static enum MHD_Result produce(request *rq, rd_kafka_topic_t *topic, const char 
     return MHD_YES;
 }
 
-/* What a POST becomes: the record in rq->out, for topic, keyed app_id/id,
- * and the answer's data in rq->data. */
+/* What a POST becomes: the record in rq->out, for topic, keyed app_id/id
+ * (id: the task's, the job's, or the ordering key of a task's chain), and
+ * the answer's data in rq->data. */
 typedef struct prepared {
     rd_kafka_topic_t *topic;
     const char *app_id, *id;
 } prepared;
 
-/* /submit, /inner/submit, /api/task/done: a Command for tasks. Returns 0,
- * or the HTTP status to answer with why. */
+/* /submit, /inner/submit, /api/task/done: a Command for tasks, or with an
+ * orderingKey its serial chain's AddLink or CancelLink for job-commands,
+ * keyed by the chain. Returns 0, or the HTTP status to answer with why. */
 static unsigned prepare_task(request *rq, mc_arena *arena, int64_t now, prepared *p, char *why,
                              size_t whylen)
 {
     mc_gateway *g = rq->g;
     mc_command cmd = {0};
+    const char *ordering_key;
     if (rq->route == R_DONE) {
         cmd.kind = MC_CMD_CANCEL;
-        if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, why, whylen))
+        if (mc_cancel_from_json(rq->body, rq->len, now, arena, &cmd.cancel, &ordering_key, why,
+                                whylen))
             return MHD_HTTP_BAD_REQUEST;
         p->app_id = cmd.cancel.app_id;
         p->id = cmd.cancel.task_id;
@@ -687,16 +693,20 @@ static unsigned prepare_task(request *rq, mc_arena *arena, int64_t now, prepared
             .make_id_arg = g,
         };
         cmd.kind = MC_CMD_SUBMIT;
-        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, why, whylen) ||
+        if (mc_task_from_json(rq->body, rq->len, &o, arena, &cmd.submit, &ordering_key, why,
+                              whylen) ||
             !mc_task_target_ok(g->targets, &cmd.submit, &mc_task_json_names, why, whylen))
             return MHD_HTTP_BAD_REQUEST;
         p->app_id = cmd.submit.app_id;
         p->id = cmd.submit.task_id;
-        if (!(rq->data = json_text(json_pack("{s:s}", "uuid", p->id))))
+        if (!(rq->data =
+                  json_text(json_pack("{s:s, s:s*}", "uuid", p->id, "orderingKey", ordering_key))))
             goto nomem;
     }
-    p->topic = g->tasks;
-    if (mc_encode_command(&cmd, &rq->out) != 0)
+    p->topic = ordering_key ? g->job_commands : g->tasks;
+    if (ordering_key)
+        p->id = ordering_key;
+    if (mc_encode_task_command(&cmd, ordering_key, &rq->out) != 0)
         goto nomem;
     return 0;
 nomem:
@@ -1325,6 +1335,13 @@ static enum MHD_Result submit_again(request *rq)
             ret = answer_error(rq, MHD_HTTP_CONFLICT,
                                "the view's copy of the task is of another key: submit it again "
                                "yourself");
+        else if (mc_task_chain(&st.task))
+            /* Submitted again outside its chain, it would run beside the
+             * chain's next task. */
+            ret = answer_error(rq, MHD_HTTP_CONFLICT,
+                               "the task belongs to the serial chain '%.256s': add it to its "
+                               "chain again (POST /submit with orderingKey)",
+                               mc_task_chain(&st.task));
         else if ((!ok && strncmp(why, "dueAt", 5) == 0) || !target_ok)
             ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
         else if (!ok) /* the stored task's own fields: not echoed (its URL may hold secrets) */

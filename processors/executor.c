@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "chains.h"
 #include "executor_call.h"
 #include "kafka.h"
 #include "kafka_targets.h"
@@ -220,12 +221,6 @@ static int produce_for_n(executor *ex, mc_output *out, const mc_call *j, const m
     return mc_ctx_produce(ex->ctx, &p);
 }
 
-/* Produces buf to out for call j's record, with at most one header. */
-static int produce_for(executor *ex, mc_output *out, const mc_call *j, const mc_header *h)
-{
-    return produce_for_n(ex, out, j, h, h ? 1 : 0);
-}
-
 /* Bytes of body the endpoint sent, -1 when it did not answer. */
 static int64_t response_size(const mc_call *j)
 {
@@ -260,7 +255,13 @@ static int write_result_of(executor *ex, const mc_call *j, mc_outcome outcome, c
     mc_buf_reset(&ex->buf);
     if (mc_encode_result(&res, &ex->buf) != 0)
         return -1;
-    return produce_for(ex, ex->results, j, NULL);
+    /* A chain's link says so, for the jobs role to relay its final Result;
+     * the chain's next call waits on this commit, so it is made at once. */
+    mc_header chain[2];
+    size_t n = mc_chain_result_headers(&j->task, chain);
+    if (n)
+        mc_ctx_request_commit_now(ex->ctx);
+    return produce_for_n(ex, ex->results, j, chain, n);
 }
 
 static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)

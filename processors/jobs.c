@@ -33,6 +33,7 @@
  * before it fired, which leaves no Result, cannot block a job forever. */
 #include "jobs_impl.h"
 
+#include "chains.h"
 #include "job_json.h"
 
 static void jobs_destroy(void *self);
@@ -56,9 +57,11 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     mc_topic_name(cfg, "job-commands", s->commands_topic, sizeof s->commands_topic);
     mc_topic_name(cfg, "results", s->results_topic, sizeof s->results_topic);
     mc_topic_name(cfg, "jobs", s->changelog_topic, sizeof s->changelog_topic);
+    mc_topic_name(cfg, "chains", s->chains_topic, sizeof s->chains_topic);
     s->tasks = mc_ctx_output(ctx, "tasks");
     s->commands = mc_ctx_output(ctx, "job-commands");
     s->changelog = mc_ctx_output(ctx, "jobs");
+    s->chain_log = mc_ctx_output(ctx, "chains");
     if (mc_writer_schemas_load(cfg->job_command_writer_schemas, MC_SCHEMA_JOB_COMMAND,
                                "--job-command-writer-schemas", &s->writers, &s->n_writers, err,
                                errlen) != 0) {
@@ -74,7 +77,9 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     }
     s->zones = mc_zone_cache_new(cfg->zoneinfo_dir[0] ? cfg->zoneinfo_dir : NULL);
     s->arena = mc_arena_new();
-    if (!s->tasks || !s->commands || !s->changelog || !s->zones || !s->arena) {
+    s->link_arena = mc_arena_new();
+    if (!s->tasks || !s->commands || !s->changelog || !s->chain_log || !s->zones || !s->arena ||
+        !s->link_arena) {
         snprintf(err, errlen, "out of memory");
         jobs_destroy(s);
         return NULL;
@@ -104,6 +109,7 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     s->expired = mc_metrics_counter(
         m, "mooncake_jobs_stale_occurrences_total",
         "Occurrences given up on after their stale bound without a final Result", NULL);
+    jobs_chains_metrics(s, m);
     return s;
 }
 
@@ -148,6 +154,7 @@ static void part_free(job_part *p)
         mc_keymap_free(p->jobs);
     }
     mc_wheel_free(p->timers);
+    jobs_chains_free(p);
     free(p);
 }
 
@@ -163,19 +170,19 @@ static void remove_entry(job_part *p, job_entry *e)
     entry_free(e);
 }
 
-/* How long a job waits for an occurrence's final Result before it stops
- * waiting: every attempt's timeout, a second each for connecting, every
- * backoff at its ceiling, and a minute for the Kafka hops. */
-static int64_t stale_bound(const mc_job *j, const mc_config *cfg)
+int64_t jobs_stale_bound(bool has_retry, const mc_retry_policy *retry, int64_t timeout_ms,
+                         const mc_config *cfg)
 {
-    int64_t attempts = j->has_retry ? j->retry.max_attempts : cfg->retry_max_attempts;
-    int64_t backoff = j->has_retry ? j->retry.max_backoff_ms : cfg->retry_max_backoff_ms;
+    int64_t attempts = has_retry ? retry->max_attempts : cfg->retry_max_attempts;
+    int64_t backoff = has_retry ? retry->max_backoff_ms : cfg->retry_max_backoff_ms;
     if (attempts < 1)
         attempts = 1;
     /* A task without a timeout gets the executor's (this role's flag: the
      * same configuration in a deployment). */
-    int64_t timeout =
-        j->callback.timeout_ms > 0 ? j->callback.timeout_ms : cfg->executor_timeout_ms;
+    int64_t timeout = timeout_ms > 0 ? timeout_ms : cfg->executor_timeout_ms;
+    /* Saturated: a policy may name any backoff up to INT64_MAX. */
+    if (timeout > MAX_STALE_MS || backoff > MAX_STALE_MS || attempts > MAX_STALE_MS / 1000)
+        return MAX_STALE_MS;
     int64_t t = attempts * (timeout + 1000) + (attempts - 1) * backoff + 60000;
     return t > MAX_STALE_MS || t < 0 ? MAX_STALE_MS : t;
 }
@@ -207,7 +214,7 @@ static job_entry *entry_new(jobs *s, const void *key, size_t keylen, const mc_jo
     e->catch_up_limit = j->catch_up_limit;
     e->misfire_threshold_ms = j->misfire_threshold_ms;
     e->max_runs = j->max_runs;
-    e->stale_ms = stale_bound(j, s->cfg);
+    e->stale_ms = jobs_stale_bound(j->has_retry, &j->retry, j->callback.timeout_ms, s->cfg);
     e->next_at = e->last_scheduled_at = e->queued_at = -1;
     return e;
 }
@@ -447,9 +454,36 @@ static int send_home(jobs *s, const mc_record *r, int32_t home, mc_ctx *ctx)
 
 static bool key_matches(const mc_record *r, const char *app_id, const char *job_id)
 {
-    char key[MC_JOB_MAX_KEY_LEN];
+    /* A job's key, or a chain's (app_id/ordering_key, up to 256 bytes after it). */
+    char key[MC_JOB_MAX_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
     size_t n = mc_task_key(app_id, job_id, key, sizeof key);
     return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
+}
+
+/* The app and the name (job id, or a chain's ordering key) a command's
+ * record must be keyed by. */
+static void command_key(const mc_job_command *c, const char **app, const char **name)
+{
+    switch (c->kind) {
+    case MC_JOBCMD_PUT:
+        *app = c->put.app_id, *name = c->put.job_id;
+        break;
+    case MC_JOBCMD_ACTION:
+        *app = c->action.app_id, *name = c->action.job_id;
+        break;
+    case MC_JOBCMD_DONE:
+        *app = c->done.app_id, *name = c->done.job_id;
+        break;
+    case MC_JOBCMD_ADD_LINK:
+        *app = c->add_link.task.app_id, *name = c->add_link.ordering_key;
+        break;
+    case MC_JOBCMD_CANCEL_LINK:
+        *app = c->cancel_link.app_id, *name = c->cancel_link.ordering_key;
+        break;
+    case MC_JOBCMD_LINK_DONE:
+        *app = c->link_done.app_id, *name = c->link_done.ordering_key;
+        break;
+    }
 }
 
 static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
@@ -473,14 +507,14 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
                  mc_codec_strerror(err), detail);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
     }
-    const char *app = c.kind == MC_JOBCMD_PUT      ? c.put.app_id
-                      : c.kind == MC_JOBCMD_ACTION ? c.action.app_id
-                                                   : c.done.app_id;
-    const char *job = c.kind == MC_JOBCMD_PUT      ? c.put.job_id
-                      : c.kind == MC_JOBCMD_ACTION ? c.action.job_id
-                                                   : c.done.job_id;
-    if (!key_matches(r, app, job))
-        return mc_ctx_dead_letter(ctx, r, "jobs: the record key is not app_id/job_id", NULL);
+    const char *app = NULL, *name = NULL;
+    command_key(&c, &app, &name);
+    if (!key_matches(r, app, name))
+        return mc_ctx_dead_letter(ctx, r,
+                                  c.kind >= MC_JOBCMD_ADD_LINK
+                                      ? "jobs: the record key is not app_id/ordering_key"
+                                      : "jobs: the record key is not app_id/job_id",
+                                  NULL);
     switch (c.kind) {
     case MC_JOBCMD_PUT:
         return put_job(s, p, r, &c, ctx);
@@ -488,6 +522,10 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
         return job_action(s, p, r, &c.action, ctx);
     case MC_JOBCMD_DONE:
         return occurrence_done(s, p, r, &c.done, ctx);
+    case MC_JOBCMD_ADD_LINK:
+    case MC_JOBCMD_CANCEL_LINK:
+    case MC_JOBCMD_LINK_DONE:
+        return jobs_chain_command(s, p, r, &c, ctx);
     }
     return 0;
 }
@@ -509,6 +547,10 @@ static bool occurrence_key(const mc_record *r)
 
 static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
 {
+    const void *chain;
+    size_t chain_len;
+    if (r->value && mc_record_header(r, MC_CHAIN_HEADER, &chain, &chain_len))
+        return jobs_chain_relay(s, r, ctx);
     if (!r->value || !occurrence_key(r))
         return 0;
     mc_arena_reset(s->arena);
@@ -557,11 +599,14 @@ static int jobs_process(void *self, const mc_record *r, mc_ctx *ctx)
 
 static void update_gauges(jobs *s)
 {
-    size_t n = 0;
+    size_t n = 0, links = 0;
     job_part *p;
-    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
+    for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
         n += mc_keymap_count(p->jobs);
+        links += jobs_chains_links(p);
+    }
     mc_gauge_set(s->jobs_gauge, (double)n);
+    mc_gauge_set(s->links_gauge, (double)links);
 }
 
 static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
@@ -582,7 +627,12 @@ static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
             if (got < want)
                 break;
         }
+        if (jobs_chains_punctuate(s, p, now, &budget, ctx) != 0)
+            return -1;
         int64_t d = mc_wheel_next_deadline(p->timers);
+        if (d < next)
+            next = d;
+        d = mc_wheel_next_deadline(p->chain_timers);
         if (d < next)
             next = d;
     }
@@ -669,31 +719,56 @@ static void restore_record(void *arg, const mc_record *m)
     mc_counter_add(s->restored, 1);
 }
 
+static void restore_chain_record(void *arg, const mc_record *m)
+{
+    restoring *rs = arg;
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->parts[i]->partition == m->partition) {
+            jobs_chain_restore_record(rs->s, rs->parts[i], m);
+            return;
+        }
+}
+
 typedef struct homes {
     int32_t partition, partitions;
-    const job_entry *stray; /* a job whose key's home is another partition */
+    const char *stray; /* the key of a job or chain whose home is another partition */
+    size_t stray_len;
 } homes;
+
+static void check_home_key(homes *h, const char *key, size_t len)
+{
+    if (!h->stray && mc_key_partition(key, len, h->partitions) != h->partition) {
+        h->stray = key;
+        h->stray_len = len;
+    }
+}
 
 static void check_home(mc_keynode *n, void *arg)
 {
-    homes *h = arg;
     const job_entry *e = (const job_entry *)n;
-    if (!h->stray && mc_key_partition(e->key, e->node.key_len, h->partitions) != h->partition)
-        h->stray = e;
+    check_home_key(arg, e->key, e->node.key_len);
+}
+
+static void check_chain_home(mc_keynode *n, void *arg)
+{
+    const chain_entry *e = (const chain_entry *)n;
+    check_home_key(arg, e->key, e->node.key_len);
 }
 
 /* The jobs topics keep the partition count they were made with: a job's
- * state is where its commands land. If they grew (behind mooncake's back),
- * its later commands would land elsewhere and find no job, while it fires
- * on; so the role stops and says what to do. Returns 0, or -1. */
+ * state (and a chain's) is where its commands land. If they grew (behind
+ * mooncake's back), its later commands would land elsewhere and find no
+ * job (or start a second chain of the same key), while it fires on; so the
+ * role stops and says what to do. Returns 0, or -1. */
 static int check_homes(jobs *s, job_part *p)
 {
-    homes h = {p->partition, s->command_partitions, NULL};
+    homes h = {p->partition, s->command_partitions, NULL, 0};
     mc_keymap_each(p->jobs, check_home, &h);
+    mc_keymap_each(p->chains, check_chain_home, &h);
     if (!h.stray)
         return 0;
-    char key[MC_JOB_MAX_KEY_LEN], part[16], parts[16];
-    snprintf(key, sizeof key, "%.*s", (int)h.stray->node.key_len, h.stray->key);
+    char key[MC_JOB_MAX_KEY_LEN + 300], part[16], parts[16];
+    snprintf(key, sizeof key, "%.*s", (int)h.stray_len, h.stray);
     snprintf(part, sizeof part, "%" PRId32, p->partition);
     snprintf(parts, sizeof parts, "%" PRId32, s->command_partitions);
     mc_log(s->logger, MC_LOG_ERROR,
@@ -756,8 +831,11 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
             p->partition = tp->partition;
             p->jobs = mc_keymap_new(ENTRY_KEY_OFFSET);
             p->timers = mc_wheel_new(now);
+            p->chains = mc_keymap_new(CHAIN_KEY_OFFSET);
+            p->chain_timers = mc_wheel_new(now);
         }
-        if (!p || !p->jobs || !p->timers || mc_part_table_put(&s->parts, tp->partition, p) != 0) {
+        if (!p || !p->jobs || !p->timers || !p->chains || !p->chain_timers ||
+            mc_part_table_put(&s->parts, tp->partition, p) != 0) {
             part_free(p);
             rc = -1;
             break;
@@ -767,8 +845,11 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     }
     mc_restore_stats st = {0, 0};
     restoring rs = {s, fresh, n, false};
+    mc_restore_stats chain_st = {0, 0};
     if (rc == 0 && n > 0)
         rc = mc_ctx_restore(ctx, "jobs", ids, n, restore_record, &rs, &st);
+    if (rc == 0 && n > 0)
+        rc = mc_ctx_restore(ctx, "chains", ids, n, restore_chain_record, &rs, &chain_st);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = check_homes(s, fresh[i]);
     now = mc_ctx_now_ms(ctx);
@@ -777,13 +858,18 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
         void *a[] = {s, fresh[i], ctx, &now, &failed};
         mc_keymap_each(fresh[i]->jobs, arm_one, a);
     }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (jobs_chains_arm(s, fresh[i], now, ctx) != 0)
+            failed = true;
     if (failed)
         rc = -1;
     if (rc == 0 && n > 0) {
-        char jobs_text[24];
+        char jobs_text[24], chains_text[24];
         snprintf(jobs_text, sizeof jobs_text, "%" PRIu64, st.records);
-        mc_log(s->logger, MC_LOG_INFO, "restored jobs", "records", jobs_text, (const char *)NULL);
-        mc_gauge_set(s->restore_seconds, st.seconds);
+        snprintf(chains_text, sizeof chains_text, "%" PRIu64, chain_st.records);
+        mc_log(s->logger, MC_LOG_INFO, "restored jobs", "records", jobs_text, "chain_records",
+               chains_text, (const char *)NULL);
+        mc_gauge_set(s->restore_seconds, st.seconds + chain_st.seconds);
     }
     free(fresh);
     free(ids);
@@ -832,6 +918,7 @@ static void jobs_destroy(void *self)
     mc_writer_schemas_free(s->writers, s->n_writers);
     mc_kafka_targets_free(s->targets);
     mc_arena_free(s->arena);
+    mc_arena_free(s->link_arena);
     mc_buf_free(&s->buf);
     free(s);
 }

@@ -61,17 +61,42 @@ typedef struct job_entry {
 
 #define ENTRY_KEY_OFFSET (offsetof(job_entry, key) - offsetof(job_entry, node))
 
+/* One link a serial chain holds (jobs_chains.c). */
+typedef struct chain_link {
+    int64_t link;         /* its AddLink's job-commands offset: identity and tie-break */
+    int64_t due_at;       /* as added */
+    int64_t released_at;  /* -1 while it waits its turn */
+    int64_t cancelled_at; /* -1, or when a CancelLink reached it after its release */
+    int64_t stale_at;     /* released: when the chain stops waiting for its final Result */
+    uint8_t *value;       /* its ChainLink record, as the changelog has it */
+    size_t value_len;
+    char *task_id; /* its task's, NUL-terminated (an AddLink or CancelLink names it) */
+} chain_link;
+
+/* A serial chain: the links of one app and ordering key, keyed app_id/ordering_key. */
+typedef struct chain_entry {
+    mc_keynode node;
+    mc_timer timer;
+    chain_link *links; /* in the order added; at most one released at a time */
+    uint32_t n, cap;
+    char key[]; /* node.key_len bytes */
+} chain_entry;
+
+#define CHAIN_KEY_OFFSET (offsetof(chain_entry, key) - offsetof(chain_entry, node))
+
 typedef struct job_part {
     int32_t partition;
     mc_keymap *jobs;
     mc_timing_wheel *timers;
+    mc_keymap *chains;
+    mc_timing_wheel *chain_timers;
 } job_part;
 
 typedef struct jobs {
     const mc_logger *logger;
     const mc_config *cfg;
-    mc_output *tasks, *commands, *changelog;
-    char commands_topic[256], results_topic[256], changelog_topic[256];
+    mc_output *tasks, *commands, *changelog, *chain_log;
+    char commands_topic[256], results_topic[256], changelog_topic[256], chains_topic[256];
     int64_t ahead_ms;
     int32_t task_partitions, command_partitions;
     mc_part_table parts;
@@ -81,9 +106,13 @@ typedef struct jobs {
     mc_codec_options codec;
     mc_kafka_targets *targets; /* --target-topics: a job naming another is refused */
     mc_arena *arena;
+    mc_arena *link_arena; /* a chain link's task, decoded while a command's is in use */
     mc_buf buf;
     mc_gauge *jobs_gauge, *restore_seconds;
     mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired, *refused;
+    mc_gauge *links_gauge;
+    mc_counter *links_added, *links_released, *links_cancelled, *links_done, *links_stale,
+        *links_relayed;
 } jobs;
 
 /* Sets e's timer for its next action (none when it has nothing to do) and
@@ -141,10 +170,45 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
  * PARALLEL). */
 bool jobs_tracked(const job_entry *e);
 
+/* Writes a Submit or Cancel to its key's partition of `tasks` (in the open
+ * transaction): what mc_ctx_forward returns (MC_FORWARD_REFUSED when Kafka
+ * refuses it for good), or -1. s->buf holds its bytes after. */
+int jobs_write_command(jobs *s, const mc_command *c, mc_ctx *ctx);
+
 /* Writes e's state to the changelog (in the open transaction). 0, or -1. */
 int jobs_write_state(jobs *s, job_part *p, job_entry *e, int64_t now, mc_ctx *ctx);
 
 /* Writes e's tombstone to the changelog: the job is gone. 0, or -1. */
 int jobs_write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx);
+
+/* How long the role waits for the final Result of a call made with this
+ * retry policy and timeout (0: the executor's): every attempt's timeout, a
+ * second each for connecting, every backoff at its ceiling, and a minute for
+ * the Kafka hops. */
+int64_t jobs_stale_bound(bool has_retry, const mc_retry_policy *retry, int64_t timeout_ms,
+                         const mc_config *cfg);
+
+/* ---- serial chains (jobs_chains.c) ---- */
+
+/* Metrics of the chains; called once by jobs_create. */
+void jobs_chains_metrics(jobs *s, mc_metrics *m);
+/* AddLink, CancelLink and LinkDone, read from job-commands: the chain's
+ * links change, and what may run next is released. 0, or -1. */
+int jobs_chain_command(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c,
+                       mc_ctx *ctx);
+/* A Result of a task a chain released (it carries the chain's headers):
+ * a final one goes to its chain as a LinkDone. 0, or -1. */
+int jobs_chain_relay(jobs *s, const mc_record *r, mc_ctx *ctx);
+/* Releases or expires what is due in the chains whose timers fired; budget
+ * as jobs_attend's. 0, or -1. */
+int jobs_chains_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx);
+/* One record of the chains changelog, replayed on assignment. */
+void jobs_chain_restore_record(jobs *s, job_part *p, const mc_record *m);
+/* After a restore: every chain's timer set. 0, or -1 on ENOMEM. */
+int jobs_chains_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx);
+/* Frees p's chains (on revoke). */
+void jobs_chains_free(job_part *p);
+/* Links held in p. */
+size_t jobs_chains_links(const job_part *p);
 
 #endif

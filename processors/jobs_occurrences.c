@@ -37,6 +37,20 @@ int jobs_write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx)
     return mc_ctx_forward(ctx, s->changelog, p->partition, e->key, e->node.key_len, NULL, 0);
 }
 
+int jobs_write_command(jobs *s, const mc_command *c, mc_ctx *ctx)
+{
+    bool submit = c->kind == MC_CMD_SUBMIT;
+    const char *app = submit ? c->submit.app_id : c->cancel.app_id;
+    const char *id = submit ? c->submit.task_id : c->cancel.task_id;
+    char key[MC_JOB_MAX_KEY_LEN + 1024];
+    size_t klen = mc_task_key(app, id, key, sizeof key);
+    mc_buf_reset(&s->buf);
+    if (klen >= sizeof key || mc_encode_command(c, &s->buf) != 0)
+        return -1;
+    return mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
+                          s->buf.data, s->buf.len);
+}
+
 /* The app_id and job_id of an entry, as its decoded job has them. */
 static int decode_job(jobs *s, const job_entry *e, mc_job *j)
 {
@@ -133,15 +147,10 @@ int jobs_submit(jobs *s, job_entry *e, int64_t at, int64_t due, int64_t now, mc_
         c.submit.has_kafka_target = true;
         c.submit.callback.n_headers = 0; /* a record has no request to carry them */
     }
-    char key[MC_JOB_MAX_KEY_LEN];
-    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    int rc = mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key,
-                            klen, s->buf.data, s->buf.len);
+    int rc = jobs_write_command(s, &c, ctx);
     if (rc == MC_FORWARD_REFUSED) {
-        char size[24];
+        char key[MC_JOB_MAX_KEY_LEN + 1024], size[24];
+        mc_task_key(j.app_id, id, key, sizeof key);
         snprintf(size, sizeof size, "%zu", s->buf.len);
         mc_log(s->logger, MC_LOG_ERROR,
                "job paused: Kafka refuses its occurrences (too large a record); replace it with a "
@@ -168,13 +177,7 @@ static int cancel(jobs *s, job_entry *e, int64_t at, int64_t now, mc_ctx *ctx)
     mc_occurrence_id(j.job_id, at, id, sizeof id);
     mc_command c = {.kind = MC_CMD_CANCEL};
     c.cancel = (mc_cancel){.app_id = j.app_id, .task_id = id, .requested_at = now};
-    char key[MC_JOB_MAX_KEY_LEN];
-    size_t klen = mc_task_key(j.app_id, id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_command(&c, &s->buf) != 0)
-        return -1;
-    if (mc_ctx_forward(ctx, s->tasks, mc_key_partition(key, klen, s->task_partitions), key, klen,
-                       s->buf.data, s->buf.len) != 0)
+    if (jobs_write_command(s, &c, ctx) != 0)
         return -1;
     mc_counter_add(s->cancelled, 1);
     return 0;

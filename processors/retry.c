@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chains.h"
 #include "codec.h"
 #include "retry_policy.h"
 #include "wheel_topic.h"
@@ -187,7 +188,19 @@ static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
     }
     res.error = dead ? reason : error;
     mc_buf_reset(&r->buf);
-    if (mc_encode_result(&res, &r->buf) != 0 || forward(r, ctx, r->results, m, key) != 0)
+    /* A chain's link says so, for the jobs role to relay its final Result. */
+    mc_header chain[2];
+    mc_produce out = {.out = r->results,
+                      .partition = m->partition,
+                      .key = key,
+                      .key_len = strlen(key),
+                      .headers = chain,
+                      .n_headers = mc_chain_result_headers(t, chain)};
+    if (mc_encode_result(&res, &r->buf) != 0)
+        return -1;
+    out.value = r->buf.data;
+    out.value_len = r->buf.len;
+    if (mc_ctx_produce(ctx, &out) != 0)
         return -1;
     if (dead && mc_ctx_dead_letter(ctx, m, reason, t) != 0)
         return -1;

@@ -66,6 +66,8 @@
  * finished: from then on nothing more of a moved key passes through. */
 #include "wheel_impl.h"
 
+#include "chains.h"
+
 static void wheel_destroy(void *self);
 
 static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
@@ -82,7 +84,9 @@ static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
     w->lead_ms = cfg->wheel_lead_ms;
     w->ready = mc_ctx_output(ctx, "ready");
     w->wheel_out = mc_ctx_output(ctx, "wheel");
-    if (!w->ready || !w->wheel_out) {
+    w->results = mc_ctx_output(ctx, "results");
+    w->record_version = cfg->record_version;
+    if (!w->ready || !w->wheel_out || !w->results) {
         snprintf(err, errlen, "cannot create output topic handles");
         wheel_destroy(w);
         return NULL;
@@ -345,6 +349,49 @@ static void raise_floor(wheel *w, wheel_part *p, wheel_key *k, mc_version v)
         k->floor = v;
 }
 
+/* A Cancel voids the pending version of key k. When a serial chain released
+ * it, the chain waits for its final Result, and no call will write one: the
+ * wheel writes it (CANCELLED, with the chain's headers). Other tasks' Results
+ * stay the executor's alone. 0, or -1. */
+static int report_voided_link(wheel *w, wheel_part *p, wheel_key *k, mc_ctx *ctx)
+{
+    /* Most voided tasks are no chain's: spare them a decode. */
+    if (!memmem(k->payload, k->payload_len, MC_CHAIN_METADATA, sizeof MC_CHAIN_METADATA - 1))
+        return 0;
+    mc_wheel_entry e;
+    if (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != MC_CODEC_OK ||
+        e.command.kind != MC_CMD_SUBMIT)
+        return 0;
+    mc_header chain[2];
+    size_t n = mc_chain_result_headers(&e.command.submit, chain);
+    if (n == 0)
+        return 0;
+    int64_t now = mc_ctx_now_ms(ctx);
+    mc_result res = {.app_id = e.command.submit.app_id,
+                     .task_id = e.command.submit.task_id,
+                     .attempt = e.command.submit.attempt,
+                     .due_at = e.command.submit.due_at,
+                     .started_at = now,
+                     .finished_at = now,
+                     .outcome = MC_OUTCOME_CANCELLED,
+                     .error = "cancelled before it was called",
+                     .version = k->version.v,
+                     .response_size = -1,
+                     .write_version = w->record_version};
+    mc_buf_reset(&w->buf);
+    if (mc_encode_result(&res, &w->buf) != 0)
+        return -1;
+    mc_produce pr = {.out = w->results,
+                     .partition = p->partition,
+                     .key = k->key,
+                     .key_len = k->node.key_len,
+                     .value = w->buf.data,
+                     .value_len = w->buf.len,
+                     .headers = chain,
+                     .n_headers = n};
+    return mc_ctx_produce(ctx, &pr) == 0 ? 0 : -1;
+}
+
 /* Writes a Cancel of key k with version v (and its attempt, when not 0) to
  * out: a recall to `ready`, or a void to `wheel`. */
 static int send_cancel(wheel *w, mc_output *out, wheel_part *p, wheel_key *k,
@@ -463,6 +510,10 @@ static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m
         return take_fired(w, p, k, m, e, v, now);
     }
     if (e->command.kind == MC_CMD_CANCEL) {
+        /* (In a replay the Result went out when the Cancel was first processed.) */
+        if (!replay && k->payload && mc_version_cmp(k->version, v) < 0 &&
+            report_voided_link(w, p, k, ctx) != 0)
+            return -1;
         raise_floor(w, p, k, v);
     } else if (c->far) {
         if (mc_version_cmp(v, k->floor) < 0 || (k->payload && mc_version_cmp(v, k->version) < 0)) {

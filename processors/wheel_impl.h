@@ -102,8 +102,9 @@ typedef struct wheel_part {
 
 typedef struct wheel {
     char topic[256];
-    mc_output *ready, *wheel_out;
+    mc_output *ready, *wheel_out, *results;
     int64_t lead_ms;
+    int record_version;  /* of the Results written (--record-version) */
     mc_part_table parts; /* wheel_part of each partition assigned */
     mc_arena *arena;
     mc_gauge *pending_gauge;

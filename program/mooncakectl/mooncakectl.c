@@ -3,8 +3,9 @@
  *
  *   submit   a task (flags, or the gateway's JSON body with -f) as an Avro
  *            Command straight to <prefix>tasks, idempotent producer, waits for
- *            the broker's acknowledgement;
- *   cancel   a task;
+ *            the broker's acknowledgement; with --ordering-key, as a serial
+ *            chain's AddLink to <prefix>job-commands;
+ *   cancel   a task (a chain's link: a CancelLink);
  *   results  the Result of every attempt, and
  *   dead     the dead letters: a table or JSON lines, read_committed, without
  *            a consumer group (assigned partitions), to the end seen at start
@@ -41,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chains.h"
 #include "codec.h"
 #include "config.h"
 #include "kafka.h"
@@ -97,6 +99,7 @@ static const opt_def opt_defs[] = {
     {"due-to", 0, SC_TASK, K_STR, O(due_to)},
     {"after", 0, SC_TASK, K_STR, O(after)},
     {"id", 0, SC_SUBMIT | SC_CANCEL | SC_TASK, K_STR, O(id)},
+    {"ordering-key", 0, SC_SUBMIT | SC_CANCEL, K_STR, O(ordering_key)},
     {"at", 0, SC_SUBMIT, K_STR, O(at)},
     {"in", 0, SC_SUBMIT, K_STR, O(in)},
     {"url", 0, SC_SUBMIT, K_STR, O(url)},
@@ -158,7 +161,8 @@ static const char usage_global[] =
     "The operator CLI of mooncake (a delayed-task scheduler on Kafka).\n"
     "\n"
     "Commands:\n"
-    "  submit    send a task to <prefix>tasks (flags, or the gateway's JSON with -f)\n"
+    "  submit    send a task to <prefix>tasks (flags, or the gateway's JSON with -f),\n"
+    "            or with --ordering-key to a serial chain (<prefix>job-commands)\n"
     "  cancel    cancel a task\n"
     "  results   the result of every attempt (<prefix>results): table or -J\n"
     "  dead      the dead letters (<prefix>dead): table or -J\n"
@@ -187,7 +191,7 @@ static const char usage_global[] =
     "interrupted (SIGINT/SIGTERM) before the end; stopping -f with them exits 0.\n";
 
 static const char usage_submit[] =
-    "usage: mooncakectl submit -f FILE|-\n"
+    "usage: mooncakectl submit -f FILE|- [--ordering-key KEY]\n"
     "       mooncakectl submit --app APP [--id ID] (--at TIME | --in DURATION) --url URL\n"
     "                          [--method M] [-H 'Name: value']... [--body TEXT | --body-file F]\n"
     "                          [--timeout-ms N] [--max-attempts N --initial-backoff-ms N\n"
@@ -199,14 +203,21 @@ static const char usage_submit[] =
     "                          [--kafka-header name=value]... [retry, metadata, late flags]\n"
     "       the flag forms add follow-ups with [--then URL]... [--then-kafka-topic T]...\n"
     "                          [--then-delay-ms N]\n"
+    "       every form takes [--ordering-key KEY]\n"
     "\n"
     "Sends a Submit command to <prefix>tasks (key app/id, murmur2 partitioner\n"
     "like the gateway and the Java client, idempotent producer) and waits for the broker's "
     "acknowledgement;\n"
     "prints the key (-J: a JSON object with partition and offset).\n"
+    "With --ordering-key, the task is added to that serial chain of the app instead: an\n"
+    "AddLink to <prefix>job-commands, key app/KEY. The chain's tasks are called one at a\n"
+    "time, in due order, each after the previous one's final outcome.\n"
     "\n"
     "  -f, --file FILE       the task as the gateway's POST /submit JSON body\n"
     "                        (gateway/openapi.yaml, Task); - reads stdin\n"
+    "  --ordering-key KEY    add the task to the serial chain KEY (1 to 256 bytes, no\n"
+    "                        control characters); with -f it replaces the body's\n"
+    "                        orderingKey\n"
     "  --app APP             the application (no '/')\n"
     "  --id ID               the task id (default: a new UUIDv7); an existing id\n"
     "                        is rescheduled\n"
@@ -241,10 +252,16 @@ static const char usage_submit[] =
     "refused here (exit 2, naming the field) and nothing is sent.\n";
 
 static const char usage_cancel[] =
-    "usage: mooncakectl cancel --app APP --id ID\n"
+    "usage: mooncakectl cancel --app APP --id ID [--ordering-key KEY]\n"
     "\n"
     "Sends a Cancel command for app/id to <prefix>tasks and waits for the broker's\n"
-    "acknowledgement. A cancel that reaches the wheel before the task is due wins.\n";
+    "acknowledgement. A cancel that reaches the wheel before the task is due wins.\n"
+    "\n"
+    "  --ordering-key KEY    the task is a link of the serial chain KEY: a CancelLink to\n"
+    "                        <prefix>job-commands (key app/KEY) instead, which removes it\n"
+    "                        from the chain at once while it waits, or cancels it as a\n"
+    "                        Cancel does once released. A plain cancel reaches a chained\n"
+    "                        task only after its release.\n";
 
 static const char usage_results[] =
     "usage: mooncakectl results [-k APP/ID | --app APP --job JOB] [--since WHEN] [-f]\n"
@@ -1591,18 +1608,43 @@ static void make_uuid(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
     mc_uuid7_next(arg, mc_now_ms(), out);
 }
 
-/* Prints what was sent: the key, or a JSON object with -J. */
-static void print_sent(ctl *c, const char *kind, const char *key, const char *app, const char *id,
-                       int64_t due_at, const delivery *d)
+/* Sends what submit or cancel made (cmd: a Submit or a Cancel): to tasks
+ * keyed app/id, or with an ordering key to job-commands keyed
+ * app/ordering_key, as that chain's AddLink or CancelLink
+ * (mc_encode_task_command). Waits for the acknowledgement, then prints the
+ * task's key (-J: an object saying where the record went). The exit
+ * status. */
+static int send_task_command(ctl *c, const mc_command *cmd, const char *ordering_key)
 {
-    char topic[300];
-    mc_topic_name(&c->cfg, "tasks", topic, sizeof topic);
+    bool submit = cmd->kind == MC_CMD_SUBMIT;
+    const char *kind = submit ? "submit" : "cancel";
+    const char *app = submit ? cmd->submit.app_id : cmd->cancel.app_id;
+    const char *id = submit ? cmd->submit.task_id : cmd->cancel.task_id;
+    int64_t due_at = submit ? cmd->submit.due_at : 0;
+    const char *suffix = ordering_key ? "job-commands" : "tasks";
+    char key[1024], record_key[1024], topic[300];
+    if (mc_task_key(app, id, key, sizeof key) >= sizeof key ||
+        mc_task_key(app, ordering_key ? ordering_key : id, record_key, sizeof record_key) >=
+            sizeof record_key)
+        return ctl_fail(EXIT_USAGE, "the key is longer than %zu bytes (nothing sent)",
+                        sizeof key - 1);
+    mc_buf buf = {0};
+    delivery d = {0};
+    int rc = mc_encode_task_command(cmd, ordering_key, &buf) != 0
+                 ? ctl_fail(EXIT_KAFKA, "out of memory")
+                 : ctl_send(c, suffix, record_key, &buf, &d);
+    mc_buf_free(&buf);
+    if (rc != 0)
+        return rc;
+    mc_topic_name(&c->cfg, suffix, topic, sizeof topic);
     if (c->o.json) {
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "command", kind, "key", key,
                               "app_id", app, "task_id", id, "topic", topic, "partition",
-                              (int)d->partition, "offset", (json_int_t)d->offset);
+                              (int)d.partition, "offset", (json_int_t)d.offset);
         if (j && due_at)
             json_object_set_new(j, "due_at", json_integer(due_at));
+        if (j && ordering_key)
+            json_object_set_new(j, "ordering_key", json_string(ordering_key));
         ctl_print_json(j);
     } else {
         puts(key);
@@ -1610,8 +1652,17 @@ static void print_sent(ctl *c, const char *kind, const char *key, const char *ap
     char when[32] = "";
     if (due_at)
         ctl_fmt_time(due_at, when);
-    ctl_report(c, "%s %s%s%s: %s partition %d offset %" PRId64, kind, key, due_at ? " due " : "",
-               when, topic, (int)d->partition, d->offset);
+    ctl_report(c, "%s %s%s%s%s%s: %s partition %d offset %" PRId64, kind, key,
+               ordering_key ? " in chain " : "", ordering_key ? ordering_key : "",
+               due_at ? " due " : "", when, topic, (int)d.partition, d.offset);
+    return 0;
+}
+
+/* Whether --ordering-key, when given, is a key the jobs role takes for a
+ * chain; false with a line in why. */
+static bool ordering_key_flag(const ctl_opts *o, char *why, size_t whylen)
+{
+    return !o->ordering_key || mc_ordering_key_ok(o->ordering_key, "--ordering-key", why, whylen);
 }
 
 static int cmd_submit(ctl *c)
@@ -1634,6 +1685,11 @@ static int cmd_submit(ctl *c)
     mc_task t;
     char why[1024];
     int rc = 0;
+    const char *ordering_key = NULL;
+    if (!ordering_key_flag(o, why, sizeof why)) {
+        rc = ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
+        goto out;
+    }
     if (o->file) {
         size_t len;
         char *body = mc_config_read_file(o->file, "-f", &len, why, sizeof why);
@@ -1649,7 +1705,7 @@ static int cmd_submit(ctl *c)
             .make_id = make_uuid,
             .make_id_arg = &ids,
         };
-        int bad = mc_task_from_json(body, len, &jo, arena, &t, why, sizeof why);
+        int bad = mc_task_from_json(body, len, &jo, arena, &t, &ordering_key, why, sizeof why);
         free(body);
         if (bad) {
             rc = ctl_fail(EXIT_USAGE, "%s: %s (nothing sent)",
@@ -1660,22 +1716,9 @@ static int cmd_submit(ctl *c)
         rc = ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
         goto out;
     }
-    char key[1024];
-    if (mc_task_key(t.app_id, t.task_id, key, sizeof key) >= sizeof key) {
-        rc = ctl_fail(EXIT_USAGE, "app/id is longer than %zu bytes (nothing sent)", sizeof key - 1);
-        goto out;
-    }
-    mc_command cmd = {.kind = MC_CMD_SUBMIT, .submit = t};
-    mc_buf buf = {0};
-    if (mc_encode_command(&cmd, &buf) != 0) {
-        rc = ctl_fail(EXIT_KAFKA, "out of memory");
-    } else {
-        delivery d = {0};
-        rc = ctl_send(c, "tasks", key, &buf, &d);
-        if (rc == 0)
-            print_sent(c, "submit", key, t.app_id, t.task_id, t.due_at, &d);
-    }
-    mc_buf_free(&buf);
+    if (o->ordering_key)
+        ordering_key = o->ordering_key;
+    rc = send_task_command(c, &(mc_command){.kind = MC_CMD_SUBMIT, .submit = t}, ordering_key);
 out:
     mc_uuid7_destroy(&ids);
     mc_arena_free(arena);
@@ -1690,25 +1733,12 @@ static int cmd_cancel(ctl *c)
         return ctl_fail(EXIT_USAGE, "cancel needs --app APP and --id ID");
     if (!ctl_id_ok("--app", o->app, why, sizeof why) ||
         !ctl_id_ok("--id", o->id, why, sizeof why) ||
-        !mc_task_ids_ok(o->app, o->id, &flag_names, why, sizeof why))
+        !mc_task_ids_ok(o->app, o->id, &flag_names, why, sizeof why) ||
+        !ordering_key_flag(o, why, sizeof why))
         return ctl_fail(EXIT_USAGE, "%s (nothing sent)", why);
-    char key[1024];
-    if (mc_task_key(o->app, o->id, key, sizeof key) >= sizeof key)
-        return ctl_fail(EXIT_USAGE, "app/id is longer than %zu bytes", sizeof key - 1);
     mc_command cmd = {.kind = MC_CMD_CANCEL,
                       .cancel = {.app_id = o->app, .task_id = o->id, .requested_at = mc_now_ms()}};
-    mc_buf buf = {0};
-    int rc;
-    if (mc_encode_command(&cmd, &buf) != 0) {
-        rc = ctl_fail(EXIT_KAFKA, "out of memory");
-    } else {
-        delivery d = {0};
-        rc = ctl_send(c, "tasks", key, &buf, &d);
-        if (rc == 0)
-            print_sent(c, "cancel", key, o->app, o->id, 0, &d);
-    }
-    mc_buf_free(&buf);
-    return rc;
+    return send_task_command(c, &cmd, o->ordering_key);
 }
 
 /* ---- main ------------------------------------------------------------------------------ */

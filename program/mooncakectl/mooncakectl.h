@@ -41,6 +41,7 @@ typedef struct ctl_opts {
     str_list xprops;
     /* submit / cancel */
     const char *file, *app, *id, *at, *in, *url, *method, *body, *body_file, *timeout_ms;
+    const char *ordering_key; /* a serial chain's: the command goes to it (job-commands) */
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
     str_list headers, metadata;
     const char *kafka_topic, *kafka_key, *kafka_value, *kafka_value_file, *late_ms, *late_action;

@@ -62,6 +62,14 @@ class Codec:
         return self.encode("Command", {"payload": ("mooncake.Cancel", {
             "app_id": APP, "task_id": task_id, "requested_at": at})})
 
+    def add_link(self, chain, task):
+        return self.encode("JobCommand", {"payload": ("mooncake.AddLink", {
+            "ordering_key": chain, "task": task})})
+
+    def cancel_link(self, chain, task_id, at):
+        return self.encode("JobCommand", {"payload": ("mooncake.CancelLink", {
+            "app_id": APP, "ordering_key": chain, "task_id": task_id, "requested_at": at})})
+
     def put_job(self, job):
         return self.encode("JobCommand", {"payload": ("mooncake.PutJob", {"job": job})})
 

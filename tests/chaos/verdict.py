@@ -968,6 +968,103 @@ class Verdict:
                 (expected if why else unexpected).append(item)
         return expected, unexpected
 
+    # -- serial chains --
+    CHAIN_CHECKS = ("chain_overlaps", "chain_out_of_order", "chain_links_lost",
+                    "chain_cancelled_called")
+
+    def check_chains(self):
+        """Serial chains: the links of one chain (AddLinks, kind link) are called one at
+        a time, in due order (ties in the order added), a cancelled waiting one never.
+        - chain_overlaps: a link's call arrives at the endpoint before the call of
+          another link of its chain was answered (its logged arrival plus the delay the
+          endpoint applied), unless one of the two is a repeat that an executor
+          disruption explains (a call in flight at a kill, made again);
+        - chain_out_of_order: link B was first called before link A although A is due
+          before B (or at the same time and added first), A was added (acknowledged)
+          before B could be released (B's due time minus the jobs role's lead, less a
+          second) and no disruption of the jobs role or the broker lies between;
+        - chain_links_lost: a link due before the cut, not cancelled, never called and
+          without a final Result, although its chain had been idle (no call) for
+          lost-margin ms before the end with its jobs role undisturbed;
+        - chain_cancelled_called: a link cancelled (CancelLink acknowledged) more than a
+          second before it could be released, with the jobs role undisturbed from the
+          cancel to its due time, was called."""
+        ahead = min(5000, self.args.horizon_ms // 2)
+        links = {r["sid"]: dict(r) for r in self.q("""
+            SELECT sid, key, due, acked, off, scenario FROM commands
+            WHERE kind = 'link' AND err IS NULL""")}
+        unlinks = {r["key"]: r["acked"] for r in self.q("""
+            SELECT key, MIN(acked) AS acked FROM commands WHERE kind = 'unlink' AND err IS NULL
+            GROUP BY key""")}
+        calls = {}
+        for r in self.q("SELECT at, sid, attempt, delay FROM calls WHERE sid IN "
+                        "(SELECT sid FROM commands WHERE kind = 'link') ORDER BY at"):
+            calls.setdefault(links[r["sid"]]["scenario"], []).append(dict(r))
+        finals = {r["key"] for r in self.q(
+            "SELECT DISTINCT key FROM results WHERE outcome != 'FAILED_WILL_RETRY'")}
+        jobs = ("jobs",)
+        overlaps, excused, disorder, lost, cancelled_called = [], 0, [], [], []
+        for chain, cs in calls.items():
+            seen = set()
+            for p, n in zip(cs, cs[1:]):
+                seen.add(p["sid"])
+                if p["sid"] == n["sid"] or n["at"] >= p["at"] + p["delay"] - 2:
+                    continue
+                repeat = n["sid"] in seen or any(c["sid"] == p["sid"] and c["at"] < p["at"]
+                                                  for c in cs)
+                if repeat and self.dis.hits(("executor",), p["at"] - 5000, n["at"]):
+                    excused += 1
+                    continue
+                overlaps.append(self.detail(
+                    "chain_overlaps", links[n["sid"]]["key"], p["at"], n["at"], chain=chain,
+                    previous=links[p["sid"]]["key"], previous_at=p["at"],
+                    previous_answered=p["at"] + p["delay"], at=n["at"]))
+            first = {}
+            for c in cs:
+                first.setdefault(c["sid"], c["at"])
+            order = sorted(first, key=first.get)
+            for i, b in enumerate(order):
+                lb = links[b]
+                for a in order[i + 1:]:
+                    la = links[a]
+                    if (la["due"], la["off"]) >= (lb["due"], lb["off"]):
+                        continue
+                    if la["acked"] > lb["due"] - ahead - 1000:
+                        continue  # B may have been released before the chain held A
+                    if self.dis.hits(jobs, la["acked"], first[b]):
+                        continue
+                    disorder.append(self.detail(
+                        "chain_out_of_order", lb["key"], first[b], first[a], chain=chain,
+                        called_first=lb["key"], its_due=lb["due"], called_after=la["key"],
+                        whose_due=la["due"], added=la["acked"]))
+        last_call = {chain: cs[-1]["at"] + cs[-1]["delay"] for chain, cs in calls.items()}
+        called = {sid for cs in calls.values() for c in cs for sid in [c["sid"]]}
+        for sid, link in links.items():
+            cancel = unlinks.get(link["key"])
+            if cancel is not None:
+                judged = cancel < link["due"] - ahead - 1000 and \
+                    not self.dis.hits(jobs, cancel, link["due"])
+                if judged and sid in called:
+                    cancelled_called.append(self.detail(
+                        "chain_cancelled_called", link["key"], cancel, link["due"],
+                        chain=link["scenario"], cancelled=cancel, due=link["due"]))
+                continue
+            if sid in called or link["key"] in finals or link["due"] >= self.cut:
+                continue
+            idle_from = max(last_call.get(link["scenario"], 0), link["due"])
+            if self.dis.healthy_ms(jobs + ("router", "wheel"), idle_from, self.t_end) < \
+                    self.args.lost_margin_ms:
+                continue
+            lost.append(self.detail("chain_links_lost", link["key"], link["due"], self.t_end,
+                                    chain=link["scenario"], due=link["due"]))
+        self.counts.update(chain_links=len(links), chain_links_called=len(called),
+                           chain_links_cancelled=len(unlinks),
+                           chain_overlaps=len(overlaps), chain_overlaps_excused=excused,
+                           chain_out_of_order=len(disorder), chain_links_lost=len(lost),
+                           chain_cancelled_called=len(cancelled_called))
+        self.violations.update(chain_overlaps=overlaps, chain_out_of_order=disorder,
+                               chain_links_lost=lost, chain_cancelled_called=cancelled_called)
+
     # -- recurring jobs --
     JOB_CHECKS = ("jobs_not_applied", "jobs_skipped", "jobs_written_twice", "jobs_off_schedule",
                   "jobs_after_delete", "jobs_fired_twice", "jobs_missing_finals",
@@ -1623,7 +1720,7 @@ class Verdict:
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.check_deliveries,
-                      self.check_follow_ups,
+                      self.check_follow_ups, self.check_chains,
                       self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
                       self.check_alarms):
@@ -1633,7 +1730,8 @@ class Verdict:
                 "duplicate_results", "repeats_unexpected", "delivered_twice",
                 "delivered_early", "delivered_unknown", "follow_ups_wrong",
                 "follow_ups_not_run", "sanitizer",
-                "view_contradicted", "view_counters_wrong") + self.JOB_CHECKS + \
+                "view_contradicted", "view_counters_wrong") + self.CHAIN_CHECKS + \
+            self.JOB_CHECKS + \
             self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
         return not self.failed
@@ -1754,6 +1852,11 @@ def print_summary(v, workload, events, args, passed, missing=()):
         ("follow-ups wrong", c["follow_ups_wrong"],
          f"parents whose follow-up Submits differ from their successes; {c['follow_ups']} "
          f"follow-ups submitted, {c['follow_ups_not_run']} due that never ran"),
+        ("chain links called at once", c["chain_overlaps"],
+         f"of {c['chain_links_called']} links called in {c['chain_links']} added to serial "
+         f"chains; {c['chain_overlaps_excused']} excused (a repeat across an executor "
+         f"disruption); {c['chain_out_of_order']} out of order, {c['chain_links_lost']} lost, "
+         f"{c['chain_cancelled_called']} of {c['chain_links_cancelled']} cancelled called"),
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "

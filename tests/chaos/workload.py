@@ -35,6 +35,7 @@ SCENARIOS = {
     "fail-inflight-cancel": 3, "fail-inflight-resubmit": 3,
     "fail-backoff-cancel": 3, "fail-backoff-resubmit": 3,
     "now": 6, "resubmit-now": 4, "fail-now-cancel": 3,
+    "chain": 6,
 }
 CHAIN_P = 0.25   # a re-submit is itself cancelled or re-submitted again
 # A task whose call would go to the fast endpoint delivers a record to the target
@@ -49,6 +50,13 @@ SID_HEADER = "chaos-sid"
 # submitted per success and that it runs.
 FOLLOW_P = 0.2
 CHAIN_DEPTH = 3
+# Serial chains: a "chain" task is a link (an AddLink to job-commands) of one of CHAINS
+# chains, calling the slow endpoint for 100-600 ms so that two links called at once
+# would overlap at the endpoint; a fifth of them are due 8-14 s ahead and cancelled
+# (CancelLink) 0.5-2 s after they are added, while they wait their turn. Logged as
+# kind link / unlink under the link's task key, with the scenario chain:<name>.
+CHAINS = 4
+CHAIN_CANCEL_P = 0.2
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
 
@@ -97,7 +105,10 @@ class Workload:
         self.job_commands = 0
 
     # -- producing --
-    def send(self, key, kind, sid, due, scenario, value):
+    def send(self, key, kind, sid, due, scenario, value, topic=None, msg_key=None):
+        """Produces value keyed msg_key (default: key) to topic (default: tasks, at the
+        producer's murmur2 partition; other topics: the key's home partition, as the
+        jobs topics want) and logs it under key."""
         self.seq += 1
         info = [self.seq, key, kind, sid, due, now_ms(), scenario]
 
@@ -112,26 +123,31 @@ class Workload:
                        scenario, "")
             self.out.write("\t".join("" if v is None else str(v) for v in row) + "\n")
 
+        extra = {} if topic is None else {
+            "partition": home_partition(msg_key or key, self.s["partitions"])}
         while True:
             try:
-                self.p.produce(self.s["topic"], key=key.encode(), value=value,
-                               on_delivery=delivered)
+                self.p.produce(topic or self.s["topic"], key=(msg_key or key).encode(),
+                               value=value, on_delivery=delivered, **extra)
                 break
             except BufferError:
                 self.p.poll(0.01)
+
+    def task(self, task_id, sid, due, kind, params, policy, timeout_ms):
+        url = self.base[kind if kind != "gone" else "fail"] + callback_path(
+            kind, task_id, sid, *params)
+        return {"app_id": APP, "task_id": task_id, "due_at": due,
+                "callback": {"url": url, "method": "POST",
+                             "headers": {"content-type": "application/json"},
+                             "body": b'{"sid":%d}' % sid, "timeout_ms": timeout_ms},
+                "retry": policy, "attempt": 1, "created_at": now_ms(), "metadata": {}}
 
     def submit(self, task_id, due, scenario, kind="fast", params=(), policy=None,
                timeout_ms=5000, follow=False):
         self.sid += 1
         sid = self.sid
         due = int(due)
-        url = self.base[kind if kind != "gone" else "fail"] + callback_path(
-            kind, task_id, sid, *params)
-        task = {"app_id": APP, "task_id": task_id, "due_at": due,
-                "callback": {"url": url, "method": "POST",
-                             "headers": {"content-type": "application/json"},
-                             "body": b'{"sid":%d}' % sid, "timeout_ms": timeout_ms},
-                "retry": policy, "attempt": 1, "created_at": now_ms(), "metadata": {}}
+        task = self.task(task_id, sid, due, kind, params, policy, timeout_ms)
         if kind == "fast" and self.s.get("target_topic") and self.rng.random() < KAFKA_P:
             task["callback"] = {"url": "", "method": "POST", "headers": {}, "body": b"",
                                 "timeout_ms": 0}
@@ -143,6 +159,21 @@ class Workload:
         self.max_due = max(self.max_due, due)
         self.send(f"{APP}/{task_id}", "submit", sid, due, scenario, self.codec.submit(task))
         return sid
+
+    def add_link(self, chain, task_id, due, scenario):
+        """An AddLink of a task calling the slow endpoint to the chain."""
+        self.sid += 1
+        due = int(due)
+        task = self.task(task_id, self.sid, due, "slow", (int(self.rng.uniform(100, 600)),),
+                         None, 5000)
+        self.max_due = max(self.max_due, due)
+        self.send(f"{APP}/{task_id}", "link", self.sid, due, scenario,
+                  self.codec.add_link(chain, task), self.s["jobs_topic"], f"{APP}/{chain}")
+
+    def cancel_link(self, now, chain, task_id, scenario):
+        self.send(f"{APP}/{task_id}", "unlink", None, None, scenario,
+                  self.codec.cancel_link(chain, task_id, now), self.s["jobs_topic"],
+                  f"{APP}/{chain}")
 
     def then_template(self, parent_id):
         """A follow-up template under a new sid (its id: <parent_id>.then1)."""
@@ -266,6 +297,19 @@ class Workload:
     def start_near(self, now, tid, name):
         follow = self.rng.random() < FOLLOW_P
         self.submit(tid, self.near(now), name + "-then" if follow else name, follow=follow)
+
+    def start_chain(self, now, tid, name):
+        """A link of a serial chain (without the jobs role: a near task instead)."""
+        if not self.s.get("jobs", {}).get("n"):
+            self.start_near(now, tid, "near")
+            return
+        chain = f"chain{self.rng.randrange(CHAINS)}"
+        if self.rng.random() < CHAIN_CANCEL_P:
+            self.add_link(chain, tid, now + self.rng.uniform(8000, 14000), f"chain:{chain}")
+            self.later(now + self.rng.uniform(500, 2000), self.cancel_link, chain, tid,
+                       f"chain:{chain}")
+        else:
+            self.add_link(chain, tid, self.near(now), f"chain:{chain}")
 
     def start_far(self, now, tid, name):
         self.submit(tid, self.far(now), name)
@@ -512,7 +556,8 @@ class Questioner(threading.Thread):
     def _read_keys(self, f):
         for line in f:
             v = line.rstrip("\n").split("\t")
-            if len(v) == len(COMMAND_FIELDS) and not v[-1]:
+            # A chain's link is not in tasks until its turn: not asked about.
+            if len(v) == len(COMMAND_FIELDS) and not v[-1] and v[2] not in ("link", "unlink"):
                 self.keys.append(v[1])
         if len(self.keys) > 20000:
             del self.keys[:10000]

@@ -313,7 +313,7 @@ jc = {
     "truncated-put": (JOBCMD + put_body)[:-4],
     "truncated-mid-job-id": (JOBCMD + put_body)[:30],
     "trailing-byte": JOBCMD + action_body + b"\x00",
-    "bad-union-payload": JOBCMD + zz(3) + action_body[1:],
+    "bad-union-payload": JOBCMD + zz(6) + action_body[1:],
     "bad-union-negative": JOBCMD + zz(-1),
     "bad-union-retry": JOBCMD + zz(0) + job_head() + job_tail(retry=zz(2)),
     "bad-enum-kind": JOBCMD + zz(0) + job_head(kind=3) + job_tail(),
@@ -333,6 +333,13 @@ jc = {
     "truncated-double": JOBCMD + zz(0) + job_head() + job_tail(
         retry=zz(1) + zz(3) + zz(100) + b"\x00\x00")[:-1],
 }
+jc["valid-add-link"] = JOBCMD + jobcmd("AddLink", {"ordering_key": "contract-42", "task": TASK})
+jc["valid-cancel-link"] = JOBCMD + jobcmd("CancelLink", {
+    "app_id": "shop", "ordering_key": "contract-42", "task_id": "renewal",
+    "requested_at": 1767225000000})
+jc["valid-link-done"] = JOBCMD + jobcmd("LinkDone", {
+    "app_id": "shop", "ordering_key": "contract-42", "task_id": "renewal", "link": 77,
+    "outcome": "EXHAUSTED", "finished_at": 1767225601234})
 for a in ACTIONS:
     jc["valid-action-" + a.lower()] = JOBCMD + jobcmd("JobAction", {
         "app_id": "shop", "job_id": "nightly-report", "action": a, "requested_at": 1767225000000})
@@ -472,7 +479,19 @@ task_json = {
                                "onSuccess": [{"uuid": "", "delayMs": -1,
                                               "callback": {"url": "ftp://x"},
                                               "onSuccess": []}, 5]}),
+    "submit-ordering-key": body(0, {"appId": "shop", "uuid": "renew-42", "delayMs": 1000,
+                                    "orderingKey": "contract-42", "callback": CB}),
+    "submit-ordering-key-kafka": body(0, {"appId": "shop", "delayMs": 1,
+                                          "orderingKey": "contract/42 \u00e9",
+                                          "kafkaTarget": {"topic": "t", "key": "k"}}),
+    "submit-ordering-key-bad": body(0, {"appId": "a", "delayMs": 1, "orderingKey": "a\u0001",
+                                        "callback": CB}),
+    "submit-ordering-key-long": body(0, {"appId": "a", "delayMs": 1, "orderingKey": "k" * 257,
+                                         "callback": CB}),
     "cancel": body(1, {"appId": "shop", "uuid": "order-42"}),
+    "cancel-ordering-key": body(1, {"appId": "shop", "uuid": "renew-42",
+                                    "orderingKey": "contract-42"}),
+    "cancel-ordering-key-empty": body(1, {"appId": "shop", "uuid": "x", "orderingKey": ""}),
     "cancel-missing-uuid": body(1, {"appId": "shop"}),
     "cancel-empty-app": body(1, {"appId": "", "uuid": "x"}),
 }

@@ -15,6 +15,10 @@ What a client of the HTTP API sees, and what then lands in Kafka:
 - end to end: a task submitted here is called once, on time, with its body and
   headers, by router -> wheel -> executor (separate processes, and `mooncake all`);
   a task cancelled here is never called;
+- serial chains: a submit with an orderingKey writes an AddLink to job-commands keyed
+  appId/orderingKey (its murmur2 partition) and nothing to tasks, a cancel with it a
+  CancelLink; a bad orderingKey gets 400 naming it; through `mooncake all`, a chain's
+  tasks are called one at a time and one cancelled while it waits never;
 - recurring jobs: POST /jobs writes one PutJob (the job sent, defaults filled) to its
   key's murmur2 partition of job-commands and answers the next fire times; a bad job
   (cron, zone, interval, a cron that never fires, two schedule kinds, ...) gets 400
@@ -476,6 +480,174 @@ def test_inner_submit_and_cancel():
         assert (cancel["app_id"], cancel["task_id"]) == ("shop", "order-7")
         assert abs(ms(cancel["requested_at"]) - t0) < 5000
     finally:
+        env.stop_all()
+
+
+def test_chained_submits_and_cancels_land_as_chain_links():
+    """A submit with an orderingKey is an AddLink of the task in job-commands, keyed
+    appId/orderingKey on that key's murmur2 partition, and nothing in tasks; the answer
+    says the orderingKey too; a cancel with it is a CancelLink there. A Kafka-target task
+    may be chained; /inner/submit and Idempotency-Key work as for any task. A bad
+    orderingKey (empty, 257 bytes, a control character, not a string) gets 400 naming it,
+    a chained task is checked as any other, and a refused request writes nothing."""
+    env = Env(partitions=6)
+    try:
+        port = start_gateway(env, *RETRY_FLAGS, "--target-topics", "shop=shop.contracts"
+                             ).http_port
+        t0 = now_ms()
+        a = req(port, "POST", "/submit", task(
+            uuid="renew-2027", orderingKey="contract-42", expireTime=t0 + 60_000, delayMs=None,
+            callback={"url": "https://shop.example.com/contracts/42/renew", "body": "2027"},
+            retry={"maxAttempts": 2}, metadata={"team": "sales"}))
+        assert a.status == 200 and a.json["data"] == {
+            "uuid": "renew-2027", "orderingKey": "contract-42"}, a
+        b = req(port, "POST", "/submit", task(
+            orderingKey="contract-42", callback=None,
+            kafkaTarget={"topic": "shop.contracts", "key": "42", "value": "renewed"}))
+        assert b.status == 200 and b.json["data"]["orderingKey"] == "contract-42", b
+        assert UUID7.fullmatch(b.json["data"]["uuid"]), b
+        c = req(port, "POST", "/inner/submit", task(appId="billing", uuid="inv-1",
+                                                     orderingKey="invoice/7 \u00e9"), token=INNER)
+        assert c.status == 200 and c.json["data"] == {"uuid": "inv-1",
+                                                      "orderingKey": "invoice/7 \u00e9"}, c
+        longest = "k" * 256
+        d = req(port, "POST", "/submit", task(uuid="long", orderingKey=longest))
+        assert d.status == 200, d
+        # an ordinary task: no orderingKey in the answer, a Submit in tasks
+        plain = req(port, "POST", "/submit", task(uuid="plain", orderingKey=None))
+        assert plain.status == 200 and plain.json["data"] == {"uuid": "plain"}, plain
+        key = {"Idempotency-Key": "renew-2028"}
+        first = req(port, "POST", "/submit", task(uuid="renew-2028", orderingKey="contract-42"),
+                    headers=key)
+        again = req(port, "POST", "/submit", task(uuid="renew-2028", orderingKey="contract-42"),
+                    headers=key)
+        assert first.status == again.status == 200 and again.body == first.body, (first, again)
+        assert again.headers.get("idempotent-replayed") == "true", again.headers
+        t1 = now_ms()
+        done = req(port, "POST", "/api/task/done",
+                   {"appId": "shop", "uuid": "renew-2027", "orderingKey": "contract-42"})
+        assert done.status == 200 and done.json["data"] is None, done
+        t2 = now_ms()
+        bad = [  # (route, body, token, what msg must contain)
+            ("/submit", task(orderingKey=""), SHOP, "orderingKey must be 1 to 256 bytes"),
+            ("/submit", task(orderingKey="k" * 257), SHOP,
+             "orderingKey is 257 bytes, more than 256"),
+            ("/submit", task(orderingKey="contract\u000142"), SHOP,
+             "orderingKey contains a control character"),
+            ("/submit", task(orderingKey="a\nb"), SHOP, "orderingKey contains a control character"),
+            ("/submit", task(orderingKey=42), SHOP, "orderingKey must be a string, not an integer"),
+            ("/submit", task(orderingKey="c", callback=None,
+                             kafkaTarget={"topic": "billing.events"}), SHOP,
+             "kafkaTarget.topic 'billing.events' is not allowed for app 'shop'"),
+            ("/submit", task(orderingKey="c", callback={"url": "ftp://x"}), SHOP,
+             "callback.url 'ftp://x' is not http:// or https://"),
+            ("/submit", task(orderingKey="c", appId="sh/op"), SHOP, "appId 'sh/op' contains '/'"),
+            ("/inner/submit", task(appId="billing", orderingKey=""), INNER,
+             "orderingKey must be 1 to 256 bytes"),
+            ("/api/task/done", {"appId": "shop", "uuid": "x", "orderingKey": ""}, SHOP,
+             "orderingKey must be 1 to 256 bytes"),
+            ("/api/task/done", {"appId": "shop", "uuid": "x", "orderingKey": "k" * 257}, SHOP,
+             "orderingKey is 257 bytes, more than 256"),
+            ("/api/task/done", {"appId": "shop", "uuid": "x", "orderingKey": "a\tb"}, SHOP,
+             "orderingKey contains a control character"),
+            ("/api/task/done", {"appId": "shop", "orderingKey": "c"}, SHOP, "uuid is required"),
+        ]
+        for route, body, token, needle in bad:
+            check_error(req(port, "POST", route, body, token=token), 400, needle)
+        # a chain is the app's: another app's token may neither add to it nor cancel in it
+        check_error(req(port, "POST", "/submit", task(orderingKey="contract-42"), token=BILLING),
+                    403, "the token is not one of appId 'shop'")
+        check_error(req(port, "POST", "/api/task/done", {
+            "appId": "shop", "uuid": "renew-2027", "orderingKey": "contract-42"}, token=BILLING),
+            403, "the token is not one of appId 'shop'")
+        assert [(k, kind) for k, kind, _ in commands(env)] == [("shop/plain", "mooncake.Submit")]
+        recs = job_commands(env)
+        got = sorted((k, kind) for k, _, kind, _ in recs)
+        assert got == sorted([("shop/contract-42", "mooncake.AddLink")] * 3 + [
+            ("shop/contract-42", "mooncake.CancelLink"),
+            ("billing/invoice/7 \u00e9", "mooncake.AddLink"),
+            ("shop/" + longest, "mooncake.AddLink")]), got
+        wrong = {k: p for k, p, _, _ in recs if p != home_partition(k, 6)}
+        assert not wrong, f"not on their murmur2 partition: {wrong}"
+        # one chain is one partition, so its records are in the order sent
+        chain = [(kind, p) for k, _, kind, p in recs if k == "shop/contract-42"]
+        assert [kind for kind, _ in chain] == ["mooncake.AddLink"] * 3 + ["mooncake.CancelLink"]
+        link = chain[0][1]
+        assert link["ordering_key"] == "contract-42", link
+        t = link["task"]
+        assert (t["app_id"], t["task_id"], ms(t["due_at"]), t["attempt"]) == (
+            "shop", "renew-2027", t0 + 60_000, 1), t
+        assert (t["callback"]["url"], t["callback"]["body"]) == (
+            "https://shop.example.com/contracts/42/renew", b"2027"), t["callback"]
+        # a partial retry takes the rest from --retry-*, as an ordinary task's does
+        assert t["retry"] == ("mooncake.RetryPolicy", {
+            "max_attempts": 2, "initial_backoff_ms": 250, "multiplier": 3.0,
+            "max_backoff_ms": 9000}), t["retry"]
+        assert t["metadata"] == {"team": "sales"}, t["metadata"]
+        k = chain[1][1]["task"]
+        assert k["task_id"] == b.json["data"]["uuid"] and k["callback"]["url"] == "", k
+        assert k["kafka_target"] == ("mooncake.KafkaTarget", {
+            "topic": "shop.contracts", "key": b"42", "value": b"renewed", "headers": {}}), k
+        assert chain[2][1]["task"]["task_id"] == "renew-2028"
+        cancel = chain[3][1]
+        assert (cancel["app_id"], cancel["ordering_key"], cancel["task_id"]) == (
+            "shop", "contract-42", "renew-2027"), cancel
+        assert t1 <= ms(cancel["requested_at"]) <= t2, (t1, cancel, t2)
+        inv = next(p for k, _, _, p in recs if k.startswith("billing/"))
+        assert inv["ordering_key"] == "invoice/7 \u00e9" and inv["task"]["task_id"] == "inv-1"
+    finally:
+        env.stop_all()
+
+
+def test_a_chain_submitted_here_runs_one_at_a_time():
+    """mooncake all, end to end: three tasks of one chain, due 100 ms apart, the first
+    answering after 1.5 s: the second is called only after the first has answered, and
+    the third, cancelled with its orderingKey while it waits, never; a task of another
+    chain due at the same time is not held back."""
+    env = Env()
+
+    def respond(call):
+        return (200, {}, b"ok", 1.5) if call["path"] == "/first" else (200, {}, b"ok")
+
+    server = CallbackServer(respond)
+    try:
+        p = env.start("all", *AUTH, "--executor-allow-cidrs", "127.0.0.1/32", wait_ready=False)
+        env.wait_ready(p, timeout=90)
+        port = p.http_port
+        due = now_ms() + 2000
+
+        def link(uid, path, at, key="contract-42"):
+            a = req(port, "POST", "/submit", {
+                "appId": "shop", "uuid": uid, "orderingKey": key, "expireTime": at,
+                "callback": {"url": server.url(path)}})
+            assert a.status == 200, a
+        link("first", "/first", due)
+        link("second", "/second", due + 100)
+        link("third", "/third", due + 200)
+        link("other", "/other", due + 100, key="contract-43")
+        c = req(port, "POST", "/api/task/done",
+                {"appId": "shop", "uuid": "third", "orderingKey": "contract-42"})
+        assert c.status == 200, c
+        wait_until("the second call", lambda: server.calls_to("/second"), timeout=40,
+                   interval=0.05)
+        time.sleep(1.0)  # a third call, or a repeat, would come now
+        first, second, other = (server.calls_to(x) for x in ("/first", "/second", "/other"))
+        assert len(first) == len(second) == len(other) == 1, (first, second, other)
+        assert first[0]["at"] >= due - 5, f"called {first[0]['at'] - due:.0f} ms before due"
+        assert second[0]["at"] >= first[0]["responded_at"], (
+            f"the second call started {first[0]['responded_at'] - second[0]['at']:.0f} ms "
+            "before the first had answered")
+        assert other[0]["at"] < first[0]["responded_at"], "another chain was held back"
+        assert server.calls_to("/third") == [], "a cancelled link was called"
+        # "Run now" would run it beside the chain's next task: refused, naming the chain.
+        def run_first_again():
+            return req(port, "POST", "/api/task/reschedule", {"appId": "shop", "uuid": "first"})
+        wait_until("the view to hold the first", lambda: run_first_again().status != 404,
+                   timeout=30)
+        again = run_first_again()
+        assert again.status == 409 and b"serial chain 'contract-42'" in again.body, again
+    finally:
+        server.close()
         env.stop_all()
 
 
@@ -1688,7 +1860,7 @@ def test_the_openapi_document_is_true():
                 a = req(port, method.upper(), path, ex["value"], token=token)
                 assert a.status == 200, f"example {name} of {method} {path}: {a!r}"
                 accepted.append((ex["value"].get("appId"), a.json["data"]))
-        assert len(accepted) == 12, accepted
+        assert len(accepted) == 14, accepted
         # ... and written as they say
         recs = commands(env)
         assert len(recs) == 5, recs
@@ -1705,11 +1877,13 @@ def test_the_openapi_document_is_true():
         assert t["late_policy"][1] == {"max_late_ms": 5000, "action": "DROP"}, t
         assert any(k.startswith("billing/") for k in subs), subs
         assert ("shop/order-42-reminder", "mooncake.Cancel") in [(k, kind) for k, kind, _ in recs]
-        # the jobs' examples: two puts and the four actions
+        # the jobs' examples: two puts and the four actions; the chained submit and cancel
         jobs = job_commands(env)
         assert sorted((k, kind) for k, _, kind, _ in jobs) == sorted(
             [("shop/nightly-report", "mooncake.PutJob"), ("shop/sync-stock", "mooncake.PutJob")]
-            + [("shop/nightly-report", "mooncake.JobAction")] * 4), jobs
+            + [("shop/nightly-report", "mooncake.JobAction")] * 4
+            + [("shop/contract-42", "mooncake.AddLink"),
+               ("shop/contract-42", "mooncake.CancelLink")]), jobs
         # a route the document does not list is not served
         check_error(req(port, "GET", "/api/task/list"), 404, "no such route")
         check_error(req(port, "POST", "/api/task/submit", task()), 404, "no such route")
@@ -1775,6 +1949,8 @@ if __name__ == "__main__":
     run([test_submit_writes_the_task_it_was_sent,
          test_submit_lands_on_the_keys_murmur2_partition,
          test_inner_submit_and_cancel,
+         test_chained_submits_and_cancels_land_as_chain_links,
+         test_a_chain_submitted_here_runs_one_at_a_time,
          test_kafka_targets_and_late_policies_at_submit,
          test_follow_ups_at_submit,
          test_uuid_is_a_time_ordered_uuidv7,

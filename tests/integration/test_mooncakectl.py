@@ -124,19 +124,22 @@ def test_topics_create_and_describe():
         out = ctl("-F", f.name, "topics", "create", "--partitions", "2", "-J")
         made = {j["topic"]: j for j in out.json_lines()}
         assert set(made) == {env.topic(t) for t in Env.TOPICS + (
-            "job-commands", "jobs", "alarm-events", "alarms", "mooncakectl-requeued")}, made
+            "job-commands", "jobs", "chains", "alarm-events", "alarms",
+            "mooncakectl-requeued")}, made
         assert all(j["created"] for j in made.values()), made
         assert made[env.topic("tasks")]["partitions"] == 2
         assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
         assert made[env.topic("layout")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 14, again
+        assert again.count("exists") == 15, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         res = [ConfigResource("topic", env.topic(t))
-               for t in ("store", "dead", "results", "views", "alarms", "alarm-events")]
+               for t in ("store", "dead", "results", "views", "alarms", "alarm-events",
+                         "chains")]
         cfg = {r.name: c for r, f in admin.describe_configs(res).items() for c in [f.result()]}
         assert cfg[env.topic("store")]["cleanup.policy"].value == "compact"
+        assert cfg[env.topic("chains")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("views")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("alarms")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("alarm-events")]["retention.ms"].value == "604800000"
@@ -272,6 +275,92 @@ def test_invalid_tasks_are_refused_locally_and_cancel():
     assert key == "shop/c-1" and kind == "mooncake.Cancel", recs
     assert (c["app_id"], c["task_id"]) == ("shop", "c-1")
     ctl("cancel", "--app", "shop", prefix=env.prefix, expect=2)
+
+
+def test_submit_and_cancel_in_a_serial_chain():
+    """submit --ordering-key (flags, a Kafka target, -f with orderingKey in the body or
+    replaced by the flag) writes the chain's AddLink to job-commands keyed
+    app/ordering-key, on that key's murmur2 partition, and nothing to tasks; cancel
+    --ordering-key a CancelLink; a bad key is refused locally (exit 2, named, nothing
+    sent)."""
+    env = Env(partitions=3)
+    try:
+        ctl("topics", "create", "--partitions", "3", prefix=env.prefix)
+        for cmd in ("submit", "cancel"):
+            assert "--ordering-key KEY" in ctl(cmd, "-h").out
+        t0 = now_ms()
+        sent = ctl("-J", "submit", "--app", "shop", "--id", "renew-2027", "--in", "90s",
+                   "--url", "https://shop.example.com/contracts/42/renew", "--body", "2027",
+                   "--ordering-key", "contract-42", prefix=env.prefix).json_lines()
+        assert len(sent) == 1, sent
+        s = sent[0]
+        assert (s["command"], s["key"], s["app_id"], s["task_id"], s["ordering_key"],
+                s["topic"]) == ("submit", "shop/renew-2027", "shop", "renew-2027", "contract-42",
+                                env.topic("job-commands")), s
+        assert s["partition"] == home_partition("shop/contract-42", 3), s
+        assert t0 + 90_000 <= s["due_at"] <= now_ms() + 90_000, s
+        kt = ctl("submit", "--app", "shop", "--id", "notify-2027", "--in", "5m",
+                 "--kafka-topic", "shop.contracts", "--kafka-key", "42",
+                 "--ordering-key", "contract-42", prefix=env.prefix)
+        assert kt.out == "shop/notify-2027\n", kt.out
+        assert "in chain contract-42" in kt.err and env.topic("job-commands") in kt.err, kt.err
+        body = {"appId": "shop", "uuid": "renew-2028", "delayMs": 1000,
+                "callback": {"url": "http://x.example/renew"}, "orderingKey": "contract-42"}
+        assert ctl("submit", "-f", "-", prefix=env.prefix,
+                   stdin=json.dumps(body)).out == "shop/renew-2028\n"
+        # the flag replaces the body's orderingKey
+        assert ctl("submit", "-f", "-", "--ordering-key", "contract-43", prefix=env.prefix,
+                   stdin=json.dumps(dict(body, uuid="moved"))).out == "shop/moved\n"
+        c = ctl("-J", "cancel", "--app", "shop", "--id", "renew-2027", "--ordering-key",
+                "contract-42", prefix=env.prefix).json_lines()[0]
+        assert (c["command"], c["key"], c["ordering_key"], c["topic"]) == (
+            "cancel", "shop/renew-2027", "contract-42", env.topic("job-commands")), c
+        t1 = now_ms()
+        # refused locally: exit 2, one line naming the flag or field, nothing sent
+        base = ["submit", "--app", "shop", "--id", "x", "--in", "5s", "--url", "http://x/"]
+        for args, stdin, needle in (
+                (base + ["--ordering-key", ""], None, "--ordering-key must be 1 to 256 bytes"),
+                (base + ["--ordering-key", "k" * 257], None,
+                 "--ordering-key must be 1 to 256 bytes"),
+                (base + ["--ordering-key", "a\x01b"], None,
+                 "--ordering-key contains a control character"),
+                (["submit", "-f", "-"], json.dumps(dict(body, orderingKey="")),
+                 "orderingKey must be 1 to 256 bytes"),
+                (["submit", "-f", "-"], json.dumps(dict(body, orderingKey="k" * 257)),
+                 "orderingKey is 257 bytes, more than 256"),
+                (["cancel", "--app", "shop", "--id", "x", "--ordering-key", ""], None,
+                 "--ordering-key must be 1 to 256 bytes"),
+                (["cancel", "--app", "shop", "--id", "x", "--ordering-key", "a\tb"], None,
+                 "--ordering-key contains a control character")):
+            out = ctl(*args, prefix=env.prefix, stdin=stdin, expect=2)
+            lines = out.err.strip().splitlines()
+            assert len(lines) == 1 and needle in lines[0] and "nothing sent" in lines[0], (
+                args, out.err)
+            assert out.out == ""
+        assert tasks_records(env) == [], "a chained task went to tasks"
+        recs = job_commands(env)
+        assert sorted((k, kind) for k, _, kind, _ in recs) == sorted(
+            [("shop/contract-42", "mooncake.AddLink")] * 3 +
+            [("shop/contract-43", "mooncake.AddLink"),
+             ("shop/contract-42", "mooncake.CancelLink")]), recs
+        assert all(p == home_partition(k, 3) for k, p, _, _ in recs), recs
+        chain = [(kind, p) for k, _, kind, p in recs if k == "shop/contract-42"]
+        t = chain[0][1]["task"]
+        assert chain[0][1]["ordering_key"] == "contract-42"
+        assert (t["app_id"], t["task_id"], ms(t["due_at"]), t["callback"]["url"],
+                t["callback"]["body"]) == ("shop", "renew-2027", s["due_at"],
+                                           "https://shop.example.com/contracts/42/renew",
+                                           b"2027"), t
+        t = chain[1][1]["task"]
+        assert t["task_id"] == "notify-2027" and t["callback"]["url"] == "" and \
+            t["kafka_target"][1]["topic"] == "shop.contracts", t
+        assert chain[2][1]["task"]["task_id"] == "renew-2028"
+        cancel = chain[3][1]
+        assert (cancel["app_id"], cancel["ordering_key"], cancel["task_id"]) == (
+            "shop", "contract-42", "renew-2027"), cancel
+        assert t0 <= ms(cancel["requested_at"]) <= t1
+    finally:
+        env.stop_all()
 
 
 def test_results_dead_and_requeue_after_a_real_run():
@@ -617,6 +706,7 @@ if __name__ == "__main__":
         test_topics_create_and_describe,
         test_submit_with_flags_and_json,
         test_invalid_tasks_are_refused_locally_and_cancel,
+        test_submit_and_cancel_in_a_serial_chain,
         test_results_dead_and_requeue_after_a_real_run,
         test_requeue_is_exactly_once_across_a_kill_9,
         test_jobs_put_actions_and_preview,

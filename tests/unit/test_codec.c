@@ -939,6 +939,21 @@ static bool job_command_eq(const mc_job_command *a, const mc_job_command *b)
         return str_eq(a->done.app_id, b->done.app_id) && str_eq(a->done.job_id, b->done.job_id) &&
                a->done.scheduled_at == b->done.scheduled_at && a->done.outcome == b->done.outcome &&
                a->done.finished_at == b->done.finished_at;
+    case MC_JOBCMD_ADD_LINK:
+        return str_eq(a->add_link.ordering_key, b->add_link.ordering_key) &&
+               task_eq(&a->add_link.task, &b->add_link.task);
+    case MC_JOBCMD_CANCEL_LINK:
+        return str_eq(a->cancel_link.app_id, b->cancel_link.app_id) &&
+               str_eq(a->cancel_link.ordering_key, b->cancel_link.ordering_key) &&
+               str_eq(a->cancel_link.task_id, b->cancel_link.task_id) &&
+               a->cancel_link.requested_at == b->cancel_link.requested_at;
+    case MC_JOBCMD_LINK_DONE:
+        return str_eq(a->link_done.app_id, b->link_done.app_id) &&
+               str_eq(a->link_done.ordering_key, b->link_done.ordering_key) &&
+               str_eq(a->link_done.task_id, b->link_done.task_id) &&
+               a->link_done.link == b->link_done.link &&
+               a->link_done.outcome == b->link_done.outcome &&
+               a->link_done.finished_at == b->link_done.finished_at;
     }
     return false;
 }
@@ -1258,7 +1273,7 @@ static void test_job_roundtrips(void)
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
     bad = (mc_job_command){.kind = MC_JOBCMD_DONE, .done = {"a", "j", 0, (mc_outcome)5, 0}};
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
-    bad = (mc_job_command){.kind = (mc_job_command_kind)3};
+    bad = (mc_job_command){.kind = (mc_job_command_kind)6};
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
     CHECK(mc_encode_job_command(&empty_action, &b) == 0);
     CHECK(b.len == 2 * one && memcmp(b.data, b.data + one, one) == 0);
@@ -1651,12 +1666,12 @@ static void test_job_errors(void)
     CHECK(c.put.paused && c.put.overlap == MC_OVERLAP_SERIAL && c.put.retry.multiplier == 1.5 &&
           c.put.created_at == 7 && str_eq(c.put.cron, "* * * * *"));
 
-    /* BAD_UNION: payload 3 and -1, retry 2. */
+    /* BAD_UNION: payload 6 and -1, retry 2. */
     b.len = 0;
     w_header(&b, MC_SCHEMA_JOB_COMMAND);
-    w_long(&b, 3);
+    w_long(&b, 6);
     CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_UNION);
-    expect_detail(detail, "payload: union branch 3 out of range (0..2)");
+    expect_detail(detail, "payload: union branch 6 out of range (0..5)");
     b.len = 0;
     w_header(&b, MC_SCHEMA_JOB_COMMAND);
     w_long(&b, -1);
@@ -2158,6 +2173,65 @@ static void test_job_v2(void)
     mc_arena_free(a);
 }
 
+/* JobCommand version 3 carries serial chains (AddLink, CancelLink,
+ * LinkDone) and reads versions 1 and 2 as before; a chain's changelog
+ * record (ChainLink) round-trips with its task. */
+static void test_chains(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_job_command c = {.kind = MC_JOBCMD_ADD_LINK};
+    c.add_link = (mc_add_link){.ordering_key = "contract-42", .task = typical_task()};
+    roundtrip_job_command(&c, a);
+    c = (mc_job_command){.kind = MC_JOBCMD_CANCEL_LINK};
+    c.cancel_link = (mc_cancel_link){"shop", "contract-42", "renewal", 1767225600000};
+    roundtrip_job_command(&c, a);
+    c = (mc_job_command){.kind = MC_JOBCMD_LINK_DONE};
+    c.link_done =
+        (mc_link_done){"shop", "contract-42", "renewal", 77, MC_OUTCOME_EXHAUSTED, 1767225600123};
+    roundtrip_job_command(&c, a);
+    /* The relay's outcomes end at CANCELLED, as OccurrenceDone's do. */
+    c.link_done.outcome = MC_OUTCOME_DROPPED;
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) != 0);
+    /* Under version 2's fingerprint, a chain branch does not exist. */
+    c.link_done.outcome = MC_OUTCOME_SUCCEEDED;
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    uint64_t fp2 = mc_schema_version_fingerprint(MC_SCHEMA_JOB_COMMAND, 2);
+    CHECK(fp2 != 0 && fp2 != mc_schema_fingerprint(MC_SCHEMA_JOB_COMMAND));
+    for (int i = 0; i < 8; i++)
+        b.data[2 + i] = (uint8_t)(fp2 >> (8 * i));
+    mc_job_command got;
+    char detail[256];
+    CHECK(mc_decode_job_command(NULL, b.data, b.len, a, &got, detail, sizeof detail) !=
+          MC_CODEC_OK);
+    /* ... while its own branches read the same. */
+    mc_buf_reset(&b);
+    c = (mc_job_command){.kind = MC_JOBCMD_DONE};
+    c.done = (mc_occurrence_done){"shop", "nightly", 5, MC_OUTCOME_SUCCEEDED, 9};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    for (int i = 0; i < 8; i++)
+        b.data[2 + i] = (uint8_t)(fp2 >> (8 * i));
+    CHECK_ERR(mc_decode_job_command(NULL, b.data, b.len, a, &got, detail, sizeof detail),
+              MC_CODEC_OK);
+    CHECK(job_command_eq(&c, &got));
+    /* ChainLink. */
+    mc_chain_link l = {.ordering_key = "contract-42",
+                       .link = 12,
+                       .released_at = 1767225600000,
+                       .cancelled_at = -1,
+                       .task = typical_task()},
+                  lg;
+    mc_buf_reset(&b);
+    CHECK(mc_encode_chain_link(&l, &b) == 0);
+    CHECK_ERR(mc_decode_chain_link(b.data, b.len, a, &lg, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(str_eq(lg.ordering_key, "contract-42") && lg.link == 12 &&
+          lg.released_at == 1767225600000 && lg.cancelled_at == -1 && task_eq(&lg.task, &l.task));
+    for (size_t n = 0; n < b.len; n++)
+        CHECK(mc_decode_chain_link(b.data, n, a, &lg, detail, sizeof detail) != MC_CODEC_OK);
+    mc_buf_free(&b);
+    mc_arena_free(a);
+}
+
 /* Task version 2: a Kafka target and a late policy go through every record
  * that holds a task, and version 1 records (kept in topics) still read, as
  * tasks without them; the splice helpers say how to make their bytes current. */
@@ -2303,6 +2377,7 @@ int main(void)
     test_earlier_versions();
     test_task_v2();
     test_job_v2();
+    test_chains();
     test_errors();
     test_job_roundtrips();
     test_job_fastavro_interop();

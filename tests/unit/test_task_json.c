@@ -1,6 +1,7 @@
 /* The gateway's JSON -> Task: what a client gets for what it sends. */
 #include <string.h>
 
+#include "chains.h"
 #include "check.h"
 #include "task_json.h"
 
@@ -12,14 +13,24 @@ static void fixed_id(void *arg, char out[MC_JSON_MAX_ID_LEN + 1])
     strcpy(out, "generated-id");
 }
 
-static int parse(const char *json, mc_arena *a, mc_task *t, char *why, int *made)
+/* A submit body, and its orderingKey into *key. */
+static int parse_chained(const char *json, mc_arena *a, mc_task *t, const char **key, char *why,
+                         int *made)
 {
     mc_task_json_options o = {.now_ms = NOW,
                               .max_due_ms = 86400000,
                               .retry_defaults = {5, 1000, 2.0, 3600000},
                               .make_id = fixed_id,
                               .make_id_arg = made};
-    return mc_task_from_json(json, strlen(json), &o, a, t, why, 512);
+    return mc_task_from_json(json, strlen(json), &o, a, t, key, why, 512);
+}
+
+static int parse(const char *json, mc_arena *a, mc_task *t, char *why, int *made)
+{
+    const char *key;
+    int rc = parse_chained(json, a, t, &key, why, made);
+    CHECK(rc != 0 || key == NULL, "an orderingKey out of nowhere: %s", json);
+    return rc;
 }
 
 static void test_full_task(void)
@@ -85,6 +96,12 @@ static void test_errors_name_the_field(void)
          "expireTime"},
         {"{\"appId\":\"a\",\"delayMs\":-1,\"callback\":{\"url\":\"http://x\"}}", "delayMs"},
         {"{\"appId\":\"a\",\"delayMs\":1}", "callback is required"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"metadata\":{\"mooncake.chain\":\"k\"}}",
+         "metadata.mooncake.chain is reserved"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"metadata\":{\"mooncake.link\":\"1\"}}",
+         "metadata.mooncake.link is reserved"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{}}", "callback.url is required"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"file:///etc\"}}", "callback.url"},
         {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\",\"method\":\"BREW\"}}",
@@ -437,12 +454,132 @@ static void test_cancel(void)
     mc_arena *a = mc_arena_new();
     mc_cancel c;
     char why[512] = "";
+    const char *key = "x";
     const char *ok = "{\"appId\":\"shop\",\"uuid\":\"o-1\"}";
-    CHECK(mc_cancel_from_json(ok, strlen(ok), NOW, a, &c, why, sizeof why) == 0, "%s", why);
+    CHECK(mc_cancel_from_json(ok, strlen(ok), NOW, a, &c, &key, why, sizeof why) == 0, "%s", why);
     CHECK(strcmp(c.app_id, "shop") == 0 && strcmp(c.task_id, "o-1") == 0 && c.requested_at == NOW);
+    CHECK(key == NULL);
     const char *bad = "{\"appId\":\"shop\"}";
-    CHECK(mc_cancel_from_json(bad, strlen(bad), NOW, a, &c, why, sizeof why) != 0);
+    CHECK(mc_cancel_from_json(bad, strlen(bad), NOW, a, &c, &key, why, sizeof why) != 0);
     CHECK(strstr(why, "uuid is required") != NULL, "%s", why);
+    mc_arena_free(a);
+}
+
+/* A submit body (cancel: a cancel body) whose orderingKey is key_json, JSON
+ * text, into body. */
+static const char *keyed_body(char *body, size_t n, bool cancel, const char *key_json)
+{
+    snprintf(body, n,
+             cancel ? "{\"appId\":\"a\",\"uuid\":\"u\",\"orderingKey\":%s}"
+                    : "{\"appId\":\"a\",\"delayMs\":1,\"orderingKey\":%s,"
+                      "\"callback\":{\"url\":\"http://x\"}}",
+             key_json);
+    return body;
+}
+
+static int parse_cancel(const char *json, mc_arena *a, mc_cancel *c, const char **key, char *why)
+{
+    return mc_cancel_from_json(json, strlen(json), NOW, a, c, key, why, 512);
+}
+
+/* An orderingKey puts the task (or the cancel) to a serial chain: it is
+ * checked as the jobs role checks it, and the record becomes the chain's
+ * AddLink or CancelLink. */
+static void test_ordering_key(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    mc_cancel c;
+    const char *key = NULL;
+    char why[512] = "", body[1024], long_key[MC_MAX_ORDERING_KEY_LEN + 4];
+    int made = 0;
+    CHECK(parse_chained(keyed_body(body, sizeof body, false, "\"contract-42\""), a, &t, &key, why,
+                        &made) == 0 &&
+              key && strcmp(key, "contract-42") == 0,
+          "%s", why);
+    CHECK(parse_cancel(keyed_body(body, sizeof body, true, "\"contract-42\""), a, &c, &key, why) ==
+                  0 &&
+              key && strcmp(key, "contract-42") == 0 && strcmp(c.task_id, "u") == 0,
+          "%s", why);
+    CHECK(parse_chained(keyed_body(body, sizeof body, false, "null"), a, &t, &key, why, &made) ==
+                  0 &&
+              key == NULL,
+          "%s", why);
+    /* 256 bytes of any text but control characters is a key; 257 is not. */
+    long_key[0] = '"';
+    memset(long_key + 1, 'k', MC_MAX_ORDERING_KEY_LEN);
+    strcpy(long_key + 1 + MC_MAX_ORDERING_KEY_LEN, "\"");
+    CHECK(parse_chained(keyed_body(body, sizeof body, false, long_key), a, &t, &key, why, &made) ==
+                  0 &&
+              strlen(key) == MC_MAX_ORDERING_KEY_LEN,
+          "%s", why);
+    strcpy(long_key + 1 + MC_MAX_ORDERING_KEY_LEN, "k\"");
+    static const struct {
+        const char *key, *why;
+    } bad[] = {
+        {"\"\"", "orderingKey must be 1 to 256 bytes"},
+        {NULL, "orderingKey is 257 bytes, more than 256"},
+        {"\"a\\u0001b\"", "orderingKey contains a control character"},
+        {"\"a\\tb\"", "orderingKey contains a control character"},
+        {"42", "orderingKey must be a string, not an integer"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *k = bad[i].key ? bad[i].key : long_key;
+        CHECK(parse_chained(keyed_body(body, sizeof body, false, k), a, &t, &key, why, &made) !=
+                      0 &&
+                  strcmp(why, bad[i].why) == 0,
+              "%s: %s", k, why);
+        CHECK(parse_cancel(keyed_body(body, sizeof body, true, k), a, &c, &key, why) != 0 &&
+                  strcmp(why, bad[i].why) == 0,
+              "cancel %s: %s", k, why);
+    }
+    mc_arena_free(a);
+}
+
+/* What a submit or cancel sends: the Command itself, or in a chain its
+ * AddLink or CancelLink, read back by the codec the jobs role uses. */
+static void test_encode_task_command(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    const char *key;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse_chained("{\"appId\":\"shop\",\"uuid\":\"renew-7\",\"delayMs\":1000,"
+                        "\"orderingKey\":\"contract-42\",\"kafkaTarget\":{\"topic\":\"t\"}}",
+                        a, &t, &key, why, &made) == 0,
+          "%s", why);
+    mc_codec_options co = {0};
+    char detail[256] = "";
+    mc_buf buf = {0};
+    mc_job_command jc;
+    mc_command sub = {.kind = MC_CMD_SUBMIT, .submit = t};
+    CHECK(mc_encode_task_command(&sub, key, &buf) == 0);
+    CHECK(mc_decode_job_command(&co, buf.data, buf.len, a, &jc, detail, sizeof detail) ==
+              MC_CODEC_OK,
+          "%s", detail);
+    CHECK(jc.kind == MC_JOBCMD_ADD_LINK && strcmp(jc.add_link.ordering_key, "contract-42") == 0 &&
+          strcmp(jc.add_link.task.app_id, "shop") == 0 &&
+          strcmp(jc.add_link.task.task_id, "renew-7") == 0 &&
+          jc.add_link.task.due_at == NOW + 1000 && jc.add_link.task.has_kafka_target);
+    mc_command can = {.kind = MC_CMD_CANCEL,
+                      .cancel = {.app_id = "shop", .task_id = "renew-7", .requested_at = NOW}};
+    mc_buf_reset(&buf);
+    CHECK(mc_encode_task_command(&can, "contract-42", &buf) == 0);
+    CHECK(mc_decode_job_command(&co, buf.data, buf.len, a, &jc, detail, sizeof detail) ==
+              MC_CODEC_OK,
+          "%s", detail);
+    CHECK(jc.kind == MC_JOBCMD_CANCEL_LINK && strcmp(jc.cancel_link.app_id, "shop") == 0 &&
+          strcmp(jc.cancel_link.ordering_key, "contract-42") == 0 &&
+          strcmp(jc.cancel_link.task_id, "renew-7") == 0 && jc.cancel_link.requested_at == NOW);
+    /* Without a key, the Command as it is. */
+    mc_command back;
+    mc_buf_reset(&buf);
+    CHECK(mc_encode_task_command(&can, NULL, &buf) == 0);
+    CHECK(mc_decode_command(&co, buf.data, buf.len, a, &back, detail, sizeof detail) == MC_CODEC_OK,
+          "%s", detail);
+    CHECK(back.kind == MC_CMD_CANCEL && strcmp(back.cancel.task_id, "renew-7") == 0);
+    mc_buf_free(&buf);
     mc_arena_free(a);
 }
 
@@ -457,5 +594,7 @@ int main(void)
     test_follow_ups();
     test_follow_up_errors();
     test_cancel();
+    test_ordering_key();
+    test_encode_task_command();
     return check_exit("task_json");
 }
