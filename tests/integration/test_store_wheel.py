@@ -685,7 +685,13 @@ class DueNowStream:
         self.n = int(seconds_ * rate)
         self.rate = rate
         older = [f"now/{i}" for i in range(0, self.n, 5)]
-        self.old_due = self.end + 2000
+        # A re-submit supersedes the older version only if it reaches the wheel
+        # before that one is due. A router killed near the end and replaced under
+        # a new id leaves its partitions unrouted for its session and rebalance
+        # (about 5 s here), and its open transaction holds the wheel's reads back
+        # until the coordinator aborts it (the 4 s transaction timeout): the older
+        # versions are due well after both, or they would rightly fire too.
+        self.old_due = self.end + 12000
         self.expected = {}
         send(env, [submit(k, self.old_due) for k in older])
         self.error = None
