@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chains.h"
 #include "check.h"
 #include "simkit.h"
 #include "store.h"
@@ -238,8 +239,57 @@ static void only_a_late_fire_is_committed_now(void)
     kit_config_free(cfg);
 }
 
+/* A Cancel that voids the pending task a serial chain released ends the
+ * chain's link: the wheel writes its CANCELLED Result, with the chain's
+ * headers, once, even when a restart replays the Cancel; a voided task of
+ * no chain gets none (its Results stay the executor's). */
+static void a_cancel_ends_a_chains_pending_task_once(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=200", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0);
+    mc_kv meta[] = {{MC_CHAIN_METADATA, "contract-42"}, {MC_LINK_METADATA, "7"}};
+    mc_task linked = kit_task("x", T0 + 3000, "http://e/x");
+    linked.metadata = meta;
+    linked.n_metadata = 2;
+    mc_task plain = kit_task("y", T0 + 3000, "http://e/y");
+    kit_wheel_submit(k, 0, 10, &linked, false);
+    kit_wheel_submit(k, 0, 11, &plain, false);
+    run_until(k, &wheel, 1, T0 + 1000, 50);
+    kit_wheel_cancel(k, 0, 12, "x", sim_now(k));
+    kit_wheel_cancel(k, 0, 13, "y", sim_now(k));
+    run_until(k, &wheel, 1, T0 + 1200, 50);
+    /* kill -9 and a restart, which replays the Cancels. */
+    sim_crash(wheel);
+    wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0);
+    run_until(k, &wheel, 1, T0 + 4000, 50);
+    CHECK(kit_fired(k, 1, "x", 10) == 0 && kit_fired(k, 1, "y", 11) == 0, "nothing fired");
+    kit_result *res;
+    size_t n = kit_results(k, 0, &res);
+    CHECK(n == 1, "%zu Results: one, the chain's task's", n);
+    CHECK(n >= 1 && strcmp(res[0].id, "x") == 0 && res[0].outcome == MC_OUTCOME_CANCELLED &&
+              res[0].attempt == 1,
+          "the chain's task ended CANCELLED");
+    free(res);
+    sim_rec *r;
+    size_t m = sim_read(k, kit_topic("results"), 0, &r);
+    const mc_header *chain = m ? sim_rec_header(&r[0], MC_CHAIN_HEADER) : NULL;
+    const mc_header *link = m ? sim_rec_header(&r[0], MC_LINK_HEADER) : NULL;
+    CHECK(chain && chain->len == 11 && memcmp(chain->value, "contract-42", 11) == 0 && link &&
+              link->len == 1 && memcmp(link->value, "7", 1) == 0,
+          "with the chain's headers, for the jobs role's relay");
+    free(r);
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
+    a_cancel_ends_a_chains_pending_task_once();
     a_task_the_router_fired_is_fired_once_and_still_recalled();
     cancel_inside_the_lead_window_with_a_store();
     cancel_inside_the_lead_window_after_a_restart();
