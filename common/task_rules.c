@@ -49,6 +49,11 @@ bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field
         snprintf(why, whylen, "%s is empty", n->task_id);
         return false;
     }
+    if (strlen(app_id) + 1 + strlen(task_id) >= MC_MAX_TASK_KEY_LEN) {
+        snprintf(why, whylen, "%s/%s is longer than %d bytes", n->app_id, n->task_id,
+                 MC_MAX_TASK_KEY_LEN - 1);
+        return false;
+    }
     return true;
 }
 

@@ -39,14 +39,15 @@ typedef struct mc_task_field_names {
 /* The schema's names (app_id, callback.timeout_ms, retry.max_attempts, ...). */
 extern const mc_task_field_names mc_task_avro_names;
 
-/* app_id non-empty without '/', task_id non-empty: the key app_id/task_id
- * must split back into the two. On failure writes a reason into why. */
-bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field_names *names,
-                    char *why, size_t whylen);
 /* Bytes a task key app_id/task_id may take, its NUL included: a longer one
  * is refused everywhere (the router dead-letters it). */
 #define MC_MAX_TASK_KEY_LEN 1024
 
+/* app_id non-empty without '/', task_id non-empty: the key app_id/task_id
+ * must split back into the two, and fit MC_MAX_TASK_KEY_LEN. On failure
+ * writes a reason into why. */
+bool mc_task_ids_ok(const char *app_id, const char *task_id, const mc_task_field_names *names,
+                    char *why, size_t whylen);
 /* Whether record m's key is exactly app_id/task_id: the key picks the
  * partition, and a cancel must land where its submit did. On failure
  * writes a reason into why. Any thread. */

@@ -421,13 +421,9 @@ static int add_link(jobs *s, job_part *p, const mc_record *r, const mc_add_link 
 {
     int64_t now = mc_ctx_now_ms(ctx);
     char why[512];
-    char key[MC_MAX_TASK_KEY_LEN];
     if (!mc_ordering_key_ok(a->ordering_key, "ordering_key", why, sizeof why) ||
         !mc_task_ok(&a->task, now, s->cfg->max_due_ms, &mc_task_avro_names, why, sizeof why) ||
-        !mc_task_target_ok(s->targets, &a->task, &mc_task_avro_names, why, sizeof why) ||
-        (mc_task_key(a->task.app_id, a->task.task_id, key, sizeof key) >= sizeof key &&
-         snprintf(why, sizeof why, "app_id/task_id is longer than %d bytes",
-                  MC_MAX_TASK_KEY_LEN - 1) > 0)) {
+        !mc_task_target_ok(s->targets, &a->task, &mc_task_avro_names, why, sizeof why)) {
         char reason[600];
         snprintf(reason, sizeof reason, "jobs: invalid chain link: %s", why);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
