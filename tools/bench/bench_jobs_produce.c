@@ -116,15 +116,9 @@ int main(int argc, char **argv)
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
     if (!rk)
         die("producer", err);
+    int32_t parts = topic_partitions(rk, topic);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 30000);
-    if (e)
-        die("metadata", rd_kafka_err2str(e));
-    if (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt <= 0)
-        die(topic, "no such topic");
-    int32_t parts = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
+    rd_kafka_resp_err_t e;
 
     mc_buf value = {0};
     long produced = 0, errors = 0;
