@@ -61,6 +61,8 @@
 
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,12 @@ typedef struct executor {
     mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
     mc_counter *delivered, *late_dropped, *late_dead, *follow_ups;
     mc_gauge *paused_gauge;
+    /* Which partitions of `ready` are ours, for the caller's shares of admission limits
+     * (its thread copies them when the version moves). */
+    pthread_mutex_t ownership_mu;
+    mc_ownership ownership;
+    atomic_uint_fast64_t ownership_version;
+    int32_t ready_partitions; /* asked at each assignment; 0: not known */
 } executor;
 
 static const char *const executor_inputs[] = {"ready", NULL};
@@ -878,6 +886,37 @@ static void start_catch_up(executor *ex, part *p, int64_t committed, mc_ctx *ctx
     (void)ex;
 }
 
+/* Publishes which partitions are ours now, for the caller's shares of the admission
+ * limits (see executor_admission.h). */
+static void publish_ownership(executor *ex)
+{
+    pthread_mutex_lock(&ex->ownership_mu);
+    ex->ownership.total = ex->ready_partitions;
+    ex->ownership.n_owned = 0;
+    part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++)
+        if (p->assigned && ex->ownership.n_owned < MC_OWNERSHIP_MAX)
+            ex->ownership.owned[ex->ownership.n_owned++] = p->partition;
+    pthread_mutex_unlock(&ex->ownership_mu);
+    atomic_fetch_add(&ex->ownership_version, 1);
+}
+
+/* The caller's thread: copies the ownership when it moved since *version. */
+static bool ownership_of(void *arg, uint64_t *version, mc_ownership *out)
+{
+    executor *ex = arg;
+    uint64_t now = atomic_load(&ex->ownership_version);
+    if (now == *version)
+        return false;
+    pthread_mutex_lock(&ex->ownership_mu);
+    out->total = ex->ownership.total;
+    out->n_owned = ex->ownership.n_owned;
+    memcpy(out->owned, ex->ownership.owned, (size_t)out->n_owned * sizeof *out->owned);
+    pthread_mutex_unlock(&ex->ownership_mu);
+    *version = now;
+    return true;
+}
+
 /* Ends the catch-ups that have waited long enough. */
 static int executor_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
@@ -916,6 +955,11 @@ static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t 
                    "metadata", copy, (const char *)NULL);
         }
     }
+    char err[256];
+    int n = mc_ctx_partition_count(ctx, "ready", err, sizeof err);
+    if (n > 0)
+        ex->ready_partitions = n; /* else the last known: a share is never lost for it */
+    publish_ownership(ex);
     return 0;
 }
 
@@ -929,6 +973,7 @@ static void executor_on_revoke(void *self, const rd_kafka_topic_partition_list_t
         if (p)
             part_abandon(ex, p);
     }
+    publish_ownership(ex);
 }
 
 static int executor_prepare_commit(void *self, mc_ctx *ctx)
@@ -984,6 +1029,7 @@ static void executor_destroy(void *self)
     mc_buf_free(&ex->buf);
     mc_kafka_targets_free(ex->targets);
     free(ex->topics);
+    pthread_mutex_destroy(&ex->ownership_mu);
     free(ex);
 }
 
@@ -1045,6 +1091,8 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     }
     ex->ctx = ctx;
     ex->cfg = cfg;
+    pthread_mutex_init(&ex->ownership_mu, NULL);
+    atomic_init(&ex->ownership_version, 1); /* the caller starts from 0: it copies once */
     mc_topic_name(cfg, "ready", ex->ready_topic, sizeof ex->ready_topic);
     ex->results = mc_ctx_output(ctx, "results");
     ex->retry = mc_ctx_output(ctx, "retry");
@@ -1062,7 +1110,7 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     register_metrics(ex, mc_ctx_metrics(ctx));
     const mc_executor_caller *with = arg;
     mc_caller_factory make = with ? with->make : mc_http_caller_new;
-    mc_call_gate gate = {owns_assignment, ex};
+    mc_call_gate gate = {.may_start = owns_assignment, .ownership = ownership_of, .arg = ex};
     ex->caller = make(cfg, mc_ctx_metrics(ctx), &gate, with ? with->arg : NULL, err, errlen);
     if (!ex->caller ||
         mc_ctx_watch_fd(ctx, ex->caller->ops->wake_fd(ex->caller), POLLIN, on_done, ex) != 0) {

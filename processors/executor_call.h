@@ -15,6 +15,8 @@
 
 #include "codec.h"
 #include "config.h"
+#include "endpoints.h"
+#include "executor_admission.h"
 #include "metrics.h"
 #include "wheel_topic.h"
 
@@ -23,6 +25,7 @@
 #define MC_CALL_ERROR_MAX 512
 #define MC_CALL_RESPONSE_HEADERS_MAX 16  /* kept response headers per call */
 #define MC_CALL_RESPONSE_HEADER_MAX 1024 /* bytes of one kept header's value */
+#define MC_CALL_MEMBER_MAX 600           /* a group member's URL and address */
 
 typedef enum mc_call_kind {
     MC_CALL_START,  /* call task's callback at its due time */
@@ -59,6 +62,9 @@ typedef struct mc_call {
     mc_kv response_headers[MC_CALL_RESPONSE_HEADERS_MAX];
     size_t n_response_headers;
     char retry_after[MC_CALL_RETRY_AFTER_MAX];
+    /* CALL to a group: the member that answered (or last failed): its URL, and its
+     * address in brackets when it came from DNS; "" for a call to a URL. */
+    char member[MC_CALL_MEMBER_MAX];
     /* Private to whoever owns the call: list links and the caller's state. */
     struct mc_call *next;
     void *caller_state;
@@ -111,6 +117,13 @@ struct mc_caller {
  * the queue until the Kafka side abandons them or the gate opens again. */
 typedef struct mc_call_gate {
     bool (*may_start)(void *arg);
+    /* The endpoint groups and admission limits now, with a reference for the caller; NULL
+     * while they are not known yet (no call starts then). NULL function: there are none. */
+    mc_endpoints *(*endpoints)(void *arg);
+    /* Copies into out which partitions the Kafka side owns, if that changed since
+     * *version (which it then advances); false if it did not. NULL function: the shares of
+     * admission limits are computed as if this executor owned one partition of one. */
+    bool (*ownership)(void *arg, uint64_t *version, mc_ownership *out);
     void *arg;
 } mc_call_gate;
 

@@ -41,7 +41,9 @@ static int call_start(http_caller *hc, call *c)
     if (!e || http_build_headers(hc, c) != 0)
         return -1;
     int64_t timeout = cb->timeout_ms > 0 ? cb->timeout_ms : hc->cfg->executor_timeout_ms;
-    curl_easy_setopt(e, CURLOPT_URL, cb->url);
+    curl_easy_setopt(e, CURLOPT_URL, c->url ? c->url : cb->url);
+    if (c->connect_to)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
     curl_easy_setopt(e, CURLOPT_PRIVATE, c);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -116,17 +118,31 @@ static void queue_remove(http_caller *hc, call *c)
     }
 }
 
-/* Takes c off every HTTP-side structure and frees it (not its call); keeps
- * nothing of curl's. Returns whether it was running: the caller lowers
- * `running` (after posting the call, so the runner never sees a call neither
- * running nor finished). */
-static bool call_release(http_caller *hc, call *c)
+/* Takes c off the wait list of its bucket. */
+static void unwait(http_caller *hc, call *c)
+{
+    mc_bucket *b = c->waiting_on;
+    if (c->wait_prev)
+        c->wait_prev->wait_next = c->wait_next;
+    else
+        b->waiting_head = c->wait_next;
+    if (c->wait_next)
+        c->wait_next->wait_prev = c->wait_prev;
+    else
+        b->waiting_tail = c->wait_prev;
+    b->n_waiting--;
+    hc->waiting--;
+    c->waiting_on = NULL;
+    c->wait_prev = c->wait_next = NULL;
+}
+
+/* Ends c's try with curl: its handle back to the spares, its places in its buckets and
+ * at its member given up (failed: the member did not answer well, see mc_route_ended).
+ * Returns whether it was running: the caller lowers `running` (after posting the call,
+ * so the runner never sees a call neither running nor finished). */
+static bool end_try(http_caller *hc, call *c, bool failed)
 {
     bool was_running = c->state == CALL_RUNNING;
-    if (c->state == CALL_HELD)
-        mc_wheel_cancel(hc->held, &c->timer);
-    else if (c->state == CALL_QUEUED)
-        queue_remove(hc, c);
     if (c->easy) {
         if (was_running)
             curl_multi_remove_handle(hc->multi, c->easy);
@@ -137,8 +153,37 @@ static bool call_release(http_caller *hc, call *c)
         } else {
             curl_easy_cleanup(c->easy);
         }
+        c->easy = NULL;
     }
+    if (was_running && c->group)
+        mc_route_ended(
+            hc->routes, c->group->app_id, c->group->name, &c->group->members[c->member], failed,
+            c->group->unhealthy_ms > 0 ? c->group->unhealthy_ms : MC_ROUTE_UNHEALTHY_MS_DEFAULT,
+            mc_mono_ms());
+    for (size_t i = 0; i < c->n_held; i++)
+        mc_bucket_release(c->held[i]);
+    c->n_held = 0;
     curl_slist_free_all(c->headers);
+    curl_slist_free_all(c->connect_to);
+    c->headers = c->connect_to = NULL;
+    free(c->url);
+    c->url = NULL;
+    c->state = CALL_STARTING;
+    return was_running;
+}
+
+/* Takes c off every HTTP-side structure and frees it (not its call); keeps
+ * nothing of curl's. Returns whether it was running (see end_try). */
+static bool call_release(http_caller *hc, call *c)
+{
+    if (c->state == CALL_HELD)
+        mc_wheel_cancel(hc->held, &c->timer);
+    else if (c->state == CALL_QUEUED)
+        queue_remove(hc, c);
+    else if (c->state == CALL_WAITING)
+        unwait(hc, c);
+    bool was_running = end_try(hc, c, false);
+    mc_endpoints_unref(c->snapshot);
     all_unlink(hc, c);
     c->call->caller_state = NULL;
     free(c);
@@ -179,25 +224,6 @@ static void describe(mc_call *j, const call *c)
     }
 }
 
-static void call_ended(http_caller *hc, call *c, CURLcode rc)
-{
-    mc_call *j = c->call;
-    if (c->easy)
-        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &j->status);
-    c->rc = rc;
-    j->finished_at = mc_now_ms();
-    if (!j->started_at)
-        j->started_at = j->finished_at;
-    describe(j, c);
-    if (c->refused)
-        mc_counter_add(hc->refused, 1);
-    mc_histogram_observe(hc->duration, (double)(j->finished_at - j->started_at) / 1000.0);
-    bool was_running = call_release(hc, c);
-    give_back(hc, j);
-    if (was_running)
-        atomic_fetch_sub(&hc->running, 1);
-}
-
 /* Notes a step of the HTTP thread's work; one more than STALL_MS after
  * `since` starts the hold (see STALL_MS). */
 static void note_progress(http_caller *hc, int64_t since)
@@ -214,7 +240,7 @@ static bool may_start(http_caller *hc)
 {
     note_progress(hc, hc->progress_at);
     return !atomic_load(&hc->draining) && hc->progress_at >= hc->stall_hold_until &&
-           hc->gate.may_start(hc->gate.arg);
+           (hc->endpoints || !hc->gate.endpoints) && hc->gate.may_start(hc->gate.arg);
 }
 
 /* The moment c would start: past its late policy it is not started at all,
@@ -236,19 +262,273 @@ static bool settled_without_call(http_caller *hc, call *c)
     j->started_at = j->finished_at = now;
     if (j->deliver)
         mc_histogram_observe(hc->lateness, (double)(now - t->due_at) / 1000.0);
-    call_release(hc, c); /* held or queued: never running */
+    call_release(hc, c); /* never running */
     give_back(hc, j);
     return true;
 }
 
-static void start_now(http_caller *hc, call *c)
+/* Ends c without calling it (a group that does not exist, say): a failed attempt, which
+ * the retry role retries unless permanent. */
+static void fail_unstarted(http_caller *hc, call *c, bool permanent, const char *why)
+{
+    mc_call *j = c->call;
+    j->transport_failed = true;
+    j->permanent = permanent;
+    j->status = 0;
+    snprintf(j->error, sizeof j->error, "%s", why);
+    j->started_at = j->finished_at = mc_now_ms();
+    call_release(hc, c);
+    give_back(hc, j);
+}
+
+static void call_ended(http_caller *hc, call *c, CURLcode rc);
+
+/* Puts c on b's waiting list: at the front when it came from there (it keeps its turn). */
+static void wait_on(http_caller *hc, call *c, mc_bucket *b, bool front)
+{
+    c->state = CALL_WAITING;
+    c->waiting_on = b;
+    if (front) {
+        c->wait_prev = NULL;
+        c->wait_next = b->waiting_head;
+        if (b->waiting_head)
+            ((call *)b->waiting_head)->wait_prev = c;
+        else
+            b->waiting_tail = c;
+        b->waiting_head = c;
+    } else {
+        c->wait_next = NULL;
+        c->wait_prev = b->waiting_tail;
+        if (b->waiting_tail)
+            ((call *)b->waiting_tail)->wait_next = c;
+        else
+            b->waiting_head = c;
+        b->waiting_tail = c;
+    }
+    b->n_waiting++;
+    hc->waiting++;
+    if (!front)
+        mc_counter_add(hc->waits, 1);
+    if (!b->listed) {
+        b->listed = true;
+        b->next_waiting = hc->waiting_buckets;
+        hc->waiting_buckets = b;
+    }
+}
+
+static int64_t mono_us(void)
+{
+    return mc_mono_ns() / 1000;
+}
+
+/* The strategy c's task names in its metadata, else its group's. False (why in err) for
+ * one this executor cannot follow. */
+static bool strategy_of(const mc_task *t, const mc_group *g, mc_route_strategy *s, char *err,
+                        size_t errlen)
+{
+    *s = g->strategy;
+    for (size_t i = 0; i < t->n_metadata; i++) {
+        if (strcmp(t->metadata[i].key, MC_ROUTE_METADATA) != 0)
+            continue;
+        if (!mc_route_strategy_parse(t->metadata[i].value, s)) {
+            snprintf(err, errlen, "unknown route strategy '%.100s' in metadata %s",
+                     t->metadata[i].value, MC_ROUTE_METADATA);
+            return false;
+        }
+    }
+    if (*s == MC_ROUTE_BROADCAST) {
+        snprintf(err, errlen, "%s is not a strategy one call can follow",
+                 mc_route_strategy_name(*s));
+        return false;
+    }
+    return true;
+}
+
+/* Finds c's group in the current snapshot (again, unless a try of this attempt already
+ * went out: FAILOVER then keeps the membership it started with). 0, or -1 when c was
+ * ended for it. */
+static int find_group(http_caller *hc, call *c, const char *name)
+{
+    if (c->group && (c->tried.bits || c->snapshot == hc->endpoints))
+        return 0;
+    mc_endpoints_unref(c->snapshot);
+    c->snapshot = mc_endpoints_ref(hc->endpoints);
+    const mc_task *t = &c->call->task;
+    c->group = mc_endpoints_group(c->snapshot, t->app_id, name);
+    char why[300];
+    if (!c->group) {
+        snprintf(why, sizeof why, "no endpoint group '%s' for app '%.100s'", name, t->app_id);
+        fail_unstarted(hc, c, false, why);
+        return -1;
+    }
+    if (!strategy_of(t, c->group, &c->strategy, why, sizeof why)) {
+        fail_unstarted(hc, c, true, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* The URL c calls now: its member's followed by the task's path, and for a member from
+ * DNS the address to connect to. 0, or -1 on ENOMEM. */
+static int member_url(call *c, const char *path)
+{
+    const mc_group_member *m = &c->group->members[c->member];
+    size_t n = strlen(m->url) + strlen(path) + 1;
+    if (!(c->url = malloc(n)))
+        return -1;
+    snprintf(c->url, n, "%s%s", m->url, path);
+    mc_call *j = c->call;
+    if (m->address) {
+        snprintf(j->member, sizeof j->member, "%s (%s)", m->url, m->address);
+        char to[128];
+        /* Any host and port of this URL: connect to the address, same port. */
+        snprintf(to, sizeof to, strchr(m->address, ':') ? "::[%s]:" : "::%s:", m->address);
+        if (!(c->connect_to = curl_slist_append(NULL, to)))
+            return -1;
+    } else {
+        snprintf(j->member, sizeof j->member, "%s", m->url);
+    }
+    return 0;
+}
+
+/* The lower-case host of url into out; false if it has none. */
+static bool url_host(const char *url, char *out, size_t n)
+{
+    CURLU *u = curl_url();
+    char *host = NULL;
+    bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK;
+    if (ok) {
+        size_t i = 0;
+        for (; host[i] && i + 1 < n; i++)
+            out[i] = (char)tolower((unsigned char)host[i]);
+        out[i] = '\0';
+    }
+    curl_free(host);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+/* The bucket whose waiters are the calls to g that found every member busy (BUSYOVER). */
+static mc_bucket *group_bucket(http_caller *hc, const mc_group *g)
+{
+    char key[MC_GROUP_NAME_MAX + 300];
+    snprintf(key, sizeof key, "%.250s/%s", g->app_id, g->name);
+    return mc_admission_bucket(hc->admission, MC_BUCKET_GROUP, key);
+}
+
+/* The bucket of a limited host or app, its share set from the current snapshot; NULL when
+ * nothing limits it. */
+static mc_bucket *limit_bucket(http_caller *hc, mc_bucket_kind kind, const char *name)
+{
+    mc_admission_limit limit;
+    mc_limit_scope scope = kind == MC_BUCKET_HOST ? MC_LIMIT_HOST : MC_LIMIT_APP;
+    if (!mc_endpoints_limit(hc->endpoints, scope, name, &limit))
+        return NULL;
+    mc_bucket *b = mc_admission_bucket(hc->admission, kind, name);
+    if (b)
+        mc_bucket_set_limit(b, &limit, &hc->ownership);
+    return b;
+}
+
+typedef enum admit_result { ADMIT_STARTED, ADMIT_WAITING, ADMIT_ENDED } admit_result;
+
+/* Picks c's member when it calls a group and takes its places in the buckets that limit
+ * it. Returns ADMIT_STARTED when c may start now (its places taken, its URL set),
+ * ADMIT_WAITING when it now waits on a bucket (front: at the head of its list), or
+ * ADMIT_ENDED when it was ended without a call. */
+static admit_result admit(http_caller *hc, call *c, bool front)
+{
+    mc_call *j = c->call;
+    const mc_task *t = &j->task;
+    char name[MC_GROUP_NAME_MAX + 1];
+    const char *path, *url = t->callback.url;
+    mc_bucket *b[CALL_BUCKETS_MAX];
+    size_t nb = 0;
+    if (mc_group_url_parse(url, name, sizeof name, &path)) {
+        if (find_group(hc, c, name) != 0)
+            return ADMIT_ENDED;
+        const mc_group *g = c->group;
+        int32_t member_limit = (int32_t)mc_ownership_share(&hc->ownership, g->member_concurrency);
+        switch (mc_route_pick(hc->routes, g, c->strategy, j->key, &c->tried, member_limit,
+                              mc_mono_ms(), &c->member)) {
+        case MC_PICK_OK:
+            break;
+        case MC_PICK_BUSY: {
+            mc_bucket *busy = group_bucket(hc, g);
+            if (!busy)
+                break; /* no memory to wait: call the first member anyway */
+            wait_on(hc, c, busy, front);
+            return ADMIT_WAITING;
+        }
+        case MC_PICK_EMPTY: {
+            char why[300];
+            snprintf(why, sizeof why, "endpoint group '%s' of app '%.100s' has no members", name,
+                     t->app_id);
+            fail_unstarted(hc, c, false, why);
+            return ADMIT_ENDED;
+        }
+        }
+        /* The group's waiters (BUSYOVER) may go when this call ends. */
+        if (c->strategy == MC_ROUTE_BUSYOVER && g->member_concurrency > 0 &&
+            (b[nb] = group_bucket(hc, g)))
+            nb++;
+        free(c->url);
+        c->url = NULL;
+        curl_slist_free_all(c->connect_to);
+        c->connect_to = NULL;
+        if (member_url(c, path) != 0) {
+            fail_unstarted(hc, c, false, "out of memory choosing a member");
+            return ADMIT_ENDED;
+        }
+        url = c->url;
+    }
+    if (mc_endpoints_limit_count(hc->endpoints)) {
+        char host[256];
+        if (url_host(url, host, sizeof host) && (b[nb] = limit_bucket(hc, MC_BUCKET_HOST, host)))
+            nb++;
+        if ((b[nb] = limit_bucket(hc, MC_BUCKET_APP, t->app_id)))
+            nb++;
+    }
+    int64_t now_us = mono_us();
+    for (size_t i = 0; i < nb; i++) {
+        int64_t retry_us;
+        /* Behind the calls already waiting there: a herd keeps its order. */
+        if (!(b[i]->n_waiting && !front) && mc_bucket_allows(b[i], now_us, &retry_us))
+            continue;
+        wait_on(hc, c, b[i], front);
+        return ADMIT_WAITING;
+    }
+    for (size_t i = 0; i < nb; i++)
+        mc_bucket_take(b[i], now_us);
+    memcpy(c->held, b, nb * sizeof *b);
+    c->n_held = nb;
+    if (c->group) /* on ENOMEM the pick is not counted; the call goes on */
+        (void)mc_route_started(hc->routes, c->group, c->member, mc_mono_ms());
+    return ADMIT_STARTED;
+}
+
+/* Starts c, whose turn it is (a slot is free, calls may start). front: c was taken from
+ * the head of a bucket's list and keeps its place there if it must wait again. Returns
+ * what became of it. */
+static admit_result start_now(http_caller *hc, call *c, bool front)
 {
     if (settled_without_call(hc, c))
-        return;
+        return ADMIT_ENDED;
+    admit_result r = admit(hc, c, front);
+    if (r != ADMIT_STARTED)
+        return r;
     if (call_start(hc, c) != 0) {
         snprintf(c->curl_error, sizeof c->curl_error, "out of memory starting the call");
         call_ended(hc, c, CURLE_OUT_OF_MEMORY);
+        return ADMIT_ENDED;
     }
+    return ADMIT_STARTED;
+}
+
+static bool slot_free(http_caller *hc)
+{
+    return atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency;
 }
 
 /* Starts c now if calls may start and a slot is free, else queues it. */
@@ -256,9 +536,8 @@ static void run_or_queue(http_caller *hc, call *c)
 {
     /* A Kafka target takes no connection: it does not wait for one. */
     bool needs_slot = !c->call->task.has_kafka_target;
-    if ((!needs_slot || atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency) &&
-        may_start(hc)) {
-        start_now(hc, c);
+    if ((!needs_slot || slot_free(hc)) && may_start(hc)) {
+        start_now(hc, c, false);
         return;
     }
     c->state = CALL_QUEUED;
@@ -271,22 +550,116 @@ static void run_or_queue(http_caller *hc, call *c)
     hc->queued++;
 }
 
+/* Starts the calls waiting on buckets that a call ending or a new token freed, oldest
+ * first in each bucket; a bucket whose head must wait again keeps it at the head. Sets
+ * admission_due_us to when the first rate-limited bucket gets its next token. */
+static void start_waiting(http_caller *hc)
+{
+    hc->admission_due_us = INT64_MAX;
+    for (mc_bucket **link = &hc->waiting_buckets; *link;) {
+        mc_bucket *b = *link;
+        while (b->waiting_head && slot_free(hc)) {
+            call *c = b->waiting_head;
+            unwait(hc, c);
+            c->state = CALL_STARTING;
+            if (start_now(hc, c, true) == ADMIT_WAITING && c->waiting_on == b)
+                break;
+        }
+        if (!b->waiting_head) {
+            b->listed = false;
+            *link = b->next_waiting;
+        } else {
+            int64_t retry_us;
+            if (!mc_bucket_allows(b, mono_us(), &retry_us) && retry_us < hc->admission_due_us)
+                hc->admission_due_us = retry_us;
+            link = &b->next_waiting;
+        }
+    }
+    mc_gauge_set(hc->waiting_gauge, (double)hc->waiting);
+}
+
 static void start_queued(http_caller *hc)
 {
-    if (!hc->queue_head || !may_start(hc))
+    if ((!hc->queue_head && !hc->waiting_buckets) || !may_start(hc))
         return;
+    start_waiting(hc); /* due before any queued call: they go first */
     /* A Kafka target needs no connection: one at the head does not wait. */
-    while (hc->queue_head && (atomic_load(&hc->running) < (size_t)hc->cfg->executor_concurrency ||
-                              hc->queue_head->call->task.has_kafka_target)) {
+    while (hc->queue_head && (slot_free(hc) || hc->queue_head->call->task.has_kafka_target)) {
         call *c = hc->queue_head;
         hc->queue_head = c->next;
         if (!hc->queue_head)
             hc->queue_tail = NULL;
         hc->queued--;
         c->state = CALL_STARTING;
-        start_now(hc, c);
+        start_now(hc, c, false);
     }
     mc_gauge_set(hc->queued_gauge, (double)hc->queued);
+}
+
+/* Whether c's try failed in a way that says its member is unwell: no connection, no
+ * answer in time, or a 5xx. */
+static bool member_failed(const mc_call *j)
+{
+    return j->transport_failed || j->status >= 500;
+}
+
+/* Clears what the last try of c's call answered, for the next member's try. */
+static void forget_answer(mc_call *j)
+{
+    j->transport_failed = j->permanent = false;
+    j->status = 0;
+    j->error[0] = j->retry_after[0] = '\0';
+    free(j->snippet);
+    j->snippet = NULL;
+    j->snippet_len = 0;
+    j->body_bytes = 0;
+    mc_call_forget_response_headers(j);
+}
+
+/* FAILOVER: c's member failed; tries the next member in the same attempt, when one is left
+ * and calls may start. Returns whether it did (c is then this thread's still). */
+static bool fail_over(http_caller *hc, call *c)
+{
+    if (c->strategy != MC_ROUTE_FAILOVER || !member_failed(c->call) || !may_start(hc))
+        return false;
+    mc_route_tried next = {c->tried.bits | UINT64_C(1) << c->member};
+    size_t unused;
+    if (mc_route_pick(hc->routes, c->group, c->strategy, c->call->key, &next, 0, mc_mono_ms(),
+                      &unused) != MC_PICK_OK)
+        return false;
+    c->tried = next;
+    bool was_running = end_try(hc, c, true);
+    if (was_running)
+        atomic_fetch_sub(&hc->running, 1);
+    forget_answer(c->call);
+    c->rc = CURLE_OK;
+    c->refused = false;
+    c->curl_error[0] = '\0';
+    mc_counter_add(hc->failovers, 1);
+    start_now(hc, c, false); /* its own slot is free: it just ended */
+    return true;
+}
+
+static void call_ended(http_caller *hc, call *c, CURLcode rc)
+{
+    mc_call *j = c->call;
+    if (c->easy)
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &j->status);
+    c->rc = rc;
+    j->finished_at = mc_now_ms();
+    if (!j->started_at)
+        j->started_at = j->finished_at;
+    describe(j, c);
+    if (c->refused)
+        mc_counter_add(hc->refused, 1);
+    mc_histogram_observe(hc->duration, (double)(j->finished_at - j->started_at) / 1000.0);
+    if (c->group && fail_over(hc, c))
+        return;
+    bool was_running = end_try(hc, c, c->group && member_failed(j));
+    call_release(hc, c);
+    give_back(hc, j);
+    if (was_running)
+        atomic_fetch_sub(&hc->running, 1);
 }
 
 static void check_completions(http_caller *hc)
@@ -374,8 +747,9 @@ static void recall(http_caller *hc, mc_call *r)
     for (call *c = hc->all, *next; c; c = next) {
         next = c->all_next;
         mc_call *j = c->call;
-        if ((c->state == CALL_HELD || c->state == CALL_QUEUED) && j->partition == r->partition &&
-            mc_version_cmp(j->version, r->version) < 0 && strcmp(j->key, r->key) == 0) {
+        if ((c->state == CALL_HELD || c->state == CALL_QUEUED || c->state == CALL_WAITING) &&
+            j->partition == r->partition && mc_version_cmp(j->version, r->version) < 0 &&
+            strcmp(j->key, r->key) == 0) {
             j->recalled = true;
             j->finished_at = j->started_at = mc_now_ms();
             call_release(hc, c);
@@ -447,6 +821,19 @@ static void release_due(http_caller *hc, int64_t now)
     } while (n == 256);
 }
 
+/* Takes the gate's current endpoint snapshot and ownership (each turn of the loop: a
+ * snapshot is swapped in whole, so calls pick from one at a time). */
+static void refresh_endpoints(http_caller *hc)
+{
+    if (hc->gate.endpoints) {
+        mc_endpoints *e = hc->gate.endpoints(hc->gate.arg);
+        mc_endpoints_unref(hc->endpoints);
+        hc->endpoints = e;
+    }
+    if (hc->gate.ownership)
+        hc->gate.ownership(hc->gate.arg, &hc->ownership_version, &hc->ownership);
+}
+
 /* The HTTP thread's loop: wait for curl's sockets, the runner's eventfd or
  * the next due instant (a held call's, or curl's timeout), then act. */
 static void *http_main(void *arg)
@@ -454,13 +841,20 @@ static void *http_main(void *arg)
     http_caller *hc = arg;
     hc->progress_at = mc_mono_ms();
     while (!atomic_load(&hc->stop)) {
+        refresh_endpoints(hc);
         int64_t now = mc_now_ms(), next = mc_wheel_next_deadline(hc->held);
         if (hc->curl_due < next)
             next = hc->curl_due;
         int timeout = mc_evloop_timeout(now, next, 1000);
-        if (hc->queue_head && timeout > GATE_RECHECK_MS && !atomic_load(&hc->draining) &&
-            !may_start(hc))
+        if ((hc->queue_head || hc->waiting_buckets) && timeout > GATE_RECHECK_MS &&
+            !atomic_load(&hc->draining) && !may_start(hc))
             timeout = GATE_RECHECK_MS; /* a shut gate opens with no wake-up of ours */
+        if (hc->admission_due_us != INT64_MAX) {
+            /* A rate-limited bucket's next token (rounded up: never early). */
+            int64_t wait_ms = (hc->admission_due_us - mono_us() + 999) / 1000;
+            if (wait_ms < timeout)
+                timeout = wait_ms > 0 ? (int)wait_ms : 0;
+        }
         hc->wake_by = mc_mono_ms() + timeout;
         bool woken;
         if (mc_evloop_run_once(&hc->loop, timeout, &woken) < 0) {
@@ -579,6 +973,9 @@ static void hc_destroy(mc_caller *base)
     }
     free_call_list(hc->new_head);
     free_call_list(hc->done_head);
+    mc_route_table_free(hc->routes);
+    mc_admission_free(hc->admission);
+    mc_endpoints_unref(hc->endpoints);
     for (size_t i = 0; i < hc->n_spare; i++)
         curl_easy_cleanup(hc->spare[i]);
     free(hc->spare);
@@ -611,6 +1008,15 @@ static void register_metrics(http_caller *hc, mc_metrics *m)
 {
     hc->refused = mc_metrics_counter(m, "mooncake_executor_ssrf_refused_total",
                                      "Calls refused by the SSRF guard", NULL);
+    hc->failovers = mc_metrics_counter(
+        m, "mooncake_executor_failovers_total",
+        "FAILOVER calls that moved on to the next member of their group in the same attempt", NULL);
+    hc->waits = mc_metrics_counter(
+        m, "mooncake_executor_admission_waits_total",
+        "Due calls that had to wait for an admission limit or a busy group (BUSYOVER)", NULL);
+    hc->waiting_gauge =
+        mc_metrics_gauge(m, "mooncake_executor_admission_waiting",
+                         "Due calls waiting for an admission limit or a busy group", NULL);
     hc->in_flight = mc_metrics_gauge(m, "mooncake_executor_in_flight", "Calls in flight", NULL);
     hc->held_gauge = mc_metrics_gauge(m, "mooncake_executor_held",
                                       "Tasks received before their due time, held", NULL);
@@ -639,6 +1045,9 @@ mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const mc_call
     hc->cfg = cfg;
     hc->gate = *gate;
     hc->curl_due = INT64_MAX;
+    hc->admission_due_us = INT64_MAX;
+    /* Without an ownership from the gate, the limits are this executor's whole. */
+    hc->ownership = (mc_ownership){.total = 1, .n_owned = 1};
     hc->http_wake = hc->done_wake = -1;
     mc_evloop_init(&hc->loop, (mc_ev_hooks){.data = hc, .after_wait = after_wait});
     pthread_mutex_init(&hc->mu, NULL);
@@ -653,12 +1062,15 @@ mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const mc_call
         return NULL;
     }
     hc->held = mc_wheel_new(mc_now_ms());
+    hc->routes = mc_route_table_new((uint64_t)mc_now_us());
+    hc->admission = mc_admission_new();
     hc->multi = curl_multi_init();
     hc->spare = calloc((size_t)cfg->executor_concurrency, sizeof *hc->spare);
     hc->http_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     hc->done_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     mc_evloop_set_wake(&hc->loop, hc->http_wake);
-    if (!hc->held || !hc->multi || !hc->spare || hc->http_wake < 0 || hc->done_wake < 0) {
+    if (!hc->held || !hc->routes || !hc->admission || !hc->multi || !hc->spare ||
+        hc->http_wake < 0 || hc->done_wake < 0) {
         snprintf(err, errlen, "out of memory (or eventfds) for the HTTP caller");
         hc_destroy(&hc->base);
         return NULL;

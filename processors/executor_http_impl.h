@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "executor_admission.h"
 #include "executor_call.h"
+#include "executor_route.h"
 #include "event_loop.h"
 #include "ssrf.h"
 #include "task_rules.h"
@@ -38,8 +40,18 @@
 #define STALL_HOLD_MS 1500
 
 /* STARTING: taken off the queue, being started now (or settled without a
- * call): on no list, so releasing it scans none. */
-typedef enum call_state { CALL_HELD, CALL_QUEUED, CALL_STARTING, CALL_RUNNING } call_state;
+ * call): on no list, so releasing it scans none. WAITING: due, waiting on a
+ * bucket (an admission limit, or a BUSYOVER group whose members are all busy). */
+typedef enum call_state {
+    CALL_HELD,
+    CALL_QUEUED,
+    CALL_WAITING,
+    CALL_STARTING,
+    CALL_RUNNING
+} call_state;
+
+/* The buckets a running call holds a place in: its host's, its app's, its group's. */
+#define CALL_BUCKETS_MAX 3
 
 /* A CALL's state while the HTTP thread has it. */
 typedef struct call {
@@ -51,6 +63,19 @@ typedef struct call {
     CURL *easy;
     struct curl_slist *headers;
     CURLcode rc;
+    /* A call to a group: the snapshot its group is in (a reference), the group, the member
+     * it calls now, the strategy and the members tried in this attempt (FAILOVER). */
+    mc_endpoints *snapshot;
+    const mc_group *group;
+    size_t member;
+    mc_route_strategy strategy;
+    mc_route_tried tried;
+    char *url;                         /* the URL called: the member's with the task's path */
+    struct curl_slist *connect_to;     /* a DNS member: its address */
+    mc_bucket *held[CALL_BUCKETS_MAX]; /* while running */
+    size_t n_held;
+    mc_bucket *waiting_on; /* while WAITING */
+    struct call *wait_prev, *wait_next;
     bool refused; /* the SSRF guard refused every address */
     char refused_why[256];
     char curl_error[CURL_ERROR_SIZE];
@@ -95,11 +120,19 @@ typedef struct http_caller {
     int64_t progress_at;      /* monotonic ms: the last poll's return or may_start */
     CURL **spare;             /* easy handles of finished calls, reset for reuse */
     size_t n_spare;
-    mc_evloop loop;  /* curl's sockets, woken by http_wake */
-    int64_t wake_by; /* mono: when the wait under way should end */
+    mc_evloop loop;          /* curl's sockets, woken by http_wake */
+    int64_t wake_by;         /* mono: when the wait under way should end */
+    mc_endpoints *endpoints; /* the gate's latest snapshot (a reference), or NULL */
+    mc_ownership ownership;  /* the gate's latest */
+    uint64_t ownership_version;
+    mc_route_table *routes;
+    mc_admission *admission;
+    mc_bucket *waiting_buckets; /* those with calls waiting, by next_waiting */
+    size_t waiting;             /* calls WAITING */
+    int64_t admission_due_us;   /* mono: the first rate-limited bucket's next token */
 
-    mc_counter *refused;
-    mc_gauge *in_flight, *held_gauge, *queued_gauge;
+    mc_counter *refused, *failovers, *waits;
+    mc_gauge *in_flight, *held_gauge, *queued_gauge, *waiting_gauge;
     mc_histogram *lateness, *duration;
 } http_caller;
 

@@ -210,15 +210,32 @@ static int64_t wait_arrival(endpoint *e, const char *path, int ms)
     return at;
 }
 
+/* How many times path arrived. */
+static int arrivals(endpoint *e, const char *path)
+{
+    int n = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->n; i++)
+        n += strcmp(e->paths[i], path) == 0;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
 /* ---- the caller ---------------------------------------------------------------- */
 
 typedef struct gate_state {
     atomic_bool open;
+    mc_endpoints *endpoints; /* what the gate gives the caller; NULL: no groups */
 } gate_state;
 
 static bool gate_open(void *arg)
 {
     return atomic_load(&((gate_state *)arg)->open);
+}
+
+static mc_endpoints *gate_endpoints(void *arg)
+{
+    return mc_endpoints_ref(((gate_state *)arg)->endpoints);
 }
 
 /* A call of task id on partition, due at due (wall clock), to path. */
@@ -259,6 +276,7 @@ typedef struct caller_env {
 
 static bool caller_env_start_with(caller_env *ce, bool open, const char *const *more)
 {
+    ce->g.endpoints = NULL;
     const char *flags[8] = {"--executor-allow-cidrs=127.0.0.0/8"};
     for (int i = 0; more && more[i] && i < 6; i++)
         flags[i + 1] = more[i];
@@ -266,7 +284,9 @@ static bool caller_env_start_with(caller_env *ce, bool open, const char *const *
     ce->cfg = kit_config("executor", flags);
     ce->metrics = mc_metrics_new();
     atomic_init(&ce->g.open, open);
-    ce->gate = (mc_call_gate){gate_open, &ce->g};
+    ce->gate = (mc_call_gate){.may_start = gate_open, .arg = &ce->g};
+    if (ce->g.endpoints)
+        ce->gate.endpoints = gate_endpoints;
     ce->c = mc_http_caller_new(ce->cfg, ce->metrics, &ce->gate, NULL, err, sizeof err);
     CHECK(ce->c != NULL, "%s", err);
     return ce->c != NULL;
@@ -385,6 +405,94 @@ static void the_answer_is_kept(endpoint *e)
     }
 }
 
+/* Waits up to 10 s for one call to come back; the caller's to free, or NULL. */
+static mc_call *take_one(mc_caller *c)
+{
+    for (int i = 0; i < 1000; i++, usleep(10000)) {
+        mc_call *j = c->ops->take_done(c);
+        if (j) {
+            CHECK(j->next == NULL, "more than one call came back");
+            return j;
+        }
+    }
+    CHECK(0, "no call came back within 10 s");
+    return NULL;
+}
+
+/* A call to group://billing goes to a member, the task's path after the member's; a
+ * member that refuses connections is passed over within the same attempt (FAILOVER) and
+ * then skipped while unhealthy; a task's own strategy (mooncake.route) overrides the
+ * group's; the call names the member that answered; a group that does not exist fails the
+ * attempt without a call. */
+static void a_group_call_fails_over_and_names_its_member(endpoint *e)
+{
+    char dead[64], m1[64], m2[64];
+    snprintf(dead, sizeof dead, "http://127.0.0.1:1"); /* nothing listens on port 1 */
+    snprintf(m1, sizeof m1, "http://127.0.0.1:%u/m1", (unsigned)e->port);
+    snprintf(m2, sizeof m2, "http://127.0.0.1:%u/m2", (unsigned)e->port);
+    mc_group_member members[3] = {{m2, NULL}, {dead, NULL}, {m1, NULL}};
+    mc_group g = {.app_id = "a",
+                  .name = "billing",
+                  .strategy = MC_ROUTE_FAILOVER,
+                  .unhealthy_ms = 60000,
+                  .members = members,
+                  .n_members = 3};
+    caller_env ce;
+    ce.g.endpoints = mc_endpoints_new();
+    CHECK(mc_endpoints_put_group(ce.g.endpoints, &g) == 0);
+    mc_endpoints *keep = ce.g.endpoints;
+    const char *flags[2] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
+    char err[256];
+    ce.cfg = kit_config("executor", flags);
+    ce.metrics = mc_metrics_new();
+    atomic_init(&ce.g.open, true);
+    ce.gate = (mc_call_gate){.may_start = gate_open, .endpoints = gate_endpoints, .arg = &ce.g};
+    ce.c = mc_http_caller_new(ce.cfg, ce.metrics, &ce.gate, NULL, err, sizeof err);
+    CHECK(ce.c != NULL, "%s", err);
+    if (!ce.c) {
+        mc_endpoints_unref(keep);
+        caller_env_end(&ce);
+        return;
+    }
+    mc_call *j;
+    for (int i = 0; i < 2; i++) {
+        mc_call *c = call_of(i ? "fo-2" : "fo-1", 0, mc_now_ms(), 0, "");
+        c->task.callback.url = "group://billing/hook?x=1";
+        ce.c->ops->post(ce.c, c);
+        j = take_one(ce.c);
+        CHECK(j && j->status == 200 && strcmp(j->member, m1) == 0,
+              "FAILOVER call %d: status %ld, member '%s', error '%s'", i, j ? j->status : 0,
+              j ? j->member : "", j ? j->error : "");
+        mc_call_free(j);
+    }
+    CHECK(arrivals(e, "/m1/hook?x=1") == 2, "the first healthy member got %d of 2 calls",
+          arrivals(e, "/m1/hook?x=1"));
+    CHECK(arrivals(e, "/m2/hook?x=1") == 0, "FAILOVER skipped past the first healthy member");
+    /* ROUND_ROBIN named by the task: the dead member (unhealthy now) is skipped. */
+    static const mc_kv route[1] = {{MC_ROUTE_METADATA, "ROUND_ROBIN"}};
+    for (int i = 0; i < 6; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "rr-%d", i);
+        mc_call *c = call_of(id, 0, mc_now_ms(), 0, "");
+        c->task.callback.url = "group://billing/rr";
+        c->task.metadata = route;
+        c->task.n_metadata = 1;
+        ce.c->ops->post(ce.c, c);
+        mc_call_free(take_one(ce.c));
+    }
+    CHECK(arrivals(e, "/m1/rr") == 3 && arrivals(e, "/m2/rr") == 3,
+          "round robin gave m1 %d and m2 %d of 6", arrivals(e, "/m1/rr"), arrivals(e, "/m2/rr"));
+    mc_call *c = call_of("nogroup", 0, mc_now_ms(), 0, "");
+    c->task.callback.url = "group://nosuch/x";
+    ce.c->ops->post(ce.c, c);
+    j = take_one(ce.c);
+    CHECK(j && j->transport_failed && !j->permanent && strstr(j->error, "no endpoint group"),
+          "a missing group: %s", j ? j->error : "");
+    mc_call_free(j);
+    caller_env_end(&ce);
+    mc_endpoints_unref(keep);
+}
+
 /* The child: one call due in 300 ms, says so on `posted`, then (stopped
  * and continued by the parent meanwhile) waits for it to end. Exits 0 when
  * it was answered. */
@@ -443,6 +551,7 @@ int main(void)
 
     a_shut_gate_holds_calls_until_it_opens(&e);
     the_answer_is_kept(&e);
+    a_group_call_fails_over_and_names_its_member(&e);
     endpoint_stop(&e);
     return check_exit("test_executor_http");
 }
