@@ -74,7 +74,7 @@ static const opt options[] = {
     {"executor-response-headers", 0, "MOONCAKE_EXECUTOR_RESPONSE_HEADERS", OPT_SPECIAL,
      OFF(executor_response_headers), 0, 0, "content-type,location,retry-after,x-request-id",
      "executor: response headers kept in each attempt's Result (comma-separated names)"},
-    {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 3, "3",
+    {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 4, "4",
      "executor, retry: version of the Result records written, for older consumers of results"},
     {"results-retention-ms", 0, "MOONCAKE_RESULTS_RETENTION_MS", OPT_INT64,
      OFF(results_retention_ms), 60000, INT64_MAX, "259200000",
