@@ -273,6 +273,7 @@ static const struct {
     [MC_SCHEMA_JOB_COMMAND] = {"JobCommand", "mooncake.JobCommand"},
     [MC_SCHEMA_JOB_STATE] = {"JobState", "mooncake.JobState"},
     [MC_SCHEMA_CHAIN_LINK] = {"ChainLink", "mooncake.ChainLink"},
+    [MC_SCHEMA_ENDPOINT] = {"Endpoint", "mooncake.Endpoint"},
 };
 
 /* The schemas that changed: their current version number, and where each
@@ -280,7 +281,7 @@ static const struct {
  * may sit in a topic, or come from an instance not upgraded yet). */
 static const int current_versions[MC_SCHEMA_COUNT] = {
     [MC_SCHEMA_COMMAND] = 2,     [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
-    [MC_SCHEMA_ATTEMPT] = 3,     [MC_SCHEMA_RESULT] = 3,      [MC_SCHEMA_DEAD_LETTER] = 2,
+    [MC_SCHEMA_ATTEMPT] = 4,     [MC_SCHEMA_RESULT] = 4,      [MC_SCHEMA_DEAD_LETTER] = 2,
     [MC_SCHEMA_JOB_COMMAND] = 3, [MC_SCHEMA_JOB_STATE] = 2,
 };
 static const struct {
@@ -293,7 +294,8 @@ static const struct {
     {MC_SCHEMA_COMMAND, 1, "Command_v1"},        {MC_SCHEMA_WHEEL_ENTRY, 1, "WheelEntry_v1"},
     {MC_SCHEMA_STORED_TASK, 1, "StoredTask_v1"}, {MC_SCHEMA_DEAD_LETTER, 1, "DeadLetter_v1"},
     {MC_SCHEMA_JOB_COMMAND, 1, "JobCommand_v1"}, {MC_SCHEMA_JOB_STATE, 1, "JobState_v1"},
-    {MC_SCHEMA_JOB_COMMAND, 2, "JobCommand_v2"},
+    {MC_SCHEMA_JOB_COMMAND, 2, "JobCommand_v2"}, {MC_SCHEMA_ATTEMPT, 3, "Attempt_v3"},
+    {MC_SCHEMA_RESULT, 3, "Result_v3"},
 };
 
 const uint8_t mc_task_v1_suffix[3] = {0, 0, 0};

@@ -161,6 +161,8 @@ typedef struct mc_attempt {
     size_t n_response_headers;
     int64_t response_size; /* body bytes the endpoint sent; -1: no response */
     int32_t write_version; /* encoding: 0 writes the current schema, N Attempt_vN */
+    /* Since Attempt version 4 (earlier ones read as NULL). */
+    const char *member; /* the group member called (its base URL); NULL: none */
 } mc_attempt;
 
 typedef enum mc_outcome {
@@ -196,6 +198,8 @@ typedef struct mc_result {
     int64_t response_size; /* body bytes the endpoint sent; -1: no response */
     int32_t write_version; /* encoding: 0 writes the current schema, N Result_vN (a
                             * DROPPED outcome is written CANCELLED before v3) */
+    /* Since Result version 4 (earlier ones read as NULL, and leave it out). */
+    const char *member; /* the group member that answered (its base URL); NULL: none */
 } mc_result;
 
 /* dead topic value. */
@@ -375,6 +379,43 @@ typedef struct mc_chain_link {
     mc_task task;
 } mc_chain_link;
 
+/* ---- endpoint groups and admission limits (Endpoint.avsc) ------------------- */
+typedef enum mc_endpoint_kind {
+    MC_ENDPOINT_GROUP = 0, /* payload EndpointGroup */
+    MC_ENDPOINT_LIMIT = 1, /* payload AdmissionLimit */
+} mc_endpoint_kind;
+
+/* The RouteStrategy symbols, in the order of mc_route_strategy (endpoints.h). */
+#define MC_ENDPOINT_STRATEGIES 10
+
+typedef struct mc_endpoint_group {
+    const char *app_id;
+    const char *name;
+    const char *const *members; /* static base URLs */
+    size_t n_members;
+    const char *const *dns; /* base URLs whose host is resolved */
+    size_t n_dns;
+    int32_t strategy; /* 0 .. MC_ENDPOINT_STRATEGIES-1: mc_route_strategy */
+    int32_t member_concurrency;
+    int64_t unhealthy_ms;
+    int64_t updated_at;
+} mc_endpoint_group;
+
+typedef struct mc_endpoint_limit {
+    int32_t scope; /* 0 HOST, 1 APP: mc_limit_scope */
+    const char *name;
+    int32_t max_concurrent;
+    double max_per_second;
+    int64_t updated_at;
+} mc_endpoint_limit;
+
+/* endpoints topic value (keys group/APP/NAME, limit/host/HOST, limit/app/APP). */
+typedef struct mc_endpoint {
+    mc_endpoint_kind kind;
+    mc_endpoint_group group; /* kind == MC_ENDPOINT_GROUP */
+    mc_endpoint_limit limit; /* kind == MC_ENDPOINT_LIMIT */
+} mc_endpoint;
+
 /* ---- schema identity ---------------------------------------------------------- */
 typedef enum mc_schema_id {
     MC_SCHEMA_COMMAND = 0,
@@ -386,6 +427,7 @@ typedef enum mc_schema_id {
     MC_SCHEMA_JOB_COMMAND,
     MC_SCHEMA_JOB_STATE,
     MC_SCHEMA_CHAIN_LINK,
+    MC_SCHEMA_ENDPOINT,
     MC_SCHEMA_COUNT
 } mc_schema_id;
 
@@ -511,6 +553,9 @@ mc_codec_err mc_decode_job_state_head(const void *data, size_t len, mc_arena *ar
 /* A chains-topic value: single-object framing only. */
 mc_codec_err mc_decode_chain_link(const void *data, size_t len, mc_arena *arena, mc_chain_link *out,
                                   char *detail, size_t detail_len);
+/* An endpoints-topic value: single-object framing only. Any thread. */
+mc_codec_err mc_decode_endpoint(const void *data, size_t len, mc_arena *arena, mc_endpoint *out,
+                                char *detail, size_t detail_len);
 /* Decodes a job's bare Avro binary (job_raw / put_raw above). */
 mc_codec_err mc_decode_job(const void *data, size_t len, mc_arena *arena, mc_job *out, char *detail,
                            size_t detail_len);
@@ -527,6 +572,8 @@ int mc_encode_job_command(const mc_job_command *c, mc_buf *out);
 int mc_encode_job_state(const mc_job_state *s, mc_buf *out);
 /* A ChainLink; -1 (out unchanged) on ENOMEM or a bad enum in its task. */
 int mc_encode_chain_link(const mc_chain_link *l, mc_buf *out);
+/* An Endpoint; -1 (out unchanged) on ENOMEM or a kind, strategy or scope out of range. */
+int mc_encode_endpoint(const mc_endpoint *e, mc_buf *out);
 /* Appends a job's bare Avro binary (no framing): what job_raw holds. */
 int mc_encode_job(const mc_job *j, mc_buf *out);
 

@@ -372,6 +372,67 @@ static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, s
     return MC_CODEC_OK;
 }
 
+/* The union [null, string]: NULL for null. */
+static mc_codec_err rd_optional_string(rd *r, const char *field, const char **out)
+{
+    int64_t branch;
+    *out = NULL;
+    TRY(rd_branch(r, field, 2, &branch));
+    return branch == 1 ? rd_string(r, field, out) : MC_CODEC_OK;
+}
+
+/* array<string>, counted in a first pass like rd_string_map so the array is
+ * allocated once, exactly sized (at most 8 bytes per input byte). */
+static mc_codec_err rd_string_array(rd *r, const char *field, const char *const **out,
+                                    size_t *out_n)
+{
+    const uint8_t *start = r->p;
+    size_t total = 0;
+    push(r, field);
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        if (count == 0)
+            break;
+        for (size_t i = 0; i < count; i++) {
+            r->path[r->depth - 1].index = (int64_t)(total + i);
+            TRY(skip_string(r, NULL));
+        }
+        r->path[r->depth - 1].index = -1;
+        if (block_end && r->p != block_end)
+            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
+                        "block byte size disagrees with its items by %td bytes", r->p - block_end);
+        total += count;
+    }
+    *out_n = total;
+    *out = NULL;
+    if (total == 0) {
+        pop(r);
+        return MC_CODEC_OK;
+    }
+    const char **items = mc_arena_alloc(r->arena, total * sizeof *items);
+    if (!items)
+        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
+    r->p = start;
+    size_t i = 0;
+    for (;;) {
+        size_t count;
+        const uint8_t *block_end;
+        TRY(rd_block(r, NULL, 1, &count, &block_end));
+        if (count == 0)
+            break;
+        for (size_t k = 0; k < count; k++, i++) {
+            r->path[r->depth - 1].index = (int64_t)i;
+            TRY(rd_string(r, NULL, &items[i]));
+        }
+        r->path[r->depth - 1].index = -1;
+    }
+    pop(r);
+    *out = items;
+    return MC_CODEC_OK;
+}
+
 /* ---- records -------------------------------------------------------------------- */
 
 static mc_codec_err rd_callback(rd *r, mc_callback *cb)
@@ -867,6 +928,8 @@ mc_codec_err mc_decode_attempt(const void *data, size_t len, mc_arena *arena, mc
                           &out->n_response_headers));
         TRY(rd_long(&r, "response_size", &out->response_size));
     }
+    if (has_since(&r, 4))
+        TRY(rd_optional_string(&r, "member", &out->member));
     return finish(&r, "Attempt");
 }
 
@@ -897,6 +960,8 @@ mc_codec_err mc_decode_result(const void *data, size_t len, mc_arena *arena, mc_
         TRY(rd_bytes(&r, "response_body", &out->response_body, &out->response_body_len));
         TRY(rd_long(&r, "response_size", &out->response_size));
     }
+    if (has_since(&r, 4))
+        TRY(rd_optional_string(&r, "member", &out->member));
     return finish(&r, "Result");
 }
 
@@ -1149,4 +1214,42 @@ mc_codec_err mc_peek_task(const void *task, size_t len, int64_t *due_at, int32_t
         TRY(rd_long(&r, "max_backoff_ms", &v));
     }
     return rd_int(&r, "attempt", attempt);
+}
+
+/* An endpoints-topic value: single-object framing only (only we write it). */
+mc_codec_err mc_decode_endpoint(const void *data, size_t len, mc_arena *arena, mc_endpoint *out,
+                                char *detail, size_t detail_len)
+{
+    rd r;
+    int64_t branch;
+    int sym;
+    *out = (mc_endpoint){0};
+    TRY(begin(&r, data, len, arena, detail, detail_len, MC_SCHEMA_ENDPOINT, NULL));
+    TRY(rd_branch(&r, "payload", 2, &branch));
+    if (branch == 0) {
+        mc_endpoint_group *g = &out->group;
+        out->kind = MC_ENDPOINT_GROUP;
+        push(&r, "group");
+        TRY(rd_string(&r, "app_id", &g->app_id));
+        TRY(rd_string(&r, "name", &g->name));
+        TRY(rd_string_array(&r, "members", &g->members, &g->n_members));
+        TRY(rd_string_array(&r, "dns", &g->dns, &g->n_dns));
+        TRY(rd_enum(&r, "strategy", MC_ENDPOINT_STRATEGIES, &sym));
+        g->strategy = sym;
+        TRY(rd_int(&r, "member_concurrency", &g->member_concurrency));
+        TRY(rd_long(&r, "unhealthy_ms", &g->unhealthy_ms));
+        TRY(rd_long(&r, "updated_at", &g->updated_at));
+    } else {
+        mc_endpoint_limit *l = &out->limit;
+        out->kind = MC_ENDPOINT_LIMIT;
+        push(&r, "limit");
+        TRY(rd_enum(&r, "scope", 2, &sym));
+        l->scope = sym;
+        TRY(rd_string(&r, "name", &l->name));
+        TRY(rd_int(&r, "max_concurrent", &l->max_concurrent));
+        TRY(rd_double(&r, "max_per_second", &l->max_per_second));
+        TRY(rd_long(&r, "updated_at", &l->updated_at));
+    }
+    pop(&r);
+    return finish(&r, "Endpoint");
 }

@@ -149,6 +149,24 @@ static void put_optional_bytes(wr *w, bool has, const uint8_t *b, size_t n)
 }
 
 /* [null, KafkaTarget], shared by Task and FollowUp. */
+/* The union [null, string]: NULL is null. */
+static void put_optional_string(wr *w, const char *s)
+{
+    put_long(w, s ? 1 : 0);
+    if (s)
+        put_string(w, s);
+}
+
+static void put_string_array(wr *w, const char *const *items, size_t n)
+{
+    if (items && n) {
+        put_long(w, (int64_t)n);
+        for (size_t i = 0; i < n; i++)
+            put_string(w, items[i]);
+    }
+    put_long(w, 0);
+}
+
 static void put_kafka_target(wr *w, bool has, const mc_kafka_target *k)
 {
     put_long(w, has ? 1 : 0);
@@ -382,6 +400,8 @@ int mc_encode_attempt(const mc_attempt *a, mc_buf *out)
         put_string_map(&w, a->response_headers, a->n_response_headers);
         put_long(&w, a->response_size);
     }
+    if (v >= 4)
+        put_optional_string(&w, a->member);
     return done(&w, start, ok);
 }
 
@@ -409,6 +429,8 @@ int mc_encode_result(const mc_result *r, mc_buf *out)
         put_bytes(&w, r->response_body, r->response_body_len);
         put_long(&w, r->response_size);
     }
+    if (v >= 4)
+        put_optional_string(&w, r->member);
     return done(&w, start, ok);
 }
 
@@ -506,5 +528,37 @@ int mc_encode_chain_link(const mc_chain_link *l, mc_buf *out)
     put_long(&w, l->released_at);
     put_long(&w, l->cancelled_at);
     bool ok = put_task(&w, &l->task);
+    return done(&w, start, ok);
+}
+
+/* An Endpoint: the union branch, then the group or the limit. */
+int mc_encode_endpoint(const mc_endpoint *e, mc_buf *out)
+{
+    wr w = {out, false};
+    size_t start = out->len;
+    bool ok;
+    put_header(&w, MC_SCHEMA_ENDPOINT);
+    if (e->kind == MC_ENDPOINT_GROUP) {
+        const mc_endpoint_group *g = &e->group;
+        put_long(&w, 0);
+        put_string(&w, g->app_id);
+        put_string(&w, g->name);
+        put_string_array(&w, g->members, g->n_members);
+        put_string_array(&w, g->dns, g->n_dns);
+        ok = put_enum(&w, g->strategy, MC_ENDPOINT_STRATEGIES);
+        put_long(&w, g->member_concurrency);
+        put_long(&w, g->unhealthy_ms);
+        put_long(&w, g->updated_at);
+    } else if (e->kind == MC_ENDPOINT_LIMIT) {
+        const mc_endpoint_limit *l = &e->limit;
+        put_long(&w, 1);
+        ok = put_enum(&w, l->scope, 2);
+        put_string(&w, l->name);
+        put_long(&w, l->max_concurrent);
+        put_double(&w, l->max_per_second);
+        put_long(&w, l->updated_at);
+    } else {
+        ok = false;
+    }
     return done(&w, start, ok);
 }

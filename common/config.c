@@ -74,7 +74,7 @@ static const opt options[] = {
     {"executor-response-headers", 0, "MOONCAKE_EXECUTOR_RESPONSE_HEADERS", OPT_SPECIAL,
      OFF(executor_response_headers), 0, 0, "content-type,location,retry-after,x-request-id",
      "executor: response headers kept in each attempt's Result (comma-separated names)"},
-    {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 3, "3",
+    {"record-version", 0, "MOONCAKE_RECORD_VERSION", OPT_INT, OFF(record_version), 1, 4, "4",
      "executor, retry: version of the Result records written, for older consumers of results"},
     {"results-retention-ms", 0, "MOONCAKE_RESULTS_RETENTION_MS", OPT_INT64,
      OFF(results_retention_ms), 60000, INT64_MAX, "259200000",
@@ -89,6 +89,13 @@ static const opt options[] = {
     {"executor-allow-cidrs", 0, "MOONCAKE_EXECUTOR_ALLOW_CIDRS", OPT_LIST,
      OFF(executor_allow_cidrs), 0, 0, "",
      "executor: CIDRs exempt from the SSRF guard (comma-separated)"},
+    {"endpoints-dns-refresh-ms", 0, "MOONCAKE_ENDPOINTS_DNS_REFRESH_MS", OPT_INT64,
+     OFF(endpoints_dns_refresh_ms), 100, 3600000, "5000",
+     "executor and gateway: resolve the endpoint groups' DNS names again this often"},
+    {"endpoints-dns-server", 0, "MOONCAKE_ENDPOINTS_DNS_SERVER", OPT_LIST,
+     OFF(endpoints_dns_server), 0, 0, "",
+     "executor and gateway: the DNS server (IPv4 HOST:PORT) the endpoint groups' names are "
+     "resolved with; \"\": the system's (/etc/resolv.conf)"},
     {"target-topics", 0, "MOONCAKE_TARGET_TOPICS", OPT_LIST, OFF(kafka_targets), 0, 0, "",
      "router, executor, view, jobs, gateway: topics each app may have records delivered to, "
      "app=topic "

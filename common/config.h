@@ -29,19 +29,21 @@ typedef struct mc_config {
     bool router_fires_due; /* the router fires what is due within the lead itself */
     int64_t max_due_ms;    /* tasks due further ahead than this are invalid */
     /* executor */
-    int executor_concurrency;        /* calls in flight at once */
-    int executor_host_connections;   /* connections per host */
-    int64_t executor_timeout_ms;     /* for tasks that give no timeout */
-    int executor_max_unfinished;     /* per partition, before it is paused */
-    int executor_snippet_bytes;      /* response body bytes kept in Results and Attempts */
-    char *executor_response_headers; /* lower-case names kept, comma-separated; "" none */
-    int record_version;              /* of Result and Attempt records written */
-    char *advertised_url;            /* view: NULL means http://<hostname>:<http-port> */
-    int64_t view_history_ms;         /* view: a finished task is forgotten after this */
-    int64_t results_retention_ms;    /* of the results topic, when it is created */
-    char *executor_allow_cidrs;      /* exempt from the SSRF guard; "" for none */
-    char *app_secrets;               /* webhook signing secrets; "" for none */
-    char *kafka_targets;             /* app=topic allow-list of Kafka targets; "" for none */
+    int executor_concurrency;         /* calls in flight at once */
+    int executor_host_connections;    /* connections per host */
+    int64_t executor_timeout_ms;      /* for tasks that give no timeout */
+    int executor_max_unfinished;      /* per partition, before it is paused */
+    int executor_snippet_bytes;       /* response body bytes kept in Results and Attempts */
+    char *executor_response_headers;  /* lower-case names kept, comma-separated; "" none */
+    int record_version;               /* of Result and Attempt records written */
+    char *advertised_url;             /* view: NULL means http://<hostname>:<http-port> */
+    int64_t view_history_ms;          /* view: a finished task is forgotten after this */
+    int64_t results_retention_ms;     /* of the results topic, when it is created */
+    char *executor_allow_cidrs;       /* exempt from the SSRF guard; "" for none */
+    char *app_secrets;                /* webhook signing secrets; "" for none */
+    char *kafka_targets;              /* app=topic allow-list of Kafka targets; "" for none */
+    int64_t endpoints_dns_refresh_ms; /* endpoint groups' DNS names resolved this often */
+    char *endpoints_dns_server;       /* HOST:PORT; "" for the system's resolver */
     /* retry defaults, for tasks without their own policy */
     int retry_max_attempts;
     int64_t retry_initial_backoff_ms;

@@ -1,11 +1,13 @@
 /* The endpoint table: every app's endpoint groups and the admission limits, read in
  * full from the compacted `<prefix>endpoints` topic (a global table: every executor and
  * gateway reads every partition, with no consumer group) and kept current by a thread of
- * its own, which also resolves the groups' DNS names again every --dns-refresh-ms. Each
- * change is published as a new mc_endpoints snapshot (endpoints.h). */
+ * its own, which also resolves the groups' DNS names again every
+ * --endpoints-dns-refresh-ms. Each change is published as a new mc_endpoints snapshot
+ * (endpoints.h). */
 #ifndef MOONCAKE_ENDPOINT_TABLE_H
 #define MOONCAKE_ENDPOINT_TABLE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,6 +26,11 @@ mc_endpoint_table *mc_endpoint_table_open(const mc_config *cfg, mc_metrics *m, c
 mc_endpoints *mc_endpoint_table_snapshot(mc_endpoint_table *t);
 /* Whether the table has read every partition to the end it had when it started. */
 bool mc_endpoint_table_caught_up(mc_endpoint_table *t);
+/* The gateway's listings (endpoint_defs.h, mc_endpoint_defs_groups_json and
+ * mc_endpoint_defs_limits_json) of what the table holds now: a new JSON array the
+ * caller owns, NULL on ENOMEM. Any thread. */
+json_t *mc_endpoint_table_groups_json(mc_endpoint_table *t, const char *app_id, const char *name);
+json_t *mc_endpoint_table_limits_json(mc_endpoint_table *t);
 /* Stops the thread and frees the table; snapshots still referenced live on. */
 void mc_endpoint_table_close(mc_endpoint_table *t);
 

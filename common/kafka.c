@@ -48,6 +48,8 @@ const mc_topic_spec mc_topic_specs[] = {
      MC_TOPIC_OWN_COUNT, small_changelog_configs, "alarms"},
     {"layout", "compact", NULL, "the partition layout (mooncakectl partitions grow)", 1, NULL,
      NULL},
+    {"endpoints", "compact", NULL, "endpoint groups and admission limits (the gateway's /groups)",
+     1, NULL, NULL},
 };
 const size_t mc_n_topic_specs = sizeof mc_topic_specs / sizeof mc_topic_specs[0];
 _Static_assert(sizeof mc_topic_specs / sizeof mc_topic_specs[0] == MC_N_TOPIC_SPECS,

@@ -154,7 +154,8 @@ static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
                      .response_body = a.response_snippet,
                      .response_body_len = a.response_snippet_len,
                      .response_size = a.response_size,
-                     .write_version = r->record_version};
+                     .write_version = r->record_version,
+                     .member = a.member};
     char error[1024], reason[1024];
     bool dead = true;
     if (a.permanent) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
 corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/result_decode/, corpus/job_command_decode/,
-corpus/job_state_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done) and
+corpus/job_state_decode/, corpus/endpoint_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done) and
 corpus/job_json/ (the jobs' JSON bodies, 0 = /jobs, 1 = an action, 2 = /jobs/preview). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
@@ -224,6 +224,7 @@ res = {
     "valid-cancelled": RESULT + avro(result_schema, dict(
         RES, outcome="CANCELLED", http_status=0, response_headers={}, response_body=b"",
         response_size=-1)),
+    "valid-member": RESULT + avro(result_schema, dict(RES, member="http://billing.test:8080")),
     "truncated": (RESULT + result_body)[:-4],
     "truncated-v1": (RESULT_V1 + result_v1_body)[:-2],
     "trailing": RESULT + result_body + b"\x00",
@@ -585,6 +586,39 @@ resolve = {
     "empty-body": b"\x00",
 }
 
+# Endpoint groups and admission limits: read by every executor and gateway
+# from the endpoints topic.
+endpoint_schema, ENDPOINT = load("Endpoint")
+GROUP = {"app_id": "shop", "name": "billing",
+         "members": ["http://10.0.0.1:8080", "https://b.example.com/api"],
+         "dns": ["http://billing.default.svc.cluster.local:8080"], "strategy": "ROUND_ROBIN",
+         "member_concurrency": 4, "unhealthy_ms": 10000, "updated_at": 1767225600000}
+LIMIT = {"scope": "HOST", "name": "api.example.com", "max_concurrent": 50,
+         "max_per_second": 2000.0, "updated_at": 1767225600000}
+group_body = avro(endpoint_schema, {"payload": ("mooncake.EndpointGroup", GROUP)})
+limit_body = avro(endpoint_schema, {"payload": ("mooncake.AdmissionLimit", LIMIT)})
+ep = {
+    "valid-group": ENDPOINT + group_body,
+    "valid-group-empty": ENDPOINT + avro(endpoint_schema, {"payload": (
+        "mooncake.EndpointGroup", dict(GROUP, members=[], dns=[], strategy="SHARDING_BROADCAST",
+                                       member_concurrency=0))}),
+    "valid-limit": ENDPOINT + limit_body,
+    "valid-limit-app": ENDPOINT + avro(endpoint_schema, {"payload": (
+        "mooncake.AdmissionLimit", dict(LIMIT, scope="APP", name="\u5e97", max_concurrent=0,
+                                        max_per_second=0.5))}),
+    "truncated": (ENDPOINT + group_body)[:-3],
+    "trailing": ENDPOINT + limit_body + b"\x00",
+    "bad-union": ENDPOINT + zz(2),
+    "bad-strategy": ENDPOINT + zz(0) + s("a") + s("g") + zz(0) + zz(0) + zz(10),
+    "bad-scope": ENDPOINT + zz(1) + zz(2),
+    "huge-members": ENDPOINT + zz(0) + s("a") + s("g") + zz(1 << 40),
+    "negative-block": ENDPOINT + zz(0) + s("a") + s("g") + zz(-1) + zz(3) + s("ab") + zz(0)
+    + zz(0) + zz(0) + zz(0) + zz(0) + zz(0),
+    "bad-utf8": ENDPOINT + zz(0) + s("a") + s(b"\xff") + zz(0),
+    "result-fingerprint": RESULT + group_body,
+    "empty": b"",
+}
+
 write("command_decode", cmd)
 write("command_resolve", resolve)
 write("wheel_entry_decode", whl)
@@ -592,6 +626,7 @@ write("attempt_decode", att)
 write("result_decode", res)
 write("job_command_decode", jc)
 write("job_state_decode", js)
+write("endpoint_decode", ep)
 write("retry_after", retry_after)
 write("task_json", task_json)
 write("job_json", job_json)

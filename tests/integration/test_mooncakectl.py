@@ -124,22 +124,24 @@ def test_topics_create_and_describe():
         out = ctl("-F", f.name, "topics", "create", "--partitions", "2", "-J")
         made = {j["topic"]: j for j in out.json_lines()}
         assert set(made) == {env.topic(t) for t in Env.TOPICS + (
-            "job-commands", "jobs", "chains", "alarm-events", "alarms",
+            "job-commands", "jobs", "chains", "alarm-events", "alarms", "endpoints",
             "mooncakectl-requeued")}, made
         assert all(j["created"] for j in made.values()), made
         assert made[env.topic("tasks")]["partitions"] == 2
         assert made[env.topic("mooncakectl-requeued")]["partitions"] == 1
         assert made[env.topic("layout")]["partitions"] == 1
+        assert made[env.topic("endpoints")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 15, again
+        assert again.count("exists") == 16, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         res = [ConfigResource("topic", env.topic(t))
                for t in ("store", "dead", "results", "views", "alarms", "alarm-events",
-                         "chains")]
+                         "chains", "endpoints")]
         cfg = {r.name: c for r, f in admin.describe_configs(res).items() for c in [f.result()]}
         assert cfg[env.topic("store")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("chains")]["cleanup.policy"].value == "compact"
+        assert cfg[env.topic("endpoints")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("views")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("alarms")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("alarm-events")]["retention.ms"].value == "604800000"

@@ -171,7 +171,7 @@ try:
     with tempfile.TemporaryDirectory() as tmp:
         # 1. Our schemas: canonical form and fingerprint equal to fastavro's.
         avscs = sorted(glob.glob(os.path.join(SOURCE, "schemas", "*.avsc")))
-        check(len(avscs) == 9, "expected 9 schemas, found %d" % len(avscs))
+        check(len(avscs) == 10, "expected 10 schemas, found %d" % len(avscs))
         listed = {}
         for line in tool("list").decode().splitlines():
             name, fp, path = line.split()

@@ -761,7 +761,8 @@ static void test_errors(void)
     mc_attempt at = {.task = bare_task(), .error = ""};
     mc_buf ab = {0};
     CHECK(mc_encode_attempt(&at, &ab) == 0);
-    ab.data[ab.len - 3] = 2; /* permanent; then no headers (0) and response_size 0 (0) */
+    ab.data[ab.len - 4] = 2; /* permanent; then no headers (0), response_size 0 (0), member
+                              * null (0) */
     mc_attempt atgot;
     CHECK_ERR(mc_decode_attempt(ab.data, ab.len, a, &atgot, detail, sizeof detail),
               MC_CODEC_BAD_ENUM);
@@ -1959,13 +1960,14 @@ static void test_earlier_versions(void)
                    .response_body_len = 13,
                    .response_size = 9000},
               got;
-    CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 3);
+    CHECK(mc_schema_current_version(MC_SCHEMA_RESULT) == 4);
     CHECK(mc_schema_current_version(MC_SCHEMA_COMMAND) == 2);
     CHECK(mc_schema_current_version(MC_SCHEMA_JOB_STATE) == 2);
-    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) ==
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 4) ==
           mc_schema_fingerprint(MC_SCHEMA_RESULT));
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3) != 0);
     CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 2) != 0);
-    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 4) == 0);
+    CHECK(mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 5) == 0);
 
     mc_buf cur = {0}, old = {0};
     CHECK(mc_encode_result(&r, &cur) == 0);
@@ -2007,7 +2009,7 @@ static void test_earlier_versions(void)
     memcpy(cur.data + 2, old.data + 2, 8);
     CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail),
               MC_CODEC_TRAILING);
-    r.write_version = 4;
+    r.write_version = 5;
     mc_buf_reset(&old);
     CHECK(mc_encode_result(&r, &old) == -1 && old.len == 0);
     /* DROPPED is version 3's: version 2 writes it as the task that did not
@@ -2044,6 +2046,44 @@ static void test_earlier_versions(void)
     r.outcome = MC_OUTCOME_FAILED_WILL_RETRY;
     r.write_version = 0;
 
+    /* Version 4: the group member, null or a string; version 3 is version 4
+     * without it and reads it as NULL. */
+    CHECK(got.member == NULL);
+    r.member = "http://10.0.0.7:8080/api";
+    mc_buf_reset(&cur);
+    mc_buf_reset(&old);
+    CHECK(mc_encode_result(&r, &cur) == 0);
+    CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(str_eq(got.member, "http://10.0.0.7:8080/api") && got.version == 42);
+    if (avro_c_read(MC_SCHEMA_RESULT, &cur, &v, &sch, &iface)) {
+        avro_value_t f, branch;
+        const char *m = NULL;
+        size_t mlen = 0;
+        avro_value_get_by_name(&v, "member", &f, NULL);
+        avro_value_get_current_branch(&f, &branch);
+        avro_value_get_string(&branch, &m, &mlen);
+        CHECK(m && str_eq(m, "http://10.0.0.7:8080/api"));
+        avro_c_release(&v, iface, sch);
+    }
+    r.write_version = 3;
+    CHECK(mc_encode_result(&r, &old) == 0);
+    CHECK(header_fingerprint(&old) == mc_schema_version_fingerprint(MC_SCHEMA_RESULT, 3));
+    CHECK(old.len + 2 + strlen(r.member) == cur.len &&
+          memcmp(old.data + 10, cur.data + 10, old.len - 10) == 0);
+    CHECK_ERR(mc_decode_result(old.data, old.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.member == NULL && got.version == 42 && got.response_size == 9000);
+    r.member = NULL;
+    r.write_version = 0;
+    mc_buf_reset(&cur);
+    CHECK(mc_encode_result(&r, &cur) == 0);
+    CHECK(old.len + 1 == cur.len); /* null is one byte */
+    CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail), MC_CODEC_OK);
+    CHECK(got.member == NULL);
+    cur.data[cur.len - 1] = 4; /* branch 2 of a two-branch union */
+    CHECK_ERR(mc_decode_result(cur.data, cur.len, arena, &got, detail, sizeof detail),
+              MC_CODEC_BAD_UNION);
+    expect_detail(detail, "member");
+
     mc_attempt a = {.task = typical_task(),
                     .http_status = 429,
                     .error = "HTTP 429",
@@ -2059,14 +2099,33 @@ static void test_earlier_versions(void)
     CHECK(mc_encode_attempt(&a, &cur) == 0);
     CHECK_ERR(mc_decode_attempt(cur.data, cur.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
     CHECK(ga.n_response_headers == 1 && str_eq(ga.response_headers[0].value, "application/json") &&
-          ga.response_size == 9 && ga.retry_after_ms == 5000);
+          ga.response_size == 9 && ga.retry_after_ms == 5000 && ga.member == NULL);
+    {
+        mc_buf m4 = {0}, m3 = {0};
+        a.member = "https://billing.example.com";
+        CHECK(mc_encode_attempt(&a, &m4) == 0);
+        CHECK_ERR(mc_decode_attempt(m4.data, m4.len, arena, &ga, detail, sizeof detail),
+                  MC_CODEC_OK);
+        CHECK(str_eq(ga.member, "https://billing.example.com") && ga.response_size == 9);
+        a.write_version = 3;
+        CHECK(mc_encode_attempt(&a, &m3) == 0);
+        CHECK(header_fingerprint(&m3) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 3));
+        CHECK(m3.len + 1 == cur.len);
+        CHECK_ERR(mc_decode_attempt(m3.data, m3.len, arena, &ga, detail, sizeof detail),
+                  MC_CODEC_OK);
+        CHECK(ga.member == NULL && ga.response_size == 9 && ga.task.attempt == a.task.attempt);
+        a.member = NULL;
+        a.write_version = 0;
+        mc_buf_free(&m4);
+        mc_buf_free(&m3);
+    }
     /* Version 1 is version 2 cut before the answer's fields; both hold the
      * task as it was before Task version 2. */
     mc_buf v2 = {0};
     a.write_version = 2;
     CHECK(mc_encode_attempt(&a, &v2) == 0);
     CHECK(header_fingerprint(&v2) == mc_schema_version_fingerprint(MC_SCHEMA_ATTEMPT, 2));
-    CHECK(v2.len + 3 == cur.len); /* kafka_target, late_policy: null; on_success: [] */
+    CHECK(v2.len + 4 == cur.len); /* kafka_target, late_policy: null; on_success: []; member */
     CHECK_ERR(mc_decode_attempt(v2.data, v2.len, arena, &ga, detail, sizeof detail), MC_CODEC_OK);
     CHECK(ga.n_response_headers == 1 && ga.response_size == 9 && !ga.task.has_kafka_target &&
           !ga.task.has_late_policy && str_eq(ga.task.callback.url, a.task.callback.url));
@@ -2232,6 +2291,123 @@ static void test_chains(void)
     mc_arena_free(a);
 }
 
+static bool endpoint_eq(const mc_endpoint *x, const mc_endpoint *y)
+{
+    if (x->kind != y->kind)
+        return false;
+    if (x->kind == MC_ENDPOINT_LIMIT)
+        return x->limit.scope == y->limit.scope && str_eq(x->limit.name, y->limit.name) &&
+               x->limit.max_concurrent == y->limit.max_concurrent &&
+               x->limit.max_per_second == y->limit.max_per_second &&
+               x->limit.updated_at == y->limit.updated_at;
+    const mc_endpoint_group *g = &x->group, *h = &y->group;
+    if (!str_eq(g->app_id, h->app_id) || !str_eq(g->name, h->name) ||
+        g->n_members != h->n_members || g->n_dns != h->n_dns || g->strategy != h->strategy ||
+        g->member_concurrency != h->member_concurrency || g->unhealthy_ms != h->unhealthy_ms ||
+        g->updated_at != h->updated_at)
+        return false;
+    for (size_t i = 0; i < g->n_members; i++)
+        if (!str_eq(g->members[i], h->members[i]))
+            return false;
+    for (size_t i = 0; i < g->n_dns; i++)
+        if (!str_eq(g->dns[i], h->dns[i]))
+            return false;
+    return true;
+}
+
+/* Endpoint: groups and limits round-trip, avro-c reads what we write, every
+ * cut is an error, and values out of the enums are refused both ways. */
+static void test_endpoint(void)
+{
+    mc_arena *a = mc_arena_new();
+    char detail[256];
+    static const char *const members[] = {"http://10.0.0.1:8080", "https://b.example.com/api"};
+    static const char *const dns[] = {"http://billing.default.svc.cluster.local:8080"};
+    mc_endpoint e = {.kind = MC_ENDPOINT_GROUP,
+                     .group = {.app_id = "shop",
+                               .name = "billing",
+                               .members = members,
+                               .n_members = 2,
+                               .dns = dns,
+                               .n_dns = 1,
+                               .strategy = 9,
+                               .member_concurrency = 4,
+                               .unhealthy_ms = 10000,
+                               .updated_at = 1767225600000}},
+                got;
+    mc_endpoint limit = {.kind = MC_ENDPOINT_LIMIT,
+                         .limit = {.scope = 1,
+                                   .name = "shop",
+                                   .max_concurrent = 50,
+                                   .max_per_second = 2000.5,
+                                   .updated_at = 7}};
+    mc_endpoint empty = {.kind = MC_ENDPOINT_GROUP, .group = {.app_id = "a", .name = "g"}};
+    const mc_endpoint *cases[] = {&e, &limit, &empty};
+    for (size_t c = 0; c < 3; c++) {
+        mc_buf b = {0}, b2 = {0};
+        CHECK(mc_encode_endpoint(cases[c], &b) == 0);
+        CHECK(header_fingerprint(&b) == mc_schema_fingerprint(MC_SCHEMA_ENDPOINT));
+        CHECK_ERR(mc_decode_endpoint(b.data, b.len, a, &got, detail, sizeof detail), MC_CODEC_OK);
+        CHECK(endpoint_eq(cases[c], &got));
+        CHECK(mc_encode_endpoint(&got, &b2) == 0 && b2.len == b.len &&
+              memcmp(b.data, b2.data, b.len) == 0);
+        avro_value_t v;
+        avro_schema_t sch;
+        avro_value_iface_t *iface;
+        if (avro_c_read(MC_SCHEMA_ENDPOINT, &b, &v, &sch, &iface))
+            avro_c_release(&v, iface, sch);
+        for (size_t n = 0; n < b.len; n++)
+            CHECK(mc_decode_endpoint(b.data, n, a, &got, detail, sizeof detail) != MC_CODEC_OK);
+        mc_buf_free(&b);
+        mc_buf_free(&b2);
+    }
+    mc_buf b = {0};
+    e.group.strategy = MC_ENDPOINT_STRATEGIES;
+    CHECK(mc_encode_endpoint(&e, &b) == -1 && b.len == 0);
+    e.group.strategy = 0;
+    limit.limit.scope = 2;
+    CHECK(mc_encode_endpoint(&limit, &b) == -1 && b.len == 0);
+    limit.kind = (mc_endpoint_kind)2;
+    CHECK(mc_encode_endpoint(&limit, &b) == -1 && b.len == 0);
+    /* A strategy past the enum in the bytes: found by its field name. */
+    uint8_t store[256];
+    mc_buf hand = {store, 0, sizeof store};
+    w_header(&hand, MC_SCHEMA_ENDPOINT);
+    w_long(&hand, 0);
+    w_str(&hand, "a");
+    w_str(&hand, "g");
+    w_long(&hand, 1);
+    w_str(&hand, "http://x");
+    w_long(&hand, 0);
+    w_long(&hand, 0);
+    w_long(&hand, MC_ENDPOINT_STRATEGIES);
+    CHECK_ERR(mc_decode_endpoint(hand.data, hand.len, a, &got, detail, sizeof detail),
+              MC_CODEC_BAD_ENUM);
+    expect_detail(detail, "strategy");
+    mc_buf_reset(&hand);
+    w_header(&hand, MC_SCHEMA_ENDPOINT);
+    w_long(&hand, 0);
+    w_str(&hand, "a");
+    w_str(&hand, "g");
+    w_long(&hand, 1 << 20); /* more members than bytes */
+    CHECK_ERR(mc_decode_endpoint(hand.data, hand.len, a, &got, detail, sizeof detail),
+              MC_CODEC_BAD_LENGTH);
+    expect_detail(detail, "members");
+    mc_buf_reset(&hand);
+    w_header(&hand, MC_SCHEMA_ENDPOINT);
+    w_long(&hand, 2);
+    CHECK_ERR(mc_decode_endpoint(hand.data, hand.len, a, &got, detail, sizeof detail),
+              MC_CODEC_BAD_UNION);
+    expect_detail(detail, "payload");
+    /* Another schema's record is not an Endpoint. */
+    mc_buf_reset(&hand);
+    w_header(&hand, MC_SCHEMA_CHAIN_LINK);
+    CHECK_ERR(mc_decode_endpoint(hand.data, hand.len, a, &got, detail, sizeof detail),
+              MC_CODEC_UNKNOWN_SCHEMA);
+    mc_buf_free(&b);
+    mc_arena_free(a);
+}
+
 /* Task version 2: a Kafka target and a late policy go through every record
  * that holds a task, and version 1 records (kept in topics) still read, as
  * tasks without them; the splice helpers say how to make their bytes current. */
@@ -2378,6 +2554,7 @@ int main(void)
     test_task_v2();
     test_job_v2();
     test_chains();
+    test_endpoint();
     test_errors();
     test_job_roundtrips();
     test_job_fastavro_interop();

@@ -155,7 +155,8 @@ static void test_generic_rules(void)
     lng(&want, -1); /* the fields the writer lacks, from their defaults: version, */
     lng(&want, 0);  /* response_headers, */
     str(&want, ""); /* response_body */
-    lng(&want, -1); /* and response_size */
+    lng(&want, -1); /* response_size */
+    lng(&want, 0);  /* and member: null */
 
     mc_buf res = {0};
     mc_codec_err e = run(w.s, NULL, &in, &res, detail, sizeof detail);

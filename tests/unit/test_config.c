@@ -104,7 +104,7 @@ static void bad_values(void)
             "authorization carries credentials");
     refuses((char *[]){"executor", "--executor-response-headers=x-a,bad:name", NULL}, none,
             "'bad:name' is not a header name");
-    refuses((char *[]){"executor", "--record-version=4", NULL}, none, "--record-version");
+    refuses((char *[]){"executor", "--record-version=5", NULL}, none, "--record-version");
     refuses((char *[]){"executor",
                        "--executor-response-headers=x-"
                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
@@ -124,7 +124,7 @@ static void response_headers(void)
     CHECK(strcmp(cfg.executor_response_headers, "content-type,location,retry-after,x-request-id") ==
               0,
           "default %s", cfg.executor_response_headers);
-    CHECK(cfg.executor_snippet_bytes == 4096 && cfg.record_version == 3 &&
+    CHECK(cfg.executor_snippet_bytes == 4096 && cfg.record_version == 4 &&
           cfg.results_retention_ms == 259200000);
     mc_config_free(&cfg);
     CHECK(load(&cfg, (char *[]){"executor", "--executor-response-headers= X-Trace ,ETag,,", NULL},
