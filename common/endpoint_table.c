@@ -43,7 +43,7 @@ struct mc_endpoint_table {
     mc_endpoint_defs *defs;
     mc_endpoints *current; /* under lock */
     mc_gauge *groups_g, *limits_g, *age_g, *caught_up_g;
-    mc_counter *dns_failures, *skipped, *cut;
+    mc_counter *dns_failures, *skipped, *cut, *published;
 };
 
 /* HOST:PORT of an IPv4 DNS server into sa. */
@@ -132,6 +132,7 @@ static void publish(mc_endpoint_table *t)
     t->current = e;
     pthread_mutex_unlock(&t->lock);
     mc_endpoints_unref(old);
+    mc_counter_add(t->published, 1);
     mc_gauge_set(t->groups_g, (double)mc_endpoints_group_count(e));
     mc_gauge_set(t->limits_g, (double)mc_endpoints_limit_count(e));
 }
@@ -181,6 +182,12 @@ static int assign_all(mc_endpoint_table *t, bool *warned)
         rd_kafka_topic_partition_list_destroy(parts);
     if (n > 0 && !aerr)
         return n;
+    if (n == MC_TOPIC_MISSING && !atomic_load(&t->caught_up)) {
+        /* No topic is no group and no limit, not a reason to hold every call: the table
+         * is read, empty, and read again once the topic is made. */
+        atomic_store(&t->caught_up, true);
+        mc_gauge_set(t->caught_up_g, 1);
+    }
     if (!*warned)
         mc_log(&t->log, MC_LOG_WARN, "endpoint table cannot read its topic yet, retrying", "topic",
                t->topic, "error", n > 0 ? rd_kafka_err2str(aerr) : err, (const char *)NULL);
@@ -335,6 +342,10 @@ mc_endpoint_table *mc_endpoint_table_open(const mc_config *cfg, mc_metrics *m, c
                                          NULL);
     t->skipped = mc_metrics_counter(m, "mooncake_endpoints_records_skipped_total",
                                     "endpoints records that were not valid, skipped", NULL);
+    t->published = mc_metrics_counter(
+        m, "mooncake_endpoints_published_total",
+        "Snapshots of the endpoint table taken into use (a record or a DNS answer changed it)",
+        NULL);
     t->cut = mc_metrics_counter(m, "mooncake_endpoints_members_cut_total",
                                 "Members left out of groups that resolved to more than 64", NULL);
     rd_kafka_conf_t *conf = mc_kafka_conf_new(cfg, t, err, errlen);

@@ -69,6 +69,7 @@
 
 #include "codec.h"
 #include "chains.h"
+#include "endpoint_table.h"
 #include "executor_call.h"
 #include "kafka.h"
 #include "kafka_targets.h"
@@ -143,7 +144,8 @@ typedef struct executor {
     pthread_mutex_t ownership_mu;
     mc_ownership ownership;
     atomic_uint_fast64_t ownership_version;
-    int32_t ready_partitions; /* asked at each assignment; 0: not known */
+    int32_t ready_partitions;     /* asked at each assignment; 0: not known */
+    mc_endpoint_table *endpoints; /* groups and limits, for the HTTP caller; NULL in tests */
 } executor;
 
 static const char *const executor_inputs[] = {"ready", NULL};
@@ -255,6 +257,7 @@ static int write_result_of(executor *ex, const mc_call *j, mc_outcome outcome, c
                      .response_body = j->snippet,
                      .response_body_len = j->snippet_len,
                      .response_size = response_size(j),
+                     .member = j->member[0] ? j->member : NULL,
                      .write_version = ex->cfg->record_version};
     if (without_answer) {
         res.n_response_headers = 0;
@@ -331,6 +334,7 @@ static int report_attempt(executor *ex, const mc_call *j)
         .response_headers = j->response_headers,
         .n_response_headers = j->n_response_headers,
         .response_size = response_size(j),
+        .member = j->member[0] ? j->member : NULL,
         .write_version = 0}; /* retry reads today's Attempts (the task's every field) */
     char attempt[16], status[16], ms[24], version[24];
     snprintf(attempt, sizeof attempt, "%" PRId32, j->task.attempt);
@@ -917,6 +921,15 @@ static bool ownership_of(void *arg, uint64_t *version, mc_ownership *out)
     return true;
 }
 
+/* The caller's thread: the endpoint groups and limits, once the table has read its topic
+ * to the end (until then no call starts: a limit not read yet would not hold). */
+static mc_endpoints *endpoints_of(void *arg)
+{
+    executor *ex = arg;
+    return mc_endpoint_table_caught_up(ex->endpoints) ? mc_endpoint_table_snapshot(ex->endpoints)
+                                                      : NULL;
+}
+
 /* Ends the catch-ups that have waited long enough. */
 static int executor_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
@@ -1015,6 +1028,8 @@ static void executor_destroy(void *self)
         return;
     if (ex->caller)
         ex->caller->ops->destroy(ex->caller);
+    if (ex->endpoints)
+        mc_endpoint_table_close(ex->endpoints);
     part *p;
     for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
         for (mc_call *j = p->waiting_head, *next; j; j = next) {
@@ -1111,6 +1126,13 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     const mc_executor_caller *with = arg;
     mc_caller_factory make = with ? with->make : mc_http_caller_new;
     mc_call_gate gate = {.may_start = owns_assignment, .ownership = ownership_of, .arg = ex};
+    if (!with) { /* the HTTP caller calls groups, within the limits */
+        if (!(ex->endpoints = mc_endpoint_table_open(cfg, mc_ctx_metrics(ctx), err, errlen))) {
+            executor_destroy(ex);
+            return NULL;
+        }
+        gate.endpoints = endpoints_of;
+    }
     ex->caller = make(cfg, mc_ctx_metrics(ctx), &gate, with ? with->arg : NULL, err, errlen);
     if (!ex->caller ||
         mc_ctx_watch_fd(ctx, ex->caller->ops->wake_fd(ex->caller), POLLIN, on_done, ex) != 0) {

@@ -46,7 +46,7 @@ def load_schema(name):
 
 SCHEMAS = {n: load_schema(n) for n in
            ("Command", "WheelEntry", "StoredTask", "DeadLetter", "Attempt", "Result",
-            "JobCommand", "JobState")}
+            "JobCommand", "JobState", "Endpoint")}
 
 
 def encode(schema_name, record, version=None):
@@ -152,9 +152,10 @@ def free_port():
 class Env:
     """A fresh topic prefix plus helpers to produce to and read from it."""
 
-    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "views", "layout")
+    TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "views", "layout",
+              "endpoints")
     # Topics whose partition count is fixed, whatever the set's.
-    SINGLE_PARTITION = ("layout",)
+    SINGLE_PARTITION = ("layout", "endpoints")
 
     def __init__(self, partitions=3, create_topics=True, topic_config=None):
         self.prefix = "t%s." % uuid.uuid4().hex[:10]
@@ -174,7 +175,8 @@ class Env:
             NewTopic(self.topic(t),
                      num_partitions=1 if t in self.SINGLE_PARTITION else self.partitions,
                      replication_factor=1,
-                     config={"cleanup.policy": "compact" if t in ("store", "views", "layout")
+                     config={"cleanup.policy": "compact" if t in ("store", "views", "layout",
+                                                                   "endpoints")
                                                        else "delete",
                              **topic_config.get(t, {})})
             for t in self.TOPICS])

@@ -1,0 +1,380 @@
+"""Endpoint groups and admission limits on a real broker, behind the router, wheel,
+executor and retry.
+
+A task whose callback URL is group://NAME/PATH is called at one member of the app's
+group NAME (members are base URLs; the call goes to the member's URL followed by PATH),
+picked by the group's route strategy or the one the task names in its metadata
+(mooncake.route). Each strategy's picks are checked against its definition over
+hundreds of calls, at local endpoints that count what reaches them; members that fail
+(500), hang (past the task's timeout) and disappear (nothing listens any more) are
+skipped for the group's unhealthy time, and FAILOVER moves on to the next member
+within the same attempt. Every Result names the member that answered.
+
+Admission limits: a herd of tasks due in the same second to one host, limited to N
+calls open and R calls a second across two executors, never has more than N open at
+the endpoint (the endpoint counts), drains at the limit, and loses nothing.
+
+Groups and limits are written as Endpoint records straight to the endpoints topic,
+as a client of the Avro contract would (the HTTP API writes the same records)."""
+import os
+import threading
+import time
+import uuid
+
+from harness import (CallbackServer, Env, decode, encode, ms, now_ms, run, submit_value, task)
+from test_store_wheel import FAST_FAILOVER, metric, send, wait_assigned
+
+ALLOW_LOOPBACK = {"MOONCAKE_EXECUTOR_ALLOW_CIDRS": "127.0.0.1/32,::1/128"}
+APP = "shop"
+SHARED = {}
+# The herd's size: a few thousand here; tools/bench/bench-herd runs 100,000.
+HERD = int(os.environ.get("MOONCAKE_HERD_TASKS", "3000"))
+
+
+def pipeline():
+    """The shared (env, procs), started by the first test that asks."""
+    if not SHARED:
+        env = Env()
+        procs = {"router": env.start("router"),
+                 "wheel": env.start("wheel", instance="w1"),
+                 "executor": env.start("executor", instance="e1", **ALLOW_LOOPBACK,
+                                       **FAST_FAILOVER),
+                 "retry": env.start("retry", instance="r1")}
+        for role in ("wheel", "executor", "retry"):
+            wait_assigned(env, procs[role], env.partitions)
+        SHARED.update(env=env, procs=procs)
+    return SHARED["env"], SHARED["procs"]
+
+
+def group_value(app, name, urls, strategy, member_concurrency=0, unhealthy_ms=60000):
+    return encode("Endpoint", {"payload": ("mooncake.EndpointGroup", {
+        "app_id": app, "name": name, "members": list(urls), "dns": [],
+        "strategy": strategy, "member_concurrency": member_concurrency,
+        "unhealthy_ms": unhealthy_ms, "updated_at": now_ms()})})
+
+
+def limit_value(scope, name, max_concurrent, max_per_second):
+    return encode("Endpoint", {"payload": ("mooncake.AdmissionLimit", {
+        "scope": scope, "name": name, "max_concurrent": max_concurrent,
+        "max_per_second": float(max_per_second), "updated_at": now_ms()})})
+
+
+def put(env, key, value):
+    env.produce("endpoints", key.encode(), value, partition=0)
+    env.flush()
+
+
+def put_group(env, executors, name, urls, strategy, **kw):
+    """Writes the group and waits until every executor's table holds it (a call that
+    names a group the table has not read yet is a failed attempt)."""
+    want = [metric(env, p, "mooncake_endpoints_published_total") or 0 for p in executors]
+    put(env, f"group/{APP}/{name}", group_value(APP, name, urls, strategy, **kw))
+    wait_table(env, executors, want)
+
+
+def wait_table(env, executors, before, timeout=20):
+    deadline = time.time() + timeout
+    for p, was in zip(executors, before):
+        while (metric(env, p, "mooncake_endpoints_published_total") or 0) <= was:
+            assert time.time() < deadline, "the executor's endpoint table did not take the record"
+            time.sleep(0.05)
+
+
+def submit_group_tasks(env, name, path, ids, due, strategy=None, timeout_ms=5000, retry=None):
+    items = []
+    for tid in ids:
+        t = task(APP, tid, due, url=f"group://{name}{path}",
+                 metadata={"mooncake.route": strategy} if strategy else {}, retry=retry)
+        t["callback"]["timeout_ms"] = timeout_ms
+        items.append((f"{APP}/{tid}".encode(), submit_value(t)))
+    send(env, items)
+
+
+def key_of(call):
+    return call["headers"].get("webhook-id")
+
+
+def wait_calls(servers, path, n, timeout=60):
+    """Waits until the servers together got n calls to path; returns them per server."""
+    deadline = time.time() + timeout
+    while True:
+        got = [s.calls_to(path) for s in servers]
+        if sum(len(g) for g in got) >= n or time.time() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def results_of(env, keys, timeout=60):
+    """The committed Results of these task keys, decoded: {key: [result, ...]}."""
+    want = set(keys)
+    deadline = time.time() + timeout
+    out = {}
+    while time.time() < deadline:
+        out = {}
+        for m in env.read_all("results", idle=1.0, timeout=10):
+            r = decode("Result", m.value())
+            k = f"{r['app_id']}/{r['task_id']}"
+            if k in want:
+                out.setdefault(k, []).append(r)
+        if len(out) == len(want):
+            return out
+        time.sleep(0.5)
+    return out
+
+
+def sorted_members(servers):
+    """The members' URLs in the order the group keeps them (byte order of the URL)."""
+    return sorted(s.url("") for s in servers)
+
+
+def members_by_url(servers):
+    return {s.url(""): s for s in servers}
+
+
+def test_each_strategy_picks_by_its_definition():
+    env, procs = pipeline()
+    ex = [procs["executor"]]
+    servers = [CallbackServer() for _ in range(3)]
+    urls = sorted_members(servers)
+    by_url = members_by_url(servers)
+    ordered = [by_url[u] for u in urls]
+    try:
+        def round_of(strategy, n, ids=None, group=None):
+            group = group or "g-" + strategy.lower().replace("_", "-")
+            path = "/" + uuid.uuid4().hex[:8]
+            ids = ids or [f"{strategy.lower()}-{uuid.uuid4().hex[:8]}" for _ in range(n)]
+            submit_group_tasks(env, group, path, ids, now_ms())
+            got = wait_calls(ordered, path, len(ids))
+            assert sum(len(g) for g in got) == len(ids), f"{strategy}: {sum(map(len, got))} calls"
+            time.sleep(0.3)
+            got = [s.calls_to(path) for s in ordered]
+            assert sum(len(g) for g in got) == len(ids), f"{strategy}: a task called twice"
+            return [len(g) for g in got], got, ids
+
+        for strategy in ("FIRST", "LAST", "ROUND_ROBIN", "RANDOM", "LEAST_RECENTLY_USED"):
+            put_group(env, ex, "g-" + strategy.lower().replace("_", "-"), urls, strategy)
+        counts, _, _ = round_of("FIRST", 60)
+        assert counts == [60, 0, 0], f"FIRST: {counts}"
+        counts, _, _ = round_of("LAST", 60)
+        assert counts == [0, 0, 60], f"LAST: {counts}"
+        counts, _, _ = round_of("ROUND_ROBIN", 150)
+        assert counts == [50, 50, 50], f"ROUND_ROBIN: {counts}"
+        counts, _, _ = round_of("LEAST_RECENTLY_USED", 150)
+        assert counts == [50, 50, 50], f"LEAST_RECENTLY_USED: {counts}"
+        counts, _, _ = round_of("RANDOM", 300)
+        assert all(60 <= c <= 140 for c in counts), f"RANDOM: {counts}"
+
+        # LEAST_FREQUENTLY_USED: a member joining gets every call until it has as many.
+        put_group(env, ex, "g-lfu", urls[:2], "LEAST_FREQUENTLY_USED")
+        counts, _, _ = round_of("LEAST_FREQUENTLY_USED", 100, group="g-lfu")
+        newcomer = urls.index(urls[2])
+        assert counts[newcomer] == 0 and sorted(counts)[1:] == [50, 50], f"LFU: {counts}"
+        put_group(env, ex, "g-lfu", urls, "LEAST_FREQUENTLY_USED")
+        counts, _, _ = round_of("LEAST_FREQUENTLY_USED", 60, group="g-lfu")
+        assert 50 <= counts[newcomer] <= 54, f"LFU after a member joined: {counts}"
+
+        # CONSISTENT_HASH: a key goes back to its member; a member leaving moves its keys only.
+        put_group(env, ex, "g-hash", urls, "CONSISTENT_HASH")
+        ids = [f"hash-{i}-{uuid.uuid4().hex[:6]}" for i in range(120)]
+        counts, first, _ = round_of("CONSISTENT_HASH", 0, ids=ids, group="g-hash")
+        assert all(c >= 15 for c in counts), f"CONSISTENT_HASH spread: {counts}"
+        home = {key_of(c): i for i, calls in enumerate(first) for c in calls}
+        _, again, _ = round_of("CONSISTENT_HASH", 0, ids=ids, group="g-hash")
+        moved = [k for i, calls in enumerate(again) for c in calls
+                 if home[(k := key_of(c))] != i]
+        assert not moved, f"{len(moved)} keys moved with the membership stable"
+        put_group(env, ex, "g-hash", [urls[0], urls[2]], "CONSISTENT_HASH")
+        _, after, _ = round_of("CONSISTENT_HASH", 0, ids=ids, group="g-hash")
+        moved = [k for i, calls in enumerate(after) for c in calls
+                 if home[(k := key_of(c))] != i and home[k] != 1]
+        assert not moved, f"{len(moved)} keys of members that stayed moved"
+        assert not after[1], "a member that left was called"
+
+        # The task's own strategy overrides the group's; its Results name the member.
+        path = "/override"
+        ids = [f"ovr-{i}-{uuid.uuid4().hex[:6]}" for i in range(30)]
+        submit_group_tasks(env, "g-first", path, ids, now_ms(), strategy="LAST")
+        got = wait_calls(ordered, path, 30)
+        assert [len(g) for g in got] == [0, 0, 30], [len(g) for g in got]
+        results = results_of(env, [f"{APP}/{i}" for i in ids])
+        members = {r["member"] for rs in results.values() for r in rs}
+        assert members == {urls[2]}, f"the Results name {members}"
+    finally:
+        for s in servers:
+            s.close()
+
+
+def test_failover_passes_over_members_that_fail_hang_and_disappear():
+    env, procs = pipeline()
+    ex = [procs["executor"]]
+    gone = CallbackServer()
+    failing = CallbackServer(lambda call: (500, {}, b"down"))
+    hanging = CallbackServer(lambda call: (200, {}, b"late", 3.0))
+    healthy = CallbackServer()
+    # "localhost" sorts after "127.0.0.1": the healthy member is last in the group's order,
+    # so every call tries the others first while they are healthy.
+    healthy_url = healthy.url("", host="localhost")
+    urls = [gone.url(""), failing.url(""), hanging.url(""), healthy_url]
+    gone.close()  # nothing listens there any more
+    try:
+        put_group(env, ex, "g-failover", urls, "FAILOVER", unhealthy_ms=60000)
+        start = now_ms()
+        ids = [f"fo-{i}-{uuid.uuid4().hex[:6]}" for i in range(40)]
+        items = []
+        for i, tid in enumerate(ids):
+            t = task(APP, tid, start + 1000 + 100 * i, url="group://g-failover/fo",
+                     retry={"max_attempts": 1, "initial_backoff_ms": 100, "multiplier": 2.0,
+                            "max_backoff_ms": 1000})
+            t["callback"]["timeout_ms"] = 1000
+            items.append((f"{APP}/{tid}".encode(), submit_value(t)))
+        send(env, items)
+        results = results_of(env, [f"{APP}/{i}" for i in ids])
+        assert len(results) == 40, f"{len(results)} of 40 tasks have a Result"
+        for k, rs in results.items():
+            assert len(rs) == 1, f"{k}: {len(rs)} Results"
+            r = rs[0]
+            assert r["outcome"] == "SUCCEEDED" and r["attempt"] == 1, (k, r["outcome"], r["error"])
+            assert r["member"] == healthy_url, f"{k} answered by {r['member']}"
+        assert len({key_of(c) for c in healthy.calls_to("/fo")}) == 40
+        # Once a member failed it is skipped: the failing and hanging members were called
+        # only in the first seconds, before they had failed.
+        for s, what in ((failing, "failing"), (hanging, "hanging")):
+            calls = s.calls_to("/fo")
+            assert calls, f"the {what} member was never tried: FAILOVER started past it"
+            late = [c for c in calls if c["at"] > start + 1000 + 2500]
+            assert not late, f"the {what} member was called {len(late)} times after it failed"
+        assert metric(env, procs["executor"], "mooncake_executor_failovers_total") >= 3
+    finally:
+        for s in (failing, hanging, healthy):
+            s.close()
+
+
+class CountingEndpoint(CallbackServer):
+    """Answers after `delay` seconds and counts the calls open at once (the most ever)
+    and when each arrived."""
+
+    def __init__(self, delay=0.0):
+        self.open = 0
+        self.most_open = 0
+        self.arrivals = []
+        self.count_lock = threading.Lock()
+        super().__init__(self._answer)
+        self.delay = delay
+
+    def _answer(self, call):
+        with self.count_lock:
+            self.open += 1
+            self.most_open = max(self.most_open, self.open)
+            self.arrivals.append(call["at"])
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+        finally:
+            with self.count_lock:
+                self.open -= 1
+        return (200, {}, b"ok")
+
+
+def test_busyover_keeps_each_member_within_its_concurrency():
+    env, procs = pipeline()
+    ex = [procs["executor"]]
+    servers = [CountingEndpoint(delay=0.3) for _ in range(3)]
+    try:
+        put_group(env, ex, "g-busy", sorted_members(servers), "BUSYOVER", member_concurrency=2)
+        ids = [f"busy-{i}-{uuid.uuid4().hex[:6]}" for i in range(60)]
+        submit_group_tasks(env, "g-busy", "/busy", ids, now_ms() + 500)
+        got = wait_calls(servers, "/busy", 60, timeout=60)
+        assert sum(map(len, got)) == 60, f"{sum(map(len, got))} of 60 called"
+        for s in servers:
+            assert s.most_open <= 2, f"a member had {s.most_open} calls open at once"
+        keys = [key_of(c) for g in got for c in g]
+        assert len(set(keys)) == 60, "a task called twice"
+        assert metric(env, procs["executor"], "mooncake_executor_admission_waits_total") > 0
+    finally:
+        for s in servers:
+            s.close()
+
+
+def herd(max_open, per_second, delay, n, scope):
+    """A herd of n tasks due in the same second at one endpoint, limited by a limit of
+    this scope, across two executors; returns (endpoint, seconds the drain took)."""
+    env = Env()
+    procs = {"router": env.start("router"), "wheel": env.start("wheel", instance="w1"),
+             "e1": env.start("executor", instance="e1", **ALLOW_LOOPBACK, **FAST_FAILOVER),
+             "e2": env.start("executor", instance="e2", **ALLOW_LOOPBACK, **FAST_FAILOVER),
+             "retry": env.start("retry", instance="r1")}
+    endpoint = CountingEndpoint(delay=delay)
+    try:
+        wait_assigned(env, procs["wheel"], env.partitions)
+        deadline = time.time() + 30
+        while (metric(env, procs["e1"], "mooncake_assigned_partitions") or 0) + \
+                (metric(env, procs["e2"], "mooncake_assigned_partitions") or 0) < env.partitions:
+            assert time.time() < deadline, "the executors never shared the partitions"
+            time.sleep(0.1)
+        executors = [procs["e1"], procs["e2"]]
+        before = [metric(env, p, "mooncake_endpoints_published_total") or 0 for p in executors]
+        name = "127.0.0.1" if scope == "HOST" else "herd"
+        put(env, f"limit/{scope.lower()}/{name}", limit_value(scope, name, max_open, per_second))
+        wait_table(env, executors, before)
+        due = now_ms() + 4000
+        items = []
+        for i in range(n):
+            t = task("herd", f"h-{i}", due + i * 1000 // n, url=endpoint.url("/herd"))
+            items.append((f"herd/h-{i}".encode(), submit_value(t)))
+        send(env, items)
+        deadline = time.time() + 60 + n / per_second * 2
+        while len(endpoint.arrivals) < n and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        calls = endpoint.calls_to("/herd")
+        keys = {key_of(c) for c in calls}
+        assert len(calls) == n and len(keys) == n, f"{len(keys)} of {n} tasks called, {len(calls)} calls"
+        at = sorted(endpoint.arrivals)
+        waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
+                     for p in executors)
+        assert waited > 0, "no call waited for the limit"
+        return endpoint, (at[-1] - at[0]) / 1000.0, at
+    finally:
+        endpoint.close()
+        env.stop_all()
+
+
+def test_a_herd_waits_its_turn_at_the_concurrency_limit():
+    # 50 ms an answer and 20 open: the concurrency bounds the drain at 400 calls a second.
+    endpoint, took, _ = herd(max_open=20, per_second=5000, delay=0.05, n=HERD // 2,
+                             scope="HOST")
+    assert endpoint.most_open <= 20, f"{endpoint.most_open} calls open at once, limit 20"
+    assert endpoint.most_open >= 15, f"only {endpoint.most_open} open: the limit was not used"
+    rate = (HERD // 2) / took
+    print(f"     {HERD // 2} calls in {took:.1f} s: {rate:.0f}/s, at most "
+          f"{endpoint.most_open} open (limit 20, about 400/s at 50 ms a call)")
+
+
+def test_a_herd_drains_at_the_rate_limit():
+    per_second = 600
+    endpoint, took, at = herd(max_open=200, per_second=per_second, delay=0.0, n=HERD,
+                              scope="APP")
+    rate = HERD / took
+    worst, j = 0, 0
+    for i in range(len(at)):
+        while at[j] <= at[i] - 1000:
+            j += 1
+        worst = max(worst, i - j + 1)
+    print(f"     {HERD} calls in {took:.1f} s: {rate:.0f}/s, at most {worst} in one second "
+          f"(limit {per_second}/s)")
+    # Arrival times at the endpoint jitter by a few ms against the starts the executor
+    # spaced, so one second of arrivals may hold a call or two more.
+    assert worst <= per_second * 1.02, f"{worst} calls in one second, limit {per_second}"
+    assert rate >= per_second * 0.85, f"drained at {rate:.0f}/s, limit {per_second}/s"
+
+
+if __name__ == "__main__":
+    try:
+        run([test_each_strategy_picks_by_its_definition,
+             test_failover_passes_over_members_that_fail_hang_and_disappear,
+             test_busyover_keeps_each_member_within_its_concurrency,
+             test_a_herd_waits_its_turn_at_the_concurrency_limit,
+             test_a_herd_drains_at_the_rate_limit])
+    finally:
+        if SHARED:
+            SHARED["env"].stop_all()
