@@ -180,6 +180,7 @@ int mc_job_from_json(const char *body, size_t len, const mc_job_json_options *o,
     if (!root)
         return -1;
     int rc = -1;
+    const char *strategy = NULL;
     if (mc_json_get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id,
                            why, whylen) ||
         mc_json_get_string(root, "jobId", "jobId", true, MC_JSON_MAX_ID_LEN, arena, &out->job_id,
@@ -188,13 +189,14 @@ int mc_job_from_json(const char *body, size_t len, const mc_job_json_options *o,
         mc_json_get_action(root, "", &o->retry_defaults, arena,
                            &(mc_json_action){&out->callback, &out->has_kafka_target,
                                              &out->kafka_target, &out->has_retry, &out->retry,
-                                             &out->has_late_policy, &out->late_policy},
+                                             &out->has_late_policy, &out->late_policy, &strategy},
                            why, whylen) ||
         mc_json_get_follow_ups(root, o->max_due_ms > 0 ? o->max_due_ms : INT64_MAX,
                                &o->retry_defaults, arena, &out->on_success, &out->n_on_success, why,
                                whylen) ||
         mc_json_get_map(root, "metadata", "metadata", false, arena, &out->metadata,
-                        &out->n_metadata, why, whylen))
+                        &out->n_metadata, why, whylen) ||
+        mc_json_route_metadata(arena, strategy, &out->metadata, &out->n_metadata, why, whylen))
         goto done;
     mc_job_field_names names = names_for(out);
     if (!mc_job_ok(out, o->now_ms, o->zones, &names, why, whylen))
@@ -378,15 +380,18 @@ json_t *mc_job_to_json(const mc_job *j)
      * gives it, so a listed job can be put back. */
     if (j->has_kafka_target)
         json_object_set_new(o, "kafkaTarget", mc_kafka_target_to_json(&j->kafka_target, true));
-    else
-        json_object_set_new(o, "callback", mc_callback_to_json(&j->callback, true));
+    else {
+        json_t *cb = mc_callback_to_json(&j->callback, true);
+        mc_json_callback_group(cb, j->metadata, j->n_metadata);
+        json_object_set_new(o, "callback", cb);
+    }
     json_object_set_new(o, "retry", mc_retry_to_json(j->has_retry, &j->retry, true));
     if (j->has_late_policy)
         json_object_set_new(o, "latePolicy", mc_late_policy_to_json(true, &j->late_policy, true));
     if (j->n_on_success)
         json_object_set_new(o, "onSuccess",
                             mc_follow_ups_to_json(j->on_success, j->n_on_success, true));
-    json_object_set_new(o, "metadata", mc_json_kv_object(j->metadata, j->n_metadata));
+    json_object_set_new(o, "metadata", mc_json_api_metadata(j->metadata, j->n_metadata));
     json_object_set_new(o, "createdAt", json_integer(j->created_at));
     return o;
 }

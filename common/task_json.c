@@ -16,6 +16,7 @@
 
 #include "chains.h"
 #include "crypto.h"
+#include "endpoints.h"
 #include "kafka_targets.h"
 #include "task_rules.h"
 
@@ -36,6 +37,7 @@ const mc_task_field_names mc_task_json_names = {
     .on_success = "onSuccess",
     .follow_up_id = "uuid",
     .delay_ms = "delayMs",
+    .route = "callback.strategy",
 };
 
 #define FAIL(...)                                                                                  \
@@ -234,10 +236,56 @@ static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char
     return 0;
 }
 
-/* obj.callback (required): url, method (default POST, upper-cased),
- * headers, body, timeoutMs. */
-static int get_callback(json_t *obj, const char *at, mc_arena *a, mc_callback *c, char *why,
-                        size_t whylen)
+/* The route strategies' names, for the messages. */
+#define STRATEGY_NAMES                                                                             \
+    "FIRST, LAST, ROUND_ROBIN, RANDOM, CONSISTENT_HASH, LEAST_FREQUENTLY_USED, "                   \
+    "LEAST_RECENTLY_USED, FAILOVER, BUSYOVER or SHARDING_BROADCAST"
+
+/* cb.group, cb.path and cb.strategy: the url group://GROUP/PATH, and the strategy into
+ * *strategy (NULL when none; a follow-up, strategy == NULL, takes none). */
+static int get_group(json_t *cb, const char *at, mc_arena *a, const char **url,
+                     const char **strategy, char *why, size_t whylen)
+{
+    char n[NAME_MAX_LEN];
+    const char *group, *path, *strat;
+    if (mc_json_get_string(cb, "group", at_name(n, at, "callback.group"), true, MC_GROUP_NAME_MAX,
+                           a, &group, why, whylen) ||
+        mc_json_get_string(cb, "path", at_name(n, at, "callback.path"), false, MC_MAX_URL_LEN, a,
+                           &path, why, whylen) ||
+        mc_json_get_string(cb, "strategy", at_name(n, at, "callback.strategy"), false, 64, a,
+                           &strat, why, whylen))
+        return -1;
+    path = path ? path : "";
+    if (path[0] && path[0] != '/' && path[0] != '?')
+        FAIL("%scallback.path '%.100s' must start with '/'", at, path);
+    size_t len = strlen("group://") + strlen(group) + strlen(path);
+    char *u = mc_arena_alloc(a, len + 1);
+    if (!u)
+        FAIL("out of memory");
+    snprintf(u, len + 1, "group://%s%s", group, path);
+    char name[MC_GROUP_NAME_MAX + 1];
+    const char *rest;
+    if (!mc_group_url_parse(u, name, sizeof name, &rest) || strcmp(name, group) != 0)
+        FAIL("%scallback.group '%.100s' is not a group name (1 to %d of A-Z a-z 0-9 . _ -)", at,
+             group, MC_GROUP_NAME_MAX);
+    if (len > MC_MAX_URL_LEN)
+        FAIL("%scallback.path is too long: the call's URL would be more than %d bytes", at,
+             MC_MAX_URL_LEN);
+    mc_route_strategy parsed;
+    if (strat && !strategy)
+        FAIL("%scallback.strategy is not taken here: the call uses its group's strategy", at);
+    if (strat && !mc_route_strategy_parse(strat, &parsed))
+        FAIL("%scallback.strategy '%.40s' is not one of " STRATEGY_NAMES, at, strat);
+    if (strategy)
+        *strategy = strat;
+    *url = u;
+    return 0;
+}
+
+/* obj.callback (required): url or group (with path and strategy), method (default
+ * POST, upper-cased), headers, body, timeoutMs. */
+static int get_callback(json_t *obj, const char *at, mc_arena *a, mc_callback *c,
+                        const char **strategy, char *why, size_t whylen)
 {
     memset(c, 0, sizeof *c);
     char n[NAME_MAX_LEN];
@@ -246,9 +294,20 @@ static int get_callback(json_t *obj, const char *at, mc_arena *a, mc_callback *c
         FAIL("%scallback is required (an object with at least url), or kafkaTarget", at);
     if (!json_is_object(cb))
         FAIL("%scallback must be an object, not %s", at, mc_json_type_name(cb));
+    json_t *url = json_object_get(cb, "url"), *group = json_object_get(cb, "group");
+    bool has_url = url && !json_is_null(url), has_group = group && !json_is_null(group);
+    if (has_url && has_group)
+        FAIL("give %scallback.url or %scallback.group, not both", at, at);
+    if (!has_group)
+        for (const char *const *k = (const char *const[]){"path", "strategy", NULL}; *k; k++) {
+            json_t *v = json_object_get(cb, *k);
+            if (v && !json_is_null(v))
+                FAIL("%scallback.%s is for a group: give %scallback.group", at, *k, at);
+        }
     const char *method, *body;
-    if (mc_json_get_string(cb, "url", at_name(n, at, "callback.url"), true, MC_MAX_URL_LEN, a,
-                           &c->url, why, whylen) ||
+    if ((has_group ? get_group(cb, at, a, &c->url, strategy, why, whylen)
+                   : mc_json_get_string(cb, "url", at_name(n, at, "callback.url"), true,
+                                        MC_MAX_URL_LEN, a, &c->url, why, whylen)) ||
         mc_json_get_string(cb, "method", at_name(n, at, "callback.method"), false, 16, a, &method,
                            why, whylen) ||
         mc_json_get_string(cb, "body", at_name(n, at, "callback.body"), false, SIZE_MAX, a, &body,
@@ -388,9 +447,11 @@ int mc_json_get_action(json_t *obj, const char *at, const mc_retry_policy *def, 
                        const mc_json_action *out, char *why, size_t whylen)
 {
     *out->has_kafka_target = false;
+    if (out->strategy)
+        *out->strategy = NULL;
     json_t *k = json_object_get(obj, "kafkaTarget"), *cb = json_object_get(obj, "callback");
     if (!k || json_is_null(k)) {
-        if (get_callback(obj, at, a, out->callback, why, whylen))
+        if (get_callback(obj, at, a, out->callback, out->strategy, why, whylen))
             return -1;
     } else {
         /* callback left out: its url "", which is how a task says it
@@ -433,8 +494,49 @@ static int get_follow_up(json_t *obj, const char *at, int64_t max_delay_ms,
         FAIL("%suuid is empty (leave it out for <uuid>.then<N>)", at);
     f->task_id = id ? id : "";
     mc_json_action act = {&f->callback, &f->has_kafka_target, &f->kafka_target, &f->has_retry,
-                          &f->retry,    &f->has_late_policy,  &f->late_policy};
+                          &f->retry,    &f->has_late_policy,  &f->late_policy,  NULL};
     return mc_json_get_action(obj, at, def, a, &act, why, whylen);
+}
+
+int mc_json_route_metadata(mc_arena *a, const char *strategy, const mc_kv **metadata, size_t *n,
+                           char *why, size_t whylen)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*metadata)[i].key, MC_ROUTE_METADATA) == 0)
+            FAIL("metadata.%s is reserved (use callback.strategy)", MC_ROUTE_METADATA);
+    if (!strategy)
+        return 0;
+    mc_kv *kv = mc_arena_alloc(a, (*n + 1) * sizeof *kv);
+    if (!kv)
+        FAIL("out of memory");
+    if (*n)
+        memcpy(kv, *metadata, *n * sizeof *kv);
+    kv[*n] = (mc_kv){MC_ROUTE_METADATA, strategy};
+    *metadata = kv;
+    (*n)++;
+    return 0;
+}
+
+void mc_json_callback_group(json_t *cb, const mc_kv *metadata, size_t n_metadata)
+{
+    const char *url = json_string_value(json_object_get(cb, "url"));
+    char name[MC_GROUP_NAME_MAX + 1];
+    const char *path;
+    if (url && mc_group_url_parse(url, name, sizeof name, &path)) {
+        json_object_set_new(cb, "group", json_string(name));
+        json_object_set_new(cb, "path", json_string(path));
+        json_object_del(cb, "url");
+    }
+    for (size_t i = 0; json_object_get(cb, "group") && i < n_metadata; i++)
+        if (strcmp(metadata[i].key, MC_ROUTE_METADATA) == 0)
+            json_object_set_new(cb, "strategy", json_string(metadata[i].value));
+}
+
+json_t *mc_json_api_metadata(const mc_kv *kv, size_t n)
+{
+    json_t *o = mc_json_kv_object(kv, n);
+    json_object_del(o, MC_ROUTE_METADATA);
+    return o;
 }
 
 int mc_json_get_follow_ups(json_t *obj, int64_t max_delay_ms, const mc_retry_policy *def,
@@ -487,7 +589,7 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
     if (!root)
         return -1;
     int rc = -1;
-    const char *uuid;
+    const char *uuid, *strategy = NULL;
     if (mc_json_get_string(root, "appId", "appId", true, MC_JSON_MAX_ID_LEN, arena, &out->app_id,
                            why, whylen) ||
         mc_json_get_string(root, "uuid", "uuid", false, MC_JSON_MAX_ID_LEN, arena, &uuid, why,
@@ -497,7 +599,7 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
         mc_json_get_action(root, "", &o->retry_defaults, arena,
                            &(mc_json_action){&out->callback, &out->has_kafka_target,
                                              &out->kafka_target, &out->has_retry, &out->retry,
-                                             &out->has_late_policy, &out->late_policy},
+                                             &out->has_late_policy, &out->late_policy, &strategy},
                            why, whylen) ||
         mc_json_get_follow_ups(root, o->max_due_ms, &o->retry_defaults, arena, &out->on_success,
                                &out->n_on_success, why, whylen) ||
@@ -511,6 +613,8 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
                      out->metadata[i].key);
             goto done;
         }
+    if (mc_json_route_metadata(arena, strategy, &out->metadata, &out->n_metadata, why, whylen))
+        goto done;
     if (!uuid) {
         char *id = mc_arena_alloc(arena, MC_JSON_MAX_ID_LEN + 1);
         if (!id) {
@@ -722,6 +826,8 @@ json_t *mc_follow_ups_to_json(const mc_follow_up *f, size_t n, bool api_names)
         json_t *does = f[i].has_kafka_target
                            ? mc_kafka_target_to_json(&f[i].kafka_target, api_names)
                            : mc_callback_to_json(&f[i].callback, api_names);
+        if (api_names && !f[i].has_kafka_target)
+            mc_json_callback_group(does, NULL, 0);
         /* The API leaves out an id it derives; the schema shows the field. */
         const char *id = api_names && !f[i].task_id[0] ? NULL : f[i].task_id;
         json_array_append_new(arr, mc_follow_up_to_json(&f[i], id, does, api_names));

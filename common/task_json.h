@@ -107,8 +107,12 @@ typedef struct mc_json_action {
     mc_retry_policy *retry;
     bool *has_late_policy;
     mc_late_policy *late_policy;
+    /* callback.strategy of a group call (NULL when none); NULL: not taken here (a
+     * follow-up calls with its group's strategy). */
+    const char **strategy;
 } mc_json_action;
-/* obj's callback (url, method default POST and upper-cased, headers, body,
+/* obj's callback (url, or group with path and strategy making the url
+ * group://GROUP/PATH; method default POST and upper-cased, headers, body,
  * timeoutMs) or kafkaTarget (topic, key|keyBase64, value|valueBase64,
  * headers; then callback.url is ""), and the optional retry (a partial one
  * takes the rest from def) and latePolicy. `at` prefixes every field name
@@ -116,6 +120,17 @@ typedef struct mc_json_action {
  * follow-up. */
 int mc_json_get_action(json_t *obj, const char *at, const mc_retry_policy *def, mc_arena *a,
                        const mc_json_action *out, char *why, size_t whylen);
+/* Refuses metadata that sets mooncake.route itself, then adds strategy (when not NULL)
+ * to it as mooncake.route: the array is copied into the arena a. 0, or -1 with why. */
+int mc_json_route_metadata(mc_arena *a, const char *strategy, const mc_kv **metadata, size_t *n,
+                           char *why, size_t whylen);
+/* In the API's JSON of a callback, a group://GROUP/PATH url becomes group and path,
+ * and for a group the metadata's mooncake.route (when there) strategy: as a body
+ * gives them. */
+void mc_json_callback_group(json_t *cb, const mc_kv *metadata, size_t n_metadata);
+/* The API's JSON of metadata: without mooncake.route (shown as callback.strategy).
+ * Caller owns. */
+json_t *mc_json_api_metadata(const mc_kv *kv, size_t n);
 /* obj.onSuccess (optional): at most MC_MAX_FOLLOW_UPS objects {uuid?,
  * delayMs? in [0, max_delay_ms] (default 0), callback | kafkaTarget,
  * retry?, latePolicy?} into an arena array; fields named

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "endpoints.h"
+
 const mc_task_field_names mc_task_avro_names = {
     .app_id = "app_id",
     .task_id = "task_id",
@@ -124,12 +126,23 @@ static bool callback_ok(const what_to_do *d, const char *at, const mc_task_field
                  MC_MAX_URL_LEN);
         return false;
     }
-    if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
-        snprintf(why, whylen, "%s%s '%.100s' is not http:// or https://", at, n->url, url);
+    char group[MC_GROUP_NAME_MAX + 1];
+    const char *path;
+    bool is_group = strncmp(url, "group://", 8) == 0;
+    if (is_group && !mc_group_url_parse(url, group, sizeof group, &path)) {
+        snprintf(why, whylen,
+                 "%s%s '%.100s' does not name a group: group://NAME/PATH, NAME 1 to %d of "
+                 "A-Z a-z 0-9 . _ -",
+                 at, n->url, url, MC_GROUP_NAME_MAX);
+        return false;
+    }
+    if (!is_group && strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
+        snprintf(why, whylen, "%s%s '%.100s' is not http://, https:// or group://", at, n->url,
+                 url);
         return false;
     }
     const char *host = strstr(url, "://") + 3;
-    if (!*host || *host == '/' || *host == ':' || *host == '?') {
+    if (!is_group && (!*host || *host == '/' || *host == ':' || *host == '?')) {
         snprintf(why, whylen, "%s%s '%.100s' has no host", at, n->url, url);
         return false;
     }
@@ -228,6 +241,31 @@ static bool follow_ups_ok(const mc_task *t, int64_t max_due_ms, const mc_task_fi
     return true;
 }
 
+/* The metadata mooncake.route: a strategy's name, and only on a call to a group. */
+static bool route_ok(const mc_task *t, const mc_task_field_names *n, char *why, size_t whylen)
+{
+    const char *field = NAME(n, route, "metadata." MC_ROUTE_METADATA);
+    for (size_t i = 0; i < t->n_metadata; i++) {
+        if (strcmp(t->metadata[i].key, MC_ROUTE_METADATA) != 0)
+            continue;
+        mc_route_strategy s;
+        if (!mc_route_strategy_parse(t->metadata[i].value, &s)) {
+            snprintf(why, whylen,
+                     "%s '%.40s' is not one of FIRST, LAST, ROUND_ROBIN, RANDOM, "
+                     "CONSISTENT_HASH, LEAST_FREQUENTLY_USED, LEAST_RECENTLY_USED, FAILOVER, "
+                     "BUSYOVER or SHARDING_BROADCAST",
+                     field, t->metadata[i].value);
+            return false;
+        }
+        if (t->has_kafka_target || strncmp(t->callback.url, "group://", 8) != 0) {
+            snprintf(why, whylen, "%s is set but %s names no group (group://NAME/PATH)", field,
+                     n->url);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task_field_names *n,
                 char *why, size_t whylen)
 {
@@ -251,7 +289,7 @@ bool mc_task_ok(const mc_task *t, int64_t now, int64_t max_due_ms, const mc_task
         snprintf(why, whylen, "%s %d is outside [1, %d]", n->attempt, t->attempt, MC_MAX_ATTEMPTS);
         return false;
     }
-    return true;
+    return route_ok(t, n, why, whylen);
 }
 
 size_t mc_follow_up_id(const mc_task *t, size_t i, char *buf, size_t buflen)

@@ -25,8 +25,8 @@ typedef struct mc_task_field_names {
     const char *app_id, *task_id, *due_at, *url, *method, *timeout_ms, *attempt;
     const char *max_attempts, *initial_backoff_ms, *multiplier, *max_backoff_ms;
     /* NULL: the schema's names (kafka_target, late_policy.max_late_ms,
-     * on_success, a follow-up's task_id and delay_ms). */
-    const char *kafka_target, *max_late_ms, *on_success, *follow_up_id, *delay_ms;
+     * on_success, a follow-up's task_id and delay_ms, metadata.mooncake.route). */
+    const char *kafka_target, *max_late_ms, *on_success, *follow_up_id, *delay_ms, *route;
 } mc_task_field_names;
 
 /* Follow-ups a task may name, and the length of a follow-up's own id. */

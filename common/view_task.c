@@ -445,6 +445,7 @@ json_t *mc_view_callback_json(const mc_callback *cb)
                           headers, "timeoutMs", (json_int_t)cb->timeout_ms);
     free(url);
     mc_json_set_bytes(j, "body", cb->body ? (const void *)cb->body : "", cb->body_len);
+    mc_json_callback_group(j, NULL, 0);
     return j;
 }
 
@@ -676,8 +677,11 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             if (st.task.has_kafka_target)
                 json_object_set_new(j, "kafkaTarget",
                                     mc_view_kafka_target_json(&st.task.kafka_target));
-            else
-                json_object_set_new(j, "callback", mc_view_callback_json(&st.task.callback));
+            else {
+                json_t *cb = mc_view_callback_json(&st.task.callback);
+                mc_json_callback_group(cb, st.task.metadata, st.task.n_metadata);
+                json_object_set_new(j, "callback", cb);
+            }
             if (st.task.has_late_policy)
                 json_object_set_new(j, "latePolicy",
                                     mc_late_policy_to_json(true, &st.task.late_policy, true));
@@ -686,7 +690,7 @@ json_t *mc_view_task_json(const mc_view_task *t, int64_t wheel_position, int64_t
             json_object_set_new(j, "retry",
                                 mc_retry_to_json(st.task.has_retry, &st.task.retry, true));
             json_object_set_new(j, "metadata",
-                                mc_json_kv_object(st.task.metadata, st.task.n_metadata));
+                                mc_json_api_metadata(st.task.metadata, st.task.n_metadata));
         }
     }
     json_t *calls = json_array();

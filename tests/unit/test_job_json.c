@@ -175,7 +175,7 @@ static void test_errors_name_the_field(void)
          "callback is required (an object with at least url), or kafkaTarget"},
         {"{\"appId\":\"a\",\"jobId\":\"j\",\"schedule\":{\"cron\":\"@daily\"},\"callback\":{"
          "\"url\":\"ftp://x\"}}",
-         "callback.url 'ftp://x' is not http:// or https://"},
+         "callback.url 'ftp://x' is not http://, https:// or group://"},
         {"{\"appId\":\"a\",\"jobId\":\"j\",\"schedule\":{\"cron\":\"@daily\"},\"callback\":{"
          "\"url\":\"http://x\",\"method\":\"BREW\"}}",
          "callback.method 'BREW' is not one of GET, POST, PUT, PATCH, DELETE, HEAD"},
@@ -414,7 +414,7 @@ static void test_targets_and_follow_ups(void)
          "onSuccess must be an array of tasks, not an object"},
         {JOB ",\"callback\":{\"url\":\"http://x\"},\"onSuccess\":[{\"callback\":{\"url\":"
              "\"ftp://x\"}}]}",
-         "onSuccess[0].callback.url 'ftp://x' is not http:// or https://"},
+         "onSuccess[0].callback.url 'ftp://x' is not http://, https:// or group://"},
         {JOB ",\"callback\":{\"url\":\"http://x\"},\"onSuccess\":[{\"delayMs\":86400001,"
              "\"callback\":{\"url\":\"http://x\"}}]}",
          "onSuccess[0].delayMs 86400001 is outside [0, 86400000]"},

@@ -383,7 +383,7 @@ static void test_follow_up_errors(void)
         {OS("[{}]"), "onSuccess[0].callback is required (an object with at least url), or "
                      "kafkaTarget"},
         {OS("[{" CB "},{\"callback\":{\"url\":\"ftp://x\"}}]"),
-         "onSuccess[1].callback.url 'ftp://x' is not http:// or https://"},
+         "onSuccess[1].callback.url 'ftp://x' is not http://, https:// or group://"},
         {OS("[{\"callback\":{\"url\":\"http://x\",\"method\":\"BREW\"}}]"),
          "onSuccess[0].callback.method 'BREW' is not one of GET, POST, PUT, PATCH, DELETE, HEAD"},
         {OS("[{\"callback\":{\"url\":\"http://x\",\"timeoutMs\":\"1\"}}]"),
@@ -583,6 +583,91 @@ static void test_encode_task_command(void)
     mc_arena_free(a);
 }
 
+/* callback.group: the url group://GROUP/PATH and callback.strategy as the metadata
+ * mooncake.route, refused with the field named when wrong, and shown back as given. */
+static void test_groups(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_task t;
+    char why[512] = "";
+    int made = 0;
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"billing\","
+                "\"path\":\"/charge?x=1\",\"strategy\":\"ROUND_ROBIN\"},"
+                "\"metadata\":{\"k\":\"v\"}}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(strcmp(t.callback.url, "group://billing/charge?x=1") == 0, "%s", t.callback.url);
+    CHECK(t.n_metadata == 2 && strcmp(t.metadata[1].key, "mooncake.route") == 0 &&
+          strcmp(t.metadata[1].value, "ROUND_ROBIN") == 0);
+    /* What the task's GET shows: group, path and strategy, not the url. */
+    json_t *cb = mc_callback_to_json(&t.callback, true);
+    mc_json_callback_group(cb, t.metadata, t.n_metadata);
+    CHECK(!json_object_get(cb, "url"));
+    CHECK(strcmp(json_string_value(json_object_get(cb, "group")), "billing") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(cb, "path")), "/charge?x=1") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(cb, "strategy")), "ROUND_ROBIN") == 0);
+    json_decref(cb);
+    json_t *md = mc_json_api_metadata(t.metadata, t.n_metadata);
+    CHECK(json_object_size(md) == 1 && !json_object_get(md, "mooncake.route"));
+    json_decref(md);
+    /* No path, no strategy: the group's own. */
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"g.1_x-y\"}}", a, &t, why,
+                &made) == 0,
+          "%s", why);
+    CHECK(strcmp(t.callback.url, "group://g.1_x-y") == 0 && t.n_metadata == 0);
+    /* A follow-up may call a group, with the group's strategy. */
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+                "\"onSuccess\":[{\"callback\":{\"group\":\"g\",\"path\":\"/next\"}}]}",
+                a, &t, why, &made) == 0,
+          "%s", why);
+    CHECK(t.n_on_success == 1 && strcmp(t.on_success[0].callback.url, "group://g/next") == 0);
+    static const struct {
+        const char *body, *needle;
+    } bad[] = {
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"g\",\"url\":\"http://x\"}}",
+         "callback.url or callback.group, not both"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"a/b\"}}",
+         "callback.group 'a/b' is not a group name"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"\"}}", "callback.group"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":7}}", "callback.group"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"g\",\"path\":\"x\"}}",
+         "callback.path 'x' must start with '/'"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"g\",\"strategy\":\"round\"}}",
+         "callback.strategy 'round' is not one of"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://"
+         "x\",\"strategy\":\"FIRST\"}}",
+         "callback.strategy is for a group"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"metadata\":{\"mooncake.route\":\"FIRST\"}}",
+         "metadata.mooncake.route is reserved"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"group://bad name/x\"}}",
+         "callback.url 'group://bad name/x' does not name a group"},
+        {"{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"url\":\"http://x\"},"
+         "\"onSuccess\":[{\"callback\":{\"group\":\"g\",\"strategy\":\"FIRST\"}}]}",
+         "onSuccess[0].callback.strategy is not taken here"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        CHECK(parse(bad[i].body, a, &t, why, &made) != 0, "accepted: %s", bad[i].body);
+        CHECK(strstr(why, bad[i].needle), "%s: %s", bad[i].body, why);
+    }
+    /* The router's rules on the Avro task: a route only on a group call, and known. */
+    CHECK(parse("{\"appId\":\"a\",\"delayMs\":1,\"callback\":{\"group\":\"g\"}}", a, &t, why,
+                &made) == 0);
+    mc_kv route[] = {{"mooncake.route", "FIRST"}};
+    t.metadata = route;
+    t.n_metadata = 1;
+    CHECK(mc_task_ok(&t, NOW, 86400000, &mc_task_avro_names, why, sizeof why), "%s", why);
+    route[0].value = "NOPE";
+    CHECK(!mc_task_ok(&t, NOW, 86400000, &mc_task_avro_names, why, sizeof why));
+    CHECK(strstr(why, "metadata.mooncake.route 'NOPE' is not one of"), "%s", why);
+    route[0].value = "LAST";
+    t.callback.url = "http://x";
+    CHECK(!mc_task_ok(&t, NOW, 86400000, &mc_task_avro_names, why, sizeof why));
+    CHECK(strstr(why, "metadata.mooncake.route is set but callback.url names no group"), "%s", why);
+    mc_arena_free(a);
+}
+
 int main(void)
 {
     test_full_task();
@@ -596,5 +681,6 @@ int main(void)
     test_cancel();
     test_ordering_key();
     test_encode_task_command();
+    test_groups();
     return check_exit("task_json");
 }
