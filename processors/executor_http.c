@@ -504,7 +504,7 @@ static admit_result admit(http_caller *hc, call *c, bool front)
     memcpy(c->held, b, nb * sizeof *b);
     c->n_held = nb;
     if (c->group) /* on ENOMEM the pick is not counted; the call goes on */
-        (void)mc_route_started(hc->routes, c->group, c->member, mc_mono_ms());
+        (void)mc_route_started(hc->routes, c->group, c->member);
     return ADMIT_STARTED;
 }
 
@@ -840,8 +840,8 @@ static void *http_main(void *arg)
 {
     http_caller *hc = arg;
     hc->progress_at = mc_mono_ms();
+    refresh_endpoints(hc);
     while (!atomic_load(&hc->stop)) {
-        refresh_endpoints(hc);
         int64_t now = mc_now_ms(), next = mc_wheel_next_deadline(hc->held);
         if (hc->curl_due < next)
             next = hc->curl_due;
@@ -862,6 +862,7 @@ static void *http_main(void *arg)
                 poll(NULL, 0, 10); /* ENOMEM: try again shortly */
             continue;
         }
+        refresh_endpoints(hc); /* after the wait: what is taken now picks from the latest */
         if (woken)
             take_requests(hc);
         int running;

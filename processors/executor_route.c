@@ -17,7 +17,7 @@ typedef struct route_node {
     mc_keynode node;
     int32_t open;
     uint64_t calls;
-    int64_t last_call_ms;    /* 0: never */
+    uint64_t last_call;      /* the table's call count at its last call; 0: never */
     int64_t unhealthy_until; /* now_ms before this: skipped */
     char *last_pick;         /* a group's: the member key it picked last, malloc'd */
     size_t key_len;
@@ -27,6 +27,7 @@ typedef struct route_node {
 struct mc_route_table {
     mc_keymap *map;
     uint64_t rng;
+    uint64_t calls; /* started, every member: orders calls for LRU, clock ticks or not */
 };
 
 #define KEY_MAX 4096
@@ -249,7 +250,7 @@ mc_pick_result mc_route_pick(mc_route_table *t, const mc_group *g, mc_route_stra
             if (!(eligible >> i & 1))
                 continue;
             const route_node *r = member_state(t, g, i);
-            uint64_t v = !r ? 0 : lfu ? r->calls : (uint64_t)r->last_call_ms;
+            uint64_t v = !r ? 0 : lfu ? r->calls : r->last_call;
             if (v < best) { /* ties: the first in order */
                 best = v;
                 *index = i;
@@ -266,7 +267,7 @@ mc_pick_result mc_route_pick(mc_route_table *t, const mc_group *g, mc_route_stra
     }
 }
 
-int mc_route_started(mc_route_table *t, const mc_group *g, size_t index, int64_t now_ms)
+int mc_route_started(mc_route_table *t, const mc_group *g, size_t index)
 {
     char key[KEY_MAX];
     size_t n = make_key(key, g->app_id, g->name, &g->members[index]);
@@ -275,8 +276,7 @@ int mc_route_started(mc_route_table *t, const mc_group *g, size_t index, int64_t
         return -1;
     r->open++;
     r->calls++;
-    /* Strictly increasing, so two calls in one millisecond still order for LRU. */
-    r->last_call_ms = now_ms > r->last_call_ms ? now_ms : r->last_call_ms + 1;
+    r->last_call = ++t->calls; /* two calls in one millisecond still order */
     size_t gn = make_key(key, g->app_id, g->name, NULL);
     route_node *gs = gn ? find_or_add(t, key, gn) : NULL;
     char *pick = gs ? malloc(n + 1) : NULL;

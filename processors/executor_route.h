@@ -39,9 +39,9 @@ void mc_route_table_free(mc_route_table *t);
 mc_pick_result mc_route_pick(mc_route_table *t, const mc_group *g, mc_route_strategy s,
                              const char *task_key, const mc_route_tried *tried,
                              int32_t member_limit, int64_t now_ms, size_t *index);
-/* A call to g's member at index started now. 0, or -1 on ENOMEM (the pick is then not
- * counted; the call goes on). */
-int mc_route_started(mc_route_table *t, const mc_group *g, size_t index, int64_t now_ms);
+/* A call to g's member at index started. 0, or -1 on ENOMEM (the pick is then not counted;
+ * the call goes on). */
+int mc_route_started(mc_route_table *t, const mc_group *g, size_t index);
 /* A call to this member (of the app's group) ended; failed says it did not connect,
  * timed out or answered 5xx, and makes it unhealthy for unhealthy_ms. */
 void mc_route_ended(mc_route_table *t, const char *app_id, const char *group,

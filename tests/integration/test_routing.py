@@ -333,7 +333,12 @@ def herd(max_open, per_second, delay, n, scope):
         waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
                      for p in executors)
         assert waited > 0, "no call waited for the limit"
-        return endpoint, (at[-1] - at[0]) / 1000.0, at
+        results = results_of(env, [f"herd/h-{i}" for i in range(n)], timeout=120)
+        assert len(results) == n, f"{len(results)} of {n} tasks have a Result"
+        started = sorted(ms(rs[0]["started_at"]) for rs in results.values())
+        late = max(ms(rs[0]["started_at"]) - ms(rs[0]["due_at"]) for rs in results.values())
+        print(f"     the herd's last call started {late} ms after its due time")
+        return endpoint, (at[-1] - at[0]) / 1000.0, started
     finally:
         endpoint.close()
         env.stop_all()
@@ -350,21 +355,29 @@ def test_a_herd_waits_its_turn_at_the_concurrency_limit():
           f"{endpoint.most_open} open (limit 20, about 400/s at 50 ms a call)")
 
 
-def test_a_herd_drains_at_the_rate_limit():
-    per_second = 600
-    endpoint, took, at = herd(max_open=200, per_second=per_second, delay=0.0, n=HERD,
-                              scope="APP")
-    rate = HERD / took
+def most_in_a_second(times_ms):
+    """The most of these instants (ms) in any window [t, t + 1000)."""
     worst, j = 0, 0
-    for i in range(len(at)):
-        while at[j] <= at[i] - 1000:
+    for i in range(len(times_ms)):
+        while times_ms[j] <= times_ms[i] - 1000:
             j += 1
         worst = max(worst, i - j + 1)
-    print(f"     {HERD} calls in {took:.1f} s: {rate:.0f}/s, at most {worst} in one second "
-          f"(limit {per_second}/s)")
-    # Arrival times at the endpoint jitter by a few ms against the starts the executor
-    # spaced, so one second of arrivals may hold a call or two more.
-    assert worst <= per_second * 1.02, f"{worst} calls in one second, limit {per_second}"
+    return worst
+
+
+def test_a_herd_drains_at_the_rate_limit():
+    per_second = 600
+    endpoint, took, started = herd(max_open=200, per_second=per_second, delay=0.0, n=HERD,
+                                   scope="APP")
+    rate = HERD / took
+    # The starts the executors made (the Results' started_at, their clock), not the
+    # arrivals at this endpoint, whose Python server stamps them late by however long
+    # its threads waited for the interpreter.
+    worst = most_in_a_second(started)
+    print(f"     {HERD} calls in {took:.1f} s: {rate:.0f}/s; at most {worst} started in one "
+          f"second (limit {per_second}/s), {most_in_a_second(sorted(endpoint.arrivals))} "
+          "arrived in one")
+    assert worst <= per_second, f"{worst} calls started in one second, limit {per_second}"
     assert rate >= per_second * 0.85, f"drained at {rate:.0f}/s, limit {per_second}/s"
 
 

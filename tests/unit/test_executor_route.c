@@ -41,14 +41,14 @@ static size_t pick_and_call(mc_route_table *t, const mc_group *g, mc_route_strat
     CHECK(mc_route_pick(t, g, s, key, NULL, 0, now, &i) == MC_PICK_OK);
     if (i == SIZE_MAX)
         return 0;
-    mc_route_started(t, g, i, now);
+    mc_route_started(t, g, i);
     mc_route_ended(t, g->app_id, g->name, &g->members[i], false, g->unhealthy_ms, now);
     return i;
 }
 
 static void fail(mc_route_table *t, const mc_group *g, size_t i, int64_t now)
 {
-    mc_route_started(t, g, i, now);
+    mc_route_started(t, g, i);
     mc_route_ended(t, g->app_id, g->name, &g->members[i], true, g->unhealthy_ms, now);
 }
 
@@ -147,7 +147,7 @@ static void least_used(void)
     mc_route_table *t = mc_route_table_new(1);
     /* Member 0 already has 5 calls: LFU gives the next 10 to 1 and 2 in turn. */
     for (int i = 0; i < 5; i++) {
-        mc_route_started(t, g, 0, 1);
+        mc_route_started(t, g, 0);
         mc_route_ended(t, "shop", "billing", &g->members[0], false, 1000, 1);
     }
     size_t seen[3] = {0};
@@ -156,12 +156,28 @@ static void least_used(void)
     CHECK(seen[0] == 0 && seen[1] == 5 && seen[2] == 5, "%zu %zu %zu", seen[0], seen[1], seen[2]);
     /* LRU: never called first, then the one called longest ago. */
     mc_route_table *lru = mc_route_table_new(1);
-    mc_route_started(lru, g, 1, 100);
-    mc_route_started(lru, g, 0, 200);
+    mc_route_started(lru, g, 1);
+    mc_route_started(lru, g, 0);
     CHECK(pick_and_call(lru, g, MC_ROUTE_LEAST_RECENTLY_USED, "k", 300) == 2);
     CHECK(pick_and_call(lru, g, MC_ROUTE_LEAST_RECENTLY_USED, "k", 301) == 1);
     CHECK(pick_and_call(lru, g, MC_ROUTE_LEAST_RECENTLY_USED, "k", 302) == 0);
     CHECK(pick_and_call(lru, g, MC_ROUTE_LEAST_RECENTLY_USED, "k", 303) == 2);
+    /* Calls started in bursts within one millisecond and across them: LRU takes every
+     * member in turn, as long as the clock does not go back. */
+    mc_route_table *turns = mc_route_table_new(1);
+    size_t per[3] = {0};
+    int64_t now = 1000;
+    for (int i = 0; i < 150; i++) {
+        size_t k = SIZE_MAX;
+        CHECK(mc_route_pick(turns, g, MC_ROUTE_LEAST_RECENTLY_USED, "k", NULL, 0, now, &k) ==
+              MC_PICK_OK);
+        mc_route_started(turns, g, k);
+        per[k]++;
+        now += (i * 7) % 5 == 0; /* sometimes a millisecond passes */
+    }
+    CHECK(per[0] == 50 && per[1] == 50 && per[2] == 50, "LRU turns: %zu %zu %zu", per[0], per[1],
+          per[2]);
+    mc_route_table_free(turns);
     mc_route_table_free(t);
     mc_route_table_free(lru);
     mc_endpoints_unref(e);
@@ -184,7 +200,7 @@ static void failover_and_busyover(void)
         CHECK(mc_route_pick(t, g, MC_ROUTE_BUSYOVER, "k", NULL, 2, 1, &i) == MC_PICK_OK &&
                   i == want[k],
               "call %d went to %zu", k, i);
-        mc_route_started(t, g, i, 1);
+        mc_route_started(t, g, i);
     }
     CHECK(mc_route_pick(t, g, MC_ROUTE_BUSYOVER, "k", NULL, 2, 1, &i) == MC_PICK_BUSY);
     mc_route_ended(t, "shop", "billing", &g->members[1], false, 1000, 2);
