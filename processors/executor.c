@@ -898,9 +898,14 @@ static void publish_ownership(executor *ex)
     ex->ownership.total = ex->ready_partitions;
     ex->ownership.n_owned = 0;
     part *p;
-    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++)
-        if (p->assigned && ex->ownership.n_owned < MC_OWNERSHIP_MAX)
-            ex->ownership.owned[ex->ownership.n_owned++] = p->partition;
+    for (int32_t i = 0; (p = mc_part_table_next(&ex->parts, &i)); i++) {
+        if (!p->assigned || ex->ownership.n_owned >= MC_OWNERSHIP_MAX)
+            continue;
+        ex->ownership.owned[ex->ownership.n_owned++] = p->partition;
+        /* A count not asked since ready grew would make the shares add up to more. */
+        if (p->partition >= ex->ownership.total)
+            ex->ownership.total = p->partition + 1;
+    }
     pthread_mutex_unlock(&ex->ownership_mu);
     atomic_fetch_add(&ex->ownership_version, 1);
 }

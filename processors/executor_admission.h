@@ -32,7 +32,7 @@ typedef struct mc_ownership {
  * the ownership is not known. A bound
  * below the partition count leaves some partitions no share: an executor that owns only
  * such partitions gets 1, so its calls are not held forever (the bound is then exceeded
- * by at most one call per executor, and the executor logs it). */
+ * by at most one call per executor). */
 int64_t mc_ownership_share(const mc_ownership *o, int64_t n);
 
 typedef enum mc_bucket_kind { MC_BUCKET_HOST, MC_BUCKET_APP, MC_BUCKET_GROUP } mc_bucket_kind;

@@ -31,15 +31,29 @@ static void drain_wake(int fd)
 
 /* ---- the HTTP thread -------------------------------------------------------- */
 
-/* Hands c to curl. -1 only on ENOMEM (the caller treats the call as failed). */
+/* call_start's answers besides 0 (started). */
+#define START_NO_MEMORY (-1) /* the caller treats the call as failed */
+#define START_DRAINING (-2)  /* a stop began: the call stays unstarted, for the next owner */
+
+/* Hands c to curl. The slot in `running` is taken before `draining` is looked at, and the
+ * runner sets `draining` before it looks at `running` (hc_drain, then hc_idle): either
+ * the runner sees this call running and waits for it, or this thread sees the stop and
+ * starts nothing. */
 static int call_start(http_caller *hc, call *c)
 {
     mc_call *j = c->call;
     const mc_callback *cb = &j->task.callback;
+    atomic_fetch_add(&hc->running, 1);
+    if (atomic_load(&hc->draining)) {
+        atomic_fetch_sub(&hc->running, 1);
+        return START_DRAINING;
+    }
     j->started_at = mc_now_ms();
     CURL *e = c->easy = hc->n_spare ? hc->spare[--hc->n_spare] : curl_easy_init();
-    if (!e || http_build_headers(hc, c) != 0)
-        return -1;
+    if (!e || http_build_headers(hc, c) != 0) {
+        atomic_fetch_sub(&hc->running, 1);
+        return START_NO_MEMORY;
+    }
     int64_t timeout = cb->timeout_ms > 0 ? cb->timeout_ms : hc->cfg->executor_timeout_ms;
     curl_easy_setopt(e, CURLOPT_URL, c->url ? c->url : cb->url);
     if (c->connect_to)
@@ -74,10 +88,13 @@ static int call_start(http_caller *hc, call *c)
         if (strcmp(m, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
     }
-    if (curl_multi_add_handle(hc->multi, e) != CURLM_OK)
-        return -1;
+    if (curl_multi_add_handle(hc->multi, e) != CURLM_OK) {
+        atomic_fetch_sub(&hc->running, 1);
+        return START_NO_MEMORY;
+    }
     c->state = CALL_RUNNING;
-    atomic_fetch_add(&hc->running, 1);
+    if (c->group) /* on ENOMEM the pick is not counted; the call goes on */
+        (void)mc_route_started(hc->routes, c->group, c->member);
     mc_gauge_set(hc->in_flight, (double)atomic_load(&hc->running));
     mc_histogram_observe(hc->lateness, (double)(j->started_at - j->task.due_at) / 1000.0);
     return 0;
@@ -431,13 +448,19 @@ static mc_bucket *limit_bucket(http_caller *hc, mc_bucket_kind kind, const char 
     return b;
 }
 
-typedef enum admit_result { ADMIT_STARTED, ADMIT_WAITING, ADMIT_ENDED } admit_result;
+typedef enum admit_result {
+    ADMIT_STARTED,
+    ADMIT_WAITING,
+    ADMIT_WOULD_WAIT, /* no_wait: it would have to wait; nothing changed but its URL */
+    ADMIT_ENDED
+} admit_result;
 
 /* Picks c's member when it calls a group and takes its places in the buckets that limit
  * it. Returns ADMIT_STARTED when c may start now (its places taken, its URL set),
  * ADMIT_WAITING when it now waits on a bucket (front: at the head of its list), or
- * ADMIT_ENDED when it was ended without a call. */
-static admit_result admit(http_caller *hc, call *c, bool front)
+ * ADMIT_ENDED when it was ended without a call. no_wait (a failover's next try): instead
+ * of waiting it returns ADMIT_WOULD_WAIT. */
+static admit_result admit(http_caller *hc, call *c, bool front, bool no_wait)
 {
     mc_call *j = c->call;
     const mc_task *t = &j->task;
@@ -455,9 +478,13 @@ static admit_result admit(http_caller *hc, call *c, bool front)
         case MC_PICK_OK:
             break;
         case MC_PICK_BUSY: {
-            mc_bucket *busy = group_bucket(hc, g);
-            if (!busy)
-                break; /* no memory to wait: call the first member anyway */
+            mc_bucket *busy = no_wait ? NULL : group_bucket(hc, g);
+            if (!busy) {
+                if (no_wait)
+                    return ADMIT_WOULD_WAIT;
+                fail_unstarted(hc, c, false, "out of memory waiting for a busy group");
+                return ADMIT_ENDED;
+            }
             wait_on(hc, c, busy, front);
             return ADMIT_WAITING;
         }
@@ -496,6 +523,8 @@ static admit_result admit(http_caller *hc, call *c, bool front)
         /* Behind the calls already waiting there: a herd keeps its order. */
         if (!(b[i]->n_waiting && !front) && mc_bucket_allows(b[i], now_us, &retry_us))
             continue;
+        if (no_wait)
+            return ADMIT_WOULD_WAIT;
         wait_on(hc, c, b[i], front);
         return ADMIT_WAITING;
     }
@@ -503,9 +532,20 @@ static admit_result admit(http_caller *hc, call *c, bool front)
         mc_bucket_take(b[i], now_us);
     memcpy(c->held, b, nb * sizeof *b);
     c->n_held = nb;
-    if (c->group) /* on ENOMEM the pick is not counted; the call goes on */
-        (void)mc_route_started(hc->routes, c->group, c->member);
     return ADMIT_STARTED;
+}
+
+/* Queues c for a free slot (or an open gate). */
+static void queue_append(http_caller *hc, call *c)
+{
+    c->state = CALL_QUEUED;
+    c->next = NULL;
+    if (hc->queue_tail)
+        hc->queue_tail->next = c;
+    else
+        hc->queue_head = c;
+    hc->queue_tail = c;
+    hc->queued++;
 }
 
 /* Starts c, whose turn it is (a slot is free, calls may start). front: c was taken from
@@ -515,10 +555,16 @@ static admit_result start_now(http_caller *hc, call *c, bool front)
 {
     if (settled_without_call(hc, c))
         return ADMIT_ENDED;
-    admit_result r = admit(hc, c, front);
+    admit_result r = admit(hc, c, front, false);
     if (r != ADMIT_STARTED)
         return r;
-    if (call_start(hc, c) != 0) {
+    int rc = call_start(hc, c);
+    if (rc == START_DRAINING) {
+        end_try(hc, c, false); /* its places back; it stays for the next owner */
+        queue_append(hc, c);
+        return ADMIT_WAITING;
+    }
+    if (rc != 0) {
         snprintf(c->curl_error, sizeof c->curl_error, "out of memory starting the call");
         call_ended(hc, c, CURLE_OUT_OF_MEMORY);
         return ADMIT_ENDED;
@@ -540,24 +586,21 @@ static void run_or_queue(http_caller *hc, call *c)
         start_now(hc, c, false);
         return;
     }
-    c->state = CALL_QUEUED;
-    c->next = NULL;
-    if (hc->queue_tail)
-        hc->queue_tail->next = c;
-    else
-        hc->queue_head = c;
-    hc->queue_tail = c;
-    hc->queued++;
+    queue_append(hc, c);
 }
 
 /* Starts the calls waiting on buckets that a call ending or a new token freed, oldest
- * first in each bucket; a bucket whose head must wait again keeps it at the head. Sets
- * admission_due_us to when the first rate-limited bucket gets its next token. */
+ * first in each bucket; a bucket whose head must wait again keeps it at the head. The list
+ * of buckets with waiters is taken whole first: a call moving to another bucket lists that
+ * one anew (wait_on), and every bucket still holding waiters is listed again after. */
 static void start_waiting(http_caller *hc)
 {
-    hc->admission_due_us = INT64_MAX;
-    for (mc_bucket **link = &hc->waiting_buckets; *link;) {
-        mc_bucket *b = *link;
+    mc_bucket *pass = hc->waiting_buckets;
+    hc->waiting_buckets = NULL;
+    for (mc_bucket *b = pass; b; b = b->next_waiting)
+        b->listed = false;
+    for (mc_bucket *b = pass, *next; b; b = next) {
+        next = b->next_waiting;
         while (b->waiting_head && slot_free(hc)) {
             call *c = b->waiting_head;
             unwait(hc, c);
@@ -565,17 +608,26 @@ static void start_waiting(http_caller *hc)
             if (start_now(hc, c, true) == ADMIT_WAITING && c->waiting_on == b)
                 break;
         }
-        if (!b->waiting_head) {
-            b->listed = false;
-            *link = b->next_waiting;
-        } else {
-            int64_t retry_us;
-            if (!mc_bucket_allows(b, mono_us(), &retry_us) && retry_us < hc->admission_due_us)
-                hc->admission_due_us = retry_us;
-            link = &b->next_waiting;
+        if (b->waiting_head && !b->listed) {
+            b->listed = true;
+            b->next_waiting = hc->waiting_buckets;
+            hc->waiting_buckets = b;
         }
     }
     mc_gauge_set(hc->waiting_gauge, (double)hc->waiting);
+}
+
+/* When the first rate-limited bucket with calls waiting gets its next token (mono µs;
+ * INT64_MAX: none), for the loop's wait. */
+static int64_t next_token_at(http_caller *hc)
+{
+    int64_t first = INT64_MAX, now_us = mono_us();
+    for (mc_bucket *b = hc->waiting_buckets; b; b = b->next_waiting) {
+        int64_t retry_us;
+        if (!mc_bucket_allows(b, now_us, &retry_us) && retry_us < first)
+            first = retry_us;
+    }
+    return first;
 }
 
 static void start_queued(http_caller *hc)
@@ -584,7 +636,8 @@ static void start_queued(http_caller *hc)
         return;
     start_waiting(hc); /* due before any queued call: they go first */
     /* A Kafka target needs no connection: one at the head does not wait. */
-    while (hc->queue_head && (slot_free(hc) || hc->queue_head->call->task.has_kafka_target)) {
+    while (hc->queue_head && (slot_free(hc) || hc->queue_head->call->task.has_kafka_target) &&
+           !atomic_load(&hc->draining)) { /* a call a stop sent back is queued again */
         call *c = hc->queue_head;
         hc->queue_head = c->next;
         if (!hc->queue_head)
@@ -616,27 +669,44 @@ static void forget_answer(mc_call *j)
     mc_call_forget_response_headers(j);
 }
 
-/* FAILOVER: c's member failed; tries the next member in the same attempt, when one is left
- * and calls may start. Returns whether it did (c is then this thread's still). */
+/* FAILOVER: c's member failed; tries the next member in the same attempt when one is left
+ * and the try can start at once (not while stopping, nor when it would wait for a limit:
+ * then the attempt ends with this failure, which the next attempt's turn will repeat).
+ * The call's slot in `running` is kept through the switch, so the runner never sees it
+ * neither running nor finished. Returns whether the call went on (it is then this
+ * thread's still). */
 static bool fail_over(http_caller *hc, call *c)
 {
-    if (c->strategy != MC_ROUTE_FAILOVER || !member_failed(c->call) || !may_start(hc))
+    mc_call *j = c->call;
+    if (c->strategy != MC_ROUTE_FAILOVER || !member_failed(j) || !may_start(hc))
         return false;
     mc_route_tried next = {c->tried.bits | UINT64_C(1) << c->member};
     size_t unused;
-    if (mc_route_pick(hc->routes, c->group, c->strategy, c->call->key, &next, 0, mc_mono_ms(),
-                      &unused) != MC_PICK_OK)
+    if (mc_route_pick(hc->routes, c->group, c->strategy, j->key, &next, 0, mc_mono_ms(), &unused) !=
+        MC_PICK_OK)
         return false;
+    char failed_member[MC_CALL_MEMBER_MAX];
+    memcpy(failed_member, j->member, sizeof failed_member);
     c->tried = next;
-    bool was_running = end_try(hc, c, true);
-    if (was_running)
+    end_try(hc, c, true); /* its slot stays counted until the next try has one */
+    admit_result r = admit(hc, c, false, true);
+    int rc = r == ADMIT_STARTED ? call_start(hc, c) : START_DRAINING;
+    if (rc == 0) {
+        mc_counter_add(hc->failovers, 1);
+        forget_answer(j);
+        atomic_fetch_sub(&hc->running, 1); /* the previous try's */
+        return true;
+    }
+    if (r == ADMIT_ENDED) { /* given back already (no memory for the URL) */
         atomic_fetch_sub(&hc->running, 1);
-    forget_answer(c->call);
-    c->rc = CURLE_OK;
-    c->refused = false;
-    c->curl_error[0] = '\0';
-    mc_counter_add(hc->failovers, 1);
-    start_now(hc, c, false); /* its own slot is free: it just ended */
+        return true;
+    }
+    /* Ends the attempt with the failure it had. */
+    end_try(hc, c, false);
+    memcpy(j->member, failed_member, sizeof failed_member);
+    call_release(hc, c);
+    give_back(hc, j);
+    atomic_fetch_sub(&hc->running, 1);
     return true;
 }
 
@@ -849,9 +919,12 @@ static void *http_main(void *arg)
         if ((hc->queue_head || hc->waiting_buckets) && timeout > GATE_RECHECK_MS &&
             !atomic_load(&hc->draining) && !may_start(hc))
             timeout = GATE_RECHECK_MS; /* a shut gate opens with no wake-up of ours */
-        if (hc->admission_due_us != INT64_MAX) {
+        int64_t token_us = hc->waiting_buckets && slot_free(hc) && may_start(hc)
+                               ? next_token_at(hc)
+                               : INT64_MAX; /* a shut gate is looked at every GATE_RECHECK_MS */
+        if (token_us != INT64_MAX) {
             /* A rate-limited bucket's next token (rounded up: never early). */
-            int64_t wait_ms = (hc->admission_due_us - mono_us() + 999) / 1000;
+            int64_t wait_ms = (token_us - mono_us() + 999) / 1000;
             if (wait_ms < timeout)
                 timeout = wait_ms > 0 ? (int)wait_ms : 0;
         }
@@ -1046,7 +1119,6 @@ mc_caller *mc_http_caller_new(const mc_config *cfg, mc_metrics *m, const mc_call
     hc->cfg = cfg;
     hc->gate = *gate;
     hc->curl_due = INT64_MAX;
-    hc->admission_due_us = INT64_MAX;
     /* Without an ownership from the gate, the limits are this executor's whole. */
     hc->ownership = (mc_ownership){.total = 1, .n_owned = 1};
     hc->http_wake = hc->done_wake = -1;

@@ -129,7 +129,6 @@ typedef struct http_caller {
     mc_admission *admission;
     mc_bucket *waiting_buckets; /* those with calls waiting, by next_waiting */
     size_t waiting;             /* calls WAITING */
-    int64_t admission_due_us;   /* mono: the first rate-limited bucket's next token */
 
     mc_counter *refused, *failovers, *waits;
     mc_gauge *in_flight, *held_gauge, *queued_gauge, *waiting_gauge;

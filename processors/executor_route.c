@@ -299,6 +299,6 @@ void mc_route_ended(mc_route_table *t, const char *app_id, const char *group,
         return;
     if (r->open > 0)
         r->open--;
-    if (failed)
-        r->unhealthy_until = now_ms + unhealthy_ms;
+    if (failed) /* a day at most: a record's value cannot overflow the clock */
+        r->unhealthy_until = now_ms + (unhealthy_ms < 86400000 ? unhealthy_ms : 86400000);
 }

@@ -467,6 +467,11 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
     }
     CHECK(arrivals(e, "/m1/hook?x=1") == 2, "the first healthy member got %d of 2 calls",
           arrivals(e, "/m1/hook?x=1"));
+    /* The dead member was passed over once; the second call skipped it as unhealthy. */
+    mc_counter *failovers =
+        mc_metrics_counter(ce.metrics, "mooncake_executor_failovers_total", "", NULL);
+    CHECK(failovers && mc_counter_value(failovers) == 1, "%llu failovers, want 1",
+          failovers ? (unsigned long long)mc_counter_value(failovers) : 0ULL);
     CHECK(arrivals(e, "/m2/hook?x=1") == 0, "FAILOVER skipped past the first healthy member");
     /* ROUND_ROBIN named by the task: the dead member (unhealthy now) is skipped. */
     static const mc_kv route[1] = {{MC_ROUTE_METADATA, "ROUND_ROBIN"}};
@@ -491,6 +496,68 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
     mc_call_free(j);
     caller_env_end(&ce);
     mc_endpoints_unref(keep);
+}
+
+/* Calls bound by two buckets at once (a BUSYOVER group whose one member takes one call,
+ * and a limit of one call open on its host) move from one bucket's wait list to the
+ * other's as calls end: in each round, the first group call runs, the others wait for the
+ * member, and a call straight to the host waits for the host; when the first ends, the
+ * direct call takes the host and the group's waiters all move to the host's list. Every
+ * call still comes back, none is left waiting, and the caller is idle after. */
+static void calls_moving_between_buckets_all_end(endpoint *e)
+{
+    char m1[64];
+    snprintf(m1, sizeof m1, "http://127.0.0.1:%u/b1", (unsigned)e->port);
+    mc_group_member members[1] = {{m1, NULL}};
+    mc_group g = {.app_id = "a",
+                  .name = "busy",
+                  .strategy = MC_ROUTE_BUSYOVER,
+                  .member_concurrency = 1,
+                  .members = members,
+                  .n_members = 1};
+    caller_env ce = {0};
+    mc_endpoints *snap = mc_endpoints_new();
+    mc_admission_limit one = {.max_concurrent = 1};
+    CHECK(mc_endpoints_put_group(snap, &g) == 0 &&
+          mc_endpoints_put_limit(snap, MC_LIMIT_HOST, "127.0.0.1", one) == 0);
+    const char *flags[2] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
+    char err[256];
+    ce.cfg = kit_config("executor", flags);
+    ce.metrics = mc_metrics_new();
+    atomic_init(&ce.g.open, true);
+    ce.g.endpoints = snap;
+    ce.gate = (mc_call_gate){.may_start = gate_open, .endpoints = gate_endpoints, .arg = &ce.g};
+    ce.c = mc_http_caller_new(ce.cfg, ce.metrics, &ce.gate, NULL, err, sizeof err);
+    CHECK(ce.c != NULL, "%s", err);
+    enum { ROUNDS = 4, PER_ROUND = 12 };
+    for (int round = 0; ce.c && round < ROUNDS; round++) {
+        int64_t now = mc_now_ms();
+        mc_call *first = NULL, **tail = &first;
+        for (int i = 0; i < PER_ROUND; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "mv-%d-%d", round, i);
+            mc_call *c = call_of(id, 0, now, 0, "");
+            /* The last one straight to the host, the rest to the group. */
+            c->task.callback.url =
+                i == PER_ROUND - 1 ? mc_arena_strdup(c->arena, m1) : "group://busy/mv";
+            *tail = c;
+            tail = &c->next;
+        }
+        ce.c->ops->post(ce.c, first);
+        int back = 0;
+        for (int i = 0; i < 1000 && back < PER_ROUND; i++, usleep(10000))
+            for (mc_call *j = ce.c->ops->take_done(ce.c), *next; j; j = next) {
+                next = j->next;
+                CHECK(j->status == 200, "%s: status %ld (%s)", j->key, j->status, j->error);
+                back++;
+                mc_call_free(j);
+            }
+        CHECK(back == PER_ROUND, "round %d: %d of %d calls came back, the rest wait for good",
+              round, back, PER_ROUND);
+        CHECK(ce.c->ops->idle(ce.c), "the caller is not idle after every call came back");
+    }
+    caller_env_end(&ce);
+    mc_endpoints_unref(snap);
 }
 
 /* The child: one call due in 300 ms, says so on `posted`, then (stopped
@@ -552,6 +619,7 @@ int main(void)
     a_shut_gate_holds_calls_until_it_opens(&e);
     the_answer_is_kept(&e);
     a_group_call_fails_over_and_names_its_member(&e);
+    calls_moving_between_buckets_all_end(&e);
     endpoint_stop(&e);
     return check_exit("test_executor_http");
 }
