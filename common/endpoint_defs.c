@@ -208,9 +208,15 @@ static bool record_ok(const mc_endpoint *e, const char *key, size_t key_len, cha
     }
     if (e->kind == MC_ENDPOINT_LIMIT) {
         const mc_endpoint_limit *l = &e->limit;
-        if (!l->name[0] || l->max_concurrent < 0 || !isfinite(l->max_per_second) ||
-            l->max_per_second < 0) {
-            snprintf(why, whylen, "limit %s has an empty name or a negative bound", want);
+        if (!l->name[0] || !isfinite(l->max_per_second) ||
+            !mc_limit_bounds_ok(l->max_concurrent, l->max_per_second)) {
+            snprintf(why, whylen,
+                     "limit %s has an empty name, a negative bound or a rate between 0 and 1",
+                     want);
+            return false;
+        }
+        if (l->scope == MC_LIMIT_HOST && !mc_limit_host_ok(l->name)) {
+            snprintf(why, whylen, "limit %s: a host is lower case, without a port", want);
             return false;
         }
         return true;

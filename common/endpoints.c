@@ -246,3 +246,22 @@ bool mc_group_url_parse(const char *url, char *name_buf, size_t name_len, const 
     *path = name + n;
     return true;
 }
+
+bool mc_limit_host_ok(const char *name)
+{
+    if (!name[0])
+        return false;
+    bool bracketed = name[0] == '[';
+    for (const char *p = name; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (isupper(ch) || isspace(ch) || ch == '/' || (ch == ':' && !bracketed))
+            return false;
+    }
+    return !bracketed || name[strlen(name) - 1] == ']';
+}
+
+bool mc_limit_bounds_ok(int32_t max_concurrent, double max_per_second)
+{
+    return max_concurrent >= 0 && max_per_second >= 0 && max_per_second <= 1e9 &&
+           (max_per_second == 0 || max_per_second >= 1);
+}

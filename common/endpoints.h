@@ -89,6 +89,14 @@ size_t mc_endpoints_limit_count(const mc_endpoints *e);
  * [A-Za-z0-9._-]. */
 bool mc_group_url_parse(const char *url, char *name_buf, size_t name_len, const char **path);
 
+/* Whether name is a host as a limit must spell it to match the URLs called: lower case,
+ * no port (an IPv6 address in brackets, as in a URL). */
+bool mc_limit_host_ok(const char *name);
+
+/* Whether a limit's bounds can be kept: none negative, a rate of 0 (none) or at least one
+ * call a second (rates are shared out in whole calls a second). */
+bool mc_limit_bounds_ok(int32_t max_concurrent, double max_per_second);
+
 /* The metadata key in which a task names a strategy for its group call, overriding the
  * group's. */
 #define MC_ROUTE_METADATA "mooncake.route"
