@@ -232,6 +232,18 @@ static void take(mc_endpoint_table *t, const rd_kafka_message_t *m, bool *at_end
            "reason", rc == -2 ? "out of memory" : why, (const char *)NULL);
 }
 
+/* The table has read every partition to where it ended at the start: calls may start. */
+static void mark_caught_up(mc_endpoint_table *t)
+{
+    atomic_store(&t->caught_up, true);
+    mc_gauge_set(t->caught_up_g, 1);
+    char groups[24], limits[24];
+    snprintf(groups, sizeof groups, "%zu", mc_endpoint_defs_group_count(t->defs));
+    snprintf(limits, sizeof limits, "%zu", mc_endpoint_defs_limit_count(t->defs));
+    mc_log(&t->log, MC_LOG_INFO, "endpoint table loaded", "groups", groups, "limits", limits,
+           (const char *)NULL);
+}
+
 static void nap(mc_endpoint_table *t, int ms)
 {
     for (int i = 0; i < ms / 50 && !atomic_load(&t->stop); i++)
@@ -259,26 +271,21 @@ static void *table_main(void *arg)
         }
         if (m)
             rd_kafka_message_destroy(m); /* unreachable: the loop takes every one */
-        /* Names new in this batch are resolved at once, before the snapshot. */
-        if (changed)
+        /* Names new in this batch are resolved at once, before the snapshot (a group of
+         * DNS members only would otherwise be empty for a moment); the snapshot, and the
+         * table's first reading, do not wait for the periodic resolution too. */
+        if (changed) {
             refresh_dns(t, true, &last_ok);
-        int64_t now = mc_mono_ms();
-        if (now >= next_dns) {
-            changed |= refresh_dns(t, false, &last_ok);
+            publish(t);
+        }
+        if (ends == n && !atomic_load(&t->caught_up))
+            mark_caught_up(t);
+        if (mc_mono_ms() >= next_dns) {
+            if (refresh_dns(t, false, &last_ok))
+                publish(t);
             next_dns = mc_mono_ms() + refresh_ms;
         }
-        if (changed)
-            publish(t);
         mc_gauge_set(t->age_g, (double)(mc_mono_ms() - last_ok) / 1000.0);
-        if (ends == n && !atomic_load(&t->caught_up)) {
-            atomic_store(&t->caught_up, true);
-            mc_gauge_set(t->caught_up_g, 1);
-            char groups[24], limits[24];
-            snprintf(groups, sizeof groups, "%zu", mc_endpoint_defs_group_count(t->defs));
-            snprintf(limits, sizeof limits, "%zu", mc_endpoint_defs_limit_count(t->defs));
-            mc_log(&t->log, MC_LOG_INFO, "endpoint table loaded", "groups", groups, "limits",
-                   limits, (const char *)NULL);
-        }
     }
     free(at_end);
     return NULL;
