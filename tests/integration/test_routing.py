@@ -17,6 +17,7 @@ the endpoint (the endpoint counts), drains at the limit, and loses nothing.
 Groups and limits are written as Endpoint records straight to the endpoints topic,
 as a client of the Avro contract would (the HTTP API writes the same records)."""
 import os
+import signal
 import threading
 import time
 import uuid
@@ -295,9 +296,12 @@ def test_busyover_keeps_each_member_within_its_concurrency():
             s.close()
 
 
-def herd(max_open, per_second, delay, n, scope):
+def herd(max_open, per_second, delay, n, scope, during=None):
     """A herd of n tasks due in the same second at one endpoint, limited by a limit of
-    this scope, across two executors; returns (endpoint, seconds the drain took)."""
+    this scope, across two executors; returns (endpoint, seconds the drain took, the
+    calls' starts). during(env, procs), when given, runs 1.5 s after the due second
+    began, in the middle of the drain; calls may then be repeated (at least once), but
+    each task must still be called and have exactly one Result."""
     env = Env()
     procs = {"router": env.start("router"), "wheel": env.start("wheel", instance="w1"),
              "e1": env.start("executor", instance="e1", **ALLOW_LOOPBACK, **FAST_FAILOVER),
@@ -322,19 +326,30 @@ def herd(max_open, per_second, delay, n, scope):
             t = task("herd", f"h-{i}", due + i * 1000 // n, url=endpoint.url("/herd"))
             items.append((f"herd/h-{i}".encode(), submit_value(t)))
         send(env, items)
+        waited = 0
+        if during:
+            time.sleep(max(0, (due + 1500 - now_ms()) / 1000))
+            waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
+                         for p in executors)
+            during(env, procs)
         deadline = time.time() + 60 + n / per_second * 2
-        while len(endpoint.arrivals) < n and time.time() < deadline:
+        while len({key_of(c) for c in endpoint.calls_to("/herd")}) < n and \
+                time.time() < deadline:
             time.sleep(0.2)
         time.sleep(0.5)
         calls = endpoint.calls_to("/herd")
         keys = {key_of(c) for c in calls}
-        assert len(calls) == n and len(keys) == n, f"{len(keys)} of {n} tasks called, {len(calls)} calls"
+        assert len(keys) == n, f"{len(keys)} of {n} tasks called"
+        assert during or len(calls) == n, f"{len(calls) - n} calls repeated"
         at = sorted(endpoint.arrivals)
-        waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
-                     for p in executors)
+        if not during:
+            waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
+                         for p in executors)
         assert waited > 0, "no call waited for the limit"
         results = results_of(env, [f"herd/h-{i}" for i in range(n)], timeout=120)
         assert len(results) == n, f"{len(results)} of {n} tasks have a Result"
+        twice = [k for k, rs in results.items() if len(rs) != 1]
+        assert not twice, f"{len(twice)} tasks have more than one Result, e.g. {twice[:3]}"
         started = sorted(ms(rs[0]["started_at"]) for rs in results.values())
         late = max(ms(rs[0]["started_at"]) - ms(rs[0]["due_at"]) for rs in results.values())
         print(f"     the herd's last call started {late} ms after its due time")
@@ -381,13 +396,33 @@ def test_a_herd_drains_at_the_rate_limit():
     assert rate >= per_second * 0.85, f"drained at {rate:.0f}/s, limit {per_second}/s"
 
 
+def test_a_herd_survives_a_stop_and_a_kill_of_its_executors():
+    """SIGTERM of one executor, then kill -9 of the other (replaced), while a herd waits
+    for its limit: the waiting calls move with their partitions, and every task is called
+    and has one Result."""
+    def stop_and_kill(env, procs):
+        procs["e2"].send_signal(signal.SIGTERM)
+        procs["e2"].wait(30)
+        time.sleep(1.5)
+        procs["e1"].send_signal(signal.SIGKILL)
+        procs["e1"].wait()
+        procs["e3"] = env.start("executor", instance="e3", **ALLOW_LOOPBACK, **FAST_FAILOVER)
+
+    endpoint, took, _ = herd(max_open=10, per_second=300, delay=0.02, n=1500, scope="HOST",
+                             during=stop_and_kill)
+    repeated = len(endpoint.calls_to("/herd")) - 1500
+    print(f"     1500 calls in {took:.1f} s through a stop and a kill -9; {repeated} repeated "
+          "(calls in flight when the kill or a rebalance came)")
+
+
 if __name__ == "__main__":
     try:
         run([test_each_strategy_picks_by_its_definition,
              test_failover_passes_over_members_that_fail_hang_and_disappear,
              test_busyover_keeps_each_member_within_its_concurrency,
              test_a_herd_waits_its_turn_at_the_concurrency_limit,
-             test_a_herd_drains_at_the_rate_limit])
+             test_a_herd_drains_at_the_rate_limit,
+             test_a_herd_survives_a_stop_and_a_kill_of_its_executors])
     finally:
         if SHARED:
             SHARED["env"].stop_all()
