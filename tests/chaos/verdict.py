@@ -1194,23 +1194,20 @@ class Verdict:
             c["limit_most_open"] = max(c["limit_most_open"], n)
             if self.excused(excuses, t, t):
                 c["limit_excused_open"] += n > max_open
-                run = None
                 continue
             c["limit_most_open_judged"] = max(c["limit_most_open_judged"], n)
             if n <= max_open:
-                run = None
                 continue
-            if run is None or n > run["most"]:
+            # one violation for the arrivals over the limit less than a second apart
+            if run is None or t - run["last"] > 1000:
+                run = {"called_at": t, "first": t, "times": 0, "most": 0}
+                over_open.append(run)
+            run["last"], run["times"] = t, run["times"] + 1
+            if n > run["most"]:
                 peak = sorted(open_now, key=lambda k: calls[k]["at"])
-                item = {"called_at": t, "most": n, "limit": max_open,
-                        "open": [{"key": calls[k]["key"], "at": calls[k]["at"],
-                                  "delay": calls[k]["delay"], "attempt": calls[k]["attempt"]}
-                                 for k in peak]}
-                if run is None:
-                    run = item
-                    over_open.append(run)
-                else:
-                    run.update(item)
+                run.update(called_at=t, most=n, limit=max_open, open=[
+                    {"key": calls[k]["key"], "at": calls[k]["at"], "delay": calls[k]["delay"],
+                     "attempt": calls[k]["attempt"]} for k in peak])
         self.violations["limit_exceeded_open"] = [
             self.detail("limit_exceeded_open", r["open"][-1]["key"], r["called_at"],
                         r["called_at"], **r) for r in over_open]
@@ -1226,23 +1223,21 @@ class Verdict:
             c["limit_most_per_second"] = max(c["limit_most_per_second"], n)
             if self.excused(excuses, a, a + 1000):
                 c["limit_excused_windows"] += n > per_second
-                run = None
                 continue
             c["limit_most_per_second_judged"] = max(c["limit_most_per_second_judged"], n)
             lag = max(late[i:j]) if n > per_second else 0
             allowed = per_second * (1000 + lag) / 1000
             if n <= allowed:
-                run = None
                 continue
-            if run is None or n > run["most"]:
-                item = {"called_at": a, "window_to": a + 1000, "most": n,
-                        "allowed": round(allowed, 1), "endpoint_lag_ms": lag,
-                        "limit": per_second, "first": calls[i]["key"]}
-                if run is None:
-                    run = item
-                    over_rate.append(run)
-                else:
-                    run.update(item)
+            # one violation for the windows over the limit that overlap
+            if run is None or a > run["window_to"]:
+                run = {"times": 0, "most": 0}
+                over_rate.append(run)
+            run["times"] += 1
+            run["window_to"] = a + 1000
+            if n > run["most"]:
+                run.update(called_at=a, most=n, allowed=round(allowed, 1),
+                           endpoint_lag_ms=lag, limit=per_second, first=calls[i]["key"])
         self.violations["limit_exceeded_rate"] = [
             self.detail("limit_exceeded_rate", r["first"], r["called_at"], r["window_to"], **r)
             for r in over_rate]
