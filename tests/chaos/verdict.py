@@ -1409,6 +1409,20 @@ class Verdict:
                 if not live:
                     n["cancelled"] += 1
                     n["cancelled_called"] += bool(cl)
+                    # Left cancelled, but two of its versions fired (the wheel read a
+                    # Submit, a Cancel and a Submit again too late to stop either: in a
+                    # backlog after chaos): both may be called, under one Idempotency-Key,
+                    # as a live occurrence's raced versions (below).
+                    if len(cl) > 1:
+                        fired_versions = self.q("""SELECT COUNT(DISTINCT version) FROM jready
+                            WHERE key = ? AND what = 'submit'""", okey)[0][0]
+                        cancels = [r for r in rs if r["what"] == "cancel"]
+                        t = cancels[-1]["made"] if cancels else at
+                        if fired_versions > 1 and (
+                                at - t < lead_margin or self.dis.hits(
+                                    ("router", "wheel", "executor", "load"), t, at) or
+                                self.wheel_read_late(okey, at)):
+                            raced[okey] = fired_versions - 1
                     continue
                 if len(subs) > 1:
                     n["rewritten"] += 1
