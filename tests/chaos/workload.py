@@ -69,12 +69,17 @@ DEAD_MEMBER = "http://127.0.0.1:1"
 GROUP_UNHEALTHY_MS = 2000
 # Admission limits: a "limited" task (and each task of a limited burst) calls the fast
 # endpoint through the host name LIMIT_HOST (/lim/<delay>/<task>/<sid>, answered after
-# LIMITED_DELAY_MS), which the limit limit/host/LIMIT_HOST bounds to LIMIT_MAX_CONCURRENT
-# calls open at once and LIMIT_PER_SECOND started a second, across the executors.
+# the delay), which the limit limit/host/LIMIT_HOST bounds to LIMIT_MAX_CONCURRENT calls
+# open at once and LIMIT_PER_SECOND started a second, across the executors. A limited
+# task's delay is drawn from LIMITED_DELAY_MS; a limited burst's from LIMITED_BURST_DELAY_MS
+# by its id: even bursts answer slowly (8 open at 40-90 ms hold the calls to about 120 a
+# second: the concurrency bound binds), odd ones fast (at 5-25 ms 8 open could make 500 a
+# second: the rate binds).
 LIMIT_HOST = "localhost"
 LIMIT_MAX_CONCURRENT = 8
 LIMIT_PER_SECOND = 150
-LIMITED_DELAY_MS = (30, 80)
+LIMITED_DELAY_MS = (5, 90)
+LIMITED_BURST_DELAY_MS = ((40, 90), (5, 25))
 LIMITED_BURST_SIZE = (300, 600)
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
@@ -482,7 +487,7 @@ class Workload:
         for i in range(lb["n"]):
             self.tasks += 1
             self.submit(f"l{lb['id']}-{i}", lb["due"] + i * 997 % 1000, "limited-burst", "lim",
-                        (int(rng.uniform(*LIMITED_DELAY_MS)),))
+                        (int(rng.uniform(*LIMITED_BURST_DELAY_MS[lb["id"] % 2])),))
             if i % 500 == 0:
                 self.p.poll(0)
 
