@@ -2187,7 +2187,7 @@ def print_violations(v, examples=3):
                       if k in ("key", "previous_call", "repeat", "endpoint_lag_ms", "attempt",
                                "version", "due", "scheduled_at", "times", "judged", "why",
                                "dead_letters", "counted", "missed", "twice", "gap_ms", "alarms",
-                               "expected")}
+                               "expected", "most", "limit", "allowed", "member")}
             say(f"    {fields}")
             if t is None:
                 continue
