@@ -219,7 +219,8 @@ def limit_and_group_checks(check):
     # 155 in 0.95 s: over 150 with the endpoint keeping up ...
     dense = [(20_000.0 + 6.1 * k, 1) for k in range(155)]
     v = judge_limits(dense)
-    check(limit_failures(v) == ["limit_exceeded_rate"], f"limits: 155 in a second: {limit_failures(v)}")
+    check(limit_failures(v) == ["limit_exceeded_rate"],
+          f"limits: 155 in a second: {limit_failures(v)}")
     # ... within the allowance when the endpoint's loop was busy from 19990 to 20040 (a
     # tick 45 ms late at 20040): the calls logged up to then may have come that much
     # earlier (the window from the sixth, 150 calls, may have begun 40.5 ms earlier)
