@@ -15,7 +15,9 @@ CHAOS = os.path.join(HERE, "chaos")
 
 
 TOPICS = ("tasks", "store", "wheel", "ready", "retry", "results", "dead", "job-commands", "jobs",
-          "alarm-events", "alarms")
+          "alarm-events", "alarms", "endpoints")
+# Topics of one partition whatever --partitions says (the compacted endpoint table).
+SINGLE_PARTITION_TOPICS = ("endpoints",)
 ROLES = ("router", "store", "wheel", "executor", "retry", "jobs", "view", "alarms")
 # What each role's processes run: the view answers questions through a gateway of its own.
 ROLE_ARGS = {"view": ("gateway,view", "--gateway-no-auth")}

@@ -21,7 +21,7 @@ def _strip_logical_types(node):
 
 class Codec:
     NAMES = ("Command", "WheelEntry", "Result", "Attempt", "DeadLetter", "JobCommand",
-             "JobState")
+             "JobState", "Endpoint")
 
     def __init__(self):
         import fastavro
@@ -76,3 +76,16 @@ class Codec:
     def job_action(self, job_id, action, at):
         return self.encode("JobCommand", {"payload": ("mooncake.JobAction", {
             "app_id": APP, "job_id": job_id, "action": action, "requested_at": at})})
+
+    def group(self, name, members, strategy, unhealthy_ms, at):
+        """An endpoint group of the app (key group/<APP>/<name> in <prefix>endpoints)."""
+        return self.encode("Endpoint", {"payload": ("mooncake.EndpointGroup", {
+            "app_id": APP, "name": name, "members": list(members), "dns": [],
+            "strategy": strategy, "member_concurrency": 0, "unhealthy_ms": unhealthy_ms,
+            "updated_at": at})})
+
+    def limit(self, scope, name, max_concurrent, max_per_second, at):
+        """An admission limit (key limit/host/<host> or limit/app/<app>)."""
+        return self.encode("Endpoint", {"payload": ("mooncake.AdmissionLimit", {
+            "scope": scope, "name": name, "max_concurrent": max_concurrent,
+            "max_per_second": float(max_per_second), "updated_at": at})})

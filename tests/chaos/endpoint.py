@@ -14,6 +14,10 @@ import time
 #   /slow/<delay_ms>/<task>/<sid>      200 after delay_ms (the first attempt only)
 #   /fail/<n>/<delay_ms>/<task>/<sid>  500 after delay_ms for attempts 1..n, then 200
 #   /gone/<task>/<sid>                 404 (a permanent failure)
+#   /lim/<delay_ms>/<task>/<sid>       200 after delay_ms, every attempt: a fast call made
+#                                      through the host name localhost, which an admission
+#                                      limit bounds (open long enough for its concurrency
+#                                      bound to matter)
 #   /job/<job>/<sid>                   200 at once: a recurring job's occurrences (sid names
 #                                      the job's definition: its PutJob)
 #   /alarm/<app>                       200 at once: the app's alarm webhook (--alarm-webhooks);
@@ -46,6 +50,8 @@ def endpoint_answer(path, attempt):
     try:
         if kind in ("fast", "job", "alarm"):
             return 200, 0
+        if kind == "lim":
+            return 200, int(parts[2])
         if kind == "slow":
             return 200, int(parts[2]) if attempt <= 1 else 0
         if kind == "fail":

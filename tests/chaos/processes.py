@@ -103,7 +103,7 @@ class Cluster:
             "MOONCAKE_PARTITIONS": str(args.partitions), "MOONCAKE_CREATE_TOPICS": "false",
             "MOONCAKE_HORIZON_MS": str(args.horizon_ms),
             "MOONCAKE_WHEEL_LEAD_MS": str(args.lead_ms),
-            "MOONCAKE_EXECUTOR_ALLOW_CIDRS": "127.0.0.1/32", "MOONCAKE_LOG_LEVEL": "info"})
+            "MOONCAKE_EXECUTOR_ALLOW_CIDRS": "127.0.0.1/32,::1/128", "MOONCAKE_LOG_LEVEL": "info"})
         self.env.update(env or {})
         self.stopping = False
         self.supervisor = threading.Thread(target=self._supervise, daemon=True)

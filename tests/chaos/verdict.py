@@ -14,7 +14,7 @@ import time
 import urllib.parse
 import uuid
 
-from base import APP, ROOT, VIEW_PENDING, murmur2, say, tail
+from base import APP, ROOT, SESSION_TIMEOUT_MS, VIEW_PENDING, murmur2, say, tail
 from endpoint import LAG_LOG_MIN_MS, MAX_LAG_ALLOWANCE_MS, TICK_MS, path_kind_sid
 from workload import COMMAND_FIELDS, JOB_FIELDS, JOB_INTERVAL_MS, SID_HEADER
 
@@ -77,7 +77,7 @@ CREATE TABLE wheel(key TEXT, version INTEGER, what TEXT, attempt INTEGER, due IN
 CREATE TABLE ready(key TEXT, version INTEGER, what TEXT, attempt INTEGER, due INTEGER,
   sid INTEGER, part INTEGER, off INTEGER, ts INTEGER);
 CREATE TABLE results(key TEXT, attempt INTEGER, due INTEGER, outcome TEXT, status INTEGER,
-  started INTEGER, finished INTEGER, error TEXT, part INTEGER, off INTEGER);
+  started INTEGER, finished INTEGER, error TEXT, part INTEGER, off INTEGER, member TEXT);
 CREATE TABLE attempts(key TEXT, attempt INTEGER, due INTEGER, sid INTEGER, status INTEGER,
   error TEXT, permanent INTEGER, part INTEGER, off INTEGER);
 CREATE TABLE dead(key TEXT, attempt INTEGER, sid INTEGER, reason TEXT, part INTEGER,
@@ -362,7 +362,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             stat("results", m, r["outcome"])
             yield (f"{r['app_id']}/{r['task_id']}", r["attempt"], r["due_at"], r["outcome"],
                    r["http_status"], r["started_at"], r["finished_at"], r["error"],
-                   m.partition(), m.offset())
+                   m.partition(), m.offset(), r.get("member"))
 
     def attempts():
         for m in read_committed(bootstrap, prefix + "retry", partitions):
@@ -448,7 +448,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
     counts = {}
     for table, gen, n in (("wheel", entries("wheel", "wheel"), 11),
                           ("ready", entries("ready", "ready"), 9),
-                          ("results", results(), 10), ("attempts", attempts(), 9),
+                          ("results", results(), 11), ("attempts", attempts(), 9),
                           ("dead", dead(), 6), ("jtasks", tasks(), 10)):
         t = time.time()
         batched_insert(db, table, split(table, gen) if table in JOB_TABLES else gen, n)
@@ -1065,6 +1065,198 @@ class Verdict:
         self.violations.update(chain_overlaps=overlaps, chain_out_of_order=disorder,
                                chain_links_lost=lost, chain_cancelled_called=cancelled_called)
 
+    # -- endpoint groups and admission limits --
+    GROUP_CHECKS = ("group_member_wrong",)
+    LIMIT_CHECKS = ("limit_exceeded_open", "limit_exceeded_rate")
+    # Half-open intervals from the endpoint's log, whose times are cut to 0.1 ms: an
+    # answer and the next call on the freed slot may look this much closer than they were.
+    LOG_ROUNDING_MS = 0.2
+
+    def ensure_member_column(self):
+        """A chaos.db from before Result v4's member: the column, NULL."""
+        cols = [r[1] for r in self.q("PRAGMA table_info(results)")]
+        if "member" not in cols:
+            self.db.execute("ALTER TABLE results ADD COLUMN member TEXT")
+
+    def check_groups(self):
+        """group_member_wrong: every SUCCEEDED Result of a task of the "group" scenario
+        (callback group://<GROUP_NAME>/fast/...: FAILOVER over a dead member that sorts
+        first and the fast endpoint) names the live member (the fast endpoint's URL) in
+        `member`; and no Result of a task that named no group names a member (Result's
+        doc: null then)."""
+        self.ensure_member_column()
+        g = (getattr(self, "endpoints", None) or {}).get("group")
+        c = {"group_tasks": 0, "group_results": 0, "group_succeeded": 0, "group_calls": 0,
+             "group_member_wrong": 0}
+        wrong = []
+        by_member = {}
+        if g:
+            live = g["live"]
+            c["group_tasks"] = self.q("SELECT COUNT(*) FROM commands WHERE scenario = 'group' "
+                                      "AND kind = 'submit' AND err IS NULL")[0][0]
+            c["group_calls"] = self.q("""SELECT COUNT(*) FROM calls WHERE sid IN (SELECT sid
+                FROM commands WHERE scenario = 'group' AND sid IS NOT NULL)""")[0][0]
+            for r in self.q("""SELECT key, attempt, due, outcome, status, started, member
+                               FROM results WHERE key IN (SELECT key FROM commands
+                               WHERE scenario = 'group') ORDER BY part, off"""):
+                c["group_results"] += 1
+                m = r["member"] or "(none)"
+                by_member[m] = by_member.get(m, 0) + 1
+                if r["outcome"] != "SUCCEEDED":
+                    continue
+                c["group_succeeded"] += 1
+                if r["member"] != live:
+                    wrong.append(self.detail(
+                        "group_member_wrong", r["key"], r["started"], r["started"],
+                        called_at=r["started"], attempt=r["attempt"], member=r["member"],
+                        expected=live, why="a group task's success names another member"))
+        for r in self.q("""SELECT key, attempt, outcome, started, member FROM results
+                           WHERE member IS NOT NULL AND member != '' AND key NOT IN
+                           (SELECT key FROM commands WHERE scenario = 'group')"""):
+            wrong.append(self.detail(
+                "group_member_wrong", r["key"], r["started"], r["started"],
+                called_at=r["started"], attempt=r["attempt"], member=r["member"], expected=None,
+                why="a member on the Result of a task that named no group"))
+        c["group_member_wrong"] = len(wrong)
+        self.counts.update(c)
+        self.violations["group_member_wrong"] = wrong
+        self.info["group"] = dict(g or {}, results_by_member=by_member)
+
+    def limit_excuses(self, longest_ms):
+        """[(from, to, what)]: when the admission limit is not promised. Across a
+        rebalance or an executor kill or stop, calls still in flight at the old owner
+        and the new owner's may overlap (and a one-second window may hold both owners'
+        starts): from each disruption of the executors or the broker (Disruptions:
+        until the instance is back + --settle-ms) to its end + the longest call, and
+        around each executor turn (a revoke, an abort, a lost session, which the
+        repeats check excuses too) from a session timeout before it (the partitions
+        may have moved before the executor noticed) to a session timeout + the longest
+        call after it."""
+        out = [(a, b + longest_ms, w) for a, b, role, w in self.dis.iv
+               if role in ("executor", "broker")]
+        out += [(t - SESSION_TIMEOUT_MS, t + 1 + SESSION_TIMEOUT_MS + longest_ms, w)
+                for t, w in getattr(self, "executor_turns", [])]
+        return sorted(out)
+
+    @staticmethod
+    def excused(excuses, a, b):
+        """The excuses overlapping [a, b]."""
+        return [e for e in excuses if e[0] <= b and e[1] >= a]
+
+    def check_limits(self):
+        """The admission limit limit/host/<LIMIT_HOST> against the endpoint's log of the
+        calls made through that host (kind lim: /lim/<delay>/<task>/<sid>, answered
+        after delay ms). A call is open at the endpoint from its logged arrival to that
+        plus its delay: inside the time the executor held it open (the endpoint logs a
+        call when its loop gets to it, late if anything, and answers no earlier than
+        the delay after that), so the most open at once is never overstated.
+        - limit_exceeded_open: more than max_concurrent calls open at once, at a moment
+          no excuse (limit_excuses) covers;
+        - limit_exceeded_rate: more than max_per_second calls arriving in a window of
+          one second [t, t + 1000) that no excuse overlaps, beyond an allowance for the
+          endpoint's lag: a call logged late may have arrived up to logged_late ms
+          earlier, so the window's calls may have started within 1000 + L ms (L the
+          largest such lag of its calls, at most MAX_LAG_ALLOWANCE_MS), which the limit
+          allows max_per_second * (1000 + L) / 1000 of.
+        Limited tasks lost, fired twice, without a Result or called twice are judged
+        with every other task (their sids are client Submits, kind lim is an HTTP call)."""
+        lim = (getattr(self, "endpoints", None) or {}).get("limit")
+        c = {k: 0 for k in ("limit_calls", "limit_tasks", "limit_most_open",
+                            "limit_most_open_judged", "limit_most_per_second",
+                            "limit_most_per_second_judged", "limit_excused_open",
+                            "limit_excused_windows", "limit_exceeded_open",
+                            "limit_exceeded_rate")}
+        self.counts.update(c)
+        self.violations.update(limit_exceeded_open=[], limit_exceeded_rate=[])
+        self.info["limit"] = dict(lim or {})
+        if not lim:
+            return
+        calls = [dict(r) for r in self.q("""SELECT at, delay, sid, key, attempt FROM calls
+                                            WHERE kind = 'lim' ORDER BY at""")]
+        c["limit_calls"] = len(calls)
+        c["limit_tasks"] = self.q("""SELECT COUNT(*) FROM commands WHERE kind = 'submit' AND
+            err IS NULL AND scenario IN ('limited', 'limited-burst')""")[0][0]
+        longest = max([r["delay"] for r in calls] + [0]) + MAX_LAG_ALLOWANCE_MS
+        excuses = self.limit_excuses(longest)
+        max_open, per_second = lim["max_concurrent"], lim["max_per_second"]
+        # -- open at once: a sweep over arrivals and answers (answers first on a tie) --
+        ev = sorted([(r["at"], 1, i) for i, r in enumerate(calls)]
+                    + [(r["at"] + r["delay"] - self.LOG_ROUNDING_MS, -1, i)
+                       for i, r in enumerate(calls)], key=lambda e: (e[0], e[1]))
+        open_now, run = set(), None
+        over_open = []
+        for t, d, i in ev:
+            if d < 0:
+                open_now.discard(i)
+                continue
+            open_now.add(i)
+            n = len(open_now)
+            c["limit_most_open"] = max(c["limit_most_open"], n)
+            if self.excused(excuses, t, t):
+                c["limit_excused_open"] += n > max_open
+                continue
+            c["limit_most_open_judged"] = max(c["limit_most_open_judged"], n)
+            if n <= max_open:
+                continue
+            # one violation for the arrivals over the limit less than a second apart
+            if run is None or t - run["last"] > 1000:
+                run = {"called_at": t, "first": t, "times": 0, "most": 0}
+                over_open.append(run)
+            run["last"], run["times"] = t, run["times"] + 1
+            if n > run["most"]:
+                peak = sorted(open_now, key=lambda k: calls[k]["at"])
+                run.update(called_at=t, most=n, limit=max_open, open=[
+                    {"key": calls[k]["key"], "at": calls[k]["at"], "delay": calls[k]["delay"],
+                     "attempt": calls[k]["attempt"]} for k in peak])
+        self.violations["limit_exceeded_open"] = [
+            self.detail("limit_exceeded_open", r["open"][-1]["key"], r["called_at"],
+                        r["called_at"], **r) for r in over_open]
+        # -- started per second --
+        ats = [r["at"] for r in calls]
+        late = [self.logged_late(a) for a in ats]
+        over_rate, run, j = [], None, 0
+        for i, a in enumerate(ats):
+            j = max(j, i)
+            while j < len(ats) and ats[j] < a + 1000:
+                j += 1
+            n = j - i
+            c["limit_most_per_second"] = max(c["limit_most_per_second"], n)
+            if self.excused(excuses, a, a + 1000):
+                c["limit_excused_windows"] += n > per_second
+                continue
+            c["limit_most_per_second_judged"] = max(c["limit_most_per_second_judged"], n)
+            lag = max(late[i:j]) if n > per_second else 0
+            allowed = per_second * (1000 + lag) / 1000
+            if n <= allowed:
+                continue
+            # one violation for the windows over the limit that overlap
+            if run is None or a > run["window_to"]:
+                run = {"times": 0, "most": 0}
+                over_rate.append(run)
+            run["times"] += 1
+            run["window_to"] = a + 1000
+            if n > run["most"]:
+                run.update(called_at=a, most=n, allowed=round(allowed, 1),
+                           endpoint_lag_ms=lag, limit=per_second, first=calls[i]["key"])
+        self.violations["limit_exceeded_rate"] = [
+            self.detail("limit_exceeded_rate", r["first"], r["called_at"], r["window_to"], **r)
+            for r in over_rate]
+        c["limit_exceeded_open"] = len(over_open)
+        c["limit_exceeded_rate"] = len(over_rate)
+        # The executors' own clock: the Results' started_at of the limited tasks.
+        started = sorted(r[0] for r in self.q("""SELECT started FROM results WHERE key IN
+            (SELECT key FROM commands WHERE scenario IN ('limited', 'limited-burst'))
+            AND started > 0"""))
+        worst, k = 0, 0
+        for i2, t in enumerate(started):
+            while started[k] <= t - 1000:
+                k += 1
+            worst = max(worst, i2 - k + 1)
+        self.info["limit"].update(
+            most_started_in_a_second_by_results=worst,
+            excuses=[{"from": a, "to": b, "what": w} for a, b, w in excuses])
+        self.counts.update(c)
+
     # -- recurring jobs --
     JOB_CHECKS = ("jobs_not_applied", "jobs_skipped", "jobs_written_twice", "jobs_off_schedule",
                   "jobs_after_delete", "jobs_fired_twice", "jobs_missing_finals",
@@ -1217,6 +1409,20 @@ class Verdict:
                 if not live:
                     n["cancelled"] += 1
                     n["cancelled_called"] += bool(cl)
+                    # Left cancelled, but two of its versions fired (the wheel read a
+                    # Submit, a Cancel and a Submit again too late to stop either: in a
+                    # backlog after chaos): both may be called, under one Idempotency-Key,
+                    # as a live occurrence's raced versions (below).
+                    if len(cl) > 1:
+                        fired_versions = self.q("""SELECT COUNT(DISTINCT version) FROM jready
+                            WHERE key = ? AND what = 'submit'""", okey)[0][0]
+                        cancels = [r for r in rs if r["what"] == "cancel"]
+                        t = cancels[-1]["made"] if cancels else at
+                        if fired_versions > 1 and (
+                                at - t < lead_margin or self.dis.hits(
+                                    ("router", "wheel", "executor", "load"), t, at) or
+                                self.wheel_read_late(okey, at)):
+                            raced[okey] = fired_versions - 1
                     continue
                 if len(subs) > 1:
                     n["rewritten"] += 1
@@ -1720,7 +1926,8 @@ class Verdict:
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.check_deliveries,
-                      self.check_follow_ups, self.check_chains,
+                      self.check_follow_ups, self.check_chains, self.check_groups,
+                      self.check_limits,
                       self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
                       self.check_alarms):
@@ -1731,6 +1938,7 @@ class Verdict:
                 "delivered_early", "delivered_unknown", "follow_ups_wrong",
                 "follow_ups_not_run", "sanitizer",
                 "view_contradicted", "view_counters_wrong") + self.CHAIN_CHECKS + \
+            self.GROUP_CHECKS + self.LIMIT_CHECKS + \
             self.JOB_CHECKS + \
             self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
@@ -1857,6 +2065,23 @@ def print_summary(v, workload, events, args, passed, missing=()):
          f"chains; {c['chain_overlaps_excused']} excused (a repeat across an executor "
          f"disruption); {c['chain_out_of_order']} out of order, {c['chain_links_lost']} lost, "
          f"{c['chain_cancelled_called']} of {c['chain_links_cancelled']} cancelled called"),
+        ("group member wrong", c.get("group_member_wrong", 0),
+         f"of {c.get('group_succeeded', 0)} successes of {c.get('group_tasks', 0)} group tasks "
+         f"({c.get('group_calls', 0)} calls; Results by member "
+         f"{v.info.get('group', {}).get('results_by_member', {})}); or a member on a task "
+         "that named no group"),
+        ("limit exceeded, open", c.get("limit_exceeded_open", 0),
+         f"most {c.get('limit_most_open', 0)} open at once of {c.get('limit_calls', 0)} calls "
+         f"through {v.info.get('limit', {}).get('name', '-')} ({c.get('limit_tasks', 0)} tasks; "
+         f"limit {v.info.get('limit', {}).get('max_concurrent', '-')}), "
+         f"{c.get('limit_excused_open', 0)} arrivals over it excused (executor disruption); "
+         f"most where judged {c.get('limit_most_open_judged', 0)}"),
+        ("limit exceeded, rate", c.get("limit_exceeded_rate", 0),
+         f"most {c.get('limit_most_per_second', 0)} arrived in one second (limit "
+         f"{v.info.get('limit', {}).get('max_per_second', '-')}/s + the endpoint's lag), "
+         f"{c.get('limit_excused_windows', 0)} windows over it excused, most where judged "
+         f"{c.get('limit_most_per_second_judged', 0)}; by the Results' "
+         f"started_at {v.info.get('limit', {}).get('most_started_in_a_second_by_results', '-')}"),
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "
@@ -1962,7 +2187,7 @@ def print_violations(v, examples=3):
                       if k in ("key", "previous_call", "repeat", "endpoint_lag_ms", "attempt",
                                "version", "due", "scheduled_at", "times", "judged", "why",
                                "dead_letters", "counted", "missed", "twice", "gap_ms", "alarms",
-                               "expected")}
+                               "expected", "most", "limit", "allowed", "member")}
             say(f"    {fields}")
             if t is None:
                 continue
@@ -2083,6 +2308,7 @@ def judge_run_dir(run_dir, args):
     v = Verdict(db, events, args, run["t0"], run["t_end"], run["bursts"])
     v.endpoint_lag = endpoint_lags(os.path.join(run_dir, "endpoint_lag.tsv"))
     v.alarms = run.get("alarms")
+    v.endpoints = run.get("endpoints")
     stats_path = os.path.join(run_dir, "view_stats.json")
     if os.path.exists(stats_path):  # the question Run.ask_stats asked the view
         with open(stats_path) as f:

@@ -36,6 +36,7 @@ SCENARIOS = {
     "fail-backoff-cancel": 3, "fail-backoff-resubmit": 3,
     "now": 6, "resubmit-now": 4, "fail-now-cancel": 3,
     "chain": 6,
+    "group": 4, "limited": 2,
 }
 CHAIN_P = 0.25   # a re-submit is itself cancelled or re-submitted again
 # A task whose call would go to the fast endpoint delivers a record to the target
@@ -57,6 +58,29 @@ CHAIN_DEPTH = 3
 # kind link / unlink under the link's task key, with the scenario chain:<name>.
 CHAINS = 4
 CHAIN_CANCEL_P = 0.2
+# Endpoint groups: a "group" task calls group://GROUP_NAME/fast/<task>/<sid>, the app's
+# group of two members (FAILOVER, members in URL byte order): DEAD_MEMBER, where nothing
+# listens (it sorts first, so every call tries it unless it is marked unhealthy), and the
+# fast endpoint (the live member); a member that failed is skipped for
+# GROUP_UNHEALTHY_MS, so the dead one is tried and passed over again all through the run.
+# Written to <prefix>endpoints before the roles start (Run.write_endpoints).
+GROUP_NAME = "chaos"
+DEAD_MEMBER = "http://127.0.0.1:1"
+GROUP_UNHEALTHY_MS = 2000
+# Admission limits: a "limited" task (and each task of a limited burst) calls the fast
+# endpoint through the host name LIMIT_HOST (/lim/<delay>/<task>/<sid>, answered after
+# the delay), which the limit limit/host/LIMIT_HOST bounds to LIMIT_MAX_CONCURRENT calls
+# open at once and LIMIT_PER_SECOND started a second, across the executors. A limited
+# task's delay is drawn from LIMITED_DELAY_MS; a limited burst's from LIMITED_BURST_DELAY_MS
+# by its id: even bursts answer slowly (8 open at 40-90 ms hold the calls to about 120 a
+# second: the concurrency bound binds), odd ones fast (at 5-25 ms 8 open could make 500 a
+# second: the rate binds).
+LIMIT_HOST = "localhost"
+LIMIT_MAX_CONCURRENT = 8
+LIMIT_PER_SECOND = 150
+LIMITED_DELAY_MS = (5, 90)
+LIMITED_BURST_DELAY_MS = ((40, 90), (5, 25))
+LIMITED_BURST_SIZE = (300, 600)
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
 
@@ -98,6 +122,7 @@ class Workload:
         self.last_due = spec["t0"] + int(spec["duration"] * 1000) + spec["tail_ms"]
         ports = spec["ports"]
         self.base = {k: f"http://127.0.0.1:{v}" for k, v in ports.items()}
+        self.base["lim"] = f"http://{LIMIT_HOST}:{ports['fast']}"
         names = list(SCENARIOS)
         self.scenarios = (names, [SCENARIOS[n] for n in names])
         self.jobs_out = spec.get("jobs_out")
@@ -133,9 +158,11 @@ class Workload:
             except BufferError:
                 self.p.poll(0.01)
 
-    def task(self, task_id, sid, due, kind, params, policy, timeout_ms):
+    def task(self, task_id, sid, due, kind, params, policy, timeout_ms, group=False):
         url = self.base[kind if kind != "gone" else "fail"] + callback_path(
             kind, task_id, sid, *params)
+        if group:  # the same path, at a member of the app's group
+            url = f"group://{GROUP_NAME}" + callback_path(kind, task_id, sid, *params)
         return {"app_id": APP, "task_id": task_id, "due_at": due,
                 "callback": {"url": url, "method": "POST",
                              "headers": {"content-type": "application/json"},
@@ -143,12 +170,13 @@ class Workload:
                 "retry": policy, "attempt": 1, "created_at": now_ms(), "metadata": {}}
 
     def submit(self, task_id, due, scenario, kind="fast", params=(), policy=None,
-               timeout_ms=5000, follow=False):
+               timeout_ms=5000, follow=False, group=False):
         self.sid += 1
         sid = self.sid
         due = int(due)
-        task = self.task(task_id, sid, due, kind, params, policy, timeout_ms)
-        if kind == "fast" and self.s.get("target_topic") and self.rng.random() < KAFKA_P:
+        task = self.task(task_id, sid, due, kind, params, policy, timeout_ms, group)
+        if kind == "fast" and not group and self.s.get("target_topic") and \
+                self.rng.random() < KAFKA_P:
             task["callback"] = {"url": "", "method": "POST", "headers": {}, "body": b"",
                                 "timeout_ms": 0}
             task["kafka_target"] = {"topic": self.s["target_topic"], "key": task_id.encode(),
@@ -311,6 +339,15 @@ class Workload:
         else:
             self.add_link(chain, tid, self.near(now), f"chain:{chain}")
 
+    def start_group(self, now, tid, name):
+        """A fast call through the app's group: FAILOVER past the dead member."""
+        self.submit(tid, self.near_or_far(now), name, group=True)
+
+    def start_limited(self, now, tid, name):
+        """A call through localhost, bounded by its admission limit."""
+        self.submit(tid, self.near(now), name, "lim",
+                    (int(self.rng.uniform(*LIMITED_DELAY_MS)),))
+
     def start_far(self, now, tid, name):
         self.submit(tid, self.far(now), name)
 
@@ -443,6 +480,17 @@ class Workload:
             self.tasks += 1
             self.submit(f"g{g['id']}-{i}", g["due"] + i * 397 % 1000, "gone-burst", "gone")
 
+    def limited_burst(self, now, lb):
+        """Hundreds of calls through localhost due within one second: they wait in the
+        executors for the admission limit, none lost."""
+        rng = random.Random(f"{self.s['seed']}-limited-{lb['id']}")
+        for i in range(lb["n"]):
+            self.tasks += 1
+            self.submit(f"l{lb['id']}-{i}", lb["due"] + i * 997 % 1000, "limited-burst", "lim",
+                        (int(rng.uniform(*LIMITED_BURST_DELAY_MS[lb["id"] % 2])),))
+            if i % 500 == 0:
+                self.p.poll(0)
+
     def burst_keys(self, b):
         """Task ids whose key's murmur2 partition is one of the burst's."""
         keys, j = [], 0
@@ -461,6 +509,8 @@ class Workload:
             self.later(b["send_at"], self.burst, b, self.burst_keys(b))
         for g in s.get("gone_bursts", []):
             self.later(g["send_at"], self.gone_burst, g)
+        for lb in s.get("limited_bursts", []):
+            self.later(lb["send_at"], self.limited_burst, lb)
         if s.get("jobs", {}).get("n"):
             self.plan_jobs()
         n_steady = int(s["rate"] * s["duration"])
@@ -531,6 +581,23 @@ def plan_gone_bursts(args, rng, t0):
         due = int(t0 + lo + (i + rng.uniform(0.2, 0.8)) * step)
         out.append({"id": i, "due": due, "send_at": int(due - rng.uniform(2000, 4000)),
                     "n": GONE_BURST_SIZE})
+    return out
+
+
+def plan_limited_bursts(args, rng, t0):
+    """When the workload sends its limited bursts (Workload.limited_burst): one per 12 s
+    of workload (at least two, at most 20), spread evenly, each 300-600 tasks through
+    LIMIT_HOST due within one second, sent 2-4 s ahead."""
+    dur = args.duration * 1000
+    n = min(20, max(2, int(args.duration // 12)))
+    lo = min(6000, dur / 4)
+    hi = max(lo + 1000, dur - 6000)
+    step = (hi - lo) / n
+    out = []
+    for i in range(n):
+        due = int(t0 + lo + (i + rng.uniform(0.2, 0.8)) * step)
+        out.append({"id": i, "due": due, "send_at": int(due - rng.uniform(2000, 4000)),
+                    "n": rng.randint(*LIMITED_BURST_SIZE)})
     return out
 
 

@@ -6,7 +6,9 @@ endpoint - earlier than the endpoint logged it by as much as the endpoint's loop
 measured behind, and not a millisecond more. And which sanitizer reports fail a run.
 And the judge of alarms: per app the distinct alarm calls count each dead letter of
 `dead` exactly once, list no key twice nor one that is no dead letter, and come at least
-the interval apart."""
+the interval apart. And the judges of endpoint groups (a group task's success names the
+live member) and admission limits (the most calls through the limited host open at once
+and started in a second, outside the windows an executor disruption excuses)."""
 import contextlib
 import io
 import json
@@ -107,6 +109,162 @@ def judge_alarms(dead, alarms, repeated=(), turns=(), not_called=(), gone_due=0)
 
 def alarm_failures(v):
     return sorted(k for k in verdict.Verdict.ALARM_CHECKS if v.counts[k])
+
+
+LIVE = "http://127.0.0.1:4242"
+ENDPOINTS = {"group": {"name": "chaos", "live": LIVE, "dead": "http://127.0.0.1:1",
+                       "members": ["http://127.0.0.1:1", LIVE]},
+             "limit": {"name": "localhost", "max_concurrent": 8, "max_per_second": 150}}
+
+
+class Disrupted:
+    """Disruptions of these (from, to, role, what) intervals."""
+
+    def __init__(self, iv):
+        self.iv = iv
+
+    def hits(self, roles, a, b):
+        return [i for i in self.iv if (i[2] in roles or i[2] == "broker")
+                and i[0] <= b and i[1] >= a]
+
+
+def bare_verdict(dis=(), turns=(), lags=()):
+    db = sqlite3.connect(":memory:")
+    db.executescript(verdict.DB_SCHEMA + verdict.JOB_DB_SCHEMA + verdict.ALARM_DB_SCHEMA)
+    v = verdict.Verdict.__new__(verdict.Verdict)
+    v.db = db
+    v.db.row_factory = sqlite3.Row
+    v.dis = Disrupted(list(dis))
+    v.executor_turns = list(turns)
+    v.endpoint_lag = list(lags)
+    v.events, v.counts, v.violations, v.info, v.trails = [], {}, {}, {}, {}
+    v.endpoints = ENDPOINTS
+    return v
+
+
+def judge_limits(calls, dis=(), turns=(), lags=()):
+    """check_limits on calls [(at, delay)] through localhost (each its own task)."""
+    v = bare_verdict(dis, turns, lags)
+    for i, (at, delay) in enumerate(calls):
+        v.db.execute("INSERT INTO commands (seq, key, kind, sid, due, scenario) VALUES "
+                     "(?, ?, 'submit', ?, 0, 'limited-burst')", (i, f"chaos/l0-{i}", i))
+        v.db.execute("INSERT INTO calls VALUES (?, 'lim', ?, ?, ?, 1, 200, ?)",
+                     (at, i, f"chaos/l0-{i}", f"chaos/l0-{i}:1", delay))
+    v.check_limits()
+    return v
+
+
+def lanes(n, every, delay, until=3000, start=10_000.0):
+    """n lanes of calls, each lane one call `every` ms (answered after delay)."""
+    return [(start + lane * 3.0 + k * every, delay) for lane in range(n)
+            for k in range(int(until // every))]
+
+
+def limit_failures(v):
+    return sorted(k for k in verdict.Verdict.LIMIT_CHECKS if v.counts[k])
+
+
+def judge_groups(results):
+    """check_groups on Results [(task, scenario, outcome, member)]."""
+    v = bare_verdict()
+    for i, (tid, scenario, outcome, member) in enumerate(results):
+        v.db.execute("INSERT INTO commands (seq, key, kind, sid, due, scenario) VALUES "
+                     "(?, ?, 'submit', ?, 0, ?)", (i, f"chaos/{tid}", i, scenario))
+        v.db.execute("INSERT INTO results VALUES (?, 1, 0, ?, 200, 5, 6, '', 0, ?, ?)",
+                     (f"chaos/{tid}", outcome, i, member))
+    v.check_groups()
+    return v
+
+
+def limit_and_group_checks(check):
+    # eight lanes, a call every 60 ms answered after 55: 8 open at most, 134 a second
+    ok = lanes(8, 60, 55)
+    v = judge_limits(ok)
+    check(limit_failures(v) == [] and v.counts["limit_most_open"] == 8
+          and v.counts["limit_most_per_second"] <= 150,
+          f"limits: eight lanes pass: {limit_failures(v)} {v.counts}")
+    # the next call on a freed slot logged in the same 0.1 ms as the answer: not open at once
+    v = judge_limits([(at - 0.05 * (k % 2), d) for k, (at, d) in enumerate(lanes(8, 55, 55))])
+    check(limit_failures(v) == [], f"limits: a call as an answer goes: {limit_failures(v)}")
+    # a ninth lane: nine open at once (and still under the rate)
+    nine = lanes(9, 75, 55)
+    v = judge_limits(nine)
+    check(limit_failures(v) == ["limit_exceeded_open"] and v.counts["limit_most_open"] == 9
+          and len(v.violations["limit_exceeded_open"]) == 1
+          and len(v.violations["limit_exceeded_open"][0]["open"]) == 9
+          and v.violations["limit_exceeded_open"][0]["times"] == 40,
+          f"limits: nine open: {limit_failures(v)} {v.counts}")
+    # ... excused while an executor is disrupted (killed, back, settled) ...
+    v = judge_limits(nine, dis=[(9_000.0, 14_000.0, "executor", "kill executor-1")])
+    check(limit_failures(v) == [] and v.counts["limit_excused_open"] > 0,
+          f"limits: nine open during a kill: {limit_failures(v)}")
+    # ... or the broker, or around an executor's revoke; not a disruption of another role
+    v = judge_limits(nine, dis=[(9_000.0, 14_000.0, "broker", "broker restart")])
+    check(limit_failures(v) == [], f"limits: nine open, broker restart: {limit_failures(v)}")
+    v = judge_limits(nine, turns=[(11_000.0, "revoked 3 partitions (executor-0)")])
+    check(limit_failures(v) == [], f"limits: nine open around a revoke: {limit_failures(v)}")
+    v = judge_limits(nine, dis=[(9_000.0, 14_000.0, "wheel", "kill wheel-1")])
+    check(limit_failures(v) == ["limit_exceeded_open"],
+          f"limits: a wheel kill excuses nothing: {limit_failures(v)}")
+    # a revoke long before: the excuse has ended
+    v = judge_limits(nine, turns=[(1_000.0, "revoked 3 partitions (executor-0)")])
+    check(limit_failures(v) == ["limit_exceeded_open"],
+          f"limits: a revoke long before: {limit_failures(v)}")
+    # 160 calls in one second, one open at a time: the rate
+    fast = [(20_000.0 + 6.0 * k, 1) for k in range(160)]
+    v = judge_limits(fast)
+    check(limit_failures(v) == ["limit_exceeded_rate"] and v.counts["limit_most_per_second"] == 160
+          and v.violations["limit_exceeded_rate"][0]["most"] == 160,
+          f"limits: 160 in a second: {limit_failures(v)} {v.counts}")
+    # 155 in 0.95 s: over 150 with the endpoint keeping up ...
+    dense = [(20_000.0 + 6.1 * k, 1) for k in range(155)]
+    v = judge_limits(dense)
+    check(limit_failures(v) == ["limit_exceeded_rate"],
+          f"limits: 155 in a second: {limit_failures(v)}")
+    # ... within the allowance when the endpoint's loop was busy from 19990 to 20040 (a
+    # tick 45 ms late at 20040): the calls logged up to then may have come that much
+    # earlier (the window from the sixth, 150 calls, may have begun 40.5 ms earlier)
+    v = judge_limits(dense, lags=[(20_040.0, 45.0)])
+    check(limit_failures(v) == [] and v.counts["limit_most_per_second"] == 155,
+          f"limits: 155 within the endpoint's lag: {limit_failures(v)}")
+    # ... and the allowance ends at MAX_LAG_ALLOWANCE_MS: 200 in a second stays over
+    v = judge_limits([(20_000.0 + 4.5 * k, 1) for k in range(200)], lags=[(20_010.0, 900.0)])
+    check(limit_failures(v) == ["limit_exceeded_rate"], f"limits: 200 with a long stall: "
+          f"{limit_failures(v)}")
+    # excused across a broker restart
+    v = judge_limits(fast, dis=[(20_500.0, 21_000.0, "broker", "broker restart")])
+    check(limit_failures(v) == [] and v.counts["limit_excused_windows"] > 0,
+          f"limits: 160 across a broker restart: {limit_failures(v)}")
+    # a run without the limit (before the feature): nothing judged
+    v = judge_limits(fast)
+    v.endpoints = None
+    v.check_limits()
+    check(limit_failures(v) == [], "limits: a run without endpoints")
+    # groups: successes at the live member pass; a failure names none
+    good = [("g1", "group", "SUCCEEDED", LIVE), ("g2", "group", "SUCCEEDED", LIVE),
+            ("g3", "group", "FAILED_WILL_RETRY", None), ("t1", "near", "SUCCEEDED", None)]
+    v = judge_groups(good)
+    check(v.counts["group_member_wrong"] == 0 and v.counts["group_succeeded"] == 2,
+          f"groups: correct Results pass: {v.counts}")
+    # a success named at the dead member, or at no member
+    v = judge_groups(good + [("g4", "group", "SUCCEEDED", "http://127.0.0.1:1")])
+    check(v.counts["group_member_wrong"] == 1
+          and v.violations["group_member_wrong"][0]["member"] == "http://127.0.0.1:1",
+          f"groups: the dead member: {v.counts}")
+    v = judge_groups(good + [("g4", "group", "SUCCEEDED", None)])
+    check(v.counts["group_member_wrong"] == 1, f"groups: no member: {v.counts}")
+    # a task that named no group with a member
+    v = judge_groups(good + [("t2", "near", "SUCCEEDED", LIVE)])
+    check(v.counts["group_member_wrong"] == 1
+          and v.violations["group_member_wrong"][0]["key"] == "chaos/t2",
+          f"groups: a member on a plain task: {v.counts}")
+    # a chaos.db from before Result v4: the column is added, NULL
+    v = bare_verdict()
+    v.db.executescript("DROP TABLE results; CREATE TABLE results(key TEXT, attempt INTEGER, "
+                       "due INTEGER, outcome TEXT, status INTEGER, started INTEGER, "
+                       "finished INTEGER, error TEXT, part INTEGER, off INTEGER);")
+    v.check_groups()
+    check(v.counts["group_member_wrong"] == 0, "groups: an old chaos.db")
 
 
 def main():
@@ -356,6 +514,7 @@ def main():
     v.check_alarms()
     check(alarm_failures(v) == [] and not v.info["alarms"]["configured"],
           "alarms: a run without the alarms role")
+    limit_and_group_checks(check)
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 
