@@ -29,7 +29,7 @@ ALLOW_LOOPBACK = {"MOONCAKE_EXECUTOR_ALLOW_CIDRS": "127.0.0.1/32,::1/128"}
 APP = "shop"
 SHARED = {}
 # The herd's size: a few thousand here; tools/bench/bench-herd runs 100,000.
-HERD = int(os.environ.get("MOONCAKE_HERD_TASKS", "3000"))
+HERD = int(os.environ.get("MOONCAKE_HERD_TASKS", "2000"))
 
 
 def pipeline():
@@ -296,41 +296,59 @@ def test_busyover_keeps_each_member_within_its_concurrency():
             s.close()
 
 
+HERD_SHARED = {}
+
+
+def herd_pipeline():
+    """The herds' own (env, procs): router, wheel, retry and two executors sharing the
+    partitions (each holds its partitions' share of a limit), started by the first herd."""
+    if not HERD_SHARED:
+        env = Env()
+        procs = {"router": env.start("router"), "wheel": env.start("wheel", instance="w1"),
+                 "e1": env.start("executor", instance="e1", **ALLOW_LOOPBACK, **FAST_FAILOVER),
+                 "e2": env.start("executor", instance="e2", **ALLOW_LOOPBACK, **FAST_FAILOVER),
+                 "retry": env.start("retry", instance="r1")}
+        HERD_SHARED.update(env=env, procs=procs)
+        wait_assigned(env, procs["wheel"], env.partitions)
+    env, procs = HERD_SHARED["env"], HERD_SHARED["procs"]
+    deadline = time.time() + 30
+    while sum(metric(env, procs[e], "mooncake_assigned_partitions") or 0
+              for e in ("e1", "e2")) < env.partitions:
+        assert time.time() < deadline, "the executors never shared the partitions"
+        time.sleep(0.1)
+    return env, procs
+
+
 def herd(max_open, per_second, delay, n, scope, during=None):
     """A herd of n tasks due in the same second at one endpoint, limited by a limit of
     this scope, across two executors; returns (endpoint, seconds the drain took, the
     calls' starts). during(env, procs), when given, runs 1.5 s after the due second
     began, in the middle of the drain; calls may then be repeated (at least once), but
-    each task must still be called and have exactly one Result."""
-    env = Env()
-    procs = {"router": env.start("router"), "wheel": env.start("wheel", instance="w1"),
-             "e1": env.start("executor", instance="e1", **ALLOW_LOOPBACK, **FAST_FAILOVER),
-             "e2": env.start("executor", instance="e2", **ALLOW_LOOPBACK, **FAST_FAILOVER),
-             "retry": env.start("retry", instance="r1")}
+    each task must still be called and have exactly one Result. The limit is deleted
+    (a tombstone) after."""
+    env, procs = herd_pipeline()
     endpoint = CountingEndpoint(delay=delay)
+    name = "127.0.0.1" if scope == "HOST" else "herd"
+    limit_key = f"limit/{scope.lower()}/{name}"
+    run = uuid.uuid4().hex[:6]
     try:
-        wait_assigned(env, procs["wheel"], env.partitions)
-        deadline = time.time() + 30
-        while (metric(env, procs["e1"], "mooncake_assigned_partitions") or 0) + \
-                (metric(env, procs["e2"], "mooncake_assigned_partitions") or 0) < env.partitions:
-            assert time.time() < deadline, "the executors never shared the partitions"
-            time.sleep(0.1)
         executors = [procs["e1"], procs["e2"]]
         before = [metric(env, p, "mooncake_endpoints_published_total") or 0 for p in executors]
-        name = "127.0.0.1" if scope == "HOST" else "herd"
-        put(env, f"limit/{scope.lower()}/{name}", limit_value(scope, name, max_open, per_second))
+        put(env, limit_key, limit_value(scope, name, max_open, per_second))
         wait_table(env, executors, before)
-        due = now_ms() + 4000
+        waits_before = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
+                           for p in executors)
+        due = now_ms() + 3000
         items = []
         for i in range(n):
-            t = task("herd", f"h-{i}", due + i * 1000 // n, url=endpoint.url("/herd"))
-            items.append((f"herd/h-{i}".encode(), submit_value(t)))
+            t = task("herd", f"h{run}-{i}", due + i * 1000 // n, url=endpoint.url("/herd"))
+            items.append((f"herd/h{run}-{i}".encode(), submit_value(t)))
         send(env, items)
         waited = 0
         if during:
             time.sleep(max(0, (due + 1500 - now_ms()) / 1000))
             waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
-                         for p in executors)
+                         for p in executors) - waits_before
             during(env, procs)
         deadline = time.time() + 60 + n / per_second * 2
         while len({key_of(c) for c in endpoint.calls_to("/herd")}) < n and \
@@ -344,9 +362,9 @@ def herd(max_open, per_second, delay, n, scope, during=None):
         at = sorted(endpoint.arrivals)
         if not during:
             waited = sum(metric(env, p, "mooncake_executor_admission_waits_total") or 0
-                         for p in executors)
+                         for p in executors) - waits_before
         assert waited > 0, "no call waited for the limit"
-        results = results_of(env, [f"herd/h-{i}" for i in range(n)], timeout=120)
+        results = results_of(env, [f"herd/h{run}-{i}" for i in range(n)], timeout=120)
         assert len(results) == n, f"{len(results)} of {n} tasks have a Result"
         twice = [k for k, rs in results.items() if len(rs) != 1]
         assert not twice, f"{len(twice)} tasks have more than one Result, e.g. {twice[:3]}"
@@ -356,7 +374,13 @@ def herd(max_open, per_second, delay, n, scope, during=None):
         return endpoint, (at[-1] - at[0]) / 1000.0, started
     finally:
         endpoint.close()
-        env.stop_all()
+        if during:  # its executors are gone: the pipeline is not used again
+            put(env, limit_key, None)
+        else:
+            before = [metric(env, p, "mooncake_endpoints_published_total") or 0
+                      for p in executors]
+            put(env, limit_key, None)
+            wait_table(env, executors, before)
 
 
 def test_a_herd_waits_its_turn_at_the_concurrency_limit():
@@ -408,10 +432,10 @@ def test_a_herd_survives_a_stop_and_a_kill_of_its_executors():
         procs["e1"].wait()
         procs["e3"] = env.start("executor", instance="e3", **ALLOW_LOOPBACK, **FAST_FAILOVER)
 
-    endpoint, took, _ = herd(max_open=10, per_second=300, delay=0.02, n=1500, scope="HOST",
+    endpoint, took, _ = herd(max_open=10, per_second=300, delay=0.02, n=1200, scope="HOST",
                              during=stop_and_kill)
-    repeated = len(endpoint.calls_to("/herd")) - 1500
-    print(f"     1500 calls in {took:.1f} s through a stop and a kill -9; {repeated} repeated "
+    repeated = len(endpoint.calls_to("/herd")) - 1200
+    print(f"     1200 calls in {took:.1f} s through a stop and a kill -9; {repeated} repeated "
           "(calls in flight when the kill or a rebalance came)")
 
 
@@ -424,5 +448,6 @@ if __name__ == "__main__":
              test_a_herd_drains_at_the_rate_limit,
              test_a_herd_survives_a_stop_and_a_kill_of_its_executors])
     finally:
-        if SHARED:
-            SHARED["env"].stop_all()
+        for shared in (SHARED, HERD_SHARED):
+            if shared:
+                shared["env"].stop_all()
