@@ -115,10 +115,7 @@ int mc_endpoint_group_from_json(const char *body, size_t len, int64_t now, mc_ar
              MC_GROUP_MEMBERS_MAX);
     mc_route_strategy s = MC_ROUTE_ROUND_ROBIN;
     if (strategy && !mc_route_strategy_parse(strategy, &s))
-        FAIL("strategy '%.40s' is not one of FIRST, LAST, ROUND_ROBIN, RANDOM, CONSISTENT_HASH, "
-             "LEAST_FREQUENTLY_USED, LEAST_RECENTLY_USED, FAILOVER, BUSYOVER or "
-             "SHARDING_BROADCAST",
-             strategy);
+        FAIL("strategy '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, strategy);
     g->strategy = (int32_t)s;
     g->member_concurrency = (int32_t)concurrency;
     g->unhealthy_ms = unhealthy;
