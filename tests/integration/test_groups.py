@@ -308,7 +308,18 @@ def test_mooncakectl_groups_and_limits():
         bad = ctl("submit", "--app", "shop", "--in", "1h", "--url", "http://x", "--strategy",
                   "FIRST", prefix=p, expect=2)
         assert "--strategy is for a group" in bad.stderr, bad.stderr
-        from harness import decode
+        # mooncakectl results shows the member a Result names (version 4), none before.
+        from harness import decode, encode
+        res = {"app_id": "shop", "task_id": "r1", "attempt": 1, "due_at": 1, "started_at": 2,
+               "finished_at": 3, "http_status": 200, "outcome": "SUCCEEDED", "error": "",
+               "version": 7, "response_headers": {}, "response_body": b"", "response_size": 0}
+        env.produce("results", b"shop/r1", encode("Result", {**res, "member": "http://m1:80"}))
+        env.produce("results", b"shop/r1", encode("Result", {**res, "attempt": 2}, version=3))
+        env.flush()
+        rows = [json.loads(x) for x in ctl("-J", "results", "-k", "shop/r1",
+                                           prefix=p).stdout.splitlines()]
+        assert [(r["attempt"], r["member"]) for r in rows] == [(1, "http://m1:80"), (2, None)], rows
+        assert "| member http://m1:80" in ctl("results", "-k", "shop/r1", prefix=p).stdout
         cmds = [decode("Command", m.value())["payload"] for m in env.read_all("tasks", expect=1)]
         t = cmds[0][1]["task"]
         assert t["callback"]["url"] == "group://audit/run?x=1", t
