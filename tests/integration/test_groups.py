@@ -88,6 +88,8 @@ def ctl(*args, prefix, expect=0):
     p = subprocess.run([CTL, "-b", BOOTSTRAP, "-p", prefix, *args], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == expect, f"{args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
+    for needle in ("runtime error:", "Sanitizer"):  # under an ASan/UBSan build
+        assert needle not in p.stderr, f"sanitizer report from {args}:\n{p.stderr}"
     return p
 
 
