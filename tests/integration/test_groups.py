@@ -333,6 +333,7 @@ def test_mooncakectl_groups_and_limits():
 def test_tasks_and_jobs_name_groups():
     env = Env(partitions=2)
     try:
+        env.start("jobs", instance="j")
         port = start(env, roles="gateway,view")
         body = {"appId": "shop", "uuid": "t1", "delayMs": 3_600_000,
                 "callback": {"group": "billing", "path": "/charge?x=1", "strategy": "ROUND_ROBIN",
@@ -371,6 +372,15 @@ def test_tasks_and_jobs_name_groups():
         j = jc["payload"][1]["job"]
         assert j["callback"]["url"] == "group://billing/nightly", j
         assert j["metadata"] == {"mooncake.route": "FIRST"}, j
+        # GET /jobs shows the job as a body gives it, once the jobs role has it.
+
+        def listed():
+            s, b = req(port, "GET", "/jobs?appId=shop&jobId=nightly")
+            return b if s == 200 else None
+        j = eventually("the job in GET /jobs", listed, timeout=30)["job"]
+        assert j["callback"]["group"] == "billing" and j["callback"]["path"] == "/nightly", j
+        assert j["callback"]["strategy"] == "FIRST" and "url" not in j["callback"], j
+        assert j["metadata"] == {}, j
     finally:
         env.stop_all()
 
