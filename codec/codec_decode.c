@@ -315,61 +315,81 @@ static mc_codec_err skip_string(rd *r, const char *field)
     return MC_CODEC_OK;
 }
 
-/* map<string>. The entries must land in one contiguous array, but a writer
- * may split a map into any number of blocks; so a first pass validates the
- * structure and counts the entries, and only then is the array allocated,
- * exactly sized (at most 16 bytes per 2 input bytes). Canonical writers use
- * one block, so the first pass is a handful of varint reads. */
-static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, size_t *out_n)
+/* Reads one item of an array or map into slot; slot NULL: checks it and passes it
+ * (the first pass of rd_items). */
+typedef mc_codec_err (*rd_item_fn)(rd *r, void *slot);
+
+/* An array or map (field) whose items land in one contiguous arena array, item_size
+ * bytes each. A writer may split it into any number of blocks, so a first pass validates
+ * the blocks and counts the items (each takes at least min_item_bytes, so a count the
+ * input cannot hold is refused before anything is allocated), then the array is
+ * allocated exactly sized, zeroed, and filled by a second pass. Canonical writers use
+ * one block. *out is NULL when there are no items. */
+static mc_codec_err rd_items(rd *r, const char *field, size_t min_item_bytes, size_t item_size,
+                             rd_item_fn fn, void **out, size_t *out_n)
 {
     const uint8_t *start = r->p;
     size_t total = 0;
+    uint8_t *items = NULL;
     push(r, field);
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t i = 0; i < count; i++) {
-            r->path[r->depth - 1].index = (int64_t)(total + i);
-            TRY(skip_string(r, "key"));
-            TRY(skip_string(r, "value"));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (total == 0)
+                break;
+            /* At most item_size bytes per min_item_bytes of input: bounded. */
+            if (!(items = mc_arena_alloc(r->arena, total * item_size)))
+                return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
+            memset(items, 0, total * item_size);
+            r->p = start;
         }
-        r->path[r->depth - 1].index = -1;
-        if (block_end && r->p != block_end)
-            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
-                        "block byte size disagrees with its entries by %td bytes",
-                        r->p - block_end);
-        total += count; /* cannot overflow: bounded by the input length */
-    }
-    *out_n = total;
-    if (total == 0) {
-        *out = NULL;
-        pop(r);
-        return MC_CODEC_OK;
-    }
-    mc_kv *kv = mc_arena_alloc(r->arena, total * sizeof *kv);
-    if (!kv)
-        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu entries", total);
-    r->p = start;
-    size_t i = 0;
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t k = 0; k < count; k++, i++) {
-            r->path[r->depth - 1].index = (int64_t)i;
-            TRY(rd_string(r, "key", &kv[i].key));
-            TRY(rd_string(r, "value", &kv[i].value));
+        size_t i = 0;
+        for (;;) {
+            size_t count;
+            const uint8_t *block_end;
+            TRY(rd_block(r, NULL, min_item_bytes, &count, &block_end));
+            if (count == 0)
+                break;
+            for (size_t k = 0; k < count; k++, i++) {
+                r->path[r->depth - 1].index = (int64_t)i;
+                TRY(fn(r, items ? items + i * item_size : NULL));
+            }
+            r->path[r->depth - 1].index = -1;
+            if (block_end && r->p != block_end)
+                return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
+                            "block byte size disagrees with its items by %td bytes",
+                            r->p - block_end);
         }
-        r->path[r->depth - 1].index = -1;
+        total = i; /* cannot overflow: bounded by the input length */
     }
     pop(r);
-    *out = kv;
+    *out = items;
+    *out_n = total;
     return MC_CODEC_OK;
+}
+
+static mc_codec_err kv_item(rd *r, void *slot)
+{
+    mc_kv *kv = slot;
+    if (!kv) {
+        TRY(skip_string(r, "key"));
+        return skip_string(r, "value");
+    }
+    TRY(rd_string(r, "key", &kv->key));
+    return rd_string(r, "value", &kv->value);
+}
+
+/* map<string> into an mc_kv array (at most 16 bytes per 2 input bytes). */
+static mc_codec_err rd_string_map(rd *r, const char *field, const mc_kv **out, size_t *out_n)
+{
+    void *items;
+    TRY(rd_items(r, field, 2, sizeof(mc_kv), kv_item, &items, out_n));
+    *out = items;
+    return MC_CODEC_OK;
+}
+
+static mc_codec_err string_item(rd *r, void *slot)
+{
+    return slot ? rd_string(r, NULL, slot) : skip_string(r, NULL);
 }
 
 /* The union [null, string]: NULL for null. */
@@ -381,54 +401,12 @@ static mc_codec_err rd_optional_string(rd *r, const char *field, const char **ou
     return branch == 1 ? rd_string(r, field, out) : MC_CODEC_OK;
 }
 
-/* array<string>, counted in a first pass like rd_string_map so the array is
- * allocated once, exactly sized (at most 8 bytes per input byte). */
+/* array<string> (at most 8 bytes per input byte, and the strings). */
 static mc_codec_err rd_string_array(rd *r, const char *field, const char *const **out,
                                     size_t *out_n)
 {
-    const uint8_t *start = r->p;
-    size_t total = 0;
-    push(r, field);
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 1, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t i = 0; i < count; i++) {
-            r->path[r->depth - 1].index = (int64_t)(total + i);
-            TRY(skip_string(r, NULL));
-        }
-        r->path[r->depth - 1].index = -1;
-        if (block_end && r->p != block_end)
-            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
-                        "block byte size disagrees with its items by %td bytes", r->p - block_end);
-        total += count;
-    }
-    *out_n = total;
-    *out = NULL;
-    if (total == 0) {
-        pop(r);
-        return MC_CODEC_OK;
-    }
-    const char **items = mc_arena_alloc(r->arena, total * sizeof *items);
-    if (!items)
-        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
-    r->p = start;
-    size_t i = 0;
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 1, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t k = 0; k < count; k++, i++) {
-            r->path[r->depth - 1].index = (int64_t)i;
-            TRY(rd_string(r, NULL, &items[i]));
-        }
-        r->path[r->depth - 1].index = -1;
-    }
-    pop(r);
+    void *items;
+    TRY(rd_items(r, field, 1, sizeof(const char *), string_item, &items, out_n));
     *out = items;
     return MC_CODEC_OK;
 }
@@ -553,52 +531,19 @@ static mc_codec_err rd_follow_up(rd *r, mc_follow_up *f)
     return rd_late_policy(r, &f->has_late_policy, &f->late_policy);
 }
 
-/* array<FollowUp>: like rd_running, a first pass validates the blocks and
- * counts the items (each at least 10 bytes: two strings, a long, the
- * callback's five fields, three unions), then they are read into an array
- * of exactly that size. */
+static mc_codec_err follow_up_item(rd *r, void *slot)
+{
+    mc_follow_up scratch = {0};
+    return rd_follow_up(r, slot ? slot : &scratch);
+}
+
+/* array<FollowUp> (each at least 10 bytes: two strings, a long, the callback's five
+ * fields, three unions). */
 static mc_codec_err rd_on_success(rd *r, const mc_follow_up **out, size_t *out_n)
 {
-    const uint8_t *start = r->p;
-    size_t total = 0;
-    mc_follow_up scratch;
-    push(r, "on_success");
-    for (int pass = 0; pass < 2; pass++) {
-        mc_follow_up *items = NULL;
-        if (pass == 1) {
-            *out_n = total;
-            if (total == 0) {
-                *out = NULL;
-                break;
-            }
-            if (!(items = mc_arena_alloc(r->arena, total * sizeof *items)))
-                return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu follow-ups", total);
-            memset(items, 0, total * sizeof *items);
-            r->p = start;
-            *out = items;
-        }
-        size_t i = 0;
-        for (;;) {
-            size_t count;
-            const uint8_t *block_end;
-            TRY(rd_block(r, NULL, 10, &count, &block_end));
-            if (count == 0)
-                break;
-            for (size_t k = 0; k < count; k++, i++) {
-                r->path[r->depth - 1].index = (int64_t)i;
-                scratch = (mc_follow_up){0};
-                TRY(rd_follow_up(r, pass == 1 ? &items[i] : &scratch));
-            }
-            r->path[r->depth - 1].index = -1;
-            if (block_end && r->p != block_end)
-                return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
-                            "block byte size disagrees with its items by %td bytes",
-                            r->p - block_end);
-            if (pass == 0)
-                total += count; /* cannot overflow: bounded by the input length */
-        }
-    }
-    pop(r);
+    void *items;
+    TRY(rd_items(r, "on_success", 10, sizeof(mc_follow_up), follow_up_item, &items, out_n));
+    *out = items;
     return MC_CODEC_OK;
 }
 
@@ -692,54 +637,18 @@ static mc_codec_err rd_running_occurrence(rd *r, mc_running_occurrence *o)
     return MC_CODEC_OK;
 }
 
-/* array<RunningOccurrence>. Like rd_string_map: a first pass validates the
- * blocks and reads the items (each takes at least two bytes, one per long),
- * then the array is allocated exactly sized (16 bytes per 2 input bytes at
- * most) and filled by a second pass. */
+static mc_codec_err running_item(rd *r, void *slot)
+{
+    mc_running_occurrence scratch;
+    return rd_running_occurrence(r, slot ? slot : &scratch);
+}
+
+/* array<RunningOccurrence> (each at least two bytes, one per long). */
 static mc_codec_err rd_running(rd *r, const char *field, const mc_running_occurrence **out,
                                size_t *out_n)
 {
-    const uint8_t *start = r->p;
-    size_t total = 0;
-    mc_running_occurrence o;
-    push(r, field);
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t i = 0; i < count; i++) {
-            r->path[r->depth - 1].index = (int64_t)(total + i);
-            TRY(rd_running_occurrence(r, &o));
-        }
-        r->path[r->depth - 1].index = -1;
-        if (block_end && r->p != block_end)
-            return FAIL(r, NULL, MC_CODEC_BAD_LENGTH,
-                        "block byte size disagrees with its items by %td bytes", r->p - block_end);
-        total += count; /* cannot overflow: bounded by the input length */
-    }
-    *out_n = total;
-    if (total == 0) {
-        *out = NULL;
-        pop(r);
-        return MC_CODEC_OK;
-    }
-    mc_running_occurrence *items = mc_arena_alloc(r->arena, total * sizeof *items);
-    if (!items)
-        return FAIL(r, NULL, MC_CODEC_NOMEM, "out of memory for %zu items", total);
-    r->p = start;
-    size_t i = 0;
-    for (;;) {
-        size_t count;
-        const uint8_t *block_end;
-        TRY(rd_block(r, NULL, 2, &count, &block_end));
-        if (count == 0)
-            break;
-        for (size_t k = 0; k < count; k++, i++)
-            TRY(rd_running_occurrence(r, &items[i]));
-    }
-    pop(r);
+    void *items;
+    TRY(rd_items(r, field, 2, sizeof(mc_running_occurrence), running_item, &items, out_n));
     *out = items;
     return MC_CODEC_OK;
 }

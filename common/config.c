@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 /* OPT_LIST is a string that may be empty (a list with nothing in it). */
 typedef enum opt_type {
     OPT_STR,
@@ -318,6 +320,12 @@ static int apply(mc_config *cfg, const opt *o, const char *v, const char *source
     }
     case OPT_LIST: {
         char **dst = (char **)(base + o->offset);
+        struct sockaddr_in sa;
+        if (o->offset == OFF(endpoints_dns_server) && *v && !mc_config_dns_server(v, &sa)) {
+            snprintf(err, errlen, "%s: '%.100s' is not an IPv4 HOST:PORT (e.g. 10.96.0.10:53)",
+                     source, v);
+            return -1;
+        }
         free(*dst);
         *dst = strdup(v);
         return *dst ? 0 : -1;
@@ -732,4 +740,22 @@ int mc_config_each_entry(const char *spec, const char *what, mc_entry_fn each, v
     wipe(file, file_len);
     free(file);
     return rc;
+}
+
+bool mc_config_dns_server(const char *text, struct sockaddr_in *out)
+{
+    char host[64];
+    const char *colon = strrchr(text, ':');
+    size_t n = colon ? (size_t)(colon - text) : 0;
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || n == 0 || n >= sizeof host || !isdigit((unsigned char)colon[1]) || *end ||
+        port < 1 || port > 65535)
+        return false;
+    memcpy(host, text, n);
+    host[n] = '\0';
+    memset(out, 0, sizeof *out);
+    out->sin_family = AF_INET;
+    out->sin_port = htons((uint16_t)port);
+    return inet_pton(AF_INET, host, &out->sin_addr) == 1;
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <netinet/in.h>
+
 #include "log.h"
 
 typedef struct mc_kafka_prop {
@@ -107,6 +109,10 @@ char *mc_config_read_file(const char *path, const char *what, size_t *len, char 
  * no option (MOONCAKE_KAFKA_* passthrough excepted): copies its name into
  * name and returns true. The usual cause is a typo or a removed setting. */
 bool mc_config_unknown_env(char **envp, char *name, size_t namelen);
+
+/* Parses --endpoints-dns-server's HOST:PORT (an IPv4 address and a port) into out;
+ * false when it is not one. Any thread. */
+bool mc_config_dns_server(const char *text, struct sockaddr_in *out);
 
 /* Full topic name for a suffix ("tasks" -> "mooncake.tasks") into buf. */
 const char *mc_topic_name(const mc_config *cfg, const char *suffix, char *buf, size_t buflen);

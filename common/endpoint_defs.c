@@ -332,8 +332,10 @@ int mc_endpoint_defs_apply(mc_endpoint_defs *d, const void *key, size_t key_len,
             return 0;
         bool had_dns = old->ep.kind == MC_ENDPOINT_GROUP && old->ep.group.n_dns;
         drop_def(d, old);
-        if (had_dns && rebuild_hosts(d) != 0)
-            return -2; /* the definition is gone; stale names are dropped next time */
+        /* Out of memory, the names it alone held stay listed (resolved for nothing)
+         * until the next change rebuilds the list: the definitions are right. */
+        if (had_dns)
+            (void)rebuild_hosts(d);
         return 1;
     }
     mc_arena *arena = mc_arena_new();

@@ -15,6 +15,11 @@
 #include "codec.h"
 #include "endpoints.h"
 
+/* The route strategies' API names, for messages ("... is not one of " this). */
+#define MC_ROUTE_STRATEGY_LIST                                                                     \
+    "FIRST, LAST, ROUND_ROBIN, RANDOM, CONSISTENT_HASH, LEAST_FREQUENTLY_USED, "                   \
+    "LEAST_RECENTLY_USED, FAILOVER, BUSYOVER or SHARDING_BROADCAST"
+
 /* Longest address text (an IPv6 address), its NUL included. */
 #define MC_ADDRESS_MAX 46
 /* Addresses kept per DNS name: a group holds at most MC_GROUP_MEMBERS_MAX members. */

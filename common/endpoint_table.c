@@ -46,24 +46,6 @@ struct mc_endpoint_table {
     mc_counter *dns_failures, *skipped, *cut, *published;
 };
 
-/* HOST:PORT of an IPv4 DNS server into sa. */
-static bool parse_dns_server(const char *text, struct sockaddr_in *sa)
-{
-    char host[64];
-    const char *colon = strrchr(text, ':');
-    size_t n = colon ? (size_t)(colon - text) : 0;
-    char *end;
-    long port = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || n == 0 || n >= sizeof host || *end || port < 1 || port > 65535)
-        return false;
-    memcpy(host, text, n);
-    host[n] = '\0';
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host, &sa->sin_addr) == 1;
-}
-
 /* ---- DNS --------------------------------------------------------------------------- */
 
 /* One query of type for name: the addresses into addrs (*n of them). 0 answered (maybe
@@ -324,7 +306,7 @@ mc_endpoint_table *mc_endpoint_table_open(const mc_config *cfg, mc_metrics *m, c
     }
     const char *server = cfg->endpoints_dns_server ? cfg->endpoints_dns_server : "";
     if (server[0]) {
-        if (!parse_dns_server(server, &t->dns)) {
+        if (!mc_config_dns_server(server, &t->dns)) {
             snprintf(err, errlen, "--endpoints-dns-server '%.100s' is not an IPv4 HOST:PORT",
                      server);
             table_free(t);

@@ -16,6 +16,7 @@
 
 #include "chains.h"
 #include "crypto.h"
+#include "endpoint_defs.h"
 #include "endpoints.h"
 #include "kafka_targets.h"
 #include "task_rules.h"
@@ -236,11 +237,6 @@ static int get_due(json_t *root, const mc_task_json_options *o, mc_task *t, char
     return 0;
 }
 
-/* The route strategies' names, for the messages. */
-#define STRATEGY_NAMES                                                                             \
-    "FIRST, LAST, ROUND_ROBIN, RANDOM, CONSISTENT_HASH, LEAST_FREQUENTLY_USED, "                   \
-    "LEAST_RECENTLY_USED, FAILOVER, BUSYOVER or SHARDING_BROADCAST"
-
 /* cb.group, cb.path and cb.strategy: the url group://GROUP/PATH, and the strategy into
  * *strategy (NULL when none; a follow-up, strategy == NULL, takes none). */
 static int get_group(json_t *cb, const char *at, mc_arena *a, const char **url,
@@ -275,7 +271,7 @@ static int get_group(json_t *cb, const char *at, mc_arena *a, const char **url,
     if (strat && !strategy)
         FAIL("%scallback.strategy is not taken here: the call uses its group's strategy", at);
     if (strat && !mc_route_strategy_parse(strat, &parsed))
-        FAIL("%scallback.strategy '%.40s' is not one of " STRATEGY_NAMES, at, strat);
+        FAIL("%scallback.strategy '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, at, strat);
     if (strategy)
         *strategy = strat;
     *url = u;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "endpoint_defs.h"
 #include "endpoints.h"
 
 const mc_task_field_names mc_task_avro_names = {
@@ -250,11 +251,8 @@ static bool route_ok(const mc_task *t, const mc_task_field_names *n, char *why, 
             continue;
         mc_route_strategy s;
         if (!mc_route_strategy_parse(t->metadata[i].value, &s)) {
-            snprintf(why, whylen,
-                     "%s '%.40s' is not one of FIRST, LAST, ROUND_ROBIN, RANDOM, "
-                     "CONSISTENT_HASH, LEAST_FREQUENTLY_USED, LEAST_RECENTLY_USED, FAILOVER, "
-                     "BUSYOVER or SHARDING_BROADCAST",
-                     field, t->metadata[i].value);
+            snprintf(why, whylen, "%s '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, field,
+                     t->metadata[i].value);
             return false;
         }
         if (t->has_kafka_target || strncmp(t->callback.url, "group://", 8) != 0) {

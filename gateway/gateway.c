@@ -42,6 +42,9 @@
 #include "codec.h"
 #include "console.h"
 #include "dead_letters.h"
+#include "endpoint_defs.h"
+#include "endpoint_json.h"
+#include "endpoint_table.h"
 #include "idempotency.h"
 #include "job_json.h"
 #include "jobs_view.h"
@@ -83,6 +86,12 @@ typedef enum route_id {
     R_CONSOLE,
     R_DEAD_LETTERS,
     R_DEAD_REQUEUE,
+    R_GROUPS,
+    R_GROUPS_DELETE,
+    R_LIMITS,
+    R_LIMITS_DELETE,
+    R_GROUPS_LIST,
+    R_LIMITS_LIST,
     R_OTHER,
     N_ROUTES
 } route_id;
@@ -116,6 +125,12 @@ static const route routes[N_ROUTES] = {
     [R_CONSOLE] = {"/console/", "GET", "GET, HEAD"},
     [R_DEAD_LETTERS] = {"/api/dead-letters", "GET", "GET"},
     [R_DEAD_REQUEUE] = {"/api/dead-letters/requeue", "POST", "POST"},
+    [R_GROUPS] = {"/groups", "POST", "GET, POST"},
+    [R_GROUPS_DELETE] = {"/groups/delete", "POST", "POST"},
+    [R_LIMITS] = {"/limits", "POST", "GET, POST"},
+    [R_LIMITS_DELETE] = {"/limits/delete", "POST", "POST"},
+    [R_GROUPS_LIST] = {"/groups", "GET", "GET, POST", "GET /groups"},
+    [R_LIMITS_LIST] = {"/limits", "GET", "GET, POST", "GET /limits"},
     [R_OTHER] = {"other", NULL, NULL},
 };
 
@@ -145,8 +160,9 @@ struct mc_gateway {
     mc_uuid7 uuids;
     char *tls_cert, *tls_key; /* PEM text, or NULL */
     rd_kafka_t *producer;
-    rd_kafka_topic_t *tasks, *job_commands;
-    char tasks_name[256], job_commands_name[256];
+    rd_kafka_topic_t *tasks, *job_commands, *endpoints_topic;
+    char tasks_name[256], job_commands_name[256], endpoints_name[256];
+    mc_endpoint_table *endpoints; /* GET /groups and /limits */
     /* Time zones of the jobs' schedules, shared by the HTTP threads: the
      * cache is one thread's at a time (the zones it hands out are
      * immutable). */
@@ -349,10 +365,15 @@ static bool is_job_route(route_id r)
     return r >= R_JOBS && r <= R_JOBS_PREVIEW;
 }
 
+static bool is_endpoint_route(route_id r)
+{
+    return r >= R_GROUPS && r <= R_LIMITS_DELETE;
+}
+
 /* What the record is, in messages. */
 static const char *record_noun(route_id r)
 {
-    return is_job_route(r) ? "job command" : "task";
+    return is_job_route(r) ? "job command" : is_endpoint_route(r) ? "endpoint record" : "task";
 }
 
 /* The route of this path and method; a path's first route when no method
@@ -623,12 +644,23 @@ static bool check_idempotency(request *rq, const char *app_id, enum MHD_Result *
 /* Hands the encoded record (rq->out) to librdkafka for topic, keyed
  * app_id/id (id: a task's, a job's or a chain's ordering key), and suspends
  * the connection until its delivery report. */
+static enum MHD_Result produce_key(request *rq, rd_kafka_topic_t *topic, const char *key,
+                                   size_t klen);
+
 static enum MHD_Result produce(request *rq, rd_kafka_topic_t *topic, const char *app_id,
                                const char *id)
 {
-    mc_gateway *g = rq->g;
     char key[MC_JSON_MAX_ID_LEN + 1 + MC_MAX_ORDERING_KEY_LEN + 1];
     size_t klen = mc_task_key(app_id, id, key, sizeof key);
+    return produce_key(rq, topic, key, klen);
+}
+
+/* produce's work, for any key (the endpoints topic's are not app_id/id); rq->out empty
+ * (data NULL) sends a tombstone. */
+static enum MHD_Result produce_key(request *rq, rd_kafka_topic_t *topic, const char *key,
+                                   size_t klen)
+{
+    mc_gateway *g = rq->g;
     atomic_fetch_add(&g->producing, 1);
     if (atomic_load(&g->stopping)) {
         atomic_fetch_sub(&g->producing, 1);
@@ -1400,6 +1432,99 @@ void mc_gateway_set_view(mc_gateway *g, const mc_view_asker *view)
     g->view = *view;
 }
 
+/* Limits bind every app's calls: with tokens, only an admin token sets or reads them. */
+static enum MHD_Result refuse_limits(request *rq)
+{
+    return answer_error(rq, MHD_HTTP_FORBIDDEN,
+                        "%s needs an admin token (MOONCAKE_ADMIN_TOKENS): a limit binds every "
+                        "app's calls",
+                        routes[rq->route].path);
+}
+
+/* POST /groups, /groups/delete, /limits, /limits/delete: an Endpoint record (a
+ * tombstone for a delete) for the endpoints topic, keyed group/APP/NAME or
+ * limit/SCOPE/NAME. */
+static enum MHD_Result answer_endpoint_post(request *rq)
+{
+    mc_gateway *g = rq->g;
+    bool limit = rq->route == R_LIMITS || rq->route == R_LIMITS_DELETE;
+    if (limit && !g->cfg->gateway_no_auth && !rq->grant.admin)
+        return refuse_limits(rq);
+    mc_arena *arena = mc_arena_new();
+    if (!arena)
+        return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    char why[512], key[1024];
+    mc_endpoint e;
+    int64_t now = mc_now_ms();
+    enum MHD_Result ret;
+    int rc =
+        rq->route == R_GROUPS
+            ? mc_endpoint_group_from_json(rq->body, rq->len, now, arena, &e, why, sizeof why)
+        : rq->route == R_LIMITS
+            ? mc_endpoint_limit_from_json(rq->body, rq->len, now, arena, &e, why, sizeof why)
+            : mc_endpoint_delete_from_json(rq->body, rq->len, limit, arena, &e, why, sizeof why);
+    if (rc != 0) {
+        ret = answer_error(rq, MHD_HTTP_BAD_REQUEST, "%s", why);
+        goto out;
+    }
+    if (!limit && !g->cfg->gateway_no_auth &&
+        !mc_grant_allows(g->tokens, &rq->grant, e.group.app_id)) {
+        ret = answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                           e.group.app_id);
+        goto out;
+    }
+    size_t klen = mc_endpoint_key(&e, key, sizeof key);
+    bool put = rq->route == R_GROUPS || rq->route == R_LIMITS;
+    if (klen >= sizeof key || (put && mc_encode_endpoint(&e, &rq->out) != 0) ||
+        !(rq->data = json_text(json_pack("{s:s, s:b}", "key", key, "deleted", !put)))) {
+        ret = answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        goto out;
+    }
+    if (check_idempotency(rq, limit ? "" : e.group.app_id, &ret))
+        goto out;
+    ret = produce_key(rq, g->endpoints_topic, key, klen);
+out:
+    mc_arena_free(arena);
+    return ret;
+}
+
+/* A GET parameter's value, NULL when absent. */
+static const char *get_arg(request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* GET /groups?appId=A[&name=N] and GET /limits, from the gateway's endpoint table:
+ * what it has read from the endpoints topic, with what each DNS name resolved to. */
+static enum MHD_Result answer_endpoint_list(request *rq)
+{
+    mc_gateway *g = rq->g;
+    bool limits = rq->route == R_LIMITS_LIST;
+    const char *app_id = get_arg(rq, "appId"), *name = get_arg(rq, "name");
+    if (limits && !g->cfg->gateway_no_auth && !rq->grant.admin)
+        return refuse_limits(rq);
+    if (!limits && (!app_id || !app_id[0]))
+        return answer_error(rq, MHD_HTTP_BAD_REQUEST, "appId is required: GET /groups?appId=...");
+    if (!limits && !g->cfg->gateway_no_auth && !mc_grant_allows(g->tokens, &rq->grant, app_id))
+        return answer_error(rq, MHD_HTTP_FORBIDDEN, "the token is not one of appId '%.255s'",
+                            app_id);
+    if (!mc_endpoint_table_caught_up(g->endpoints))
+        return answer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                            "the gateway is still reading the endpoints topic");
+    json_t *list = limits ? mc_endpoint_table_limits_json(g->endpoints)
+                          : mc_endpoint_table_groups_json(g->endpoints, app_id, name);
+    if (list && !limits && name && json_array_size(list) == 0) {
+        json_decref(list);
+        return answer_error(rq, MHD_HTTP_NOT_FOUND, "no group '%.128s' in appId '%.255s'", name,
+                            app_id);
+    }
+    char *data = list ? json_text(json_pack("{s:o}", limits ? "limits" : "groups", list)) : NULL;
+    enum MHD_Result ret = data ? answer_ok(rq, data)
+                               : answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    free(data);
+    return ret;
+}
+
 static enum MHD_Result handle_post(request *rq)
 {
     mc_gateway *g = rq->g;
@@ -1414,6 +1539,8 @@ static enum MHD_Result handle_post(request *rq)
         return answer_reschedule(rq);
     if (rq->route == R_DEAD_REQUEUE)
         return answer_dead_letters(rq);
+    if (is_endpoint_route(rq->route))
+        return answer_endpoint_post(rq);
     mc_arena *arena = mc_arena_new();
     if (!arena)
         return answer_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
@@ -1543,6 +1670,8 @@ static int api_handle(void *cls, struct MHD_Connection *conn, const char *url, c
     }
     if (rq->route == R_JOBS_LIST)
         return answer_list(rq);
+    if (rq->route == R_GROUPS_LIST || rq->route == R_LIMITS_LIST)
+        return answer_endpoint_list(rq);
     if (rq->route == R_TASK)
         return answer_task(rq);
     if (rq->route == R_TASKS || rq->route == R_STATS)
@@ -1828,13 +1957,19 @@ mc_gateway *mc_gateway_new(const mc_config *cfg, mc_metrics *metrics, const mc_l
     }
     mc_topic_name(cfg, "tasks", g->tasks_name, sizeof g->tasks_name);
     mc_topic_name(cfg, "job-commands", g->job_commands_name, sizeof g->job_commands_name);
+    mc_topic_name(cfg, "endpoints", g->endpoints_name, sizeof g->endpoints_name);
     if (!(g->tasks = rd_kafka_topic_new(g->producer, g->tasks_name, NULL)) ||
-        !(g->job_commands = rd_kafka_topic_new(g->producer, g->job_commands_name, NULL))) {
+        !(g->job_commands = rd_kafka_topic_new(g->producer, g->job_commands_name, NULL)) ||
+        !(g->endpoints_topic = rd_kafka_topic_new(g->producer, g->endpoints_name, NULL))) {
         snprintf(err, errlen, "topic handle for %s: %s",
-                 g->tasks ? g->job_commands_name : g->tasks_name,
+                 !g->tasks          ? g->tasks_name
+                 : !g->job_commands ? g->job_commands_name
+                                    : g->endpoints_name,
                  rd_kafka_err2str(rd_kafka_last_error()));
         goto fail;
     }
+    if (!(g->endpoints = mc_endpoint_table_open(cfg, metrics, err, errlen)))
+        goto fail;
     if (pthread_create(&g->delivery_thread, NULL, delivery_main, g) != 0) {
         snprintf(err, errlen, "cannot start the delivery thread");
         goto fail;
@@ -1958,6 +2093,9 @@ void mc_gateway_free(mc_gateway *g)
         rd_kafka_topic_destroy(g->tasks);
     if (g->job_commands)
         rd_kafka_topic_destroy(g->job_commands);
+    if (g->endpoints_topic)
+        rd_kafka_topic_destroy(g->endpoints_topic);
+    mc_endpoint_table_close(g->endpoints);
     mc_view_forward_free(g->forward);
     mc_dead_api_free(g->dead);
     mc_cluster_free(g->cluster);

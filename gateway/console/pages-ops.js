@@ -232,7 +232,7 @@
           return [h('label', { for: b.id, class: 'sr-only' }, 'Select ' + (l.key || id(l))), b];
         } },
         { label: 'Dead at', cell: (l) => time(l.timestamp) },
-        { label: 'Task', cell: (l) => l.uuid ? h('a', { href: MC.taskHref(l.appId || app, l.uuid), class: 'mono', title: l.task && l.task.callback ? (l.task.callback.method || '') + ' ' + l.task.callback.url : null }, l.uuid) : h('span', { class: 'mono' }, l.key || '–') },
+        { label: 'Task', cell: (l) => l.uuid ? h('a', { href: MC.taskHref(l.appId || app, l.uuid), class: 'mono', title: l.task && l.task.callback ? (l.task.callback.method || '') + ' ' + MC.targetText(l.task.callback) : null }, l.uuid) : h('span', { class: 'mono' }, l.key || '–') },
         { label: 'Reason', cell: (l) => h('span', { class: 'reason' }, l.reason || '') },
         { label: 'Attempt', class: 'num', cell: (l) => num(l.attempt) },
         { label: 'Source', cell: (l) => l.source || '–' },

@@ -10,6 +10,14 @@
   // Shared with the jobs page, which shows a job's policies and follow-ups the same way.
   MC.lateText = lateText;
   MC.retryText = retryText;
+  MC.targetText = targetText;
+
+  // Where a callback goes: its URL, or "group NAME/PATH (STRATEGY)" for an endpoint group.
+  function targetText(cb) {
+    if (!cb) return '';
+    if (cb.group) return 'group ' + cb.group + (cb.path || '') + (cb.strategy ? ' (' + cb.strategy + ')' : '');
+    return cb.url || '';
+  }
   MC.doesText = doesText;
 
   // ---- task lookup ------------------------------------------------------------------
@@ -119,7 +127,7 @@
       ]));
     const call = t.kafkaTarget ? kafkaTargetCard(t.kafkaTarget) : h('div', { class: 'card' },
       h('h3', {}, 'Callback'),
-      h('p', { class: 'mono break' }, h('strong', {}, cb.method || 'POST'), ' ', cb.url || ''),
+      h('p', { class: 'mono break' }, h('strong', {}, cb.method || 'POST'), ' ', targetText(cb)),
       dl([
         ['Timeout', cb.timeoutMs ? duration(cb.timeoutMs) : 'executor default'],
         ['Headers', cb.headers && Object.keys(cb.headers).length ? dl(Object.entries(cb.headers)) : null],
@@ -151,7 +159,7 @@
   function doesText(x) {
     if (x.kafkaTarget) return 'Kafka ' + x.kafkaTarget.topic;
     const cb = x.callback || {};
-    return (cb.method || 'POST') + ' ' + (cb.url || '');
+    return (cb.method || 'POST') + ' ' + targetText(cb);
   }
 
   // A task that delivers a record to Kafka instead of calling: its topic, key, headers
@@ -331,7 +339,7 @@
         { label: 'Last attempt', cell: (t) => t.lastAttempt ? [badge(t.lastAttempt.outcome), ' ', t.lastAttempt.httpStatus ? 'HTTP ' + t.lastAttempt.httpStatus : 'no answer'] : h('span', { class: 'muted' }, '–') },
         { label: 'Callback', cell: (t) => t.kafkaTarget
           ? h('span', { class: 'mono clip', title: t.kafkaTarget.topic }, 'Kafka ' + t.kafkaTarget.topic)
-          : h('span', { class: 'mono clip', title: t.callback ? t.callback.url : '' }, t.callback ? t.callback.method + ' ' + t.callback.url : '') },
+          : h('span', { class: 'mono clip', title: targetText(t.callback) }, t.callback ? t.callback.method + ' ' + targetText(t.callback) : '') },
       ], rows, { rowAttrs: (t) => ({ 'data-uuid': t.uuid }) }) : empty(state ? 'No tasks in this state.' : 'No tasks: the view holds the tasks not final yet and those that ended in the last hour.'), pager);
     },
   };

@@ -44,6 +44,7 @@
 
 #include "chains.h"
 #include "codec.h"
+#include "endpoints.h"
 #include "config.h"
 #include "kafka.h"
 #include "kafka_targets.h"
@@ -65,6 +66,8 @@ enum {
     SC_PARTITIONS = 64,
     SC_JOBS = 128,
     SC_TASK = 256,
+    SC_GROUPS = 512,
+    SC_LIMITS = 1024,
 };
 
 typedef enum opt_kind { K_STR, K_FLAG, K_LIST } opt_kind;
@@ -88,8 +91,20 @@ static const opt_def opt_defs[] = {
     {"json", 'J', 0, K_FLAG, O(json)},
     {"quiet", 'q', 0, K_FLAG, O(quiet)},
     {"help", 'h', 0, K_FLAG, O(help)},
-    {"file", 'f', SC_SUBMIT | SC_JOBS, K_STR, O(file)},
-    {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS | SC_TASK, K_STR, O(app)},
+    {"file", 'f', SC_SUBMIT | SC_JOBS | SC_GROUPS | SC_LIMITS, K_STR, O(file)},
+    {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS | SC_TASK | SC_GROUPS, K_STR,
+     O(app)},
+    {"group", 0, SC_SUBMIT, K_STR, O(group)},
+    {"path", 0, SC_SUBMIT, K_STR, O(path)},
+    {"strategy", 0, SC_SUBMIT | SC_GROUPS, K_STR, O(strategy)},
+    {"name", 0, SC_GROUPS | SC_LIMITS, K_STR, O(name)},
+    {"member", 0, SC_GROUPS, K_LIST, O(members)},
+    {"dns", 0, SC_GROUPS, K_LIST, O(dns)},
+    {"member-concurrency", 0, SC_GROUPS, K_STR, O(member_concurrency)},
+    {"unhealthy-ms", 0, SC_GROUPS, K_STR, O(unhealthy_ms)},
+    {"scope", 0, SC_LIMITS, K_STR, O(scope)},
+    {"max-concurrent", 0, SC_LIMITS, K_STR, O(max_concurrent)},
+    {"max-per-second", 0, SC_LIMITS, K_STR, O(max_per_second)},
     {"job", 0, SC_RESULTS | SC_DEAD | SC_JOBS, K_STR, O(job)},
     {"cron", 0, SC_JOBS, K_STR, O(cron)},
     {"tz", 0, SC_JOBS, K_STR, O(tz)},
@@ -151,6 +166,8 @@ static const struct {
     {"partitions", SC_PARTITIONS},
     {"jobs", SC_JOBS},
     {"task", SC_TASK},
+    {"groups", SC_GROUPS},
+    {"limits", SC_LIMITS},
 };
 
 /* ---- usage ------------------------------------------------------------------ */
@@ -172,6 +189,8 @@ static const char usage_global[] =
     "  jobs      recurring jobs: put | pause | resume | delete | trigger | list | preview\n"
     "  task      get APP/ID, list, stats: a task's state and story, an app's tasks by\n"
     "            due time, counts per state (from the view's table)\n"
+    "  groups    endpoint groups: put | list | delete (<prefix>endpoints)\n"
+    "  limits    admission limits per host or app: put | list | delete\n"
     "\n"
     "Global options (before or after the command):\n"
     "  -b, --bootstrap-servers HOSTS  Kafka brokers (env MOONCAKE_BOOTSTRAP_SERVERS,\n"
@@ -224,6 +243,12 @@ static const char usage_submit[] =
     "  --at TIME             due time: epoch ms or RFC 3339 (2030-01-02T03:04:05Z)\n"
     "  --in DURATION         due after 1500ms, 30s, 5m, 2h or 1d\n"
     "  --url URL             http:// or https:// callback\n"
+    "  --group NAME          call the app's endpoint group NAME instead of --url (a\n"
+    "                        member's URL followed by --path)\n"
+    "  --path P              with --group: the path (and query) after the member's URL\n"
+    "  --strategy S          with --group: the route strategy for this task (FIRST, LAST,\n"
+    "                        ROUND_ROBIN, RANDOM, CONSISTENT_HASH, LEAST_FREQUENTLY_USED,\n"
+    "                        LEAST_RECENTLY_USED, FAILOVER, BUSYOVER, SHARDING_BROADCAST)\n"
     "  --method M            GET, POST (default), PUT, PATCH, DELETE or HEAD\n"
     "  -H, --header 'N: v'   a request header, repeatable\n"
     "  --body TEXT, --body-file FILE   the request body (FILE - is stdin)\n"
@@ -415,9 +440,50 @@ static const char usage_task[] =
     "  -n, --count N         tasks per page\n"
     "  --after DUE:ID        the page after the one that ended with this task\n";
 
+static const char usage_groups[] =
+    "usage: mooncakectl groups put (-f FILE|- | --app APP --name NAME [--member URL]...\n"
+    "                              [--dns URL]... [--strategy S] [--member-concurrency N]\n"
+    "                              [--unhealthy-ms N])\n"
+    "       mooncakectl groups list [--app APP]\n"
+    "       mooncakectl groups delete --app APP --name NAME\n"
+    "\n"
+    "Endpoint groups: named sets of endpoints an app's tasks call with a callback URL\n"
+    "group://NAME/PATH (the gateway's POST /groups).\n"
+    "put       creates or replaces the group (FILE: the gateway's POST /groups JSON body),\n"
+    "          checked as the gateway checks it (exit 2 naming the field, nothing sent);\n"
+    "          writes it to <prefix>endpoints (key group/APP/NAME) and waits for the\n"
+    "          broker's acknowledgement\n"
+    "  --member URL          a member: an http(s) base URL, repeatable\n"
+    "  --dns URL             a base URL whose host is a DNS name: every address it\n"
+    "                        resolves to is a member, repeatable (1 to 64 URLs in all)\n"
+    "  --strategy S          route strategy (default ROUND_ROBIN)\n"
+    "  --member-concurrency N   BUSYOVER: calls open at once that make a member busy\n"
+    "  --unhealthy-ms N      how long a failed member is skipped (default 10000)\n"
+    "list      reads <prefix>endpoints to its end and prints app, name, strategy, members\n"
+    "          and DNS URLs (-J: one JSON object per group, as GET /groups shows it, without\n"
+    "          the resolved addresses)\n"
+    "delete    removes the group (a tombstone)\n";
+
+static const char usage_limits[] =
+    "usage: mooncakectl limits put (-f FILE|- | --scope host|app --name NAME\n"
+    "                              [--max-concurrent N] [--max-per-second X])\n"
+    "       mooncakectl limits list\n"
+    "       mooncakectl limits delete --scope host|app --name NAME\n"
+    "\n"
+    "Admission limits: at most N calls open at once and X started per second to one host\n"
+    "(any port) or of one app, across every executor (the gateway's POST /limits).\n"
+    "put       creates or replaces the limit (at least one bound above 0) in\n"
+    "          <prefix>endpoints (key limit/host/HOST or limit/app/APP)\n"
+    "list      every limit (-J: one JSON object per limit)\n"
+    "delete    removes the limit\n";
+
 static const char *usage_text(unsigned sc)
 {
     switch (sc) {
+    case SC_GROUPS:
+        return usage_groups;
+    case SC_LIMITS:
+        return usage_limits;
     case SC_SUBMIT:
         return usage_submit;
     case SC_CANCEL:
@@ -458,6 +524,8 @@ static void opts_free(ctl_opts *o)
     free(o->headers.v);
     free(o->metadata.v);
     free(o->kafka_headers.v);
+    free(o->members.v);
+    free(o->dns.v);
     free(o->then_urls.v);
     free(o->then_topics.v);
 }
@@ -502,12 +570,12 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
                 if (!o->command && !failed) {
                     snprintf(err, errlen,
                              "unknown command '%s' (submit, cancel, results, dead, requeue, "
-                             "topics, partitions, jobs, task; see -h)",
+                             "topics, partitions, jobs, task, groups, limits; see -h)",
                              a);
                     failed = true;
                 }
             } else if ((o->sc == SC_TOPICS || o->sc == SC_PARTITIONS || o->sc == SC_JOBS ||
-                        o->sc == SC_TASK) &&
+                        o->sc == SC_TASK || o->sc == SC_GROUPS || o->sc == SC_LIMITS) &&
                        !o->action) {
                 o->action = a;
             } else if (o->sc == SC_TASK && !o->key) {
@@ -613,6 +681,13 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
          (strcmp(o->action, "get") && strcmp(o->action, "list") && strcmp(o->action, "stats")))) {
         snprintf(err, errlen, "task needs get, list or stats%s%s%s", o->action ? ", not '" : "",
                  o->action ? o->action : "", o->action ? "'" : "");
+        return -1;
+    }
+    if (!o->help && (o->sc == SC_GROUPS || o->sc == SC_LIMITS) &&
+        (!o->action ||
+         (strcmp(o->action, "put") && strcmp(o->action, "list") && strcmp(o->action, "delete")))) {
+        snprintf(err, errlen, "%s needs put, list or delete%s%s%s", o->command,
+                 o->action ? ", not '" : "", o->action ? o->action : "", o->action ? "'" : "");
         return -1;
     }
     if (!o->help && o->sc == SC_PARTITIONS && (!o->action || strcmp(o->action, "grow"))) {
@@ -1165,6 +1240,7 @@ static const mc_task_field_names flag_names = {
     .on_success = "follow-up",
     .follow_up_id = "id",
     .delay_ms = "--then-delay-ms",
+    .route = "--strategy",
 };
 
 static bool parse_int_flag(const char *flag, const char *v, int64_t min, int64_t max, int64_t *out,
@@ -1467,6 +1543,34 @@ static bool follow_ups_from_flags(const ctl_opts *o, int64_t max_due_ms, mc_aren
     return true;
 }
 
+/* --group, --path and --strategy: the url group://GROUP/PATH and the metadata
+ * mooncake.route (mc_task_ok checks both after). */
+static bool group_from_flags(const ctl_opts *o, mc_arena *a, mc_task *t, char *why, size_t whylen)
+{
+    const char *path = o->path ? o->path : "";
+    if (path[0] && path[0] != '/' && path[0] != '?') {
+        snprintf(why, whylen, "--path '%.100s' must start with '/'", path);
+        return false;
+    }
+    size_t len = strlen("group://") + strlen(o->group) + strlen(path) + 1;
+    char *url = mc_arena_alloc(a, len);
+    mc_kv *md = mc_arena_alloc(a, (t->n_metadata + 1) * sizeof *md);
+    if (!url || !md) {
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    snprintf(url, len, "group://%s%s", o->group, path);
+    t->callback.url = url;
+    if (!o->strategy)
+        return true;
+    if (t->n_metadata)
+        memcpy(md, t->metadata, t->n_metadata * sizeof *md);
+    md[t->n_metadata] = (mc_kv){MC_ROUTE_METADATA, o->strategy};
+    t->metadata = md;
+    t->n_metadata++;
+    return true;
+}
+
 /* The task the submit flags describe, checked with the router's rules.
  * Strings live in a (or argv). Returns false with a line in why. */
 static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char *why,
@@ -1479,13 +1583,21 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
         snprintf(why, whylen, "--app is required (or -f FILE)");
         return false;
     }
-    if (o->url && o->kafka_topic) {
-        snprintf(why, whylen,
-                 "give --url or --kafka-topic, not both: a task either calls or delivers");
+    if (o->url && o->group) {
+        snprintf(why, whylen, "give --url or --group, not both");
         return false;
     }
-    if (!o->url && !o->kafka_topic) {
-        snprintf(why, whylen, "--url (or --kafka-topic) is required");
+    if ((o->url || o->group) && o->kafka_topic) {
+        snprintf(why, whylen, "give %s or --kafka-topic, not both: a task either calls or delivers",
+                 o->url ? "--url" : "--group");
+        return false;
+    }
+    if (!o->url && !o->group && !o->kafka_topic) {
+        snprintf(why, whylen, "--url (or --group, or --kafka-topic) is required");
+        return false;
+    }
+    if ((o->path || o->strategy) && !o->group) {
+        snprintf(why, whylen, "%s is for a group: give --group", o->path ? "--path" : "--strategy");
         return false;
     }
     /* A flag of the other kind would be silently ignored: say so instead. */
@@ -1598,6 +1710,8 @@ static bool task_from_flags(ctl *c, mc_arena *a, mc_uuid7 *ids, mc_task *t, char
     }
     t->metadata = md;
     t->n_metadata = o->metadata.n;
+    if (o->group && !group_from_flags(o, a, t, why, whylen))
+        return false;
     t->attempt = 1;
     t->created_at = now;
     return mc_task_ok(t, now, c->cfg.max_due_ms, &flag_names, why, whylen);
@@ -1668,12 +1782,12 @@ static bool ordering_key_flag(const ctl_opts *o, char *why, size_t whylen)
 static int cmd_submit(ctl *c)
 {
     const ctl_opts *o = &c->o;
-    bool task_flags = o->app || o->id || o->at || o->in || o->url || o->method || o->headers.n ||
-                      o->body || o->body_file || o->timeout_ms || o->max_attempts ||
-                      o->initial_backoff_ms || o->multiplier || o->max_backoff_ms ||
-                      o->metadata.n || o->kafka_topic || o->kafka_key || o->kafka_value ||
-                      o->kafka_value_file || o->kafka_headers.n || o->late_ms || o->late_action ||
-                      o->then_urls.n || o->then_topics.n || o->then_delay_ms;
+    bool task_flags = o->app || o->id || o->at || o->in || o->url || o->group || o->path ||
+                      o->strategy || o->method || o->headers.n || o->body || o->body_file ||
+                      o->timeout_ms || o->max_attempts || o->initial_backoff_ms || o->multiplier ||
+                      o->max_backoff_ms || o->metadata.n || o->kafka_topic || o->kafka_key ||
+                      o->kafka_value || o->kafka_value_file || o->kafka_headers.n || o->late_ms ||
+                      o->late_action || o->then_urls.n || o->then_topics.n || o->then_delay_ms;
     if (o->file && task_flags)
         return ctl_fail(EXIT_USAGE, "give -f FILE or the task flags, not both");
     mc_arena *arena = mc_arena_new();
@@ -1801,6 +1915,10 @@ int main(int argc, char **argv, char **envp)
         break;
     case SC_JOBS:
         rc = ctl_cmd_jobs(&c);
+        break;
+    case SC_GROUPS:
+    case SC_LIMITS:
+        rc = ctl_cmd_endpoints(&c, c.o.sc == SC_LIMITS);
         break;
     case SC_TASK:
         rc = strcmp(c.o.action, "get") == 0

@@ -48,6 +48,10 @@ typedef struct ctl_opts {
     str_list kafka_headers;
     str_list then_urls, then_topics; /* submit: follow-ups */
     const char *then_delay_ms;
+    const char *group, *path, *strategy; /* submit: a call to an endpoint group */
+    /* groups / limits */
+    const char *name, *member_concurrency, *unhealthy_ms, *scope, *max_concurrent, *max_per_second;
+    str_list members, dns;
     /* results / dead / requeue (and --app --job: one job's occurrences) */
     const char *key, *since, *reason;
     /* task list */
@@ -193,6 +197,9 @@ int ctl_cmd_read(ctl *c, bool dead);
 /* jobs put | pause | resume | delete | trigger | list | preview. Returns
  * the exit status. */
 int ctl_cmd_jobs(ctl *c);
+/* ---- mooncakectl_groups.c ---- */
+/* groups (limits false) or limits: put | list | delete. Returns the exit status. */
+int ctl_cmd_endpoints(ctl *c, bool limits);
 /* ---- mooncakectl_task.c ---- */
 /* task get: a task's state from the view's changelog. The exit status. */
 int ctl_cmd_task(ctl *c);

@@ -163,6 +163,7 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
             json_object_set_new(j, "response_size",
                                 res.response_size >= 0 ? json_integer(res.response_size)
                                                        : json_null());
+            json_object_set_new(j, "member", res.member ? json_string(res.member) : json_null());
         }
         ctl_print_json(j);
         return 0;
@@ -180,8 +181,15 @@ static int show_result(reader *r, const rd_kafka_message_t *m)
     if (res.started_at > 0 && res.finished_at >= res.started_at && res.http_status)
         snprintf(took, sizeof took, "%" PRId64, res.finished_at - res.started_at);
     answer_text(&res, answer, sizeof answer);
-    printf("%-24s %-40s %7d %-18s %4s %6s %s%s\n", when, key, (int)res.attempt,
-           mc_outcome_name(res.outcome), res.http_status ? status : "-", took, error, answer);
+    char member[300] = "";
+    if (res.member) {
+        char m[280];
+        ctl_printable(res.member, strlen(res.member), m, sizeof m);
+        snprintf(member, sizeof member, " | member %s", m);
+    }
+    printf("%-24s %-40s %7d %-18s %4s %6s %s%s%s\n", when, key, (int)res.attempt,
+           mc_outcome_name(res.outcome), res.http_status ? status : "-", took, error, member,
+           answer);
     return 0;
 }
 

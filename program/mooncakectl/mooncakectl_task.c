@@ -75,7 +75,15 @@ static void print_table(const json_t *j)
         }
     }
     json_t *cb = json_object_get(j, "callback");
-    if (cb)
+    const char *group = json_string_value(json_object_get(cb, "group"));
+    if (cb && group)
+        printf("%-14s %s group %s path %s%s%s\n", "callback",
+               json_string_value(json_object_get(cb, "method")), group,
+               json_string_value(json_object_get(cb, "path")),
+               json_object_get(cb, "strategy") ? " strategy " : "",
+               json_object_get(cb, "strategy") ? json_string_value(json_object_get(cb, "strategy"))
+                                               : "");
+    else if (cb)
         printf("%-14s %s %s\n", "callback", json_string_value(json_object_get(cb, "method")),
                json_string_value(json_object_get(cb, "url")));
     json_t *kt = json_object_get(j, "kafkaTarget");

@@ -2,7 +2,8 @@
 """Writes the seed corpora of the fuzz harnesses: corpus/command_decode/,
 corpus/wheel_entry_decode/, corpus/attempt_decode/, corpus/result_decode/, corpus/job_command_decode/,
 corpus/job_state_decode/, corpus/endpoint_decode/, corpus/retry_after/ and corpus/task_json/ (the gateway's JSON bodies, first byte 0 = /submit, 1 = /api/task/done) and
-corpus/job_json/ (the jobs' JSON bodies, 0 = /jobs, 1 = an action, 2 = /jobs/preview). Valid records are
+corpus/job_json/ (the jobs' JSON bodies, 0 = /jobs, 1 = an action, 2 = /jobs/preview) and
+corpus/endpoint_json/ (0 = /groups, 1 = /limits, 2 = /groups/delete, 3 = /limits/delete). Valid records are
 encoded by fastavro (an independent implementation), framed both ways; the
 rest are crafted to reach each error path. Rerun after a schema change:
     python3 tests/fuzz/make_corpus.py [CORPUS...]
@@ -619,6 +620,34 @@ ep = {
     "empty": b"",
 }
 
+# Endpoint groups' and limits' JSON bodies; the first byte picks the route (0 POST
+# /groups, 1 POST /limits, 2 /groups/delete, 3 /limits/delete).
+def ej(route, obj_or_text):
+    text = obj_or_text if isinstance(obj_or_text, str) else json.dumps(obj_or_text)
+    return bytes([route]) + text.encode()
+
+
+endpoint_json = {
+    "group": ej(0, {"appId": "shop", "name": "billing",
+                    "members": ["https://b1.example.com/", "http://10.0.0.1:8080/api"],
+                    "dns": ["http://billing.svc.cluster.local:8080", "http://[fd00::1]:81"],
+                    "strategy": "BUSYOVER", "memberConcurrency": 3, "unhealthyMs": 500}),
+    "group-minimal": ej(0, {"appId": "a", "name": "g", "dns": ["http://x"]}),
+    "group-bad-url": ej(0, {"appId": "a", "name": "g", "members": ["http://u@x/?q#f"]}),
+    "group-bad-name": ej(0, {"appId": "a", "name": "a/b", "members": ["http://x"]}),
+    "group-too-many": ej(0, {"appId": "a", "name": "g",
+                             "members": ["http://h%d" % i for i in range(65)]}),
+    "limit-host": ej(1, {"scope": "host", "name": "API.example.com", "maxConcurrent": 50,
+                         "maxPerSecond": 2000.5}),
+    "limit-app": ej(1, {"scope": "app", "name": "shop", "maxPerSecond": 1}),
+    "limit-port": ej(1, {"scope": "host", "name": "h:80", "maxConcurrent": 1}),
+    "limit-none": ej(1, {"scope": "host", "name": "h"}),
+    "delete-group": ej(2, {"appId": "shop", "name": "billing"}),
+    "delete-limit": ej(3, {"scope": "app", "name": "shop"}),
+    "not-json": ej(0, "{"),
+    "empty": b"",
+}
+
 write("command_decode", cmd)
 write("command_resolve", resolve)
 write("wheel_entry_decode", whl)
@@ -630,3 +659,4 @@ write("endpoint_decode", ep)
 write("retry_after", retry_after)
 write("task_json", task_json)
 write("job_json", job_json)
+write("endpoint_json", endpoint_json)

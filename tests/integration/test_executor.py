@@ -300,7 +300,7 @@ def test_results_keep_what_the_endpoint_answered():
                2: (200, {"Content-Type": "application/json", "X-Request-Id": "second"},
                    b'{"charged":true}')}
     server = CallbackServer(lambda c: answers[min(c["nth"], 2)])
-    for record_version in (3, 1):
+    for record_version in (4, 1):
         env = Env(partitions=2)
         try:
             flags = {"MOONCAKE_RECORD_VERSION": str(record_version),
@@ -328,6 +328,8 @@ def test_results_keep_what_the_endpoint_answered():
                                                   "x-request-id": "second"}, second
             assert second["response_body"] == b'{"charged":true}', second
             assert second["response_size"] == 16, second
+            # A call to a URL, not to a group: no member in either.
+            assert first["member"] is None and second["member"] is None, (first, second)
             # Both attempts called the same version of the task: its submit's offset.
             assert first["version"] == second["version"] >= 0, (first, second)
             # Never a credential: not in a Result, not in an Attempt.

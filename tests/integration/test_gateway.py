@@ -1860,7 +1860,7 @@ def test_the_openapi_document_is_true():
                 a = req(port, method.upper(), path, ex["value"], token=token)
                 assert a.status == 200, f"example {name} of {method} {path}: {a!r}"
                 accepted.append((ex["value"].get("appId"), a.json["data"]))
-        assert len(accepted) == 14, accepted
+        assert len(accepted) == 18, accepted
         # ... and written as they say
         recs = commands(env)
         assert len(recs) == 5, recs

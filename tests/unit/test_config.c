@@ -105,6 +105,12 @@ static void bad_values(void)
     refuses((char *[]){"executor", "--executor-response-headers=x-a,bad:name", NULL}, none,
             "'bad:name' is not a header name");
     refuses((char *[]){"executor", "--record-version=5", NULL}, none, "--record-version");
+    refuses((char *[]){"executor", "--endpoints-dns-server=ns.local:53", NULL}, none,
+            "--endpoints-dns-server");
+    refuses((char *[]){"gateway", "--endpoints-dns-server=10.0.0.1", NULL}, none,
+            "--endpoints-dns-server");
+    refuses((char *[]){"gateway", "--endpoints-dns-server=10.0.0.1:0", NULL}, none,
+            "--endpoints-dns-server");
     refuses((char *[]){"executor",
                        "--executor-response-headers=x-"
                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
@@ -126,6 +132,13 @@ static void response_headers(void)
           "default %s", cfg.executor_response_headers);
     CHECK(cfg.executor_snippet_bytes == 4096 && cfg.record_version == 4 &&
           cfg.results_retention_ms == 259200000);
+    CHECK(cfg.endpoints_dns_refresh_ms == 5000 && strcmp(cfg.endpoints_dns_server, "") == 0);
+    mc_config_free(&cfg);
+    CHECK(load(&cfg, (char *[]){"gateway", "--endpoints-dns-server=127.0.0.1:5353", NULL}, none,
+               err) == 0,
+          "%s", err);
+    struct sockaddr_in sa;
+    CHECK(mc_config_dns_server(cfg.endpoints_dns_server, &sa) && ntohs(sa.sin_port) == 5353);
     mc_config_free(&cfg);
     CHECK(load(&cfg, (char *[]){"executor", "--executor-response-headers= X-Trace ,ETag,,", NULL},
                none, err) == 0,

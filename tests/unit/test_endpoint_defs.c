@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "endpoint_defs.h"
+#include "endpoint_json.h"
 
 static mc_buf encode(const mc_endpoint *e)
 {
@@ -272,11 +273,79 @@ static void test_dns_answers(void)
     CHECK(mc_dns_answer_addresses(msg, len, addrs, 8) == -1);
 }
 
+/* The gateway's bodies (endpoint_json.h): what they accept the table keeps under the
+ * record's key; what they refuse names the field. */
+static void test_json_bodies(void)
+{
+    mc_arena *a = mc_arena_new();
+    mc_endpoint e;
+    char why[512] = "";
+    const char *body = "{\"appId\":\"shop\",\"name\":\"billing\",\"members\":[\"http://a/x/\"],"
+                       "\"dns\":[\"http://b.svc:80\"],\"strategy\":\"LAST\",\"unhealthyMs\":0}";
+    CHECK(mc_endpoint_group_from_json(body, strlen(body), 42, a, &e, why, sizeof why) == 0, "%s",
+          why);
+    CHECK(e.kind == MC_ENDPOINT_GROUP && e.group.strategy == MC_ROUTE_LAST &&
+          e.group.unhealthy_ms == 0 && e.group.updated_at == 42 && e.group.n_members == 1 &&
+          strcmp(e.group.members[0], "http://a/x") == 0 && e.group.n_dns == 1);
+    mc_endpoint_defs *d = mc_endpoint_defs_new();
+    CHECK(put(d, &e) == 1 && mc_endpoint_defs_host_count(d) == 1);
+    body = "{\"appId\":\"shop\",\"name\":\"g\",\"members\":[\"http://a\"]}";
+    CHECK(mc_endpoint_group_from_json(body, strlen(body), 1, a, &e, why, sizeof why) == 0);
+    CHECK(e.group.strategy == MC_ROUTE_ROUND_ROBIN && e.group.unhealthy_ms == 10000 &&
+          e.group.member_concurrency == 0);
+    body = "{\"scope\":\"host\",\"name\":\"API.Example.COM\",\"maxPerSecond\":2.5}";
+    CHECK(mc_endpoint_limit_from_json(body, strlen(body), 1, a, &e, why, sizeof why) == 0, "%s",
+          why);
+    CHECK(e.limit.scope == MC_LIMIT_HOST && strcmp(e.limit.name, "api.example.com") == 0 &&
+          e.limit.max_per_second == 2.5 && e.limit.max_concurrent == 0);
+    CHECK(put(d, &e) == 1);
+    body = "{\"appId\":\"shop\",\"name\":\"billing\"}";
+    CHECK(mc_endpoint_delete_from_json(body, strlen(body), false, a, &e, why, sizeof why) == 0);
+    char key[256];
+    mc_endpoint_key(&e, key, sizeof key);
+    CHECK(strcmp(key, "group/shop/billing") == 0 && del(d, key) == 1);
+    CHECK(mc_endpoint_defs_group_count(d) == 0 && mc_endpoint_defs_limit_count(d) == 1);
+    mc_endpoint_defs_free(d);
+    static const struct {
+        int kind; /* 0 group, 1 limit, 2 delete a limit */
+        const char *body, *needle;
+    } bad[] = {
+        {0, "{\"appId\":\"shop\",\"name\":\"g\"}", "members and dns are both empty"},
+        {0, "{\"appId\":\"a/b\",\"name\":\"g\",\"members\":[\"http://a\"]}", "appId 'a/b'"},
+        {0, "{\"appId\":\"shop\",\"name\":\"g\",\"members\":\"http://a\"}",
+         "members must be an array"},
+        {0, "{\"appId\":\"shop\",\"name\":\"g\",\"members\":[1]}", "members[0] must be a string"},
+        {0, "{\"appId\":\"shop\",\"name\":\"g\",\"dns\":[\"http://a#x\"]}", "dns[0] 'http://a#x'"},
+        {0,
+         "{\"appId\":\"shop\",\"name\":\"g\",\"members\":[\"http://a\"],\"unhealthyMs\":3600001}",
+         "unhealthyMs"},
+        {0, "{\"appId\":\"shop\",\"name\":\"g\",\"members\":[\"http://a\"],\"strategy\":\"x\"}",
+         "strategy 'x' is not one of FIRST"},
+        {1, "{\"scope\":\"host\",\"name\":\"h:1\",\"maxConcurrent\":1}", "has a port"},
+        {1, "{\"scope\":\"host\",\"name\":\"h h\",\"maxConcurrent\":1}", "not a host name"},
+        {1, "{\"scope\":\"app\",\"name\":\"a\",\"maxPerSecond\":-1}", "maxPerSecond -1"},
+        {1, "{\"scope\":\"app\",\"name\":\"a\"}", "both 0"},
+        {2, "{\"scope\":\"pod\",\"name\":\"a\"}", "scope 'pod' is not host or app"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        const char *b = bad[i].body;
+        int rc = bad[i].kind == 0
+                     ? mc_endpoint_group_from_json(b, strlen(b), 1, a, &e, why, sizeof why)
+                 : bad[i].kind == 1
+                     ? mc_endpoint_limit_from_json(b, strlen(b), 1, a, &e, why, sizeof why)
+                     : mc_endpoint_delete_from_json(b, strlen(b), true, a, &e, why, sizeof why);
+        CHECK(rc != 0 && strstr(why, bad[i].needle), "%s: %s", b, why);
+    }
+    mc_arena_free(a);
+}
+
 int main(void)
 {
     test_urls();
     test_groups();
     test_limits();
     test_dns_answers();
+    test_json_bodies();
     return check_exit("test_endpoint_defs");
 }

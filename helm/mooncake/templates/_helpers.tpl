@@ -242,6 +242,8 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ join "," $files | quote }}
 {{- end }}
 {{- else if eq .role "executor" }}
+- name: MOONCAKE_ENDPOINTS_DNS_REFRESH_MS
+  value: {{ $root.Values.config.endpointsDnsRefreshMs | int64 | quote }}
 - name: MOONCAKE_EXECUTOR_CONCURRENCY
   value: {{ $v.concurrency | int64 | quote }}
 - name: MOONCAKE_EXECUTOR_HOST_CONNECTIONS
@@ -314,6 +316,8 @@ app.kubernetes.io/component: {{ .role }}
   value: "@/etc/mooncake/auth/admin-tokens"
 {{- end }}
 {{- else if eq .role "gateway" }}
+- name: MOONCAKE_ENDPOINTS_DNS_REFRESH_MS
+  value: {{ $root.Values.config.endpointsDnsRefreshMs | int64 | quote }}
 - name: MOONCAKE_GATEWAY_THREADS
   value: {{ $v.threads | int64 | quote }}
 - name: MOONCAKE_GATEWAY_MAX_BODY_BYTES
