@@ -135,20 +135,40 @@ static int limit_identity(json_t *root, mc_arena *a, mc_endpoint_limit *l, char 
         return -1;
     if (strcmp(scope, "host") == 0) {
         l->scope = MC_LIMIT_HOST;
-        char *lower = (char *)name;
-        for (char *p = lower; *p; p++) {
-            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_' && *p != ':') {
+        size_t n = strlen(name);
+        char *lower = mc_arena_alloc(a, n + 3);
+        if (!lower) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)name[i];
+            if (!isalnum(ch) && ch != '.' && ch != '-' && ch != '_' && ch != ':' && ch != '[' &&
+                ch != ']') {
                 snprintf(why, whylen, "name '%.100s' is not a host name", name);
                 return -1;
             }
-            *p = (char)tolower((unsigned char)*p);
+            lower[i] = (char)tolower(ch);
         }
-        /* A host, not host:port (an IPv6 literal holds colons but no brackets). */
+        lower[n] = '\0';
+        /* A host, not host:port. An IPv6 literal holds colons: it is kept in brackets, as
+         * the URLs called spell it. */
         const char *colon = strchr(lower, ':');
-        if (colon && strchr(colon + 1, ':') == NULL) {
+        if (colon && lower[0] != '[' && strchr(colon + 1, ':') == NULL) {
             snprintf(why, whylen, "name '%.100s' has a port: a host limit covers every port", name);
             return -1;
         }
+        if (colon && lower[0] != '[') {
+            memmove(lower + 1, lower, n + 1);
+            lower[0] = '[';
+            lower[n + 1] = ']';
+            lower[n + 2] = '\0';
+        }
+        if (!mc_limit_host_ok(lower)) {
+            snprintf(why, whylen, "name '%.100s' is not a host name", name);
+            return -1;
+        }
+        name = lower;
     } else if (strcmp(scope, "app") == 0) {
         l->scope = MC_LIMIT_APP;
         if (strchr(name, '/')) {
@@ -186,6 +206,9 @@ int mc_endpoint_limit_from_json(const char *body, size_t len, int64_t now, mc_ar
         per_second = json_number_value(rate);
         if (!isfinite(per_second) || per_second < 0 || per_second > 1e9)
             FAIL("maxPerSecond %g is outside [0, 1e9]", per_second);
+        if (per_second > 0 && per_second < 1)
+            FAIL("maxPerSecond %g is below 1: a rate is shared out in whole calls a second",
+                 per_second);
     }
     if (concurrent == 0 && per_second == 0)
         FAIL("maxConcurrent and maxPerSecond are both 0: a limit needs one of them above 0");

@@ -245,7 +245,8 @@ def test_groups_and_limits_through_the_api():
                           ({"scope": "zone", "name": "h", "maxConcurrent": 1}, "scope 'zone'"),
                           ({"scope": "host", "name": "h"}, "both 0"),
                           ({"scope": "host", "name": "h", "maxPerSecond": "x"}, "maxPerSecond"),
-                          ({"scope": "host", "name": "h", "maxConcurrent": -1}, "maxConcurrent")]:
+                          ({"scope": "host", "name": "h", "maxConcurrent": -1}, "maxConcurrent"),
+                          ({"scope": "host", "name": "h", "maxPerSecond": 0.5}, "below 1")]:
             status, got = req(port, "POST", "/limits", b, token=ADMIN)
             assert status == 400 and needle in got["error"], (b, status, got)
         status, _ = req(port, "POST", "/limits/delete", {"scope": "app", "name": "shop"},
@@ -253,6 +254,10 @@ def test_groups_and_limits_through_the_api():
         assert status == 200
         eventually("one limit left", lambda: len(req(port, "GET", "/limits",
                                                      token=ADMIN)[1]["limits"]) == 1)
+        # An IPv6 host is kept in brackets, as the URLs called spell it.
+        status, got = req(port, "POST", "/limits", {"scope": "host", "name": "FD00::1",
+                                                    "maxConcurrent": 1}, token=ADMIN)
+        assert status == 200 and got["key"] == "limit/host/[fd00::1]", got
         # What was written: keyed records in the compacted topic, tombstones for deletes.
         recs = env.read_all("endpoints", idle=1.0)
         keys = [(m.key().decode(), m.value() is None) for m in recs]
