@@ -110,7 +110,8 @@ static int copy_group(mc_group *out, const mc_group *g)
         free_group(out);
         return -1;
     }
-    qsort(out->members, out->n_members, sizeof *out->members, compare_members);
+    if (out->n_members) /* a group of DNS names that resolve to nothing has none */
+        qsort(out->members, out->n_members, sizeof *out->members, compare_members);
     return 0;
 }
 

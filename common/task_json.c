@@ -272,6 +272,8 @@ static int get_group(json_t *cb, const char *at, mc_arena *a, const char **url,
         FAIL("%scallback.strategy is not taken here: the call uses its group's strategy", at);
     if (strat && !mc_route_strategy_parse(strat, &parsed))
         FAIL("%scallback.strategy '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, at, strat);
+    if (strat && parsed == MC_ROUTE_BROADCAST)
+        FAIL("%scallback.strategy SHARDING_BROADCAST is not built yet", at);
     if (strategy)
         *strategy = strat;
     *url = u;

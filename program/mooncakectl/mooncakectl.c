@@ -248,7 +248,7 @@ static const char usage_submit[] =
     "  --path P              with --group: the path (and query) after the member's URL\n"
     "  --strategy S          with --group: the route strategy for this task (FIRST, LAST,\n"
     "                        ROUND_ROBIN, RANDOM, CONSISTENT_HASH, LEAST_FREQUENTLY_USED,\n"
-    "                        LEAST_RECENTLY_USED, FAILOVER, BUSYOVER, SHARDING_BROADCAST)\n"
+    "                        LEAST_RECENTLY_USED, FAILOVER, BUSYOVER)\n"
     "  --method M            GET, POST (default), PUT, PATCH, DELETE or HEAD\n"
     "  -H, --header 'N: v'   a request header, repeatable\n"
     "  --body TEXT, --body-file FILE   the request body (FILE - is stdin)\n"

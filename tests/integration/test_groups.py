@@ -210,6 +210,8 @@ def test_groups_and_limits_through_the_api():
                ({"appId": "shop", "name": "g", "dns": ["http://u:p@x"]}, "dns[0] "),
                ({"appId": "shop", "name": "g", "members": ["http://x"], "strategy": "ROUND"},
                 "strategy 'ROUND' is not one of"),
+               ({"appId": "shop", "name": "g", "members": ["http://x"],
+                 "strategy": "SHARDING_BROADCAST"}, "SHARDING_BROADCAST is not built yet"),
                ({"appId": "shop", "name": "g", "members": ["http://x"], "unhealthyMs": -1},
                 "unhealthyMs"),
                ({"appId": "shop", "name": "g", "members": ["http://x%d" % i for i in range(65)]},
@@ -358,6 +360,8 @@ def test_tasks_and_jobs_name_groups():
                 ({"callback": {"group": "bad name"}}, "callback.group 'bad name'"),
                 ({"callback": {"group": "g", "strategy": "SOMETIMES"}},
                  "callback.strategy 'SOMETIMES' is not one of"),
+                ({"callback": {"group": "g", "strategy": "SHARDING_BROADCAST"}},
+                 "SHARDING_BROADCAST is not built yet"),
                 ({"callback": {"url": "http://x"}, "metadata": {"mooncake.route": "FIRST"}},
                  "metadata.mooncake.route is reserved"),
                 ({"callback": {"url": "group://bad name/x"}}, "does not name a group")]:
