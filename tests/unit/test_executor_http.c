@@ -292,6 +292,21 @@ static bool caller_env_start_with(caller_env *ce, bool open, const char *const *
     return ce->c != NULL;
 }
 
+/* A caller whose gate is open and gives it snap (the caller_env keeps a reference). */
+static bool caller_env_start_endpoints(caller_env *ce, mc_endpoints *snap)
+{
+    const char *flags[2] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
+    char err[256];
+    ce->cfg = kit_config("executor", flags);
+    ce->metrics = mc_metrics_new();
+    atomic_init(&ce->g.open, true);
+    ce->g.endpoints = snap;
+    ce->gate = (mc_call_gate){.may_start = gate_open, .endpoints = gate_endpoints, .arg = &ce->g};
+    ce->c = mc_http_caller_new(ce->cfg, ce->metrics, &ce->gate, NULL, err, sizeof err);
+    CHECK(ce->c != NULL, "%s", err);
+    return ce->c != NULL;
+}
+
 static bool caller_env_start(caller_env *ce, bool open)
 {
     return caller_env_start_with(ce, open, NULL);
@@ -437,21 +452,12 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
                   .unhealthy_ms = 60000,
                   .members = members,
                   .n_members = 3};
-    caller_env ce;
-    ce.g.endpoints = mc_endpoints_new();
-    CHECK(mc_endpoints_put_group(ce.g.endpoints, &g) == 0);
-    mc_endpoints *keep = ce.g.endpoints;
-    const char *flags[2] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
-    char err[256];
-    ce.cfg = kit_config("executor", flags);
-    ce.metrics = mc_metrics_new();
-    atomic_init(&ce.g.open, true);
-    ce.gate = (mc_call_gate){.may_start = gate_open, .endpoints = gate_endpoints, .arg = &ce.g};
-    ce.c = mc_http_caller_new(ce.cfg, ce.metrics, &ce.gate, NULL, err, sizeof err);
-    CHECK(ce.c != NULL, "%s", err);
-    if (!ce.c) {
-        mc_endpoints_unref(keep);
+    caller_env ce = {0};
+    mc_endpoints *keep = mc_endpoints_new();
+    CHECK(mc_endpoints_put_group(keep, &g) == 0);
+    if (!caller_env_start_endpoints(&ce, keep)) {
         caller_env_end(&ce);
+        mc_endpoints_unref(keep);
         return;
     }
     mc_call *j;
@@ -520,15 +526,7 @@ static void calls_moving_between_buckets_all_end(endpoint *e)
     mc_admission_limit one = {.max_concurrent = 1};
     CHECK(mc_endpoints_put_group(snap, &g) == 0 &&
           mc_endpoints_put_limit(snap, MC_LIMIT_HOST, "127.0.0.1", one) == 0);
-    const char *flags[2] = {"--executor-allow-cidrs=127.0.0.0/8", NULL};
-    char err[256];
-    ce.cfg = kit_config("executor", flags);
-    ce.metrics = mc_metrics_new();
-    atomic_init(&ce.g.open, true);
-    ce.g.endpoints = snap;
-    ce.gate = (mc_call_gate){.may_start = gate_open, .endpoints = gate_endpoints, .arg = &ce.g};
-    ce.c = mc_http_caller_new(ce.cfg, ce.metrics, &ce.gate, NULL, err, sizeof err);
-    CHECK(ce.c != NULL, "%s", err);
+    caller_env_start_endpoints(&ce, snap);
     enum { ROUNDS = 4, PER_ROUND = 12 };
     for (int round = 0; ce.c && round < ROUNDS; round++) {
         int64_t now = mc_now_ms();
