@@ -88,7 +88,7 @@ def test_routes_near_far_cancel_and_invalid():
             "shop/trunc": "undecodable",
             "shop/unknown": "undecodable",
             "shop/nourl": "callback.url is empty",
-            "shop/ftp": "not http:// or https://",
+            "shop/ftp": "not http://, https:// or group://",
             "shop/secs": "before 2000-01-01",
             "shop/method": "callback.method",
             "shop/later": "in the future",
