@@ -902,8 +902,9 @@ static void publish_ownership(executor *ex)
         if (!p->assigned || ex->ownership.n_owned >= MC_OWNERSHIP_MAX)
             continue;
         ex->ownership.owned[ex->ownership.n_owned++] = p->partition;
-        /* A count not asked since ready grew would make the shares add up to more. */
-        if (p->partition >= ex->ownership.total)
+        /* A count not asked since ready grew would make the shares add up to more (an
+         * unknown one, 0, stays unknown: the least share). */
+        if (ex->ownership.total > 0 && p->partition >= ex->ownership.total)
             ex->ownership.total = p->partition + 1;
     }
     pthread_mutex_unlock(&ex->ownership_mu);

@@ -48,9 +48,11 @@ static int call_start(http_caller *hc, call *c)
         atomic_fetch_sub(&hc->running, 1);
         return START_DRAINING;
     }
+    int64_t previous_start = j->started_at; /* a failover's failed try keeps its own */
     j->started_at = mc_now_ms();
     CURL *e = c->easy = hc->n_spare ? hc->spare[--hc->n_spare] : curl_easy_init();
     if (!e || http_build_headers(hc, c) != 0) {
+        j->started_at = previous_start;
         atomic_fetch_sub(&hc->running, 1);
         return START_NO_MEMORY;
     }
@@ -89,6 +91,7 @@ static int call_start(http_caller *hc, call *c)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
     }
     if (curl_multi_add_handle(hc->multi, e) != CURLM_OK) {
+        j->started_at = previous_start;
         atomic_fetch_sub(&hc->running, 1);
         return START_NO_MEMORY;
     }
@@ -185,6 +188,10 @@ static bool end_try(http_caller *hc, call *c, bool failed)
     c->headers = c->connect_to = NULL;
     free(c->url);
     c->url = NULL;
+    /* What curl said of this try: a next try (FAILOVER) starts clean. */
+    c->rc = CURLE_OK;
+    c->refused = false;
+    c->refused_why[0] = c->curl_error[0] = '\0';
     c->state = CALL_STARTING;
     return was_running;
 }
@@ -226,7 +233,9 @@ static void give_back(http_caller *hc, mc_call *j)
 /* Describes how a call ended, in the call. */
 static void describe(mc_call *j, const call *c)
 {
-    if (c->refused) {
+    /* The guard may refuse one address of a name while curl connects to another: only a
+     * call that got no answer was refused. */
+    if (c->refused && c->rc != CURLE_OK) {
         j->transport_failed = j->permanent = true;
         snprintf(j->error, sizeof j->error, "refused by the SSRF guard: %s", c->refused_why);
     } else if (c->rc == CURLE_OPERATION_TIMEDOUT) {
@@ -457,10 +466,11 @@ typedef enum admit_result {
 
 /* Picks c's member when it calls a group and takes its places in the buckets that limit
  * it. Returns ADMIT_STARTED when c may start now (its places taken, its URL set),
- * ADMIT_WAITING when it now waits on a bucket (front: at the head of its list), or
+ * ADMIT_WAITING when it now waits on a bucket (at the head of the list of `from`, the
+ * bucket it was just taken from, where it keeps its turn; at the tail of any other), or
  * ADMIT_ENDED when it was ended without a call. no_wait (a failover's next try): instead
  * of waiting it returns ADMIT_WOULD_WAIT. */
-static admit_result admit(http_caller *hc, call *c, bool front, bool no_wait)
+static admit_result admit(http_caller *hc, call *c, mc_bucket *from, bool no_wait)
 {
     mc_call *j = c->call;
     const mc_task *t = &j->task;
@@ -485,7 +495,7 @@ static admit_result admit(http_caller *hc, call *c, bool front, bool no_wait)
                 fail_unstarted(hc, c, false, "out of memory waiting for a busy group");
                 return ADMIT_ENDED;
             }
-            wait_on(hc, c, busy, front);
+            wait_on(hc, c, busy, busy == from);
             return ADMIT_WAITING;
         }
         case MC_PICK_EMPTY: {
@@ -521,11 +531,12 @@ static admit_result admit(http_caller *hc, call *c, bool front, bool no_wait)
     for (size_t i = 0; i < nb; i++) {
         int64_t retry_us;
         /* Behind the calls already waiting there: a herd keeps its order. */
-        if (!(b[i]->n_waiting && !front) && mc_bucket_allows(b[i], now_us, &retry_us))
+        bool mine = b[i] == from; /* its turn there; elsewhere behind who waits */
+        if (!(b[i]->n_waiting && !mine) && mc_bucket_allows(b[i], now_us, &retry_us))
             continue;
         if (no_wait)
             return ADMIT_WOULD_WAIT;
-        wait_on(hc, c, b[i], front);
+        wait_on(hc, c, b[i], mine);
         return ADMIT_WAITING;
     }
     for (size_t i = 0; i < nb; i++)
@@ -548,14 +559,14 @@ static void queue_append(http_caller *hc, call *c)
     hc->queued++;
 }
 
-/* Starts c, whose turn it is (a slot is free, calls may start). front: c was taken from
- * the head of a bucket's list and keeps its place there if it must wait again. Returns
- * what became of it. */
-static admit_result start_now(http_caller *hc, call *c, bool front)
+/* Starts c, whose turn it is (a slot is free, calls may start). from: the bucket whose
+ * list c was taken from the head of (it keeps its place there if it must wait again), or
+ * NULL. Returns what became of it. */
+static admit_result start_now(http_caller *hc, call *c, mc_bucket *from)
 {
     if (settled_without_call(hc, c))
         return ADMIT_ENDED;
-    admit_result r = admit(hc, c, front, false);
+    admit_result r = admit(hc, c, from, false);
     if (r != ADMIT_STARTED)
         return r;
     int rc = call_start(hc, c);
@@ -583,7 +594,7 @@ static void run_or_queue(http_caller *hc, call *c)
     /* A Kafka target takes no connection: it does not wait for one. */
     bool needs_slot = !c->call->task.has_kafka_target;
     if ((!needs_slot || slot_free(hc)) && may_start(hc)) {
-        start_now(hc, c, false);
+        start_now(hc, c, NULL);
         return;
     }
     queue_append(hc, c);
@@ -595,21 +606,24 @@ static void run_or_queue(http_caller *hc, call *c)
  * one anew (wait_on), and every bucket still holding waiters is listed again after. */
 static void start_waiting(http_caller *hc)
 {
+    /* The pass keeps its buckets marked listed, so a call moving into one of them does
+     * not relink it (and cut the pass short); those it moves into others are listed anew
+     * in hc->waiting_buckets. */
     mc_bucket *pass = hc->waiting_buckets;
     hc->waiting_buckets = NULL;
-    for (mc_bucket *b = pass; b; b = b->next_waiting)
-        b->listed = false;
-    for (mc_bucket *b = pass, *next; b; b = next) {
-        next = b->next_waiting;
+    for (mc_bucket *b = pass; b; b = b->next_waiting) {
         while (b->waiting_head && slot_free(hc)) {
             call *c = b->waiting_head;
             unwait(hc, c);
             c->state = CALL_STARTING;
-            if (start_now(hc, c, true) == ADMIT_WAITING && c->waiting_on == b)
+            if (start_now(hc, c, b) == ADMIT_WAITING && c->waiting_on == b)
                 break;
         }
-        if (b->waiting_head && !b->listed) {
-            b->listed = true;
+    }
+    for (mc_bucket *b = pass, *next; b; b = next) {
+        next = b->next_waiting;
+        b->listed = b->waiting_head != NULL;
+        if (b->listed) {
             b->next_waiting = hc->waiting_buckets;
             hc->waiting_buckets = b;
         }
@@ -644,7 +658,7 @@ static void start_queued(http_caller *hc)
             hc->queue_tail = NULL;
         hc->queued--;
         c->state = CALL_STARTING;
-        start_now(hc, c, false);
+        start_now(hc, c, NULL);
     }
     mc_gauge_set(hc->queued_gauge, (double)hc->queued);
 }
@@ -689,7 +703,7 @@ static bool fail_over(http_caller *hc, call *c)
     memcpy(failed_member, j->member, sizeof failed_member);
     c->tried = next;
     end_try(hc, c, true); /* its slot stays counted until the next try has one */
-    admit_result r = admit(hc, c, false, true);
+    admit_result r = admit(hc, c, NULL, true);
     int rc = r == ADMIT_STARTED ? call_start(hc, c) : START_DRAINING;
     if (rc == 0) {
         mc_counter_add(hc->failovers, 1);
@@ -720,10 +734,10 @@ static void call_ended(http_caller *hc, call *c, CURLcode rc)
     if (!j->started_at)
         j->started_at = j->finished_at;
     describe(j, c);
-    if (c->refused)
+    if (c->refused && rc != CURLE_OK)
         mc_counter_add(hc->refused, 1);
     mc_histogram_observe(hc->duration, (double)(j->finished_at - j->started_at) / 1000.0);
-    if (c->group && fail_over(hc, c))
+    if (c->group && c->state == CALL_RUNNING && fail_over(hc, c))
         return;
     bool was_running = end_try(hc, c, c->group && member_failed(j));
     call_release(hc, c);
@@ -1015,10 +1029,13 @@ static void hc_drain(mc_caller *base)
 static bool hc_idle(mc_caller *base)
 {
     http_caller *hc = HC(base);
+    /* running first: the HTTP thread gives a call back before it lowers running, so a
+     * call seen in neither place has been taken already. */
+    bool none_running = atomic_load(&hc->running) == 0;
     pthread_mutex_lock(&hc->mu);
     bool nothing_done = !hc->done_head;
     pthread_mutex_unlock(&hc->mu);
-    return nothing_done && atomic_load(&hc->running) == 0;
+    return nothing_done && none_running;
 }
 
 static void free_call_list(mc_call *j)

@@ -452,9 +452,17 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
                   .unhealthy_ms = 60000,
                   .members = members,
                   .n_members = 3};
+    /* "guarded": a first member the SSRF guard refuses (10.0.0.0/8 is not allowed). */
+    mc_group_member guarded[2] = {{"http://10.0.0.1:9", NULL}, {m1, NULL}};
+    mc_group gg = {.app_id = "a",
+                   .name = "guarded",
+                   .strategy = MC_ROUTE_FAILOVER,
+                   .unhealthy_ms = 60000,
+                   .members = guarded,
+                   .n_members = 2};
     caller_env ce = {0};
     mc_endpoints *keep = mc_endpoints_new();
-    CHECK(mc_endpoints_put_group(keep, &g) == 0);
+    CHECK(mc_endpoints_put_group(keep, &g) == 0 && mc_endpoints_put_group(keep, &gg) == 0);
     if (!caller_env_start_endpoints(&ce, keep)) {
         caller_env_end(&ce);
         mc_endpoints_unref(keep);
@@ -493,7 +501,17 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
     }
     CHECK(arrivals(e, "/m1/rr") == 3 && arrivals(e, "/m2/rr") == 3,
           "round robin gave m1 %d and m2 %d of 6", arrivals(e, "/m1/rr"), arrivals(e, "/m2/rr"));
-    mc_call *c = call_of("nogroup", 0, mc_now_ms(), 0, "");
+    /* A first member the SSRF guard refuses: the next one answers, and the call is a
+     * success, not the refusal of the try before. */
+    mc_call *c = call_of("guarded", 0, mc_now_ms(), 0, "");
+    c->task.callback.url = "group://guarded/g";
+    ce.c->ops->post(ce.c, c);
+    j = take_one(ce.c);
+    CHECK(j && j->status == 200 && !j->transport_failed && strcmp(j->member, m1) == 0,
+          "after a refused member: status %ld, transport_failed %d, member '%s', error '%s'",
+          j ? j->status : 0, j ? j->transport_failed : -1, j ? j->member : "", j ? j->error : "");
+    mc_call_free(j);
+    c = call_of("nogroup", 0, mc_now_ms(), 0, "");
     c->task.callback.url = "group://nosuch/x";
     ce.c->ops->post(ce.c, c);
     j = take_one(ce.c);
@@ -536,8 +554,12 @@ static void calls_moving_between_buckets_all_end(endpoint *e)
             snprintf(id, sizeof id, "mv-%d-%d", round, i);
             mc_call *c = call_of(id, 0, now, 0, "");
             /* The last one straight to the host, the rest to the group. */
-            c->task.callback.url =
-                i == PER_ROUND - 1 ? mc_arena_strdup(c->arena, m1) : "group://busy/mv";
+            char url[96];
+            if (i == PER_ROUND - 1)
+                snprintf(url, sizeof url, "%s/direct-%d", m1, round);
+            else
+                snprintf(url, sizeof url, "group://busy/mv-%d-%02d", round, i);
+            c->task.callback.url = mc_arena_strdup(c->arena, url);
             *tail = c;
             tail = &c->next;
         }
@@ -552,6 +574,19 @@ static void calls_moving_between_buckets_all_end(endpoint *e)
             }
         CHECK(back == PER_ROUND, "round %d: %d of %d calls came back, the rest wait for good",
               round, back, PER_ROUND);
+        /* One at a time (the host's limit), in the order they were due: moving from the
+         * group's list to the host's keeps a herd's order. */
+        char prefix[32];
+        int n = snprintf(prefix, sizeof prefix, "/b1/mv-%d-", round), last = -1;
+        pthread_mutex_lock(&e->mu);
+        for (int k = 0; k < e->n; k++) {
+            if (strncmp(e->paths[k], prefix, (size_t)n) != 0)
+                continue;
+            int i = atoi(e->paths[k] + n);
+            CHECK(i > last, "round %d: call %d arrived after call %d", round, i, last);
+            last = i;
+        }
+        pthread_mutex_unlock(&e->mu);
         CHECK(ce.c->ops->idle(ce.c), "the caller is not idle after every call came back");
     }
     caller_env_end(&ce);
