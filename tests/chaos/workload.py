@@ -80,7 +80,7 @@ LIMIT_MAX_CONCURRENT = 8
 LIMIT_PER_SECOND = 150
 LIMITED_DELAY_MS = (5, 90)
 LIMITED_BURST_DELAY_MS = ((40, 90), (5, 25))
-LIMITED_BURST_SIZE = (300, 600)
+LIMITED_BURST_SIZE = (150, 300)
 COMMAND_FIELDS = ("seq", "key", "kind", "sid", "due", "sent", "acked", "part", "off",
                   "scenario", "err")
 
@@ -585,11 +585,11 @@ def plan_gone_bursts(args, rng, t0):
 
 
 def plan_limited_bursts(args, rng, t0):
-    """When the workload sends its limited bursts (Workload.limited_burst): one per 12 s
-    of workload (at least two, at most 20), spread evenly, each 300-600 tasks through
+    """When the workload sends its limited bursts (Workload.limited_burst): one per 20 s
+    of workload (at least two, at most 20), spread evenly, each 150-300 tasks through
     LIMIT_HOST due within one second, sent 2-4 s ahead."""
     dur = args.duration * 1000
-    n = min(20, max(2, int(args.duration // 12)))
+    n = min(20, max(2, int(args.duration // 20)))
     lo = min(6000, dur / 4)
     hi = max(lo + 1000, dur - 6000)
     step = (hi - lo) / n

@@ -29,7 +29,7 @@ ALLOW_LOOPBACK = {"MOONCAKE_EXECUTOR_ALLOW_CIDRS": "127.0.0.1/32,::1/128"}
 APP = "shop"
 SHARED = {}
 # The herd's size: a few thousand here; tools/bench/bench-herd runs 100,000.
-HERD = int(os.environ.get("MOONCAKE_HERD_TASKS", "2000"))
+HERD = int(os.environ.get("MOONCAKE_HERD_TASKS", "1200"))
 
 
 def pipeline():
