@@ -282,7 +282,7 @@ static const struct {
 static const int current_versions[MC_SCHEMA_COUNT] = {
     [MC_SCHEMA_COMMAND] = 2,     [MC_SCHEMA_WHEEL_ENTRY] = 2, [MC_SCHEMA_STORED_TASK] = 2,
     [MC_SCHEMA_ATTEMPT] = 4,     [MC_SCHEMA_RESULT] = 4,      [MC_SCHEMA_DEAD_LETTER] = 2,
-    [MC_SCHEMA_JOB_COMMAND] = 3, [MC_SCHEMA_JOB_STATE] = 2,
+    [MC_SCHEMA_JOB_COMMAND] = 4, [MC_SCHEMA_JOB_STATE] = 2,
 };
 static const struct {
     mc_schema_id id;
@@ -295,7 +295,7 @@ static const struct {
     {MC_SCHEMA_STORED_TASK, 1, "StoredTask_v1"}, {MC_SCHEMA_DEAD_LETTER, 1, "DeadLetter_v1"},
     {MC_SCHEMA_JOB_COMMAND, 1, "JobCommand_v1"}, {MC_SCHEMA_JOB_STATE, 1, "JobState_v1"},
     {MC_SCHEMA_JOB_COMMAND, 2, "JobCommand_v2"}, {MC_SCHEMA_ATTEMPT, 3, "Attempt_v3"},
-    {MC_SCHEMA_RESULT, 3, "Result_v3"},
+    {MC_SCHEMA_RESULT, 3, "Result_v3"},          {MC_SCHEMA_JOB_COMMAND, 3, "JobCommand_v3"},
 };
 
 const uint8_t mc_task_v1_suffix[3] = {0, 0, 0};

@@ -313,6 +313,34 @@ typedef struct mc_link_done {
     int64_t finished_at;
 } mc_link_done;
 
+/* Since JobCommand version 4: a shard of a broadcast ended for good. */
+typedef struct mc_shard_end {
+    int32_t shard;
+    mc_outcome outcome; /* SUCCEEDED .. CANCELLED */
+    int64_t finished_at;
+} mc_shard_end;
+
+/* Since JobCommand version 4: a SHARDING_BROADCAST task whose shards the
+ * executor submitted (shard i calls members[i]); also the jobs role's state
+ * of it, with the shards that ended. */
+typedef struct mc_start_broadcast {
+    mc_task task;
+    int64_t version;
+    const char *const *members;
+    size_t n_members;
+    int64_t fired_at;
+    const mc_shard_end *ended;
+    size_t n_ended;
+} mc_start_broadcast;
+
+/* A shard's final Result, relayed to its broadcast (keyed by the task's key). */
+typedef struct mc_shard_done {
+    const char *app_id;
+    const char *task_id; /* the broadcast task's */
+    int64_t version;
+    mc_shard_end end;
+} mc_shard_done;
+
 typedef enum mc_job_command_kind {
     MC_JOBCMD_PUT = 0,
     MC_JOBCMD_ACTION = 1,
@@ -320,6 +348,8 @@ typedef enum mc_job_command_kind {
     MC_JOBCMD_ADD_LINK = 3,
     MC_JOBCMD_CANCEL_LINK = 4,
     MC_JOBCMD_LINK_DONE = 5,
+    MC_JOBCMD_START_BROADCAST = 6,
+    MC_JOBCMD_SHARD_DONE = 7,
 } mc_job_command_kind;
 
 /* job-commands topic value. */
@@ -331,6 +361,8 @@ typedef struct mc_job_command {
     mc_add_link add_link;       /* kind == MC_JOBCMD_ADD_LINK */
     mc_cancel_link cancel_link; /* kind == MC_JOBCMD_CANCEL_LINK */
     mc_link_done link_done;     /* kind == MC_JOBCMD_LINK_DONE */
+    mc_start_broadcast start_broadcast; /* kind == MC_JOBCMD_START_BROADCAST */
+    mc_shard_done shard_done;           /* kind == MC_JOBCMD_SHARD_DONE */
     /* Decoding a PUT sets these to the job's own bytes (Avro binary, no
      * framing, always the current Job: inside the input, or in the arena for
      * an earlier version, made current), so they can be kept and spliced into

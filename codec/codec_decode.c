@@ -900,13 +900,44 @@ mc_codec_err mc_decode_dead_letter(const void *data, size_t len, mc_arena *arena
     return finish(&r, "DeadLetter");
 }
 
+static mc_codec_err rd_shard_end(rd *r, mc_shard_end *e)
+{
+    int sym;
+    TRY(rd_int(r, "shard", &e->shard));
+    TRY(rd_enum(r, "outcome", MC_OUTCOME_CANCELLED + 1, &sym));
+    e->outcome = (mc_outcome)sym;
+    return rd_long(r, "finished_at", &e->finished_at);
+}
+
+static mc_codec_err shard_end_item(rd *r, void *slot)
+{
+    mc_shard_end scratch;
+    return rd_shard_end(r, slot ? slot : &scratch);
+}
+
+static mc_codec_err rd_start_broadcast(rd *r, mc_start_broadcast *b)
+{
+    push(r, "task");
+    TRY(rd_task(r, &b->task));
+    pop(r);
+    TRY(rd_long(r, "version", &b->version));
+    TRY(rd_string_array(r, "members", &b->members, &b->n_members));
+    TRY(rd_long(r, "fired_at", &b->fired_at));
+    void *items;
+    /* each at least three bytes: shard, outcome, finished_at */
+    TRY(rd_items(r, "ended", 3, sizeof(mc_shard_end), shard_end_item, &items, &b->n_ended));
+    b->ended = items;
+    return MC_CODEC_OK;
+}
+
 /* The union {PutJob, JobAction, OccurrenceDone, AddLink, CancelLink,
- * LinkDone} of a JobCommand (the last three since version 3). */
+ * LinkDone, StartBroadcast, ShardDone} of a JobCommand (AddLink .. LinkDone
+ * since version 3, the broadcasts since version 4). */
 static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
 {
     int64_t branch;
     int sym;
-    TRY(rd_branch(r, "payload", has_since(r, 3) ? 6 : 3, &branch));
+    TRY(rd_branch(r, "payload", has_since(r, 4) ? 8 : has_since(r, 3) ? 6 : 3, &branch));
     push(r, "payload");
     switch (branch) {
     case 0:
@@ -943,6 +974,17 @@ static mc_codec_err rd_job_payload(rd *r, mc_job_command *c)
         TRY(rd_string(r, "ordering_key", &c->cancel_link.ordering_key));
         TRY(rd_string(r, "task_id", &c->cancel_link.task_id));
         TRY(rd_long(r, "requested_at", &c->cancel_link.requested_at));
+        break;
+    case 6:
+        c->kind = MC_JOBCMD_START_BROADCAST;
+        TRY(rd_start_broadcast(r, &c->start_broadcast));
+        break;
+    case 7:
+        c->kind = MC_JOBCMD_SHARD_DONE;
+        TRY(rd_string(r, "app_id", &c->shard_done.app_id));
+        TRY(rd_string(r, "task_id", &c->shard_done.task_id));
+        TRY(rd_long(r, "version", &c->shard_done.version));
+        TRY(rd_shard_end(r, &c->shard_done.end));
         break;
     default:
         c->kind = MC_JOBCMD_LINK_DONE;

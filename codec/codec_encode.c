@@ -264,8 +264,32 @@ static bool put_job(wr *w, const mc_job *j)
     return put_follow_ups(w, j->on_success, j->n_on_success) && ok;
 }
 
+static bool put_shard_end(wr *w, const mc_shard_end *e)
+{
+    put_long(w, e->shard);
+    bool ok = put_enum(w, (int)e->outcome, MC_OUTCOME_CANCELLED + 1);
+    put_long(w, e->finished_at);
+    return ok;
+}
+
+static bool put_start_broadcast(wr *w, const mc_start_broadcast *b)
+{
+    bool ok = put_task(w, &b->task);
+    put_long(w, b->version);
+    put_string_array(w, b->members, b->n_members);
+    put_long(w, b->fired_at);
+    if (b->ended && b->n_ended) {
+        put_long(w, (int64_t)b->n_ended);
+        for (size_t i = 0; i < b->n_ended; i++)
+            ok &= put_shard_end(w, &b->ended[i]);
+    }
+    put_long(w, 0);
+    return ok;
+}
+
 /* The union {PutJob, JobAction, OccurrenceDone, AddLink, CancelLink,
- * LinkDone}; false for a kind or enum value the schema cannot represent. */
+ * LinkDone, StartBroadcast, ShardDone}; false for a kind or enum value the
+ * schema cannot represent. */
 static bool put_job_payload(wr *w, const mc_job_command *c)
 {
     switch (c->kind) {
@@ -310,6 +334,15 @@ static bool put_job_payload(wr *w, const mc_job_command *c)
         put_long(w, c->link_done.finished_at);
         return ok;
     }
+    case MC_JOBCMD_START_BROADCAST:
+        put_long(w, 6);
+        return put_start_broadcast(w, &c->start_broadcast);
+    case MC_JOBCMD_SHARD_DONE:
+        put_long(w, 7);
+        put_string(w, c->shard_done.app_id);
+        put_string(w, c->shard_done.task_id);
+        put_long(w, c->shard_done.version);
+        return put_shard_end(w, &c->shard_done.end);
     }
     return false;
 }

@@ -483,6 +483,12 @@ static void command_key(const mc_job_command *c, const char **app, const char **
     case MC_JOBCMD_LINK_DONE:
         *app = c->link_done.app_id, *name = c->link_done.ordering_key;
         break;
+    case MC_JOBCMD_START_BROADCAST:
+        *app = c->start_broadcast.task.app_id, *name = c->start_broadcast.task.task_id;
+        break;
+    case MC_JOBCMD_SHARD_DONE:
+        *app = c->shard_done.app_id, *name = c->shard_done.task_id;
+        break;
     }
 }
 
@@ -526,6 +532,9 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
     case MC_JOBCMD_CANCEL_LINK:
     case MC_JOBCMD_LINK_DONE:
         return jobs_chain_command(s, p, r, &c, ctx);
+    case MC_JOBCMD_START_BROADCAST:
+    case MC_JOBCMD_SHARD_DONE:
+        return mc_ctx_dead_letter(ctx, r, "jobs: broadcasts are not kept yet", NULL);
     }
     return 0;
 }
