@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "endpoints.h"
+#include "task_rules.h"
 
 static const char *metadata_value(const mc_task *t, const char *name)
 {
