@@ -355,12 +355,12 @@ typedef enum mc_job_command_kind {
 /* job-commands topic value. */
 typedef struct mc_job_command {
     mc_job_command_kind kind;
-    mc_job put;                 /* kind == MC_JOBCMD_PUT */
-    mc_job_action action;       /* kind == MC_JOBCMD_ACTION */
-    mc_occurrence_done done;    /* kind == MC_JOBCMD_DONE */
-    mc_add_link add_link;       /* kind == MC_JOBCMD_ADD_LINK */
-    mc_cancel_link cancel_link; /* kind == MC_JOBCMD_CANCEL_LINK */
-    mc_link_done link_done;     /* kind == MC_JOBCMD_LINK_DONE */
+    mc_job put;                         /* kind == MC_JOBCMD_PUT */
+    mc_job_action action;               /* kind == MC_JOBCMD_ACTION */
+    mc_occurrence_done done;            /* kind == MC_JOBCMD_DONE */
+    mc_add_link add_link;               /* kind == MC_JOBCMD_ADD_LINK */
+    mc_cancel_link cancel_link;         /* kind == MC_JOBCMD_CANCEL_LINK */
+    mc_link_done link_done;             /* kind == MC_JOBCMD_LINK_DONE */
     mc_start_broadcast start_broadcast; /* kind == MC_JOBCMD_START_BROADCAST */
     mc_shard_done shard_done;           /* kind == MC_JOBCMD_SHARD_DONE */
     /* Decoding a PUT sets these to the job's own bytes (Avro binary, no

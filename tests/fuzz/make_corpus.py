@@ -315,7 +315,7 @@ jc = {
     "truncated-put": (JOBCMD + put_body)[:-4],
     "truncated-mid-job-id": (JOBCMD + put_body)[:30],
     "trailing-byte": JOBCMD + action_body + b"\x00",
-    "bad-union-payload": JOBCMD + zz(6) + action_body[1:],
+    "bad-union-payload": JOBCMD + zz(8) + action_body[1:],
     "bad-union-negative": JOBCMD + zz(-1),
     "bad-union-retry": JOBCMD + zz(0) + job_head() + job_tail(retry=zz(2)),
     "bad-enum-kind": JOBCMD + zz(0) + job_head(kind=3) + job_tail(),
@@ -342,6 +342,14 @@ jc["valid-cancel-link"] = JOBCMD + jobcmd("CancelLink", {
 jc["valid-link-done"] = JOBCMD + jobcmd("LinkDone", {
     "app_id": "shop", "ordering_key": "contract-42", "task_id": "renewal", "link": 77,
     "outcome": "EXHAUSTED", "finished_at": 1767225601234})
+jc["valid-start-broadcast"] = JOBCMD + jobcmd("StartBroadcast", {
+    "task": TASK, "version": 4242, "members": ["http://a:8080", "http://b.svc (10.0.0.7)"],
+    "fired_at": 1767225600000,
+    "ended": [{"shard": 1, "outcome": "SUCCEEDED", "finished_at": 1767225601234}]})
+jc["valid-shard-done"] = JOBCMD + jobcmd("ShardDone", {
+    "app_id": "shop", "task_id": "fan-out", "version": 4242, "shard": 2, "outcome": "EXHAUSTED",
+    "finished_at": 1767225601234})
+jc["bad-shard-int-overflow"] = JOBCMD + zz(7) + s("a") + s("t") + zz(1) + zz(1 << 31)
 for a in ACTIONS:
     jc["valid-action-" + a.lower()] = JOBCMD + jobcmd("JobAction", {
         "app_id": "shop", "job_id": "nightly-report", "action": a, "requested_at": 1767225000000})

@@ -955,6 +955,24 @@ static bool job_command_eq(const mc_job_command *a, const mc_job_command *b)
                a->link_done.link == b->link_done.link &&
                a->link_done.outcome == b->link_done.outcome &&
                a->link_done.finished_at == b->link_done.finished_at;
+    case MC_JOBCMD_START_BROADCAST: {
+        const mc_start_broadcast *x = &a->start_broadcast, *y = &b->start_broadcast;
+        if (!task_eq(&x->task, &y->task) || x->version != y->version ||
+            x->n_members != y->n_members || x->fired_at != y->fired_at || x->n_ended != y->n_ended)
+            return false;
+        for (size_t i = 0; i < x->n_members; i++)
+            if (!str_eq(x->members[i], y->members[i]))
+                return false;
+        for (size_t i = 0; i < x->n_ended; i++)
+            if (memcmp(&x->ended[i], &y->ended[i], sizeof x->ended[i]) != 0)
+                return false;
+        return true;
+    }
+    case MC_JOBCMD_SHARD_DONE:
+        return str_eq(a->shard_done.app_id, b->shard_done.app_id) &&
+               str_eq(a->shard_done.task_id, b->shard_done.task_id) &&
+               a->shard_done.version == b->shard_done.version &&
+               memcmp(&a->shard_done.end, &b->shard_done.end, sizeof a->shard_done.end) == 0;
     }
     return false;
 }
@@ -1217,6 +1235,31 @@ static void test_job_roundtrips(void)
     mc_job_command empty_action = {.kind = MC_JOBCMD_ACTION, .action = {"", "", MC_JOB_PAUSE, 0}};
     roundtrip_job_command(&empty_action, arena);
 
+    /* Broadcasts: none, one and many members and shards ended; every outcome. */
+    static const char *const members[3] = {"http://a:8080", "http://b.svc:80 (10.0.0.7)", ""};
+    static mc_shard_end ended[64];
+    for (int i = 0; i < 64; i++)
+        ended[i] = (mc_shard_end){i, (mc_outcome)(i % (MC_OUTCOME_CANCELLED + 1)),
+                                  i ? 1767225600000 + i : INT64_MIN};
+    for (size_t n = 0; n <= 3; n++) {
+        mc_job_command bc = {.kind = MC_JOBCMD_START_BROADCAST};
+        bc.start_broadcast = (mc_start_broadcast){.task = typical_task(),
+                                                  .version = n ? (int64_t)n * 1000 : INT64_MAX,
+                                                  .members = n ? members : NULL,
+                                                  .n_members = n,
+                                                  .fired_at = 1767225600000,
+                                                  .ended = n ? ended + n : NULL,
+                                                  .n_ended = n == 3 ? 61 : n};
+        roundtrip_job_command(&bc, arena);
+    }
+    for (int o = MC_OUTCOME_SUCCEEDED; o <= MC_OUTCOME_CANCELLED; o++) {
+        mc_job_command sc = {
+            .kind = MC_JOBCMD_SHARD_DONE,
+            .shard_done = {
+                "shop", "t#1", o ? o : INT64_MIN, {o ? o : INT32_MAX, (mc_outcome)o, -o}}};
+        roundtrip_job_command(&sc, arena);
+    }
+
     /* States: every status; no, one, many running occurrences; the jobs above. */
     static mc_running_occurrence many_running[2000];
     for (int i = 0; i < 2000; i++)
@@ -1274,7 +1317,7 @@ static void test_job_roundtrips(void)
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
     bad = (mc_job_command){.kind = MC_JOBCMD_DONE, .done = {"a", "j", 0, (mc_outcome)5, 0}};
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
-    bad = (mc_job_command){.kind = (mc_job_command_kind)6};
+    bad = (mc_job_command){.kind = (mc_job_command_kind)8};
     CHECK(mc_encode_job_command(&bad, &b) == -1 && b.len == one);
     CHECK(mc_encode_job_command(&empty_action, &b) == 0);
     CHECK(b.len == 2 * one && memcmp(b.data, b.data + one, one) == 0);
@@ -1667,12 +1710,12 @@ static void test_job_errors(void)
     CHECK(c.put.paused && c.put.overlap == MC_OVERLAP_SERIAL && c.put.retry.multiplier == 1.5 &&
           c.put.created_at == 7 && str_eq(c.put.cron, "* * * * *"));
 
-    /* BAD_UNION: payload 6 and -1, retry 2. */
+    /* BAD_UNION: payload 8 and -1, retry 2. */
     b.len = 0;
     w_header(&b, MC_SCHEMA_JOB_COMMAND);
-    w_long(&b, 6);
+    w_long(&b, 8);
     CHECK_ERR(decode_jc(&b, a, &c, detail), MC_CODEC_BAD_UNION);
-    expect_detail(detail, "payload: union branch 6 out of range (0..5)");
+    expect_detail(detail, "payload: union branch 8 out of range (0..7)");
     b.len = 0;
     w_header(&b, MC_SCHEMA_JOB_COMMAND);
     w_long(&b, -1);
