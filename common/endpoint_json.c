@@ -116,8 +116,6 @@ int mc_endpoint_group_from_json(const char *body, size_t len, int64_t now, mc_ar
     mc_route_strategy s = MC_ROUTE_ROUND_ROBIN;
     if (strategy && !mc_route_strategy_parse(strategy, &s))
         FAIL("strategy '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, strategy);
-    if (s == MC_ROUTE_BROADCAST)
-        FAIL("strategy SHARDING_BROADCAST is not built yet");
     g->strategy = (int32_t)s;
     g->member_concurrency = (int32_t)concurrency;
     g->unhealthy_ms = unhealthy;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broadcast.h"
 #include "chains.h"
 #include "crypto.h"
 #include "endpoint_defs.h"
@@ -272,8 +273,6 @@ static int get_group(json_t *cb, const char *at, mc_arena *a, const char **url,
         FAIL("%scallback.strategy is not taken here: the call uses its group's strategy", at);
     if (strat && !mc_route_strategy_parse(strat, &parsed))
         FAIL("%scallback.strategy '%.40s' is not one of " MC_ROUTE_STRATEGY_LIST, at, strat);
-    if (strat && parsed == MC_ROUTE_BROADCAST)
-        FAIL("%scallback.strategy SHARDING_BROADCAST is not built yet", at);
     if (strategy)
         *strategy = strat;
     *url = u;
@@ -608,6 +607,11 @@ int mc_task_from_json(const char *body, size_t len, const mc_task_json_options *
         if (mc_chain_metadata_reserved(out->metadata[i].key)) {
             /* Set by mooncake on a chain's tasks, which its relay trusts. */
             snprintf(why, whylen, "metadata.%s is reserved (use orderingKey)",
+                     out->metadata[i].key);
+            goto done;
+        } else if (mc_broadcast_metadata_reserved(out->metadata[i].key)) {
+            /* Set by the executor on a broadcast's shards. */
+            snprintf(why, whylen, "metadata.%s is reserved (set on a broadcast's shards)",
                      out->metadata[i].key);
             goto done;
         }

@@ -255,10 +255,6 @@ static bool route_ok(const mc_task *t, const mc_task_field_names *n, char *why, 
                      t->metadata[i].value);
             return false;
         }
-        if (s == MC_ROUTE_BROADCAST) {
-            snprintf(why, whylen, "%s SHARDING_BROADCAST is not built yet", field);
-            return false;
-        }
         if (t->has_kafka_target || strncmp(t->callback.url, "group://", 8) != 0) {
             snprintf(why, whylen, "%s is set but %s names no group (group://NAME/PATH)", field,
                      n->url);

@@ -68,6 +68,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "broadcast.h"
 #include "chains.h"
 #include "endpoint_table.h"
 #include "executor_call.h"
@@ -128,8 +129,9 @@ typedef struct executor {
     mc_ctx *ctx;
     const mc_config *cfg;
     char ready_topic[256];
-    mc_output *results, *retry, *tasks;
-    int32_t tasks_partitions; /* for a follow-up's partition; asked at each assignment */
+    mc_output *results, *retry, *tasks, *commands;
+    int32_t command_partitions; /* job-commands' (a broadcast's); asked at each assignment */
+    int32_t tasks_partitions;   /* for a follow-up's partition; asked at each assignment */
     mc_caller *caller;
     mc_part_table parts; /* part of each partition ever assigned */
     mc_buf buf;
@@ -137,7 +139,7 @@ typedef struct executor {
     target_topic *topics;      /* the Kafka targets met so far */
     size_t n_topics, cap_topics;
     mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
-    mc_counter *delivered, *late_dropped, *late_dead, *follow_ups;
+    mc_counter *delivered, *late_dropped, *late_dead, *follow_ups, *broadcasts, *shards;
     mc_gauge *paused_gauge;
     /* Which partitions of `ready` are ours, for the caller's shares of admission limits
      * (its thread copies them when the version moves). */
@@ -164,6 +166,9 @@ void mc_call_free(mc_call *j)
     mc_arena_free(j->arena);
     free(j->snippet);
     mc_call_forget_response_headers(j);
+    for (size_t i = 0; i < j->n_shard_members; i++)
+        free(j->shard_members[i]);
+    free(j->shard_members);
     free(j);
 }
 
@@ -266,13 +271,15 @@ static int write_result_of(executor *ex, const mc_call *j, mc_outcome outcome, c
     mc_buf_reset(&ex->buf);
     if (mc_encode_result(&res, &ex->buf) != 0)
         return -1;
-    /* A chain's link says so, for the jobs role to relay its final Result;
-     * the chain's next call waits on this commit, so it is made at once. */
-    mc_header chain[2];
-    size_t n = mc_chain_result_headers(&j->task, chain);
+    /* A chain's link or a broadcast's shard says so, for the jobs role to relay its final
+     * Result; the chain's next call or the broadcast's Result waits on this commit, so it
+     * is made at once. */
+    mc_header marks[4];
+    size_t n = mc_chain_result_headers(&j->task, marks);
+    n += mc_broadcast_result_headers(&j->task, marks + n);
     if (n)
         mc_ctx_request_commit_now(ex->ctx);
-    return produce_for_n(ex, ex->results, j, chain, n);
+    return produce_for_n(ex, ex->results, j, marks, n);
 }
 
 static int write_result(executor *ex, const mc_call *j, mc_outcome outcome, const char *error)
@@ -569,6 +576,150 @@ static int deliver(executor *ex, mc_call *j)
     return report_success(ex, j);
 }
 
+/* The partition count of the topic (by suffix) into *n, asked when not known yet (each
+ * assignment forgets it: the layout may have grown). 0, or -1 (the transaction aborts and
+ * the next turn asks again). */
+static int known_partitions(executor *ex, const char *topic, int32_t *n)
+{
+    if (*n > 0)
+        return 0;
+    char err[256];
+    int got = mc_ctx_partition_count(ex->ctx, topic, err, sizeof err);
+    if (got <= 0) {
+        mc_log(mc_ctx_logger(ex->ctx), MC_LOG_WARN, "cannot ask how many partitions a topic has",
+               "topic", topic, "error", err, (const char *)NULL);
+        return -1;
+    }
+    *n = got;
+    return 0;
+}
+
+/* Shard i of the broadcast j into *s (its strings in ex->arena-free storage: the
+ * caller's buffers id, ref and the metadata and header arrays). */
+typedef struct shard_build {
+    char id[MC_CALL_KEY_MAX], key[MC_CALL_KEY_MAX], ref[64], index[16], total[16];
+    mc_kv *metadata;
+    mc_kv *headers;
+} shard_build;
+
+/* Produces shard i of broadcast j to its home partition of `tasks`: the task again, as
+ * <task_id>#shard-<i>, pinned to member i, told its index and the total in headers, without
+ * the chain's marks (the broadcast is the link, not its shards) or follow-ups (they go
+ * when the broadcast has succeeded). What mc_ctx_produce returns, or -1. */
+static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *b)
+{
+    const mc_task *t = &j->task;
+    int32_t n = (int32_t)j->n_shard_members;
+    mc_shard_ref ref = {i, n, j->version.v};
+    mc_shard_ref_format(&ref, b->ref, sizeof b->ref);
+    snprintf(b->index, sizeof b->index, "%" PRId32, i);
+    snprintf(b->total, sizeof b->total, "%" PRId32, n);
+    if (mc_shard_task_id(t->task_id, i, b->id, sizeof b->id) >= sizeof b->id)
+        return MC_FORWARD_REFUSED;
+    size_t klen = mc_task_key(t->app_id, b->id, b->key, sizeof b->key);
+    if (klen >= sizeof b->key || klen >= MC_MAX_TASK_KEY_LEN)
+        return MC_FORWARD_REFUSED;
+    size_t nm = 0;
+    for (size_t k = 0; k < t->n_metadata; k++)
+        if (!mc_chain_metadata_reserved(t->metadata[k].key) &&
+            !mc_broadcast_metadata_reserved(t->metadata[k].key))
+            b->metadata[nm++] = t->metadata[k];
+    b->metadata[nm++] = (mc_kv){MC_BROADCAST_METADATA, t->task_id};
+    b->metadata[nm++] = (mc_kv){MC_SHARD_METADATA, b->ref};
+    b->metadata[nm++] = (mc_kv){MC_MEMBER_METADATA, j->shard_members[i]};
+    size_t nh = 0;
+    for (size_t k = 0; k < t->callback.n_headers; k++)
+        if (strcasecmp(t->callback.headers[k].key, MC_SHARD_INDEX_HEADER) != 0 &&
+            strcasecmp(t->callback.headers[k].key, MC_SHARD_TOTAL_HEADER) != 0)
+            b->headers[nh++] = t->callback.headers[k];
+    b->headers[nh++] = (mc_kv){MC_SHARD_INDEX_HEADER, b->index};
+    b->headers[nh++] = (mc_kv){MC_SHARD_TOTAL_HEADER, b->total};
+    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *t};
+    c.submit.task_id = b->id;
+    c.submit.attempt = 1;
+    c.submit.created_at = j->finished_at;
+    c.submit.metadata = b->metadata;
+    c.submit.n_metadata = nm;
+    c.submit.callback.headers = b->headers;
+    c.submit.callback.n_headers = nh;
+    c.submit.on_success = NULL;
+    c.submit.n_on_success = 0;
+    mc_buf_reset(&ex->buf);
+    if (mc_encode_command(&c, &ex->buf) != 0)
+        return -1;
+    mc_source cause = {ex->ready_topic, j->partition, j->offset};
+    mc_produce p = {.out = ex->tasks,
+                    .partition = mc_key_partition(b->key, klen, ex->tasks_partitions),
+                    .key = b->key,
+                    .key_len = klen,
+                    .value = ex->buf.data,
+                    .value_len = ex->buf.len,
+                    .cause = &cause};
+    return mc_ctx_produce(ex->ctx, &p);
+}
+
+/* Tells the jobs role that broadcast j fanned out, for it to wait for every shard's final
+ * Result and write j's own. What mc_ctx_produce returns, or -1. */
+static int start_broadcast(executor *ex, const mc_call *j)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_START_BROADCAST};
+    c.start_broadcast = (mc_start_broadcast){.task = j->task,
+                                             .version = j->version.v,
+                                             .members = (const char *const *)j->shard_members,
+                                             .n_members = j->n_shard_members,
+                                             .fired_at = j->finished_at};
+    mc_buf_reset(&ex->buf);
+    if (mc_encode_job_command(&c, &ex->buf) != 0)
+        return -1;
+    mc_source cause = {ex->ready_topic, j->partition, j->offset};
+    size_t klen = strlen(j->key);
+    mc_produce p = {.out = ex->commands,
+                    .partition = mc_key_partition(j->key, klen, ex->command_partitions),
+                    .key = j->key,
+                    .key_len = klen,
+                    .value = ex->buf.data,
+                    .value_len = ex->buf.len,
+                    .cause = &cause};
+    return mc_ctx_produce(ex->ctx, &p);
+}
+
+/* A SHARDING_BROADCAST task's turn came: one shard per member to `tasks`, and the
+ * StartBroadcast the jobs role waits on, all in the open transaction that ends the task's
+ * `ready` record - so a kill at any moment submits all of them once, or none. The task's
+ * own Result is the jobs role's to write, once every shard has its final one. */
+static int broadcast(executor *ex, mc_call *j)
+{
+    if (known_partitions(ex, "tasks", &ex->tasks_partitions) != 0 ||
+        known_partitions(ex, "job-commands", &ex->command_partitions) != 0)
+        return -1;
+    const mc_task *t = &j->task;
+    shard_build b;
+    b.metadata = malloc((t->n_metadata + 3) * sizeof *b.metadata);
+    b.headers = malloc((t->callback.n_headers + 2) * sizeof *b.headers);
+    int rc = b.metadata && b.headers ? 0 : -1;
+    const char *what = "shard";
+    for (int32_t i = 0; rc == 0 && i < (int32_t)j->n_shard_members; i++)
+        rc = submit_shard(ex, j, i, &b);
+    free(b.metadata);
+    free(b.headers);
+    if (rc == 0) {
+        what = "StartBroadcast";
+        rc = start_broadcast(ex, j);
+    }
+    if (rc == MC_FORWARD_REFUSED) {
+        /* Kafka refused a shard (the task with the shard's marks is too large, or its key
+         * too long) or the StartBroadcast: the shards produced so far still run, but the
+         * broadcast cannot be followed, so it ends here, failed for good, in `dead`. */
+        return report_refused(ex, j, what);
+    }
+    if (rc != 0)
+        return rc;
+    mc_counter_add(ex->broadcasts, 1);
+    mc_counter_add(ex->shards, j->n_shard_members);
+    mc_ctx_request_commit_now(ex->ctx); /* the shards are due: the router waits for this */
+    return 0;
+}
+
 /* A call not started because it was later than its late policy allows. */
 static int report_late(executor *ex, const mc_call *j)
 {
@@ -609,6 +760,8 @@ static int report(executor *ex, mc_call *j)
         return report_late(ex, j);
     if (j->deliver)
         return deliver(ex, j);
+    if (j->n_shard_members)
+        return broadcast(ex, j);
     if (!j->transport_failed && j->status >= 200 && j->status < 300) {
         const mc_logger *lg = mc_ctx_logger(ex->ctx);
         if (lg->level <= MC_LOG_DEBUG) {
@@ -956,6 +1109,7 @@ static int executor_on_assign(void *self, const rd_kafka_topic_partition_list_t 
 {
     executor *ex = self;
     ex->tasks_partitions = 0; /* the layout may have grown: asked again when needed */
+    ex->command_partitions = 0;
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
         part *p = part_get(ex, tp->partition);
@@ -1085,6 +1239,11 @@ static void register_metrics(executor *ex, mc_metrics *m)
     ex->late_dead = mc_metrics_counter(
         m, "mooncake_executor_late_total",
         "Calls not started: later than their late policy allows, by action", "action=\"dead\"");
+    ex->broadcasts = mc_metrics_counter(
+        m, "mooncake_executor_broadcasts_total",
+        "SHARDING_BROADCAST tasks whose shards were submitted (one task per member)", NULL);
+    ex->shards = mc_metrics_counter(m, "mooncake_executor_shards_total",
+                                    "Shards submitted by SHARDING_BROADCAST tasks", NULL);
     ex->follow_ups = mc_metrics_counter(
         m, "mooncake_executor_follow_ups_total",
         "Follow-up tasks submitted on a success (on_success; exactly once when committed)", NULL);
@@ -1118,7 +1277,8 @@ static void *executor_create(mc_ctx *ctx, const void *arg, char *err, size_t err
     ex->results = mc_ctx_output(ctx, "results");
     ex->retry = mc_ctx_output(ctx, "retry");
     ex->tasks = mc_ctx_output(ctx, "tasks");
-    if (!ex->results || !ex->retry || !ex->tasks) {
+    ex->commands = mc_ctx_output(ctx, "job-commands");
+    if (!ex->results || !ex->retry || !ex->tasks || !ex->commands) {
         snprintf(err, errlen, "cannot create output topic handles");
         executor_destroy(ex);
         return NULL;

@@ -65,6 +65,11 @@ typedef struct mc_call {
     /* CALL to a group: the member that answered (or last failed): its URL, and its
      * address in brackets when it came from DNS; "" for a call to a URL. */
     char member[MC_CALL_MEMBER_MAX];
+    /* CALL of a SHARDING_BROADCAST's turn, given back without a call: the members of its
+     * group then (malloc'd strings, in shard order), which the Kafka side submits a shard
+     * to each. */
+    char **shard_members;
+    size_t n_shard_members;
     /* Private to whoever owns the call: list links and the caller's state. */
     struct mc_call *next;
     void *caller_state;

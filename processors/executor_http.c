@@ -362,11 +362,8 @@ static bool strategy_of(const mc_task *t, const mc_group *g, mc_route_strategy *
             return false;
         }
     }
-    if (*s == MC_ROUTE_BROADCAST) {
-        snprintf(err, errlen, "%s is not a strategy one call can follow",
-                 mc_route_strategy_name(*s));
-        return false;
-    }
+    if (mc_task_shard_member(t))
+        *s = MC_ROUTE_FIRST; /* a broadcast's shard calls its own member, never another */
     return true;
 }
 
@@ -394,6 +391,56 @@ static int find_group(http_caller *hc, call *c, const char *name)
     return 0;
 }
 
+/* How a Result names member m: its URL, and its address in brackets for one from DNS.
+ * A broadcast's shard is pinned to its member by this name. */
+static void member_name(const mc_group_member *m, char *out, size_t n)
+{
+    if (m->address)
+        snprintf(out, n, "%s (%s)", m->url, m->address);
+    else
+        snprintf(out, n, "%s", m->url);
+}
+
+/* The index in g of the member named name; false when it is not (or no longer) there. */
+static bool find_member(const mc_group *g, const char *name, size_t *index)
+{
+    char have[MC_CALL_MEMBER_MAX];
+    for (size_t i = 0; i < g->n_members; i++) {
+        member_name(&g->members[i], have, sizeof have);
+        if (strcmp(have, name) == 0) {
+            *index = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A SHARDING_BROADCAST task's turn: it goes back to the Kafka side with the names of its
+ * group's members now, healthy or not (each shard retries on its own), and the Kafka side
+ * submits a shard to each in its transaction. */
+static void fan_out(http_caller *hc, call *c)
+{
+    mc_call *j = c->call;
+    const mc_group *g = c->group;
+    if (!(j->shard_members = calloc(g->n_members, sizeof *j->shard_members))) {
+        fail_unstarted(hc, c, false, "out of memory fanning out a broadcast");
+        return;
+    }
+    for (size_t i = 0; i < g->n_members; i++) {
+        char name[MC_CALL_MEMBER_MAX];
+        member_name(&g->members[i], name, sizeof name);
+        if (!(j->shard_members[i] = strdup(name))) {
+            fail_unstarted(hc, c, false, "out of memory fanning out a broadcast");
+            return;
+        }
+        j->n_shard_members++;
+    }
+    j->started_at = j->finished_at = mc_now_ms();
+    mc_histogram_observe(hc->lateness, (double)(j->started_at - j->task.due_at) / 1000.0);
+    call_release(hc, c); /* never running */
+    give_back(hc, j);
+}
+
 /* The URL c calls now: its member's followed by the task's path, and for a member from
  * DNS the address to connect to. 0, or -1 on ENOMEM. */
 static int member_url(call *c, const char *path)
@@ -404,15 +451,13 @@ static int member_url(call *c, const char *path)
         return -1;
     snprintf(c->url, n, "%s%s", m->url, path);
     mc_call *j = c->call;
+    member_name(m, j->member, sizeof j->member);
     if (m->address) {
-        snprintf(j->member, sizeof j->member, "%s (%s)", m->url, m->address);
         char to[128];
         /* Any host and port of this URL: connect to the address, same port. */
         snprintf(to, sizeof to, strchr(m->address, ':') ? "::[%s]:" : "::%s:", m->address);
         if (!(c->connect_to = curl_slist_append(NULL, to)))
             return -1;
-    } else {
-        snprintf(j->member, sizeof j->member, "%s", m->url);
     }
     return 0;
 }
@@ -482,9 +527,22 @@ static admit_result admit(http_caller *hc, call *c, mc_bucket *from, bool no_wai
         if (find_group(hc, c, name) != 0)
             return ADMIT_ENDED;
         const mc_group *g = c->group;
+        const char *pinned = mc_task_shard_member(t);
         int32_t member_limit = (int32_t)mc_ownership_share(&hc->ownership, g->member_concurrency);
-        switch (mc_route_pick(hc->routes, g, c->strategy, j->key, &c->tried, member_limit,
-                              mc_mono_ms(), &c->member)) {
+        mc_pick_result picked;
+        if (pinned) {
+            picked = find_member(g, pinned, &c->member) ? MC_PICK_OK : MC_PICK_EMPTY;
+        } else if (c->strategy == MC_ROUTE_BROADCAST) {
+            if (g->n_members) {
+                fan_out(hc, c);
+                return ADMIT_ENDED;
+            }
+            picked = MC_PICK_EMPTY;
+        } else {
+            picked = mc_route_pick(hc->routes, g, c->strategy, j->key, &c->tried, member_limit,
+                                   mc_mono_ms(), &c->member);
+        }
+        switch (picked) {
         case MC_PICK_OK:
             break;
         case MC_PICK_BUSY: {
@@ -499,9 +557,13 @@ static admit_result admit(http_caller *hc, call *c, mc_bucket *from, bool no_wai
             return ADMIT_WAITING;
         }
         case MC_PICK_EMPTY: {
-            char why[300];
-            snprintf(why, sizeof why, "endpoint group '%s' of app '%.100s' has no members", name,
-                     t->app_id);
+            char why[MC_CALL_MEMBER_MAX + 300];
+            if (pinned)
+                snprintf(why, sizeof why, "member %s is no longer in endpoint group '%s'", pinned,
+                         name);
+            else
+                snprintf(why, sizeof why, "endpoint group '%s' of app '%.100s' has no members",
+                         name, t->app_id);
             fail_unstarted(hc, c, false, why);
             return ADMIT_ENDED;
         }

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "broadcast.h"
 #include "clock.h"
 #include "executor_admission.h"
 #include "executor_call.h"

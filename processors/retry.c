@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broadcast.h"
 #include "chains.h"
 #include "codec.h"
 #include "retry_policy.h"
@@ -189,14 +190,17 @@ static int retry_process(void *self, const mc_record *m, mc_ctx *ctx)
     }
     res.error = dead ? reason : error;
     mc_buf_reset(&r->buf);
-    /* A chain's link says so, for the jobs role to relay its final Result. */
-    mc_header chain[2];
+    /* A chain's link or a broadcast's shard says so, for the jobs role to relay its final
+     * Result. */
+    mc_header marks[4];
+    size_t n_marks = mc_chain_result_headers(t, marks);
+    n_marks += mc_broadcast_result_headers(t, marks + n_marks);
     mc_produce out = {.out = r->results,
                       .partition = m->partition,
                       .key = key,
                       .key_len = strlen(key),
-                      .headers = chain,
-                      .n_headers = mc_chain_result_headers(t, chain)};
+                      .headers = marks,
+                      .n_headers = n_marks};
     if (mc_encode_result(&res, &r->buf) != 0)
         return -1;
     out.value = r->buf.data;

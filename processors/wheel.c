@@ -66,6 +66,7 @@
  * finished: from then on nothing more of a moved key passes through. */
 #include "wheel_impl.h"
 
+#include "broadcast.h"
 #include "chains.h"
 
 static void wheel_destroy(void *self);
@@ -350,20 +351,24 @@ static void raise_floor(wheel *w, wheel_part *p, wheel_key *k, mc_version v)
 }
 
 /* A Cancel voids the pending version of key k. When a serial chain released
- * it, the chain waits for its final Result, and no call will write one: the
- * wheel writes it (CANCELLED, with the chain's headers). Other tasks' Results
- * stay the executor's alone. 0, or -1. */
+ * it, or it is a broadcast's shard, the chain or the broadcast waits for its
+ * final Result, and no call will write one: the wheel writes it (CANCELLED,
+ * with the chain's or the broadcast's headers). Other tasks' Results stay the
+ * executor's alone. 0, or -1. */
 static int report_voided_link(wheel *w, wheel_part *p, wheel_key *k, mc_ctx *ctx)
 {
-    /* Most voided tasks are no chain's: spare them a decode. */
-    if (!memmem(k->payload, k->payload_len, MC_CHAIN_METADATA, sizeof MC_CHAIN_METADATA - 1))
+    /* Most voided tasks are neither: spare them a decode. */
+    if (!memmem(k->payload, k->payload_len, MC_CHAIN_METADATA, sizeof MC_CHAIN_METADATA - 1) &&
+        !memmem(k->payload, k->payload_len, MC_BROADCAST_METADATA,
+                sizeof MC_BROADCAST_METADATA - 1))
         return 0;
     mc_wheel_entry e;
     if (mc_decode_wheel_entry(k->payload, k->payload_len, w->arena, &e, NULL, 0) != MC_CODEC_OK ||
         e.command.kind != MC_CMD_SUBMIT)
         return 0;
-    mc_header chain[2];
-    size_t n = mc_chain_result_headers(&e.command.submit, chain);
+    mc_header marks[4];
+    size_t n = mc_chain_result_headers(&e.command.submit, marks);
+    n += mc_broadcast_result_headers(&e.command.submit, marks + n);
     if (n == 0)
         return 0;
     int64_t now = mc_ctx_now_ms(ctx);
@@ -387,7 +392,7 @@ static int report_voided_link(wheel *w, wheel_part *p, wheel_key *k, mc_ctx *ctx
                      .key_len = k->node.key_len,
                      .value = w->buf.data,
                      .value_len = w->buf.len,
-                     .headers = chain,
+                     .headers = marks,
                      .n_headers = n};
     return mc_ctx_produce(ctx, &pr) == 0 ? 0 : -1;
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "broadcast.h"
 #include "check.h"
 #include "clock.h"
 #include "executor_call.h"
@@ -518,6 +519,53 @@ static void a_group_call_fails_over_and_names_its_member(endpoint *e)
     CHECK(j && j->transport_failed && !j->permanent && strstr(j->error, "no endpoint group"),
           "a missing group: %s", j ? j->error : "");
     mc_call_free(j);
+    /* SHARDING_BROADCAST: no call; the task comes back with every member once (the dead
+     * one too: each shard retries on its own), for the Kafka side. */
+    static const mc_kv bcast[1] = {{MC_ROUTE_METADATA, "SHARDING_BROADCAST"}};
+    int before = arrivals(e, "/m1/b") + arrivals(e, "/m2/b");
+    c = call_of("bc", 0, mc_now_ms(), 0, "");
+    c->task.callback.url = "group://billing/b";
+    c->task.metadata = bcast;
+    c->task.n_metadata = 1;
+    ce.c->ops->post(ce.c, c);
+    j = take_one(ce.c);
+    int seen = 0; /* a bit per member of the group */
+    for (size_t i = 0; j && i < j->n_shard_members; i++)
+        seen |= (strcmp(j->shard_members[i], m2) == 0) << 0 |
+                (strcmp(j->shard_members[i], dead) == 0) << 1 |
+                (strcmp(j->shard_members[i], m1) == 0) << 2;
+    CHECK(j && !j->transport_failed && j->n_shard_members == 3 && seen == 7,
+          "broadcast: %zu members (seen %d), error '%s'", j ? j->n_shard_members : 0, seen,
+          j ? j->error : "");
+    mc_call_free(j);
+    /* A shard calls its own member, the unhealthy dead one included, and never fails
+     * over; one whose member left the group fails (to be retried). */
+    const char *pins[3] = {m2, dead, "http://127.0.0.1:2"};
+    for (int i = 0; i < 3; i++) {
+        mc_kv pin[2] = {{MC_ROUTE_METADATA, "SHARDING_BROADCAST"}, {MC_MEMBER_METADATA, pins[i]}};
+        c = call_of("bc#shard", 0, mc_now_ms(), 0, "");
+        c->task.callback.url = "group://billing/b";
+        c->task.metadata = pin;
+        c->task.n_metadata = 2;
+        ce.c->ops->post(ce.c, c);
+        j = take_one(ce.c);
+        if (i == 0)
+            CHECK(j && j->status == 200 && strcmp(j->member, m2) == 0,
+                  "shard pinned to m2: status %ld, member '%s'", j ? j->status : 0,
+                  j ? j->member : "");
+        else if (i == 1)
+            CHECK(j && j->transport_failed && !j->permanent && strcmp(j->member, dead) == 0,
+                  "shard pinned to the dead member: member '%s', error '%s'", j ? j->member : "",
+                  j ? j->error : "");
+        else
+            CHECK(j && j->transport_failed && !j->permanent &&
+                      strstr(j->error, "is no longer in endpoint group"),
+                  "shard of a member gone: %s", j ? j->error : "");
+        mc_call_free(j);
+    }
+    CHECK(arrivals(e, "/m2/b") == 1 && arrivals(e, "/m1/b") + arrivals(e, "/m2/b") == before + 1,
+          "the broadcast itself called no one; its shards called m2 %d times, m1 %d",
+          arrivals(e, "/m2/b"), arrivals(e, "/m1/b"));
     caller_env_end(&ce);
     mc_endpoints_unref(keep);
 }
