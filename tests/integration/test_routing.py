@@ -16,6 +16,7 @@ the endpoint (the endpoint counts), drains at the limit, and loses nothing.
 
 Groups and limits are written as Endpoint records straight to the endpoints topic,
 as a client of the Avro contract would (the HTTP API writes the same records)."""
+import json
 import os
 import signal
 import threading
@@ -296,6 +297,78 @@ def test_busyover_keeps_each_member_within_its_concurrency():
             s.close()
 
 
+def test_a_broadcast_calls_every_member_once_through_a_kill():
+    """SHARDING_BROADCAST: each task calls every member of its group, shard i the group's
+    member i, with mooncake-shard-index and mooncake-shard-total; each shard has its own
+    retries (one member fails every shard's first call) and exactly one final Result naming
+    its member; the task has exactly one Result, SUCCEEDED once every shard has, listing
+    them. All of it through kill -9 of the executor (replaced) while broadcasts are due."""
+    env, procs = pipeline()
+    if "jobs" not in procs:
+        procs["jobs"] = env.start("jobs", instance="j1")
+    def fail_first(call):  # a shard's first attempt (Idempotency-Key app/task:1) fails
+        first = call["headers"].get("idempotency-key", "").endswith(":1")
+        return (500, {}, b"not yet") if first else (200, {}, b"ok", 0.2)
+
+    steady = [CallbackServer(lambda call: (200, {}, b"ok", 0.2)) for _ in range(2)]
+    flaky = CallbackServer(fail_first)
+    servers = steady + [flaky]
+    urls = sorted_members(servers)
+    by_url = members_by_url(servers)
+    n = 30
+    ids = [f"bc-{i}-{uuid.uuid4().hex[:6]}" for i in range(n)]
+    try:
+        put_group(env, [procs["executor"]], "g-bcast", urls, "SHARDING_BROADCAST")
+        start = now_ms()
+        items = []
+        for i, tid in enumerate(ids):
+            t = task(APP, tid, start + 2000 + 100 * i, url="group://g-bcast/bc",
+                     retry={"max_attempts": 3, "initial_backoff_ms": 200, "multiplier": 2.0,
+                            "max_backoff_ms": 1000})
+            items.append((f"{APP}/{tid}".encode(), submit_value(t)))
+        send(env, items)
+        time.sleep(max(0, (start + 3500 - now_ms()) / 1000))
+        procs["executor"].send_signal(signal.SIGKILL)
+        procs["executor"].wait()
+        procs["executor"] = env.start("executor", instance="e1b", **ALLOW_LOOPBACK,
+                                      **FAST_FAILOVER)
+        parents = results_of(env, [f"{APP}/{tid}" for tid in ids], timeout=120)
+        assert len(parents) == n, f"{len(parents)} of {n} broadcasts have a Result"
+        shard_keys = [f"{APP}/{tid}#shard-{s}" for tid in ids for s in range(3)]
+        shards = results_of(env, shard_keys, timeout=60)
+        for k, rs in parents.items():
+            assert len(rs) == 1, f"{k}: {len(rs)} Results"
+            r = rs[0]
+            assert r["outcome"] == "SUCCEEDED", (k, r["outcome"], r["error"])
+            body = json.loads(r["response_body"])
+            assert [s["shard"] for s in body["shards"]] == [0, 1, 2], body
+            assert [s["member"] for s in body["shards"]] == urls, body
+        for k in shard_keys:
+            final = [r for r in shards.get(k, []) if r["outcome"] != "FAILED_WILL_RETRY"]
+            assert len(final) == 1, f"{k}: {len(final)} final Results"
+            index = int(k.rsplit("-", 1)[1])
+            assert final[0]["outcome"] == "SUCCEEDED" and final[0]["member"] == urls[index], \
+                (k, final[0]["outcome"], final[0]["member"], final[0]["error"])
+            if by_url[urls[index]] is flaky:
+                assert final[0]["attempt"] == 2, f"{k}: attempt {final[0]['attempt']}"
+        repeated = 0
+        for i, url in enumerate(urls):
+            calls = by_url[url].calls_to("/bc")
+            assert all(c["headers"].get("mooncake-shard-index") == str(i) and
+                       c["headers"].get("mooncake-shard-total") == "3" for c in calls), \
+                f"member {i} was called with another shard's headers"
+            keys = {key_of(c) for c in calls}
+            assert keys == {f"{APP}/{tid}#shard-{i}" for tid in ids}, \
+                f"member {i} got {len(keys)} of {n} shards"
+            attempts = [c["headers"].get("idempotency-key") for c in calls]
+            repeated += len(attempts) - len(set(attempts))
+        print(f"     {n} broadcasts to 3 members through a kill -9: every shard called, one "
+              f"final Result each; {repeated} calls repeated (in flight at the kill)")
+    finally:
+        for s in servers:
+            s.close()
+
+
 HERD_SHARED = {}
 
 
@@ -446,6 +519,7 @@ if __name__ == "__main__":
         run([test_each_strategy_picks_by_its_definition,
              test_failover_passes_over_members_that_fail_hang_and_disappear,
              test_busyover_keeps_each_member_within_its_concurrency,
+             test_a_broadcast_calls_every_member_once_through_a_kill,
              test_a_herd_waits_its_turn_at_the_concurrency_limit,
              test_a_herd_drains_at_the_rate_limit,
              test_a_herd_survives_a_stop_and_a_kill_of_its_executors])
