@@ -389,6 +389,44 @@ def test_a_broadcast_calls_every_member_once_through_a_kill():
             s.close()
 
 
+def test_a_serial_job_broadcasts_each_occurrence():
+    """A job whose callback names a SHARDING_BROADCAST group: each occurrence calls every
+    member; with overlap SERIAL each waits for the previous occurrence's Result, which
+    the jobs role writes once that occurrence's shards have theirs."""
+    from test_jobs import job, put  # the job-commands helpers
+    env, procs = pipeline()
+    assert "jobs" in procs, "runs after test_a_broadcast_calls_every_member_once_through_a_kill"
+    servers = [CallbackServer(lambda call: (200, {}, b"ok", 0.3)) for _ in range(2)]
+    urls = sorted_members(servers)
+    jid = f"bj-{uuid.uuid4().hex[:6]}"
+    try:
+        put_group(env, [procs["executor"]], "g-bjob", urls, "SHARDING_BROADCAST")
+        j = job(APP, jid, "group://g-bjob/tick", overlap="SERIAL", interval=1000)
+        j["max_runs"] = 3
+        put(env, j)
+        deadline = time.time() + 60
+        while sum(len(s.calls_to("/tick")) for s in servers) < 6 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        for i, url in enumerate(urls):
+            keys = [key_of(c) for c in members_by_url(servers)[url].calls_to("/tick")]
+            assert len(keys) == 3 and len(set(keys)) == 3 and \
+                all(k.startswith(f"{APP}/{jid}@") and k.endswith(f"#shard-{i}") for k in keys), \
+                f"member {i} got {keys}"
+        occurrences = {k.rsplit("#", 1)[0] for s in servers for k in map(key_of, s.calls_to("/tick"))}
+        results = results_of(env, occurrences)
+        assert all(len(rs) == 1 and rs[0]["outcome"] == "SUCCEEDED" for rs in results.values()), \
+            results
+        # SERIAL: an occurrence's shards start only after the previous one's Result.
+        ends = sorted((ms(rs[0]["due_at"]), ms(rs[0]["finished_at"])) for rs in results.values())
+        starts = sorted(c["at"] for s in servers for c in s.calls_to("/tick"))
+        for (_, finished), first_of_next in zip(ends, starts[2::2]):
+            assert first_of_next >= finished, "an occurrence called before the previous ended"
+    finally:
+        for s in servers:
+            s.close()
+
+
 HERD_SHARED = {}
 
 
@@ -540,6 +578,7 @@ if __name__ == "__main__":
              test_failover_passes_over_members_that_fail_hang_and_disappear,
              test_busyover_keeps_each_member_within_its_concurrency,
              test_a_broadcast_calls_every_member_once_through_a_kill,
+             test_a_serial_job_broadcasts_each_occurrence,
              test_a_herd_waits_its_turn_at_the_concurrency_limit,
              test_a_herd_drains_at_the_rate_limit,
              test_a_herd_survives_a_stop_and_a_kill_of_its_executors])
