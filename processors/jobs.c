@@ -563,6 +563,33 @@ static bool occurrence_key(const mc_record *r)
     return digits > 0 && digits <= 18 && i > 1 && k[i - 1] == '@';
 }
 
+bool jobs_final_result(jobs *s, const mc_record *r, mc_result *res)
+{
+    mc_arena_reset(s->arena);
+    return mc_decode_result(r->value, r->value_len, s->arena, res, NULL, 0) == MC_CODEC_OK &&
+           res->outcome != MC_OUTCOME_FAILED_WILL_RETRY;
+}
+
+mc_outcome jobs_relayed_outcome(mc_outcome o)
+{
+    return o == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : o;
+}
+
+int jobs_relay_command(jobs *s, const char *app, const char *name, const mc_job_command *c,
+                       mc_ctx *ctx)
+{
+    char key[MC_MAX_TASK_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
+    size_t klen = mc_task_key(app, name, key, sizeof key);
+    if (klen >= sizeof key)
+        return 0;
+    mc_buf_reset(&s->buf);
+    if (mc_encode_job_command(c, &s->buf) != 0 ||
+        mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
+                       klen, s->buf.data, s->buf.len) != 0)
+        return -1;
+    return 1;
+}
+
 static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
 {
     const void *chain;
@@ -571,13 +598,8 @@ static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
         return jobs_broadcast_relay(s, r, ctx);
     if (r->value && mc_record_header(r, MC_CHAIN_HEADER, &chain, &chain_len))
         return jobs_chain_relay(s, r, ctx);
-    if (!r->value || !occurrence_key(r))
-        return 0;
-    mc_arena_reset(s->arena);
     mc_result res;
-    if (mc_decode_result(r->value, r->value_len, s->arena, &res, NULL, 0) != MC_CODEC_OK)
-        return 0; /* not ours to judge: the results topic is the executor's log */
-    if (res.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+    if (!r->value || !occurrence_key(r) || !jobs_final_result(s, r, &res))
         return 0;
     size_t job_len;
     int64_t at;
@@ -587,24 +609,15 @@ static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
     memcpy(job_id, res.task_id, job_len);
     job_id[job_len] = '\0';
     mc_job_command c = {.kind = MC_JOBCMD_DONE};
-    c.done = (mc_occurrence_done){
-        .app_id = res.app_id,
-        .job_id = job_id,
-        .scheduled_at = at,
-        /* JobCommand's outcomes end at CANCELLED:
-         * a dropped occurrence did not run either. */
-        .outcome = res.outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : res.outcome,
-        .finished_at = res.finished_at};
-    char key[MC_JOB_MAX_KEY_LEN];
-    size_t klen = mc_task_key(res.app_id, job_id, key, sizeof key);
-    mc_buf_reset(&s->buf);
-    if (klen >= sizeof key || mc_encode_job_command(&c, &s->buf) != 0)
-        return klen >= sizeof key ? 0 : -1;
-    if (mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
-                       klen, s->buf.data, s->buf.len) != 0)
-        return -1;
-    mc_counter_add(s->relayed, 1);
-    return 0;
+    c.done = (mc_occurrence_done){.app_id = res.app_id,
+                                  .job_id = job_id,
+                                  .scheduled_at = at,
+                                  .outcome = jobs_relayed_outcome(res.outcome),
+                                  .finished_at = res.finished_at};
+    int rc = jobs_relay_command(s, res.app_id, job_id, &c, ctx);
+    if (rc > 0)
+        mc_counter_add(s->relayed, 1);
+    return rc < 0 ? -1 : 0;
 }
 
 static int jobs_process(void *self, const mc_record *r, mc_ctx *ctx)

@@ -482,36 +482,23 @@ int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx)
     const char *parent;
     size_t parent_len;
     mc_shard_ref shard;
-    if (!r->value || !mc_broadcast_result_shard(r, &parent, &parent_len, &shard))
-        return 0;
-    mc_arena_reset(s->arena);
     mc_result res;
-    if (mc_decode_result(r->value, r->value_len, s->arena, &res, NULL, 0) != MC_CODEC_OK)
-        return 0; /* not ours to judge: the results topic is the executor's log */
-    if (res.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+    if (!r->value || !mc_broadcast_result_shard(r, &parent, &parent_len, &shard) ||
+        !jobs_final_result(s, r, &res))
         return 0;
     char task_id[MC_MAX_TASK_KEY_LEN];
     memcpy(task_id, parent, parent_len); /* shorter than MC_MAX_TASK_KEY_LEN */
     task_id[parent_len] = '\0';
     mc_job_command c = {.kind = MC_JOBCMD_SHARD_DONE};
-    c.shard_done = (mc_shard_done){
-        .app_id = res.app_id,
-        .task_id = task_id,
-        .version = shard.version,
-        /* ShardDone's outcomes end at CANCELLED: a dropped shard did not run either. */
-        .end = {.shard = shard.index,
-                .outcome = res.outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : res.outcome,
-                .finished_at = res.finished_at}};
-    char key[MC_MAX_TASK_KEY_LEN + 1];
-    size_t klen = mc_task_key(res.app_id, task_id, key, sizeof key);
-    if (klen >= sizeof key)
-        return 0;
-    mc_buf_reset(&s->buf);
-    if (mc_encode_job_command(&c, &s->buf) != 0)
-        return -1;
-    if (mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
-                       klen, s->buf.data, s->buf.len) != 0)
-        return -1;
+    c.shard_done = (mc_shard_done){.app_id = res.app_id,
+                                   .task_id = task_id,
+                                   .version = shard.version,
+                                   .end = {.shard = shard.index,
+                                           .outcome = jobs_relayed_outcome(res.outcome),
+                                           .finished_at = res.finished_at}};
+    int rc = jobs_relay_command(s, res.app_id, task_id, &c, ctx);
+    if (rc <= 0)
+        return rc;
     mc_counter_add(s->shards_relayed, 1);
     mc_ctx_request_commit_now(ctx); /* the broadcast's Result may wait on it */
     return 0;

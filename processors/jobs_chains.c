@@ -541,36 +541,23 @@ int jobs_chain_relay(jobs *s, const mc_record *r, mc_ctx *ctx)
     const char *chain;
     size_t chain_len;
     int64_t link;
-    if (!r->value || !mc_chain_result_link(r, &chain, &chain_len, &link))
-        return 0;
-    mc_arena_reset(s->arena);
     mc_result res;
-    if (mc_decode_result(r->value, r->value_len, s->arena, &res, NULL, 0) != MC_CODEC_OK)
-        return 0; /* not ours to judge: the results topic is the executor's log */
-    if (res.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+    if (!r->value || !mc_chain_result_link(r, &chain, &chain_len, &link) ||
+        !jobs_final_result(s, r, &res))
         return 0;
     char ordering_key[MC_MAX_ORDERING_KEY_LEN + 1];
     memcpy(ordering_key, chain, chain_len);
     ordering_key[chain_len] = '\0';
     mc_job_command c = {.kind = MC_JOBCMD_LINK_DONE};
-    c.link_done = (mc_link_done){
-        .app_id = res.app_id,
-        .ordering_key = ordering_key,
-        .task_id = res.task_id,
-        .link = link,
-        /* LinkDone's outcomes end at CANCELLED: a dropped link did not run either. */
-        .outcome = res.outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : res.outcome,
-        .finished_at = res.finished_at};
-    char key[MC_JOB_MAX_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
-    size_t klen = mc_task_key(res.app_id, ordering_key, key, sizeof key);
-    if (klen >= sizeof key)
-        return 0;
-    mc_buf_reset(&s->buf);
-    if (mc_encode_job_command(&c, &s->buf) != 0)
-        return -1;
-    if (mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
-                       klen, s->buf.data, s->buf.len) != 0)
-        return -1;
+    c.link_done = (mc_link_done){.app_id = res.app_id,
+                                 .ordering_key = ordering_key,
+                                 .task_id = res.task_id,
+                                 .link = link,
+                                 .outcome = jobs_relayed_outcome(res.outcome),
+                                 .finished_at = res.finished_at};
+    int rc = jobs_relay_command(s, res.app_id, ordering_key, &c, ctx);
+    if (rc <= 0)
+        return rc;
     mc_counter_add(s->links_relayed, 1);
     mc_ctx_request_commit_now(ctx); /* the chain's next link waits on it */
     return 0;

@@ -209,6 +209,21 @@ int jobs_write_tombstone(jobs *s, job_part *p, job_entry *e, mc_ctx *ctx);
 int64_t jobs_stale_bound(bool has_retry, const mc_retry_policy *retry, int64_t timeout_ms,
                          const mc_config *cfg);
 
+/* ---- relays of final Results (jobs.c) ---- */
+
+/* Decodes the Result in r into *res (in s->arena): true for a final one (not a failure
+ * that will be retried); false for any other, or one this role cannot read (the results
+ * topic is the executor's log, not ours to judge). */
+bool jobs_final_result(jobs *s, const mc_record *r, mc_result *res);
+/* The outcome a relay of a final Result carries: JobCommand's outcomes end at CANCELLED,
+ * and a dropped call did not run either. */
+mc_outcome jobs_relayed_outcome(mc_outcome o);
+/* Writes c to job-commands at the home partition of the key app/name, in the open
+ * transaction: 1 when sent, 0 when the key would be too long (nothing to relay to), -1 on
+ * failure. */
+int jobs_relay_command(jobs *s, const char *app, const char *name, const mc_job_command *c,
+                       mc_ctx *ctx);
+
 /* ---- serial chains (jobs_chains.c) ---- */
 
 /* Metrics of the chains; called once by jobs_create. */
