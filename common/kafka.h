@@ -29,7 +29,7 @@ typedef struct mc_topic_spec {
     const char *only_role;
 } mc_topic_spec;
 #define MC_TOPIC_OWN_COUNT (-1)
-#define MC_N_TOPIC_SPECS 15
+#define MC_N_TOPIC_SPECS 16
 extern const mc_topic_spec mc_topic_specs[];
 extern const size_t mc_n_topic_specs;
 

@@ -44,6 +44,7 @@
 #include "dead_letters.h"
 #include "endpoint_defs.h"
 #include "endpoint_json.h"
+#include "broadcast.h"
 #include "endpoint_table.h"
 #include "idempotency.h"
 #include "job_json.h"
@@ -1089,6 +1090,121 @@ out:
  * does (once: a forwarded request goes no further), GET /api/task or, for a
  * reschedule, the same POST. Frees *body first; the status and *body as
  * the forward gives them. */
+static int ask_elsewhere(request *rq, char **body, bool *relayed);
+
+/* GET /api/task of the app's task uuid, from the view of this process or the instance
+ * holding its partition: the status, and in *data the task's JSON (a forward's answer
+ * unwrapped), the caller's to free; NULL with the reason as text in *data otherwise. */
+static int ask_task(request *rq, const char *uuid, json_t **data, char **why)
+{
+    mc_gateway *g = rq->g;
+    char *body = NULL, *own_uuid = rq->q_uuid;
+    bool relayed = false;
+    int status = 421;
+    *data = NULL;
+    *why = NULL;
+    if (g->view.task)
+        status = g->view.task(g->view.cls, rq->q_app, uuid, TASK_QUESTION_TIMEOUT_MS, &body);
+    if (status == 421) {
+        rq->q_uuid = (char *)uuid; /* ask_elsewhere asks about rq's key */
+        status = ask_elsewhere(rq, &body, &relayed);
+        rq->q_uuid = own_uuid;
+    }
+    json_t *root = status == 200 && body ? json_loads(body, 0, NULL) : NULL;
+    json_t *inner = relayed ? json_object_get(root, "data") : root;
+    if (inner) {
+        *data = json_incref(inner);
+        free(body);
+    } else {
+        *why = body;
+    }
+    json_decref(root);
+    return status;
+}
+
+/* Whether the task (its answer's JSON) is a SHARDING_BROADCAST: its own strategy says so,
+ * or it names none and its group's does, as this gateway's endpoint table holds it. A
+ * shard (pinned to its member) is not one. */
+static bool is_broadcast(mc_gateway *g, const char *app, json_t *data)
+{
+    json_t *cb = json_object_get(data, "callback");
+    const char *group = json_string_value(json_object_get(cb, "group"));
+    const char *strategy = json_string_value(json_object_get(cb, "strategy"));
+    if (!group || json_object_get(json_object_get(data, "metadata"), MC_MEMBER_METADATA))
+        return false;
+    mc_route_strategy s;
+    if (strategy)
+        return mc_route_strategy_parse(strategy, &s) && s == MC_ROUTE_BROADCAST;
+    mc_endpoints *e = mc_endpoint_table_snapshot(g->endpoints);
+    const mc_group *grp = e ? mc_endpoints_group(e, app, group) : NULL;
+    bool yes = grp && grp->strategy == MC_ROUTE_BROADCAST;
+    mc_endpoints_unref(e);
+    return yes;
+}
+
+/* One shard as a broadcast's answer lists it: its id, state, attempt and member, and its
+ * last attempt without the endpoint's answer (GET /api/task of the shard has it all). */
+static json_t *shard_summary(const char *uuid, json_t *data)
+{
+    json_t *s = json_pack("{s:s}", "uuid", uuid);
+    json_t *member = json_object_get(json_object_get(data, "metadata"), MC_MEMBER_METADATA);
+    json_object_set(s, "state", json_object_get(data, "state"));
+    json_object_set(s, "attempt", json_object_get(data, "attempt"));
+    if (member)
+        json_object_set(s, "member", member);
+    json_t *calls = json_object_get(data, "attempts");
+    size_t n = json_array_size(calls);
+    if (n) {
+        json_t *last = json_deep_copy(json_array_get(calls, n - 1));
+        json_object_del(last, "responseBody");
+        json_object_del(last, "responseBody_base64");
+        json_object_set_new(s, "lastAttempt", last);
+    }
+    return s;
+}
+
+/* A broadcast's answer (*body, rq's task) gains `shards`: each shard's summary, asked
+ * like the task, in shard order until the first that does not exist (none before the
+ * broadcast's due time). A shard the view cannot answer about ends the list with its
+ * reason. On the question's own thread. */
+static void add_shards(request *rq, char **body, bool relayed)
+{
+    json_t *root = json_loads(*body, 0, NULL);
+    json_t *data = relayed ? json_object_get(root, "data") : root;
+    if (!data || !is_broadcast(rq->g, rq->q_app, data)) {
+        json_decref(root);
+        return;
+    }
+    json_t *shards = json_array();
+    for (int32_t i = 0; shards && i < MC_GROUP_MEMBERS_MAX; i++) {
+        char uuid[MC_MAX_TASK_KEY_LEN];
+        if (mc_shard_task_id(rq->q_uuid, i, uuid, sizeof uuid) >= sizeof uuid)
+            break;
+        json_t *shard;
+        char *why;
+        int status = ask_task(rq, uuid, &shard, &why);
+        if (status == 404) {
+            free(why);
+            break;
+        }
+        if (!shard) {
+            json_array_append_new(shards, json_pack("{s:s, s:i, s:s}", "uuid", uuid, "status",
+                                                    status, "error", why ? why : ""));
+            free(why);
+            break;
+        }
+        json_array_append_new(shards, shard_summary(uuid, shard));
+        json_decref(shard);
+    }
+    json_object_set_new(data, "shards", shards);
+    char *text = json_dumps(root, JSON_COMPACT);
+    if (text) {
+        free(*body);
+        *body = text;
+    }
+    json_decref(root);
+}
+
 static int ask_elsewhere(request *rq, char **body, bool *relayed)
 {
     mc_gateway *g = rq->g;
@@ -1149,6 +1265,10 @@ static void *ask_thread(void *arg)
         status = g->view.task(g->view.cls, rq->q_app, rq->q_uuid, TASK_QUESTION_TIMEOUT_MS, &body);
     if (status == 421)
         status = ask_elsewhere(rq, &body, &relayed);
+    /* Only the instance the client asked lists a broadcast's shards (a forward is one
+     * key's question). */
+    if (status == 200 && body && !rq->q_forwarded)
+        add_shards(rq, &body, relayed);
 answered:
     pthread_mutex_lock(&rq->lock);
     rq->q_status = status;

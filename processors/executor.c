@@ -72,6 +72,7 @@
 #include "chains.h"
 #include "endpoint_table.h"
 #include "executor_call.h"
+#include "follow_ups.h"
 #include "kafka.h"
 #include "kafka_targets.h"
 #include "task_rules.h"
@@ -385,44 +386,22 @@ static int submit_follow_ups(executor *ex, const mc_call *j)
         }
         ex->tasks_partitions = n;
     }
-    char parent[MC_CALL_KEY_MAX + 32];
-    snprintf(parent, sizeof parent, "%s", j->key);
-    const mc_kv meta = {"mooncake.parent", parent};
     for (size_t i = 0; i < t->n_on_success; i++) {
-        const mc_follow_up *f = &t->on_success[i];
-        char id[MC_MAX_FOLLOW_UP_ID_LEN + 1], key[MC_CALL_KEY_MAX];
-        size_t idlen = mc_follow_up_id(t, i, id, sizeof id);
-        size_t klen = mc_task_key(t->app_id, id, key, sizeof key);
-        if (idlen >= sizeof id) /* the router checked it: a task of an older rule */
-            klen = sizeof key;
-        mc_command c = {.kind = MC_CMD_SUBMIT};
-        c.submit = (mc_task){.app_id = t->app_id,
-                             .task_id = id,
-                             .due_at = j->finished_at + f->delay_ms,
-                             .callback = f->callback,
-                             .has_retry = f->has_retry,
-                             .retry = f->retry,
-                             .attempt = 1,
-                             .created_at = j->finished_at,
-                             .metadata = &meta,
-                             .n_metadata = 1,
-                             .has_kafka_target = f->has_kafka_target,
-                             .kafka_target = f->kafka_target,
-                             .has_late_policy = f->has_late_policy,
-                             .late_policy = f->late_policy};
+        mc_follow_up_submit f;
+        mc_follow_up_build(t, i, j->key, j->finished_at, &f);
+        mc_command c = f.command;
         mc_buf_reset(&ex->buf);
         if (mc_encode_command(&c, &ex->buf) != 0)
             return -1;
         mc_source cause = {ex->ready_topic, j->partition, j->offset};
-        mc_produce p = {
-            .out = ex->tasks,
-            .partition = mc_key_partition(key, klen < sizeof key ? klen : 0, ex->tasks_partitions),
-            .key = key,
-            .key_len = klen < sizeof key ? klen : 0,
-            .value = ex->buf.data,
-            .value_len = ex->buf.len,
-            .cause = &cause};
-        int rc = klen < sizeof key ? mc_ctx_produce(ex->ctx, &p) : MC_FORWARD_REFUSED;
+        mc_produce p = {.out = ex->tasks,
+                        .partition = mc_key_partition(f.key, f.key_len, ex->tasks_partitions),
+                        .key = f.key,
+                        .key_len = f.key_len,
+                        .value = ex->buf.data,
+                        .value_len = ex->buf.len,
+                        .cause = &cause};
+        int rc = f.key_len ? mc_ctx_produce(ex->ctx, &p) : MC_FORWARD_REFUSED;
         if (rc == MC_FORWARD_REFUSED) {
             char reason[400];
             snprintf(reason, sizeof reason,

@@ -33,8 +33,10 @@
  * before it fired, which leaves no Result, cannot block a job forever. */
 #include "jobs_impl.h"
 
+#include "broadcast.h"
 #include "chains.h"
 #include "job_json.h"
+#include "task_rules.h"
 
 static void jobs_destroy(void *self);
 
@@ -58,10 +60,13 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     mc_topic_name(cfg, "results", s->results_topic, sizeof s->results_topic);
     mc_topic_name(cfg, "jobs", s->changelog_topic, sizeof s->changelog_topic);
     mc_topic_name(cfg, "chains", s->chains_topic, sizeof s->chains_topic);
+    mc_topic_name(cfg, "broadcasts", s->broadcasts_topic, sizeof s->broadcasts_topic);
     s->tasks = mc_ctx_output(ctx, "tasks");
     s->commands = mc_ctx_output(ctx, "job-commands");
     s->changelog = mc_ctx_output(ctx, "jobs");
     s->chain_log = mc_ctx_output(ctx, "chains");
+    s->broadcast_log = mc_ctx_output(ctx, "broadcasts");
+    s->results = mc_ctx_output(ctx, "results");
     if (mc_writer_schemas_load(cfg->job_command_writer_schemas, MC_SCHEMA_JOB_COMMAND,
                                "--job-command-writer-schemas", &s->writers, &s->n_writers, err,
                                errlen) != 0) {
@@ -78,8 +83,8 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
     s->zones = mc_zone_cache_new(cfg->zoneinfo_dir[0] ? cfg->zoneinfo_dir : NULL);
     s->arena = mc_arena_new();
     s->link_arena = mc_arena_new();
-    if (!s->tasks || !s->commands || !s->changelog || !s->chain_log || !s->zones || !s->arena ||
-        !s->link_arena) {
+    if (!s->tasks || !s->commands || !s->changelog || !s->chain_log || !s->broadcast_log ||
+        !s->results || !s->zones || !s->arena || !s->link_arena) {
         snprintf(err, errlen, "out of memory");
         jobs_destroy(s);
         return NULL;
@@ -110,6 +115,7 @@ static void *jobs_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
         m, "mooncake_jobs_stale_occurrences_total",
         "Occurrences given up on after their stale bound without a final Result", NULL);
     jobs_chains_metrics(s, m);
+    jobs_broadcasts_metrics(s, m);
     return s;
 }
 
@@ -155,6 +161,7 @@ static void part_free(job_part *p)
     }
     mc_wheel_free(p->timers);
     jobs_chains_free(p);
+    jobs_broadcasts_free(p);
     free(p);
 }
 
@@ -454,8 +461,9 @@ static int send_home(jobs *s, const mc_record *r, int32_t home, mc_ctx *ctx)
 
 static bool key_matches(const mc_record *r, const char *app_id, const char *job_id)
 {
-    /* A job's key, or a chain's (app_id/ordering_key, up to 256 bytes after it). */
-    char key[MC_JOB_MAX_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
+    /* A job's key, a chain's (app_id/ordering_key, up to 256 bytes after it), or a
+     * broadcast task's (app_id/task_id). */
+    char key[MC_MAX_TASK_KEY_LEN + MC_MAX_ORDERING_KEY_LEN];
     size_t n = mc_task_key(app_id, job_id, key, sizeof key);
     return n < sizeof key && n == r->key_len && memcmp(key, r->key, n) == 0;
 }
@@ -516,11 +524,12 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
     const char *app = NULL, *name = NULL;
     command_key(&c, &app, &name);
     if (!key_matches(r, app, name))
-        return mc_ctx_dead_letter(ctx, r,
-                                  c.kind >= MC_JOBCMD_ADD_LINK
-                                      ? "jobs: the record key is not app_id/ordering_key"
-                                      : "jobs: the record key is not app_id/job_id",
-                                  NULL);
+        return mc_ctx_dead_letter(
+            ctx, r,
+            c.kind >= MC_JOBCMD_START_BROADCAST ? "jobs: the record key is not app_id/task_id"
+            : c.kind >= MC_JOBCMD_ADD_LINK      ? "jobs: the record key is not app_id/ordering_key"
+                                                : "jobs: the record key is not app_id/job_id",
+            NULL);
     switch (c.kind) {
     case MC_JOBCMD_PUT:
         return put_job(s, p, r, &c, ctx);
@@ -534,7 +543,7 @@ static int process_command(jobs *s, const mc_record *r, mc_ctx *ctx)
         return jobs_chain_command(s, p, r, &c, ctx);
     case MC_JOBCMD_START_BROADCAST:
     case MC_JOBCMD_SHARD_DONE:
-        return mc_ctx_dead_letter(ctx, r, "jobs: broadcasts are not kept yet", NULL);
+        return jobs_broadcast_command(s, p, r, &c, ctx);
     }
     return 0;
 }
@@ -558,6 +567,8 @@ static int relay_result(jobs *s, const mc_record *r, mc_ctx *ctx)
 {
     const void *chain;
     size_t chain_len;
+    if (r->value && mc_record_header(r, MC_BROADCAST_HEADER, &chain, &chain_len))
+        return jobs_broadcast_relay(s, r, ctx);
     if (r->value && mc_record_header(r, MC_CHAIN_HEADER, &chain, &chain_len))
         return jobs_chain_relay(s, r, ctx);
     if (!r->value || !occurrence_key(r))
@@ -608,14 +619,16 @@ static int jobs_process(void *self, const mc_record *r, mc_ctx *ctx)
 
 static void update_gauges(jobs *s)
 {
-    size_t n = 0, links = 0;
+    size_t n = 0, links = 0, broadcasts = 0;
     job_part *p;
     for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++) {
         n += mc_keymap_count(p->jobs);
         links += jobs_chains_links(p);
+        broadcasts += mc_keymap_count(p->broadcasts);
     }
     mc_gauge_set(s->jobs_gauge, (double)n);
     mc_gauge_set(s->links_gauge, (double)links);
+    mc_gauge_set(s->broadcasts_gauge, (double)broadcasts);
 }
 
 static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
@@ -636,12 +649,16 @@ static int jobs_punctuate(void *self, int64_t now, mc_ctx *ctx)
             if (got < want)
                 break;
         }
-        if (jobs_chains_punctuate(s, p, now, &budget, ctx) != 0)
+        if (jobs_chains_punctuate(s, p, now, &budget, ctx) != 0 ||
+            jobs_broadcasts_punctuate(s, p, now, &budget, ctx) != 0)
             return -1;
         int64_t d = mc_wheel_next_deadline(p->timers);
         if (d < next)
             next = d;
         d = mc_wheel_next_deadline(p->chain_timers);
+        if (d < next)
+            next = d;
+        d = mc_wheel_next_deadline(p->broadcast_timers);
         if (d < next)
             next = d;
     }
@@ -738,9 +755,19 @@ static void restore_chain_record(void *arg, const mc_record *m)
         }
 }
 
+static void restore_broadcast_record(void *arg, const mc_record *m)
+{
+    restoring *rs = arg;
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->parts[i]->partition == m->partition) {
+            jobs_broadcast_restore_record(rs->s, rs->parts[i], m);
+            return;
+        }
+}
+
 typedef struct homes {
     int32_t partition, partitions;
-    const char *stray; /* the key of a job or chain whose home is another partition */
+    const char *stray; /* the key of a job, chain or broadcast whose home is another partition */
     size_t stray_len;
 } homes;
 
@@ -764,6 +791,12 @@ static void check_chain_home(mc_keynode *n, void *arg)
     check_home_key(arg, e->key, e->node.key_len);
 }
 
+static void check_broadcast_home(mc_keynode *n, void *arg)
+{
+    const broadcast_entry *e = (const broadcast_entry *)n;
+    check_home_key(arg, e->key, e->node.key_len);
+}
+
 /* The jobs topics keep the partition count they were made with: a job's
  * state (and a chain's) is where its commands land. If they grew (behind
  * mooncake's back), its later commands would land elsewhere and find no
@@ -774,6 +807,7 @@ static int check_homes(jobs *s, job_part *p)
     homes h = {p->partition, s->command_partitions, NULL, 0};
     mc_keymap_each(p->jobs, check_home, &h);
     mc_keymap_each(p->chains, check_chain_home, &h);
+    mc_keymap_each(p->broadcasts, check_broadcast_home, &h);
     if (!h.stray)
         return 0;
     char key[MC_JOB_MAX_KEY_LEN + 300], part[16], parts[16];
@@ -804,13 +838,15 @@ static int partition_counts(jobs *s, mc_ctx *ctx)
     char err[256];
     int t = mc_ctx_partition_count(ctx, "tasks", err, sizeof err);
     int c = t >= 0 ? mc_ctx_partition_count(ctx, "job-commands", err, sizeof err) : -1;
-    if (t <= 0 || c <= 0) {
+    int r = c >= 0 ? mc_ctx_partition_count(ctx, "results", err, sizeof err) : -1;
+    if (t <= 0 || c <= 0 || r <= 0) {
         mc_log(s->logger, MC_LOG_ERROR, "cannot read partition counts", "error", err,
                (const char *)NULL);
         return -1;
     }
     s->task_partitions = t;
     s->command_partitions = c;
+    s->result_partitions = r;
     return 0;
 }
 
@@ -842,9 +878,11 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
             p->timers = mc_wheel_new(now);
             p->chains = mc_keymap_new(CHAIN_KEY_OFFSET);
             p->chain_timers = mc_wheel_new(now);
+            p->broadcasts = mc_keymap_new(BROADCAST_KEY_OFFSET);
+            p->broadcast_timers = mc_wheel_new(now);
         }
-        if (!p || !p->jobs || !p->timers || !p->chains || !p->chain_timers ||
-            mc_part_table_put(&s->parts, tp->partition, p) != 0) {
+        if (!p || !p->jobs || !p->timers || !p->chains || !p->chain_timers || !p->broadcasts ||
+            !p->broadcast_timers || mc_part_table_put(&s->parts, tp->partition, p) != 0) {
             part_free(p);
             rc = -1;
             break;
@@ -854,11 +892,14 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     }
     mc_restore_stats st = {0, 0};
     restoring rs = {s, fresh, n, false};
-    mc_restore_stats chain_st = {0, 0};
+    mc_restore_stats chain_st = {0, 0}, broadcast_st = {0, 0};
     if (rc == 0 && n > 0)
         rc = mc_ctx_restore(ctx, "jobs", ids, n, restore_record, &rs, &st);
     if (rc == 0 && n > 0)
         rc = mc_ctx_restore(ctx, "chains", ids, n, restore_chain_record, &rs, &chain_st);
+    if (rc == 0 && n > 0)
+        rc =
+            mc_ctx_restore(ctx, "broadcasts", ids, n, restore_broadcast_record, &rs, &broadcast_st);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = check_homes(s, fresh[i]);
     now = mc_ctx_now_ms(ctx);
@@ -868,17 +909,19 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
         mc_keymap_each(fresh[i]->jobs, arm_one, a);
     }
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (jobs_chains_arm(s, fresh[i], now, ctx) != 0)
+        if (jobs_chains_arm(s, fresh[i], now, ctx) != 0 ||
+            jobs_broadcasts_arm(s, fresh[i], now, ctx) != 0)
             failed = true;
     if (failed)
         rc = -1;
     if (rc == 0 && n > 0) {
-        char jobs_text[24], chains_text[24];
+        char jobs_text[24], chains_text[24], broadcasts_text[24];
         snprintf(jobs_text, sizeof jobs_text, "%" PRIu64, st.records);
         snprintf(chains_text, sizeof chains_text, "%" PRIu64, chain_st.records);
+        snprintf(broadcasts_text, sizeof broadcasts_text, "%" PRIu64, broadcast_st.records);
         mc_log(s->logger, MC_LOG_INFO, "restored jobs", "records", jobs_text, "chain_records",
-               chains_text, (const char *)NULL);
-        mc_gauge_set(s->restore_seconds, st.seconds + chain_st.seconds);
+               chains_text, "broadcast_records", broadcasts_text, (const char *)NULL);
+        mc_gauge_set(s->restore_seconds, st.seconds + chain_st.seconds + broadcast_st.seconds);
     }
     free(fresh);
     free(ids);

@@ -1,6 +1,7 @@
-/* The jobs role's insides, shared by jobs.c (the role: commands, timers, assignment and restore)
- * and jobs_occurrences.c (writing a job's occurrences: the changelog state, Submits and Cancels,
- * misfires and the schedule's steps). All on the role's thread. */
+/* The jobs role's insides, shared by jobs.c (the role: commands, timers, assignment and restore),
+ * jobs_occurrences.c (writing a job's occurrences: the changelog state, Submits and Cancels,
+ * misfires and the schedule's steps), jobs_chains.c (serial chains) and jobs_broadcasts.c
+ * (sharding broadcasts). All on the role's thread. */
 #ifndef MOONCAKE_JOBS_IMPL_H
 #define MOONCAKE_JOBS_IMPL_H
 
@@ -84,21 +85,37 @@ typedef struct chain_entry {
 
 #define CHAIN_KEY_OFFSET (offsetof(chain_entry, key) - offsetof(chain_entry, node))
 
+/* An open sharding broadcast (jobs_broadcasts.c), keyed app_id/task_id: the task's. */
+typedef struct broadcast_entry {
+    mc_keynode node;
+    mc_timer timer;
+    int64_t version;  /* the task's (its tasks offset) */
+    int64_t stale_at; /* when it stops waiting for its shards' final Results */
+    uint8_t *value;   /* its StartBroadcast JobCommand, the shards ended filled in */
+    size_t value_len;
+    char key[]; /* node.key_len bytes */
+} broadcast_entry;
+
+#define BROADCAST_KEY_OFFSET (offsetof(broadcast_entry, key) - offsetof(broadcast_entry, node))
+
 typedef struct job_part {
     int32_t partition;
     mc_keymap *jobs;
     mc_timing_wheel *timers;
     mc_keymap *chains;
     mc_timing_wheel *chain_timers;
+    mc_keymap *broadcasts;
+    mc_timing_wheel *broadcast_timers;
 } job_part;
 
 typedef struct jobs {
     const mc_logger *logger;
     const mc_config *cfg;
-    mc_output *tasks, *commands, *changelog, *chain_log;
-    char commands_topic[256], results_topic[256], changelog_topic[256], chains_topic[256];
+    mc_output *tasks, *commands, *changelog, *chain_log, *broadcast_log, *results;
+    char commands_topic[256], results_topic[256], changelog_topic[256], chains_topic[256],
+        broadcasts_topic[256];
     int64_t ahead_ms;
-    int32_t task_partitions, command_partitions;
+    int32_t task_partitions, command_partitions, result_partitions;
     mc_part_table parts;
     mc_zone_cache *zones;
     mc_codec_writer *writers; /* other versions of JobCommand */
@@ -106,13 +123,17 @@ typedef struct jobs {
     mc_codec_options codec;
     mc_kafka_targets *targets; /* --target-topics: a job naming another is refused */
     mc_arena *arena;
-    mc_arena *link_arena; /* a chain link's task, decoded while a command's is in use */
+    mc_arena *link_arena; /* a chain link's or a broadcast's state, decoded while a command's
+                           * is in use */
     mc_buf buf;
     mc_gauge *jobs_gauge, *restore_seconds;
     mc_counter *submitted, *cancelled, *skipped, *misfired, *relayed, *restored, *expired, *refused;
     mc_gauge *links_gauge;
     mc_counter *links_added, *links_released, *links_cancelled, *links_done, *links_stale,
         *links_relayed;
+    mc_gauge *broadcasts_gauge;
+    mc_counter *broadcasts_started, *broadcasts_succeeded, *broadcasts_failed, *broadcasts_stale,
+        *broadcasts_replaced, *shards_relayed;
 } jobs;
 
 /* Sets e's timer for its next action (none when it has nothing to do) and
@@ -210,5 +231,26 @@ int jobs_chains_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx);
 void jobs_chains_free(job_part *p);
 /* Links held in p. */
 size_t jobs_chains_links(const job_part *p);
+
+/* ---- sharding broadcasts (jobs_broadcasts.c) ---- */
+
+/* Metrics of the broadcasts; called once by jobs_create. */
+void jobs_broadcasts_metrics(jobs *s, mc_metrics *m);
+/* StartBroadcast and ShardDone, read from job-commands: a broadcast opens, records
+ * its shards' ends, and writes its task's Result once every shard ended. 0, or -1. */
+int jobs_broadcast_command(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c,
+                           mc_ctx *ctx);
+/* A Result of a shard (it carries the broadcast's headers): a final one goes to its
+ * broadcast as a ShardDone. 0, or -1. */
+int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx);
+/* Ends the broadcasts whose timers fired (their stale bound passed); budget as
+ * jobs_attend's. 0, or -1. */
+int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx);
+/* One record of the broadcasts changelog, replayed on assignment. */
+void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m);
+/* After a restore: every broadcast's timer set. 0, or -1 on ENOMEM. */
+int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx);
+/* Frees p's broadcasts (on revoke). */
+void jobs_broadcasts_free(job_part *p);
 
 #endif

@@ -1,0 +1,597 @@
+/* Sharding broadcasts, kept by the jobs role: a task whose endpoint group's strategy is
+ * SHARDING_BROADCAST calls every member of the group, and its client sees one Result,
+ * written once every member's call ended.
+ *
+ * At the task's due time the executor submits one task per member, its shards
+ * (<task_id>#shard-<i>, each pinned to its member), and, in the same transaction, a
+ * StartBroadcast to `job-commands`, keyed by the task's key: the task as it was due,
+ * its version and the members. From there each shard is a task like any other; the
+ * executor and the retry role put the broadcast's task id and the shard's
+ * "<index>/<total>@<version>" as headers on every Result of a shard, and this role,
+ * which reads `results` for the jobs and chains already, relays a final one to the
+ * broadcast as a ShardDone (a repartition from the shard's key to the task's), in the
+ * transaction that consumes the Result.
+ *
+ * The broadcast is state keyed apart from its shards, so it lives here as jobs and
+ * chains do: in memory, and logged to the compacted `broadcasts` changelog (keyed by
+ * the task's key, only this role writes it) in the transaction that changes it. When
+ * its last shard ended, the transaction that records it also writes the task's Result
+ * (with the task's chain headers, so a chain or a job waiting for the task sees it
+ * end), submits its follow-ups when every shard succeeded, and tombstones the state:
+ * a kill -9 at any moment neither loses nor doubles the Result. The version makes a
+ * relay of a shard of an older submission of the same task id harmless.
+ *
+ * A shard may never report (a cancel that voided it before it was fired writes no
+ * Result, the router may dead-letter it): the broadcast waits at most the task's stale
+ * bound (every attempt's timeout and backoff, plus a minute, as a job waits for an
+ * occurrence) and a minute more for the two extra hops its shards take, from when it
+ * was fired; then it ends FAILED_PERMANENTLY, naming the shards that never reported. */
+#include "jobs_impl.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+
+#include "broadcast.h"
+#include "chains.h"
+#include "endpoints.h"
+#include "follow_ups.h"
+
+/* Beyond the task's stale bound: the shards go through `tasks` and the router, and
+ * their ends through `job-commands`, two hops more than a chain link's. */
+#define SLACK_MS 60000
+
+/* ---- entries ------------------------------------------------------------------------ */
+
+static void broadcast_free(broadcast_entry *e)
+{
+    free(e->value);
+    free(e);
+}
+
+static void free_broadcast_node(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    broadcast_free((broadcast_entry *)n);
+}
+
+void jobs_broadcasts_free(job_part *p)
+{
+    if (p->broadcasts) {
+        mc_keymap_drain(p->broadcasts, free_broadcast_node, NULL);
+        mc_keymap_free(p->broadcasts);
+    }
+    mc_wheel_free(p->broadcast_timers);
+}
+
+static broadcast_entry *find_broadcast(job_part *p, const void *key, size_t len)
+{
+    return (broadcast_entry *)mc_keymap_find(p->broadcasts, key, len, mc_keymap_hash(key, len));
+}
+
+/* A new entry holding value (owned from now on), inserted. NULL on ENOMEM. */
+static broadcast_entry *broadcast_new(jobs *s, job_part *p, const void *key, size_t len,
+                                      uint8_t *value, size_t value_len)
+{
+    broadcast_entry *e = calloc(1, sizeof *e + len);
+    if (!e)
+        return NULL;
+    e->node.key_len = (uint32_t)len;
+    e->node.hash = mc_keymap_hash(key, len);
+    memcpy(e->key, key, len);
+    e->value = value;
+    e->value_len = value_len;
+    mc_keymap_insert(p->broadcasts, &e->node);
+    mc_gauge_add(s->broadcasts_gauge, 1);
+    return e;
+}
+
+static void broadcast_remove(jobs *s, job_part *p, broadcast_entry *e)
+{
+    mc_wheel_cancel(p->broadcast_timers, &e->timer);
+    mc_keymap_remove(p->broadcasts, &e->node);
+    broadcast_free(e);
+    mc_gauge_add(s->broadcasts_gauge, -1);
+}
+
+static int64_t stale_at(const jobs *s, const mc_start_broadcast *b)
+{
+    const mc_task *t = &b->task;
+    return b->fired_at + jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) +
+           SLACK_MS;
+}
+
+static int broadcast_arm(job_part *p, broadcast_entry *e, int64_t now, mc_ctx *ctx)
+{
+    mc_wheel_cancel(p->broadcast_timers, &e->timer);
+    int64_t t = e->stale_at > now ? e->stale_at : now;
+    if (mc_wheel_add(p->broadcast_timers, &e->timer, t) != 0)
+        return -1;
+    mc_ctx_wakeup_at(ctx, t);
+    return 0;
+}
+
+/* ---- the changelog ------------------------------------------------------------------ */
+
+/* Encodes b as a StartBroadcast JobCommand into a new allocation. NULL on failure. */
+static uint8_t *encode_state(jobs *s, const mc_start_broadcast *b, size_t *len)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_START_BROADCAST, .start_broadcast = *b};
+    mc_buf_reset(&s->buf);
+    if (mc_encode_job_command(&c, &s->buf) != 0)
+        return NULL;
+    uint8_t *v = malloc(s->buf.len);
+    if (v) {
+        memcpy(v, s->buf.data, s->buf.len);
+        *len = s->buf.len;
+    }
+    return v;
+}
+
+/* Reads a held or logged state (in s->link_arena). 0, or -1 with a reason in detail. */
+static int decode_state(jobs *s, const uint8_t *value, size_t len, mc_start_broadcast *b,
+                        char *detail, size_t detail_len)
+{
+    mc_arena_reset(s->link_arena);
+    mc_job_command c;
+    if (mc_decode_job_command(&s->codec, value, len, s->link_arena, &c, detail, detail_len) !=
+        MC_CODEC_OK)
+        return -1;
+    if (c.kind != MC_JOBCMD_START_BROADCAST || c.start_broadcast.n_members == 0 ||
+        c.start_broadcast.n_members > MC_GROUP_MEMBERS_MAX) {
+        snprintf(detail, detail_len, "not a StartBroadcast of 1 to %d members",
+                 MC_GROUP_MEMBERS_MAX);
+        return -1;
+    }
+    *b = c.start_broadcast;
+    return 0;
+}
+
+static int write_state(jobs *s, job_part *p, const broadcast_entry *e, mc_ctx *ctx)
+{
+    return mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, e->value,
+                          e->value_len);
+}
+
+/* ---- the end ------------------------------------------------------------------------- */
+
+static const mc_shard_end *end_of(const mc_start_broadcast *b, int32_t shard)
+{
+    for (size_t i = 0; i < b->n_ended; i++)
+        if (b->ended[i].shard == shard)
+            return &b->ended[i];
+    return NULL;
+}
+
+/* The Result's body: every shard, its member, and how and when it ended (null: never
+ * reported). A malloc'ed string, or NULL. */
+static char *summary(const mc_start_broadcast *b)
+{
+    json_t *shards = json_array();
+    json_t *root = json_object();
+    if (!shards || !root) {
+        json_decref(shards);
+        json_decref(root);
+        return NULL;
+    }
+    json_object_set_new(root, "shards", shards);
+    for (size_t i = 0; i < b->n_members; i++) {
+        const mc_shard_end *end = end_of(b, (int32_t)i);
+        json_t *o = json_object();
+        if (!o || json_array_append_new(shards, o) != 0) {
+            json_decref(root);
+            return NULL;
+        }
+        json_object_set_new(o, "shard", json_integer((json_int_t)i));
+        json_object_set_new(o, "member", json_string(b->members[i]));
+        json_object_set_new(o, "outcome",
+                            end ? json_string(mc_outcome_name(end->outcome)) : json_null());
+        json_object_set_new(o, "finishedAt",
+                            end ? json_integer((json_int_t)end->finished_at) : json_null());
+    }
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return text;
+}
+
+/* Appends to out (cap bytes, NUL-terminated) what fmt makes, cut where it does not fit. */
+static void append(char *out, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *out, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = n < 0 || (size_t)n >= cap - *len ? cap - 1 : *len + (size_t)n;
+}
+
+/* Whether shard i counts against the broadcast: stale, it never reported; else it
+ * did not succeed. */
+static bool shard_bad(const mc_start_broadcast *b, size_t i, bool stale)
+{
+    const mc_shard_end *end = end_of(b, (int32_t)i);
+    return stale ? !end : !end || end->outcome != MC_OUTCOME_SUCCEEDED;
+}
+
+/* Why the broadcast failed: the shards that did not succeed, or (stale) those that
+ * never reported. Empty when every shard succeeded. */
+static void failure_text(const mc_start_broadcast *b, bool stale, int64_t waited_ms, char *out,
+                         size_t cap)
+{
+    size_t len = 0, bad = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < b->n_members; i++)
+        bad += shard_bad(b, i, stale);
+    if (bad == 0)
+        return;
+    if (stale)
+        append(out, cap, &len, "%s ", bad == 1 ? "shard" : "shards");
+    else
+        append(out, cap, &len, "%zu of %zu shards did not succeed: ", bad, b->n_members);
+    const char *sep = "";
+    for (size_t i = 0; i < b->n_members; i++) {
+        if (!shard_bad(b, i, stale))
+            continue;
+        const mc_shard_end *end = end_of(b, (int32_t)i);
+        if (stale)
+            append(out, cap, &len, "%s%zu", sep, i);
+        else
+            append(out, cap, &len, "%sshard %zu (%s) %s", sep, i, b->members[i],
+                   end ? mc_outcome_name(end->outcome) : "NONE");
+        sep = ", ";
+    }
+    if (stale)
+        append(out, cap, &len, " of %zu gave no final Result within %lld s", b->n_members,
+               (long long)(waited_ms / 1000));
+}
+
+/* Submits the task's follow-ups, as the executor does for a success; one Kafka refuses
+ * is dead-lettered (naming cause) and the others go on. 0, or -1. */
+static int submit_follow_ups(jobs *s, const mc_task *t, const char *parent_key,
+                             int64_t succeeded_at, const mc_record *cause, mc_ctx *ctx)
+{
+    for (size_t i = 0; i < t->n_on_success; i++) {
+        mc_follow_up_submit f;
+        mc_follow_up_build(t, i, parent_key, succeeded_at, &f);
+        mc_buf_reset(&s->buf);
+        if (mc_encode_command(&f.command, &s->buf) != 0)
+            return -1;
+        int rc = f.key_len ? mc_ctx_forward(ctx, s->tasks,
+                                            mc_key_partition(f.key, f.key_len, s->task_partitions),
+                                            f.key, f.key_len, s->buf.data, s->buf.len)
+                           : MC_FORWARD_REFUSED;
+        if (rc == MC_FORWARD_REFUSED && cause) {
+            char reason[400];
+            snprintf(reason, sizeof reason,
+                     "jobs: follow-up %zu of broadcast %.200s not submitted: Kafka refused it "
+                     "(too large) or its key is too long",
+                     i + 1, parent_key);
+            if (mc_ctx_dead_letter(ctx, cause, reason, &f.command.submit) != 0 &&
+                mc_ctx_dead_letter(ctx, cause, reason, NULL) != 0)
+                return -1;
+            continue;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Writes the task's Result (and, when every shard succeeded, its follow-ups), tombstones
+ * the state and forgets it. stale: the bound ended it at now, with shards unreported;
+ * cause: the ShardDone that ended it (NULL when stale). 0, or -1. */
+static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broadcast *b, bool stale,
+                  int64_t now, const mc_record *cause, mc_ctx *ctx)
+{
+    char error[2048];
+    failure_text(b, stale, e->stale_at - b->fired_at, error, sizeof error);
+    bool succeeded = error[0] == '\0';
+    int64_t finished_at = stale ? now : b->fired_at;
+    for (size_t i = 0; !stale && i < b->n_ended; i++)
+        if (b->ended[i].finished_at > finished_at)
+            finished_at = b->ended[i].finished_at;
+    char *body = summary(b);
+    if (!body)
+        return -1;
+    size_t body_len = strlen(body);
+    mc_result res = {.app_id = b->task.app_id,
+                     .task_id = b->task.task_id,
+                     .attempt = b->task.attempt,
+                     .due_at = b->task.due_at,
+                     .started_at = b->fired_at,
+                     .finished_at = finished_at,
+                     .http_status = 0,
+                     .outcome = succeeded ? MC_OUTCOME_SUCCEEDED : MC_OUTCOME_FAILED_PERMANENTLY,
+                     .error = error,
+                     .version = b->version,
+                     .response_body = (const uint8_t *)body,
+                     .response_body_len = body_len,
+                     .response_size = (int64_t)body_len,
+                     .write_version = s->cfg->record_version,
+                     .member = NULL};
+    mc_buf_reset(&s->buf);
+    int rc = mc_encode_result(&res, &s->buf);
+    free(body);
+    if (rc != 0)
+        return -1;
+    char key[MC_MAX_TASK_KEY_LEN + 1];
+    size_t klen = mc_task_key(b->task.app_id, b->task.task_id, key, sizeof key);
+    if (klen >= sizeof key)
+        return -1; /* it is e's key, which fit */
+    mc_header h[2];
+    mc_produce out = {.out = s->results,
+                      .partition = mc_key_partition(key, klen, s->result_partitions),
+                      .key = key,
+                      .key_len = klen,
+                      .value = s->buf.data,
+                      .value_len = s->buf.len,
+                      .headers = h,
+                      .n_headers = mc_chain_result_headers(&b->task, h)};
+    rc = mc_ctx_produce(ctx, &out);
+    if (rc == MC_FORWARD_REFUSED)
+        mc_log(s->logger, MC_LOG_ERROR, "Kafka refused a broadcast's Result; it ends without one",
+               "key", key, (const char *)NULL);
+    else if (rc != 0)
+        return -1;
+    if (succeeded && submit_follow_ups(s, &b->task, key, finished_at, cause, ctx) != 0)
+        return -1;
+    if (mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, NULL, 0) != 0)
+        return -1;
+    mc_counter_add(succeeded ? s->broadcasts_succeeded : s->broadcasts_failed, 1);
+    broadcast_remove(s, p, e);
+    mc_ctx_request_commit_now(ctx); /* a chain's next link or a job may wait on it */
+    return 0;
+}
+
+/* The bound passed with shards unreported: the broadcast ends failed. 0, or -1. */
+static int end_stale(jobs *s, job_part *p, broadcast_entry *e, int64_t now, mc_ctx *ctx)
+{
+    mc_start_broadcast b;
+    char detail[256];
+    if (decode_state(s, e->value, e->value_len, &b, detail, sizeof detail) != 0) {
+        mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
+               (const char *)NULL);
+        return -1;
+    }
+    char key[MC_MAX_TASK_KEY_LEN + 1], ended[24], total[24];
+    snprintf(key, sizeof key, "%.*s", (int)e->node.key_len, e->key);
+    snprintf(ended, sizeof ended, "%zu", b.n_ended);
+    snprintf(total, sizeof total, "%zu", b.n_members);
+    mc_log(s->logger, MC_LOG_WARN,
+           "broadcast given up on after its stale bound: some shards gave no final Result", "key",
+           key, "ended", ended, "shards", total, (const char *)NULL);
+    mc_counter_add(s->broadcasts_stale, 1);
+    return finish(s, p, e, &b, true, now, NULL, ctx);
+}
+
+int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx)
+{
+    mc_timer *due[256];
+    while (*budget > 0) {
+        size_t want = *budget < 256 ? *budget : 256;
+        size_t got = mc_wheel_advance(p->broadcast_timers, now, due, want);
+        for (size_t k = 0; k < got; k++)
+            if (end_stale(s, p, MC_TIMER_OWNER(due[k], broadcast_entry, timer), now, ctx) != 0)
+                return -1;
+        *budget -= got;
+        if (got < want)
+            break;
+    }
+    return 0;
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_start_broadcast *c,
+                           mc_ctx *ctx)
+{
+    if (c->n_members == 0 || c->n_members > MC_GROUP_MEMBERS_MAX || c->version < 0) {
+        char reason[200];
+        snprintf(reason, sizeof reason,
+                 "jobs: invalid StartBroadcast: %zu members (1 to %d), version %" PRId64,
+                 c->n_members, MC_GROUP_MEMBERS_MAX, c->version);
+        return mc_ctx_dead_letter(ctx, r, reason, NULL);
+    }
+    broadcast_entry *old = find_broadcast(p, r->key, r->key_len);
+    if (old && c->version <= old->version)
+        return 0; /* the same one again, or an older submission's */
+    if (old) {
+        /* The client submitted the task again while its shards ran: the newer
+         * submission's broadcast is the one its Result answers. */
+        char key[MC_MAX_TASK_KEY_LEN + 1], was[24], now_v[24];
+        snprintf(key, sizeof key, "%.*s", (int)r->key_len, (const char *)r->key);
+        snprintf(was, sizeof was, "%" PRId64, old->version);
+        snprintf(now_v, sizeof now_v, "%" PRId64, c->version);
+        mc_log(s->logger, MC_LOG_WARN,
+               "broadcast replaced by a newer submission of its task before every shard "
+               "reported; the older one gets no Result",
+               "key", key, "version", was, "new_version", now_v, (const char *)NULL);
+        mc_counter_add(s->broadcasts_replaced, 1);
+        broadcast_remove(s, p, old);
+    }
+    mc_start_broadcast b = *c;
+    b.ended = NULL;
+    b.n_ended = 0;
+    size_t len;
+    uint8_t *v = encode_state(s, &b, &len);
+    broadcast_entry *e = v ? broadcast_new(s, p, r->key, r->key_len, v, len) : NULL;
+    if (!e) {
+        free(v);
+        return -1;
+    }
+    e->version = b.version;
+    e->stale_at = stale_at(s, &b);
+    mc_counter_add(s->broadcasts_started, 1);
+    if (write_state(s, p, e, ctx) != 0)
+        return -1;
+    return broadcast_arm(p, e, mc_ctx_now_ms(ctx), ctx);
+}
+
+static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_done *d, mc_ctx *ctx)
+{
+    broadcast_entry *e = find_broadcast(p, r->key, r->key_len);
+    if (!e || d->version != e->version || d->end.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+        return 0; /* ended already (stale), replaced, or not a final end */
+    mc_start_broadcast b;
+    char detail[256];
+    if (decode_state(s, e->value, e->value_len, &b, detail, sizeof detail) != 0) {
+        mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
+               (const char *)NULL);
+        return -1;
+    }
+    if (d->end.shard < 0 || (size_t)d->end.shard >= b.n_members || end_of(&b, d->end.shard))
+        return 0; /* not one of its shards, or its end relayed twice */
+    mc_shard_end *ended = mc_arena_alloc(s->link_arena, (b.n_ended + 1) * sizeof *ended);
+    if (!ended)
+        return -1;
+    if (b.n_ended)
+        memcpy(ended, b.ended, b.n_ended * sizeof *ended);
+    ended[b.n_ended++] = d->end;
+    b.ended = ended;
+    if (b.n_ended == b.n_members)
+        return finish(s, p, e, &b, false, mc_ctx_now_ms(ctx), r, ctx);
+    size_t len;
+    uint8_t *v = encode_state(s, &b, &len);
+    if (!v)
+        return -1;
+    free(e->value);
+    e->value = v;
+    e->value_len = len;
+    return write_state(s, p, e, ctx);
+}
+
+int jobs_broadcast_command(jobs *s, job_part *p, const mc_record *r, const mc_job_command *c,
+                           mc_ctx *ctx)
+{
+    switch (c->kind) {
+    case MC_JOBCMD_START_BROADCAST:
+        return start_broadcast(s, p, r, &c->start_broadcast, ctx);
+    case MC_JOBCMD_SHARD_DONE:
+        return shard_done(s, p, r, &c->shard_done, ctx);
+    default:
+        return 0;
+    }
+}
+
+/* ---- the relay ------------------------------------------------------------------------ */
+
+int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx)
+{
+    const char *parent;
+    size_t parent_len;
+    mc_shard_ref shard;
+    if (!r->value || !mc_broadcast_result_shard(r, &parent, &parent_len, &shard))
+        return 0;
+    mc_arena_reset(s->arena);
+    mc_result res;
+    if (mc_decode_result(r->value, r->value_len, s->arena, &res, NULL, 0) != MC_CODEC_OK)
+        return 0; /* not ours to judge: the results topic is the executor's log */
+    if (res.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
+        return 0;
+    char task_id[MC_MAX_TASK_KEY_LEN];
+    memcpy(task_id, parent, parent_len); /* shorter than MC_MAX_TASK_KEY_LEN */
+    task_id[parent_len] = '\0';
+    mc_job_command c = {.kind = MC_JOBCMD_SHARD_DONE};
+    c.shard_done = (mc_shard_done){
+        .app_id = res.app_id,
+        .task_id = task_id,
+        .version = shard.version,
+        /* ShardDone's outcomes end at CANCELLED: a dropped shard did not run either. */
+        .end = {.shard = shard.index,
+                .outcome = res.outcome == MC_OUTCOME_DROPPED ? MC_OUTCOME_CANCELLED : res.outcome,
+                .finished_at = res.finished_at}};
+    char key[MC_MAX_TASK_KEY_LEN + 1];
+    size_t klen = mc_task_key(res.app_id, task_id, key, sizeof key);
+    if (klen >= sizeof key)
+        return 0;
+    mc_buf_reset(&s->buf);
+    if (mc_encode_job_command(&c, &s->buf) != 0)
+        return -1;
+    if (mc_ctx_forward(ctx, s->commands, mc_key_partition(key, klen, s->command_partitions), key,
+                       klen, s->buf.data, s->buf.len) != 0)
+        return -1;
+    mc_counter_add(s->shards_relayed, 1);
+    mc_ctx_request_commit_now(ctx); /* the broadcast's Result may wait on it */
+    return 0;
+}
+
+/* ---- restore --------------------------------------------------------------------------- */
+
+void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m)
+{
+    if (!m->key)
+        return;
+    broadcast_entry *old = find_broadcast(p, m->key, m->key_len);
+    if (old)
+        broadcast_remove(s, p, old);
+    if (!m->value)
+        return;
+    mc_start_broadcast b;
+    char detail[256];
+    uint8_t *v = NULL;
+    broadcast_entry *e = NULL;
+    if (decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0 ||
+        !(v = malloc(m->value_len)) ||
+        !(e = broadcast_new(s, p, m->key, m->key_len, v, m->value_len))) {
+        /* Only we write it: a bug or tampering. Say so loudly; the rest of the
+         * partition holds. */
+        char off[24];
+        snprintf(off, sizeof off, "%" PRId64, m->offset);
+        mc_log(s->logger, MC_LOG_ERROR, "broadcasts changelog record skipped", "topic",
+               s->broadcasts_topic, "offset", off, "error", v ? "out of memory" : detail,
+               (const char *)NULL);
+        free(v);
+        return;
+    }
+    memcpy(v, m->value, m->value_len);
+    e->version = b.version;
+    e->stale_at = stale_at(s, &b);
+    mc_counter_add(s->restored, 1);
+}
+
+typedef struct arming {
+    jobs *s;
+    job_part *p;
+    mc_ctx *ctx;
+    int64_t now;
+    bool failed;
+} arming;
+
+static void arm_broadcast(mc_keynode *n, void *arg)
+{
+    arming *a = arg;
+    if (broadcast_arm(a->p, (broadcast_entry *)n, a->now, a->ctx) != 0)
+        a->failed = true;
+}
+
+int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx)
+{
+    arming a = {s, p, ctx, now, false};
+    mc_keymap_each(p->broadcasts, arm_broadcast, &a);
+    return a.failed ? -1 : 0;
+}
+
+void jobs_broadcasts_metrics(jobs *s, mc_metrics *m)
+{
+    s->broadcasts_gauge = mc_metrics_gauge(m, "mooncake_broadcasts_open",
+                                           "Sharding broadcasts waiting for their shards", NULL);
+    s->broadcasts_started = mc_metrics_counter(m, "mooncake_broadcasts_started_total",
+                                               "Sharding broadcasts opened (StartBroadcast)", NULL);
+    s->broadcasts_succeeded = mc_metrics_counter(
+        m, "mooncake_broadcasts_ended_total", "Sharding broadcasts ended, by their task's outcome",
+        "outcome=\"SUCCEEDED\"");
+    s->broadcasts_failed = mc_metrics_counter(m, "mooncake_broadcasts_ended_total",
+                                              "Sharding broadcasts ended, by their task's outcome",
+                                              "outcome=\"FAILED_PERMANENTLY\"");
+    s->broadcasts_stale = mc_metrics_counter(
+        m, "mooncake_broadcasts_stale_total",
+        "Sharding broadcasts ended by their stale bound with shards unreported", NULL);
+    s->broadcasts_replaced = mc_metrics_counter(
+        m, "mooncake_broadcasts_replaced_total",
+        "Open sharding broadcasts replaced by a newer submission of their task", NULL);
+    s->shards_relayed =
+        mc_metrics_counter(m, "mooncake_broadcast_shards_relayed_total",
+                           "Final Results of shards relayed to their broadcast", NULL);
+}
