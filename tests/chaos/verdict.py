@@ -1237,8 +1237,8 @@ class Verdict:
         margin = self.args.lost_margin_ms
         pipeline = ("router", "store", "wheel", "executor")
 
-        def flag(check, key, lo, hi, why, **kw):
-            v[check].append(self.detail(check, key, lo, hi, why=why, **kw))
+        def flag(check, key, due, hi, why, **kw):
+            v[check].append(self.detail(check, key, due, hi, why=why, due=due, **kw))
 
         subs, calls, finals, parents, marks = {}, {}, {}, {}, {}
         for r in self.q("SELECT * FROM shard_submits ORDER BY part, off"):
