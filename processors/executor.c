@@ -615,6 +615,8 @@ static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *
     b->headers[nh++] = (mc_kv){MC_SHARD_TOTAL_HEADER, b->total};
     mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *t};
     c.submit.task_id = b->id;
+    /* Due now: a late policy judges the shard's own lateness, not the hop it takes. */
+    c.submit.due_at = j->finished_at;
     c.submit.attempt = 1;
     c.submit.created_at = j->finished_at;
     c.submit.metadata = b->metadata;

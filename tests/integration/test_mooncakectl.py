@@ -124,7 +124,7 @@ def test_topics_create_and_describe():
         out = ctl("-F", f.name, "topics", "create", "--partitions", "2", "-J")
         made = {j["topic"]: j for j in out.json_lines()}
         assert set(made) == {env.topic(t) for t in Env.TOPICS + (
-            "job-commands", "jobs", "chains", "alarm-events", "alarms", "endpoints",
+            "job-commands", "jobs", "chains", "broadcasts", "alarm-events", "alarms", "endpoints",
             "mooncakectl-requeued")}, made
         assert all(j["created"] for j in made.values()), made
         assert made[env.topic("tasks")]["partitions"] == 2
@@ -132,15 +132,16 @@ def test_topics_create_and_describe():
         assert made[env.topic("layout")]["partitions"] == 1
         assert made[env.topic("endpoints")]["partitions"] == 1
         again = ctl("-p", env.prefix, "topics", "create", "--partitions", "2").out
-        assert again.count("exists") == 16, again
+        assert again.count("exists") == 17, again
 
         admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
         res = [ConfigResource("topic", env.topic(t))
                for t in ("store", "dead", "results", "views", "alarms", "alarm-events",
-                         "chains", "endpoints")]
+                         "chains", "broadcasts", "endpoints")]
         cfg = {r.name: c for r, f in admin.describe_configs(res).items() for c in [f.result()]}
         assert cfg[env.topic("store")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("chains")]["cleanup.policy"].value == "compact"
+        assert cfg[env.topic("broadcasts")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("endpoints")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("views")]["cleanup.policy"].value == "compact"
         assert cfg[env.topic("alarms")]["cleanup.policy"].value == "compact"

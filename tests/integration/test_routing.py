@@ -21,6 +21,8 @@ import os
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 
 from harness import (CallbackServer, Env, decode, encode, ms, now_ms, run, submit_value, task)
@@ -122,6 +124,15 @@ def results_of(env, keys, timeout=60):
             return out
         time.sleep(0.5)
     return out
+
+
+def get_json(port, path):
+    """GET path from the HTTP API on port: (status, the decoded answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
 
 
 def sorted_members(servers):
@@ -302,10 +313,12 @@ def test_a_broadcast_calls_every_member_once_through_a_kill():
     member i, with mooncake-shard-index and mooncake-shard-total; each shard has its own
     retries (one member fails every shard's first call) and exactly one final Result naming
     its member; the task has exactly one Result, SUCCEEDED once every shard has, listing
-    them. All of it through kill -9 of the executor (replaced) while broadcasts are due."""
+    them. All of it through kill -9 of the executor (replaced) while broadcasts are due.
+    GET /api/task of a broadcast lists its shards: their states and members."""
     env, procs = pipeline()
     if "jobs" not in procs:
         procs["jobs"] = env.start("jobs", instance="j1")
+        procs["gateway"] = env.start("gateway,view", "--gateway-no-auth", instance="v1")
     def fail_first(call):  # a shard's first attempt (Idempotency-Key app/task:1) fails
         first = call["headers"].get("idempotency-key", "").endswith(":1")
         return (500, {}, b"not yet") if first else (200, {}, b"ok", 0.2)
@@ -362,6 +375,13 @@ def test_a_broadcast_calls_every_member_once_through_a_kill():
                 f"member {i} got {len(keys)} of {n} shards"
             attempts = [c["headers"].get("idempotency-key") for c in calls]
             repeated += len(attempts) - len(set(attempts))
+        status, answer = get_json(procs["gateway"].http_port,
+                                  f"/api/task?appId={APP}&uuid={ids[0]}")
+        assert status == 200, (status, answer)
+        got = answer["data"]
+        assert got["state"] == "succeeded", got
+        assert [(s["uuid"], s["state"], s["member"]) for s in got["shards"]] == \
+            [(f"{ids[0]}#shard-{i}", "succeeded", urls[i]) for i in range(3)], got["shards"]
         print(f"     {n} broadcasts to 3 members through a kill -9: every shard called, one "
               f"final Result each; {repeated} calls repeated (in flight at the kill)")
     finally:
