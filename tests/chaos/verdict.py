@@ -1205,8 +1205,9 @@ class Verdict:
           although router, store, wheel, executor and broker had lost-margin ms
           undisturbed after it was submitted;
         - broadcast_shard_twice: shard i submitted more than once, or with another key,
-          version, sid, due time, member or request headers than the task's turn gives
-          it; a shard called at another member than its own, or with other
+          version, sid, member or request headers than the task's turn gives it, or due
+          before the task or after it was submitted (it is due at the task's turn); a
+          shard called at another member than its own, or with other
           mooncake-shard-index, mooncake-shard-total or webhook-id headers; the
           broadcast task called itself; a shard with more than one final Result, or
           whose final Result names another member or lacks the headers mooncake-broadcast
@@ -1285,8 +1286,10 @@ class Verdict:
                 want = None if i is None or i >= n else {
                     "key": f"{key}{SHARD_MARK}{i}", "broadcast": tid,
                     "shard": f"{i}/{n}@{version}", "member": members[i],
-                    "index_header": str(i), "total_header": str(n), "sid": sid, "due": due}
+                    "index_header": str(i), "total_header": str(n), "sid": sid}
                 bad = {k: s[k] for k in (want or s) if want is None or s[k] != want[k]}
+                if not due <= s["due"] <= s["made"]:  # due at the broadcast's turn
+                    bad["due"] = s["due"]
                 if bad:
                     flag("broadcast_shard_twice", key, due, s["made"],
                          "a shard submitted with another key, place, member, headers, sid or "

@@ -389,6 +389,7 @@ def broadcast_checks(check):
             dict(ev["shard_submits"][0], off=999)),
         "another version": lambda ev: ev["shard_submits"][0].update(shard="0/2@99"),
         "another member": lambda ev: ev["shard_submits"][0].update(member=MEMBERS[1]),
+        "due before its broadcast": lambda ev: ev["shard_submits"][0].update(due=9_000),
         "two finals": lambda ev: (ev["results"].append(dict(ev["results"][0], off=998)),
                                   ev["bresults"].append(dict(ev["bresults"][0], off=998))),
         "called at member 1 too": lambda ev: ev["shard_calls"].append(
