@@ -85,7 +85,9 @@ def child_endpoint(argv):
     mooncake's client uses it) on three ports, fast, slow and fail, so slow and failing
     calls never hold the fast path's connections (the executor limits connections per
     host and port). Logs every request as a line: arrival ms, path, Idempotency-Key,
-    status answered, delay ms; and each call of an alarm webhook (/alarm/...) as a JSON
+    status answered, delay ms, the port's name (fast, slow, fail), a broadcast shard's
+    request headers mooncake-shard-index and mooncake-shard-total (empty for other
+    calls) and webhook-id; and each call of an alarm webhook (/alarm/...) as a JSON
     line to --alarm-log, with its method, headers the verdict reads and body. Prints
     "ready fast=P slow=P fail=P" when listening."""
     ap = argparse.ArgumentParser(prog="chaos _endpoint")
@@ -98,6 +100,9 @@ def child_endpoint(argv):
     alarm_log = open(a.alarm_log, "w", buffering=1 << 16)
 
     class Conn(asyncio.Protocol):
+        def __init__(self, server):
+            self.server = server  # the port's name: which member of a group was called
+
         def connection_made(self, transport):
             self.tr = transport
             self.buf = bytearray()
@@ -143,7 +148,10 @@ def child_endpoint(argv):
                 except (IndexError, ValueError):
                     attempt = 0
                 status, delay = endpoint_answer(path, attempt)
-                log.write(f"{at:.1f}\t{path}\t{ikey}\t{status}\t{delay}\n")
+                log.write(f"{at:.1f}\t{path}\t{ikey}\t{status}\t{delay}\t{self.server}\t"
+                          f"{headers.get('mooncake-shard-index', '')}\t"
+                          f"{headers.get('mooncake-shard-total', '')}\t"
+                          f"{headers.get('webhook-id', '')}\n")
                 self.close_after = close
                 if delay:
                     self.busy = True
@@ -180,7 +188,7 @@ def child_endpoint(argv):
 
     loop = asyncio.new_event_loop()
     servers = {name: loop.run_until_complete(loop.create_server(
-        Conn, "127.0.0.1", 0, backlog=1024, reuse_address=True))
+        lambda name=name: Conn(name), "127.0.0.1", 0, backlog=1024, reuse_address=True))
         for name in ("fast", "slow", "fail")}
     stop = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -117,6 +117,25 @@ CREATE TABLE IF NOT EXISTS alarm_tasks(key TEXT, url TEXT, body TEXT, due INTEGE
 CREATE TABLE IF NOT EXISTS alarm_calls(at REAL, path TEXT, method TEXT, ikey TEXT,
   webhook_id TEXT, content_type TEXT, body TEXT);
 """
+# Sharding broadcasts (IF NOT EXISTS: --judge of a run from before them). shard_calls: the
+# endpoint's log of the calls of shards (Idempotency-Key <app>/<task>#shard-<i>:<attempt>,
+# or a call with mooncake-shard-index) with the port's name (which member) and the
+# request headers mooncake-shard-index, mooncake-shard-total and webhook-id;
+# shard_submits: the executor's Submits of shards in `tasks` (broadcast, shard, member:
+# the metadata mooncake.broadcast, mooncake.shard "<i>/<n>@<version>", mooncake.member;
+# the request headers the shard carries; made: its created_at); bresults: the Results of
+# shards (with their headers mooncake-broadcast and mooncake-shard) and of the workload's
+# broadcast tasks, with response_body and the record's timestamp.
+BROADCAST_DB_SCHEMA = """
+CREATE TABLE IF NOT EXISTS shard_calls(at REAL, sid INTEGER, key TEXT, ikey TEXT,
+  attempt INTEGER, server TEXT, shard_index TEXT, shard_total TEXT, webhook_id TEXT);
+CREATE TABLE IF NOT EXISTS shard_submits(key TEXT, broadcast TEXT, shard TEXT, member TEXT,
+  index_header TEXT, total_header TEXT, due INTEGER, made INTEGER, sid INTEGER,
+  part INTEGER, off INTEGER);
+CREATE TABLE IF NOT EXISTS bresults(key TEXT, outcome TEXT, finished INTEGER,
+  broadcast TEXT, shard TEXT, body TEXT, part INTEGER, off INTEGER, ts INTEGER);
+"""
+SHARD_MARK = "#shard-"  # a shard's task id: <task_id>#shard-<i> (common/broadcast.h)
 # The view's minute counters (IF NOT EXISTS: --judge of a run from before them): the records
 # of STATS_TOPICS as the view counts them, by their record key and Kafka record time (what:
 # "submit" in tasks, the outcome in results, "dead"; home: a Submit at its key's murmur2
@@ -161,7 +180,7 @@ def open_db(path):
         os.remove(path)
     db = sqlite3.connect(path)
     db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + DB_SCHEMA
-                     + JOB_DB_SCHEMA + ALARM_DB_SCHEMA + STATS_DB_SCHEMA)
+                     + JOB_DB_SCHEMA + ALARM_DB_SCHEMA + STATS_DB_SCHEMA + BROADCAST_DB_SCHEMA)
     return db
 
 
@@ -205,18 +224,27 @@ def load_job_commands(db, path):
 
 
 def load_calls(db, path):
+    """The endpoint's log into calls; the calls of broadcasts' shards also into
+    shard_calls, with the port called and their shard headers (a log from before them
+    has 5 fields a line)."""
+    shards = []
+
     def rows():
         with open(path) as f:
             for line in f:
                 v = line.rstrip("\n").split("\t")
-                if len(v) != 5:
+                if len(v) not in (5, 9):
                     continue
-                at, path_, ikey, status, delay = v
+                at, path_, ikey, status, delay = v[:5]
                 kind, sid = path_kind_sid(path_)
                 key, _, attempt = ikey.rpartition(":")
-                yield (float(at), kind, sid, key or None, ikey,
-                       int(attempt) if attempt.isdigit() else None, int(status), int(delay))
+                attempt = int(attempt) if attempt.isdigit() else None
+                if len(v) == 9 and (SHARD_MARK in key or v[6]):
+                    shards.append((float(at), sid, key or None, ikey, attempt, *v[5:]))
+                yield (float(at), kind, sid, key or None, ikey, attempt, int(status),
+                       int(delay))
     batched_insert(db, "calls", rows(), 8)
+    batched_insert(db, "shard_calls", shards, 9)
 
 
 def load_deliveries(db, bootstrap, topic, partitions):
@@ -352,6 +380,10 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
                 row = (key, e["version"], "cancel", None, None, None)
                 yield row + ((0, 0) if table == "wheel" else ()) + (*where, ts)
 
+    broadcasts = {r[0] for r in db.execute(
+        "SELECT key FROM commands WHERE scenario = 'broadcast'")}
+    bresults = []
+
     def results():
         for m in read_committed(bootstrap, prefix + "results", partitions):
             r = codec.decode("Result", m.value())
@@ -360,6 +392,16 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
                            ("results", m.partition(), m.offset(), "not a Result"))
                 continue
             stat("results", m, r["outcome"])
+            key, h = f"{r['app_id']}/{r['task_id']}", _headers(m)
+            if "mooncake-broadcast" in h or key in broadcasts:
+                body = r.get("response_body")
+                bresults.append((key, r["outcome"], r["finished_at"],
+                                 h.get("mooncake-broadcast", b"").decode(errors="replace")
+                                 if "mooncake-broadcast" in h else None,
+                                 h.get("mooncake-shard", b"").decode(errors="replace")
+                                 if "mooncake-shard" in h else None,
+                                 bytes(body).decode("utf-8", "replace") if body is not None
+                                 else None, m.partition(), m.offset(), m.timestamp()[1]))
             yield (f"{r['app_id']}/{r['task_id']}", r["attempt"], r["due_at"], r["outcome"],
                    r["http_status"], r["started_at"], r["finished_at"], r["error"],
                    m.partition(), m.offset(), r.get("member"))
@@ -373,7 +415,7 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             yield (key, attempt, due, sid, a["http_status"], a["error"], int(a["permanent"]),
                    m.partition(), m.offset())
 
-    dead_letters, alarm_tasks, follow_ups = [], [], []
+    dead_letters, alarm_tasks, follow_ups, shard_submits = [], [], [], []
 
     def dead():
         for m in read_committed(bootstrap, prefix + "dead", partitions):
@@ -410,6 +452,16 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
             task = body.get("task") if name.endswith("Submit") else body
             parent = (task.get("metadata") or {}).get("mooncake.parent") \
                 if task and name.endswith("Submit") else None
+            meta = (task.get("metadata") or {}) if task and name.endswith("Submit") else {}
+            if "mooncake.broadcast" in meta:  # a shard the executor submitted
+                hdrs = {k.lower(): v for k, v in (task["callback"].get("headers") or {}).items()}
+                shard_submits.append((
+                    f"{task['app_id']}/{task['task_id']}", meta["mooncake.broadcast"],
+                    meta.get("mooncake.shard"), meta.get("mooncake.member"),
+                    hdrs.get("mooncake-shard-index"), hdrs.get("mooncake-shard-total"),
+                    task["due_at"], task["created_at"], task_kind_sid(task)[1],
+                    m.partition(), m.offset()))
+                continue
             if parent:  # a follow-up the executor submitted on the parent's success
                 follow_ups.append((f"{task['app_id']}/{task['task_id']}", parent,
                                    task["due_at"], task["created_at"], task_kind_sid(task)[1],
@@ -461,6 +513,10 @@ def load_topics(db, codec, bootstrap, prefix, partitions):
     batched_insert(db, "dead_letters", dead_letters, 9)
     batched_insert(db, "alarm_tasks", alarm_tasks, 7)
     batched_insert(db, "follow_ups", follow_ups, 7)
+    batched_insert(db, "shard_submits", shard_submits, 11)
+    batched_insert(db, "bresults", bresults, 9)
+    say(f"  read broadcasts' shards (the executor's Submits): {len(shard_submits)}; their "
+        f"and the broadcasts' Results: {len(bresults)}")
     say(f"  read follow-ups (the executor's Submits on a success): {len(follow_ups)}")
     batched_insert(db, "stats_records", stats_rows, 9)
     counts["alarm_tasks"] = len(alarm_tasks)
@@ -598,7 +654,8 @@ class Verdict:
             DROP TABLE IF EXISTS sched; DROP TABLE IF EXISTS called;
             DROP TABLE IF EXISTS visible;
             CREATE TABLE IF NOT EXISTS positions(at INTEGER, grp TEXT, part INTEGER,
-              pos INTEGER);""" + JOB_DB_SCHEMA + ALARM_DB_SCHEMA + DB_INDEXES + """
+              pos INTEGER);""" + JOB_DB_SCHEMA + ALARM_DB_SCHEMA + BROADCAST_DB_SCHEMA
+                               + DB_INDEXES + """
             CREATE TABLE bad_keys AS SELECT DISTINCT key FROM commands WHERE err IS NOT NULL;
             CREATE TABLE nxt AS SELECT seq, key, kind, sid, due, sent, acked, part, off,
                 scenario, LEAD(seq) OVER w AS n_seq, LEAD(sent) OVER w AS n_sent,
@@ -610,7 +667,8 @@ class Verdict:
             CREATE TABLE sched(sid INTEGER, attempt INTEGER, due INTEGER, src TEXT);
             INSERT INTO sched SELECT sid, 1, due, 'client' FROM nxt WHERE kind = 'submit';
             INSERT INTO sched SELECT sid, attempt, MIN(due), 'retry' FROM wheel
-              WHERE what = 'submit' AND attempt >= 2 AND sid IS NOT NULL GROUP BY sid, attempt;
+              WHERE what = 'submit' AND attempt >= 2 AND sid IS NOT NULL
+                AND key NOT LIKE '%#shard-%' GROUP BY sid, attempt;
             CREATE INDEX IF NOT EXISTS sched_sid ON sched(sid, attempt);
             CREATE TABLE called AS SELECT sid, attempt, MIN(at) AS first, COUNT(*) AS n
               FROM calls WHERE sid IS NOT NULL GROUP BY sid, attempt;
@@ -623,6 +681,7 @@ class Verdict:
                 JOIN ready f ON f.key = r.key AND f.attempt = r.attempt AND f.due = r.due
                   AND f.what = 'submit'
                 WHERE r.outcome = 'FAILED_WILL_RETRY' AND f.sid IS NOT NULL
+                  AND r.key NOT LIKE '%#shard-%'
                   AND NOT EXISTS (SELECT 1 FROM sched s WHERE s.sid = f.sid
                                   AND s.attempt = r.attempt + 1)
                 GROUP BY f.sid, r.attempt"""):
@@ -1083,8 +1142,9 @@ class Verdict:
         (callback group://<GROUP_NAME>/fast/...: FAILOVER over a dead member that sorts
         first and the fast endpoint) names the live member (the fast endpoint's URL) in
         `member`; and no Result of a task that named no group names a member (Result's
-        doc: null then)."""
+        doc: null then); a broadcast's shards name theirs (check_broadcasts)."""
         self.ensure_member_column()
+        self.db.executescript(BROADCAST_DB_SCHEMA)
         g = (getattr(self, "endpoints", None) or {}).get("group")
         c = {"group_tasks": 0, "group_results": 0, "group_succeeded": 0, "group_calls": 0,
              "group_member_wrong": 0}
@@ -1112,7 +1172,10 @@ class Verdict:
                         expected=live, why="a group task's success names another member"))
         for r in self.q("""SELECT key, attempt, outcome, started, member FROM results
                            WHERE member IS NOT NULL AND member != '' AND key NOT IN
-                           (SELECT key FROM commands WHERE scenario = 'group')"""):
+                           (SELECT key FROM commands WHERE scenario IN ('group', 'broadcast'))
+                           AND key NOT IN (SELECT key FROM shard_submits)
+                           AND key NOT IN (SELECT key FROM bresults
+                                           WHERE broadcast IS NOT NULL)"""):
             wrong.append(self.detail(
                 "group_member_wrong", r["key"], r["started"], r["started"],
                 called_at=r["started"], attempt=r["attempt"], member=r["member"], expected=None,
@@ -1121,6 +1184,221 @@ class Verdict:
         self.counts.update(c)
         self.violations["group_member_wrong"] = wrong
         self.info["group"] = dict(g or {}, results_by_member=by_member)
+
+    # -- sharding broadcasts --
+    BROADCAST_CHECKS = ("broadcast_shard_missing", "broadcast_shard_twice",
+                        "broadcast_result_wrong")
+    FINAL = ("SUCCEEDED", "FAILED_PERMANENTLY", "EXHAUSTED", "CANCELLED")
+
+    def check_broadcasts(self):
+        """Sharding broadcasts: each task of the "broadcast" scenario (callback
+        group://<BROADCAST_NAME>/fast/<task>/<sid>, a group of N members: the endpoint's
+        fast and fail ports), once its turn came, is N shards <task>#shard-<i>, shard i
+        calling member i (the group's order) with the task's path and sid; each ends in one
+        final Result, and the task in exactly one, written by the jobs role after them.
+        Judged from the executor's shard Submits in `tasks`, the endpoint's log (which
+        port, the shard's request headers), `results` and the Results' headers:
+        - broadcast_shard_missing: a broadcast due before the cut whose shards were
+          submitted (its turn came: whether it came at all is judged by lost, the
+          shards' calls being the task's) lacks the Submit of shard i (fanned out only
+          partly), or shard i was never called at member i, or has no final Result,
+          although router, store, wheel, executor and broker had lost-margin ms
+          undisturbed after it was submitted;
+        - broadcast_shard_twice: shard i submitted more than once, or with another key,
+          version, sid, member or request headers than the task's turn gives it, or due
+          before the task or after it was submitted (it is due at the task's turn); a
+          shard called at another member than its own, or with other
+          mooncake-shard-index, mooncake-shard-total or webhook-id headers; the
+          broadcast task called itself; a shard with more than one final Result, or
+          whose final Result names another member or lacks the headers mooncake-broadcast
+          (the task's id) and mooncake-shard ("<i>/<N>@<version>");
+        - broadcast_result_wrong: a broadcast with shards has not exactly one Result
+          (none is judged once its shards all have their final one and the jobs role
+          and broker had lost-margin ms undisturbed after the last), or its outcome is
+          not SUCCEEDED when every shard SUCCEEDED and FAILED_PERMANENTLY otherwise, or
+          it has an HTTP status or a member, or its response_body is not
+          {"shards":[{"shard":i,"member":URL,"outcome":...,"finishedAt":ms},...]} as
+          the shards' final Results say, or it was written (record time) before the last
+          of them."""
+        self.db.executescript(BROADCAST_DB_SCHEMA)
+        self.ensure_member_column()
+        c, v = self.counts, self.violations
+        names = ("broadcast_tasks", "broadcast_judged", "broadcast_fanned_out",
+                 "broadcast_shards", "broadcast_shard_calls", "broadcast_unjudged")
+        for k in self.BROADCAST_CHECKS + names:
+            c[k] = 0
+        for k in self.BROADCAST_CHECKS:
+            v[k] = []
+        b = (getattr(self, "endpoints", None) or {}).get("broadcast")
+        info = self.info["broadcast"] = dict(b or {}, configured=bool(b))
+        if not b:
+            return
+        members, ports = b["members"], b["ports"]
+        n = len(members)
+        margin = self.args.lost_margin_ms
+        pipeline = ("router", "store", "wheel", "executor")
+
+        def flag(check, key, due, hi, why, **kw):
+            v[check].append(self.detail(check, key, due, hi, why=why, due=due, **kw))
+
+        subs, calls, finals, parents, marks = {}, {}, {}, {}, {}
+        for r in self.q("SELECT * FROM shard_submits ORDER BY part, off"):
+            subs.setdefault(r["key"].rpartition(SHARD_MARK)[0], []).append(dict(r))
+        for r in self.q("SELECT * FROM shard_calls ORDER BY at"):
+            calls.setdefault(r["key"], []).append(dict(r))
+        for r in self.q("SELECT * FROM bresults"):
+            marks[(r["part"], r["off"])] = dict(r)
+        for r in self.q("""SELECT key, attempt, due, outcome, status, finished, member, part, off
+                           FROM results WHERE key LIKE '%#shard-%' ORDER BY part, off"""):
+            if r["outcome"] in self.FINAL:
+                finals.setdefault(r["key"], []).append(dict(r))
+        for r in self.q("""SELECT key, attempt, due, outcome, status, finished, member, part, off
+                           FROM results WHERE key IN (SELECT key FROM commands
+                           WHERE scenario = 'broadcast') ORDER BY part, off"""):
+            parents.setdefault(r["key"], []).append(dict(r))
+        c["broadcast_shard_calls"] = sum(len(x) for x in calls.values())
+        c["broadcast_shards"] = sum(len(x) for x in subs.values())
+        outcomes = {}
+        tasks = self.q("""SELECT key, sid, due, off FROM nxt WHERE scenario = 'broadcast'
+                          AND kind = 'submit' AND n_seq IS NULL""")
+        c["broadcast_tasks"] = len(tasks)
+        for t in tasks:
+            key, sid, due, version = t["key"], t["sid"], t["due"], t["off"]
+            tid = key.split("/", 1)[1]
+            mine = subs.get(key, [])
+            # a direct call of the broadcast task (no shard): never right
+            direct = self.q("SELECT at FROM calls WHERE sid = ? AND key = ? LIMIT 1", sid, key)
+            if direct:
+                flag("broadcast_shard_twice", key, due, direct[0]["at"],
+                     "the broadcast task itself was called, not its shards",
+                     called_at=direct[0]["at"])
+            if not mine:
+                if due < self.cut:
+                    c["broadcast_unjudged"] += 1  # never turned: judged by lost
+                continue
+            c["broadcast_fanned_out"] += 1
+            made = min(s["made"] for s in mine)
+            by_index = {}
+            for s in mine:
+                ref = re.fullmatch(r"(\d+)/(\d+)@(\d+)", s["shard"] or "")
+                i = int(ref[1]) if ref else None
+                by_index.setdefault(i, []).append(s)
+                want = None if i is None or i >= n else {
+                    "key": f"{key}{SHARD_MARK}{i}", "broadcast": tid,
+                    "shard": f"{i}/{n}@{version}", "member": members[i],
+                    "index_header": str(i), "total_header": str(n), "sid": sid}
+                bad = {k: s[k] for k in (want or s) if want is None or s[k] != want[k]}
+                if not due <= s["due"] <= s["made"]:  # due at the broadcast's turn
+                    bad["due"] = s["due"]
+                if bad:
+                    flag("broadcast_shard_twice", key, due, s["made"],
+                         "a shard submitted with another key, place, member, headers, sid or "
+                         "due time than its broadcast's turn gives it", shard=s["key"],
+                         submitted=bad, expected=want, in_tasks=f"{s['part']}@{s['off']}")
+            for i, ss in by_index.items():
+                if i is not None and len(ss) > 1:
+                    flag("broadcast_shard_twice", key, due, ss[-1]["made"],
+                         f"shard {i} submitted {len(ss)} times", shard=ss[0]["key"],
+                         in_tasks=[f"{s['part']}@{s['off']}" for s in ss])
+            judged = due < self.cut and \
+                self.dis.healthy_ms(pipeline, max(due, made), self.t_end) >= margin
+            c["broadcast_judged"] += judged
+            last, shard_out = None, []
+            for i in range(n):
+                sk = f"{key}{SHARD_MARK}{i}"
+                if i not in by_index and judged:
+                    flag("broadcast_shard_missing", key, due, made,
+                         f"shard {i} never submitted (the broadcast fanned out partly)",
+                         shard=sk, submitted=sorted(x for x in by_index if x is not None))
+                cs = calls.get(sk, [])
+                for call in cs:
+                    got = {"port": call["server"], "mooncake-shard-index": call["shard_index"],
+                           "mooncake-shard-total": call["shard_total"],
+                           "webhook-id": call["webhook_id"], "sid": call["sid"]}
+                    want = {"port": ports[i], "mooncake-shard-index": str(i),
+                            "mooncake-shard-total": str(n), "webhook-id": sk, "sid": sid}
+                    if got != want:
+                        flag("broadcast_shard_twice", key, due, call["at"],
+                             f"shard {i} called at another member or with other headers",
+                             shard=sk, called_at=call["at"], attempt=call["attempt"],
+                             got=got, expected=want)
+                fs = finals.get(sk, [])
+                if judged and not any(call["server"] == ports[i] for call in cs):
+                    flag("broadcast_shard_missing", key, due, self.t_end,
+                         f"shard {i} never called at its member {members[i]}", shard=sk,
+                         calls=len(cs), final_results=[f["outcome"] for f in fs])
+                if not fs:
+                    if judged:
+                        flag("broadcast_shard_missing", key, due, self.t_end,
+                             f"shard {i} has no final Result", shard=sk, calls=len(cs))
+                    shard_out.append(None)
+                    continue
+                if len(fs) > 1:
+                    flag("broadcast_shard_twice", key, due, fs[-1]["finished"],
+                         f"shard {i} has {len(fs)} final Results", shard=sk,
+                         outcomes=[f["outcome"] for f in fs],
+                         in_results=[f"{f['part']}@{f['off']}" for f in fs])
+                f = fs[0]
+                m = marks.get((f["part"], f["off"]), {})
+                got = {"member": f["member"], "mooncake-broadcast": m.get("broadcast"),
+                       "mooncake-shard": m.get("shard")}
+                want = {"member": members[i], "mooncake-broadcast": tid,
+                        "mooncake-shard": f"{i}/{n}@{version}"}
+                if got != want:
+                    flag("broadcast_shard_twice", key, due, f["finished"],
+                         f"shard {i}'s final Result names another member or lacks its "
+                         "broadcast's headers", shard=sk, got=got, expected=want)
+                shard_out.append(dict(f, ts=m.get("ts")))
+                last = max(last or 0, m.get("ts") or f["finished"])
+            ps = parents.get(key, [])
+            for p in ps:
+                outcomes[p["outcome"]] = outcomes.get(p["outcome"], 0) + 1
+            if not ps:
+                if None not in shard_out and due < self.cut and \
+                        self.dis.healthy_ms(("jobs",), last, self.t_end) >= margin:
+                    flag("broadcast_result_wrong", key, due, self.t_end,
+                         "no Result of the broadcast although every shard has its final one",
+                         shards=[s["outcome"] for s in shard_out])
+                continue
+            if len(ps) > 1:
+                flag("broadcast_result_wrong", key, due, ps[-1]["finished"],
+                     f"{len(ps)} Results of the broadcast", outcomes=[p["outcome"] for p in ps],
+                     in_results=[f"{p['part']}@{p['off']}" for p in ps])
+            p = ps[0]
+            m = marks.get((p["part"], p["off"]), {})
+            problems = []
+            if None in shard_out:
+                problems.append("written although shard(s) "
+                                f"{[i for i, s in enumerate(shard_out) if s is None]} have "
+                                "no final Result")
+            else:
+                want = "SUCCEEDED" if all(s["outcome"] == "SUCCEEDED" for s in shard_out) \
+                    else "FAILED_PERMANENTLY"
+                if p["outcome"] != want:
+                    problems.append(f"outcome {p['outcome']}, the shards' say {want}")
+                if m.get("ts") is not None and m["ts"] < max(s["ts"] or 0 for s in shard_out):
+                    problems.append(f"written at {m['ts']}, before its last shard's final "
+                                    f"Result ({max(s['ts'] or 0 for s in shard_out)})")
+            if p["status"] or p["member"]:
+                problems.append(f"http_status {p['status']}, member {p['member']!r}")
+            try:
+                body = json.loads(m.get("body") or "")
+                listed = [(e["shard"], e["member"], e["outcome"], e["finishedAt"])
+                          for e in body["shards"]]
+            except (ValueError, KeyError, TypeError):
+                listed = None
+            expected = [(i, members[i], s and s["outcome"], s and s["finished"])
+                        for i, s in enumerate(shard_out)]
+            if listed != expected:
+                problems.append("response_body does not list the shards' final Results")
+            if problems:
+                flag("broadcast_result_wrong", key, due, p["finished"], "; ".join(problems),
+                     outcome=p["outcome"], body=(m.get("body") or "")[:2000],
+                     expected_shards=expected, written_at=m.get("ts"))
+        for k in self.BROADCAST_CHECKS:
+            c[k] = len(v[k])
+        info.update(results_by_outcome=outcomes, shard_calls_by_port={
+            r[0]: r[1] for r in self.q("SELECT server, COUNT(*) FROM shard_calls GROUP BY 1")})
 
     def limit_excuses(self, longest_ms):
         """[(from, to, what)]: when the admission limit is not promised. Across a
@@ -1927,7 +2205,7 @@ class Verdict:
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.check_deliveries,
                       self.check_follow_ups, self.check_chains, self.check_groups,
-                      self.check_limits,
+                      self.check_broadcasts, self.check_limits,
                       self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
                       self.check_alarms):
@@ -1938,7 +2216,7 @@ class Verdict:
                 "delivered_early", "delivered_unknown", "follow_ups_wrong",
                 "follow_ups_not_run", "sanitizer",
                 "view_contradicted", "view_counters_wrong") + self.CHAIN_CHECKS + \
-            self.GROUP_CHECKS + self.LIMIT_CHECKS + \
+            self.GROUP_CHECKS + self.BROADCAST_CHECKS + self.LIMIT_CHECKS + \
             self.JOB_CHECKS + \
             self.ALARM_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
@@ -2070,6 +2348,17 @@ def print_summary(v, workload, events, args, passed, missing=()):
          f"({c.get('group_calls', 0)} calls; Results by member "
          f"{v.info.get('group', {}).get('results_by_member', {})}); or a member on a task "
          "that named no group"),
+        ("broadcast shard missing", c.get("broadcast_shard_missing", 0),
+         f"of {c.get('broadcast_fanned_out', 0)} broadcasts fanned out "
+         f"({c.get('broadcast_judged', 0)} judged) of {c.get('broadcast_tasks', 0)} "
+         f"broadcast tasks; {c.get('broadcast_shards', 0)} shards submitted, "
+         f"{c.get('broadcast_shard_calls', 0)} shard calls (by port "
+         f"{v.info.get('broadcast', {}).get('shard_calls_by_port', {})})"),
+        ("broadcast shard twice", c.get("broadcast_shard_twice", 0),
+         "submitted or ended twice, or called at another member or with wrong headers"),
+        ("broadcast Result wrong", c.get("broadcast_result_wrong", 0),
+         f"Results of the broadcasts by outcome "
+         f"{v.info.get('broadcast', {}).get('results_by_outcome', {})}"),
         ("limit exceeded, open", c.get("limit_exceeded_open", 0),
          f"most {c.get('limit_most_open', 0)} open at once of {c.get('limit_calls', 0)} calls "
          f"through {v.info.get('limit', {}).get('name', '-')} ({c.get('limit_tasks', 0)} tasks; "

@@ -36,7 +36,7 @@ SCENARIOS = {
     "fail-backoff-cancel": 3, "fail-backoff-resubmit": 3,
     "now": 6, "resubmit-now": 4, "fail-now-cancel": 3,
     "chain": 6,
-    "group": 4, "limited": 2,
+    "group": 4, "limited": 2, "broadcast": 4,
 }
 CHAIN_P = 0.25   # a re-submit is itself cancelled or re-submitted again
 # A task whose call would go to the fast endpoint delivers a record to the target
@@ -67,6 +67,15 @@ CHAIN_CANCEL_P = 0.2
 GROUP_NAME = "chaos"
 DEAD_MEMBER = "http://127.0.0.1:1"
 GROUP_UNHEALTHY_MS = 2000
+# Sharding broadcasts: a "broadcast" task calls group://BROADCAST_NAME/fast/<task>/<sid>, the
+# app's second group (SHARDING_BROADCAST), whose two members are the endpoint's fast and
+# fail ports (both answer /fast/... at once; the endpoint logs which port a call came to
+# and the shard's headers): at its due time the executor submits <task>#shard-0 and
+# #shard-1, each calling its member (in URL byte order) with the same path and sid, and
+# the jobs role writes the task's own Result once both have their final one. Without the
+# jobs role a near task instead.
+BROADCAST_NAME = "chaos-bcast"
+BROADCAST_PORTS = ("fast", "fail")
 # Admission limits: a "limited" task (and each task of a limited burst) calls the fast
 # endpoint through the host name LIMIT_HOST (/lim/<delay>/<task>/<sid>, answered after
 # the delay), which the limit limit/host/LIMIT_HOST bounds to LIMIT_MAX_CONCURRENT calls
@@ -158,11 +167,11 @@ class Workload:
             except BufferError:
                 self.p.poll(0.01)
 
-    def task(self, task_id, sid, due, kind, params, policy, timeout_ms, group=False):
+    def task(self, task_id, sid, due, kind, params, policy, timeout_ms, group=None):
         url = self.base[kind if kind != "gone" else "fail"] + callback_path(
             kind, task_id, sid, *params)
-        if group:  # the same path, at a member of the app's group
-            url = f"group://{GROUP_NAME}" + callback_path(kind, task_id, sid, *params)
+        if group:  # the same path, at a member (every member) of the app's group
+            url = f"group://{group}" + callback_path(kind, task_id, sid, *params)
         return {"app_id": APP, "task_id": task_id, "due_at": due,
                 "callback": {"url": url, "method": "POST",
                              "headers": {"content-type": "application/json"},
@@ -170,7 +179,7 @@ class Workload:
                 "retry": policy, "attempt": 1, "created_at": now_ms(), "metadata": {}}
 
     def submit(self, task_id, due, scenario, kind="fast", params=(), policy=None,
-               timeout_ms=5000, follow=False, group=False):
+               timeout_ms=5000, follow=False, group=None):
         self.sid += 1
         sid = self.sid
         due = int(due)
@@ -341,7 +350,15 @@ class Workload:
 
     def start_group(self, now, tid, name):
         """A fast call through the app's group: FAILOVER past the dead member."""
-        self.submit(tid, self.near_or_far(now), name, group=True)
+        self.submit(tid, self.near_or_far(now), name, group=GROUP_NAME)
+
+    def start_broadcast(self, now, tid, name):
+        """A fast call to every member of the app's SHARDING_BROADCAST group (without
+        the jobs role, which writes the broadcast's Result, a near task instead)."""
+        if not self.s.get("jobs", {}).get("n"):
+            self.start_near(now, tid, "near")
+            return
+        self.submit(tid, self.near_or_far(now), name, group=BROADCAST_NAME)
 
     def start_limited(self, now, tid, name):
         """A call through localhost, bounded by its admission limit."""

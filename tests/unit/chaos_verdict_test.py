@@ -8,7 +8,9 @@ And the judge of alarms: per app the distinct alarm calls count each dead letter
 `dead` exactly once, list no key twice nor one that is no dead letter, and come at least
 the interval apart. And the judges of endpoint groups (a group task's success names the
 live member) and admission limits (the most calls through the limited host open at once
-and started in a second, outside the windows an executor disruption excuses)."""
+and started in a second, outside the windows an executor disruption excuses). And the
+judge of sharding broadcasts: each shard submitted once, called at its member with its
+headers, ended once; the broadcast's one Result agrees with them and comes after them."""
 import contextlib
 import io
 import json
@@ -126,6 +128,9 @@ class Disrupted:
     def hits(self, roles, a, b):
         return [i for i in self.iv if (i[2] in roles or i[2] == "broker")
                 and i[0] <= b and i[1] >= a]
+
+    def healthy_ms(self, roles, a, b):
+        return 0 if self.hits(roles, a, b) else b - a
 
 
 def bare_verdict(dis=(), turns=(), lags=()):
@@ -265,6 +270,184 @@ def limit_and_group_checks(check):
                        "finished INTEGER, error TEXT, part INTEGER, off INTEGER);")
     v.check_groups()
     check(v.counts["group_member_wrong"] == 0, "groups: an old chaos.db")
+
+
+MEMBERS = ["http://127.0.0.1:4001", "http://127.0.0.1:4002"]
+BCAST = {"name": "chaos-bcast", "members": MEMBERS, "ports": ["fast", "fail"],
+         "strategy": "SHARDING_BROADCAST"}
+
+
+def broadcast_evidence(tids=("b1", "b2"), outcome=("SUCCEEDED", "SUCCEEDED")):
+    """What a correct run leaves of broadcasts tids (two shards each; shard 1 ends in
+    outcome[1]): {table: [row dict]}."""
+    ev = {k: [] for k in ("commands", "shard_submits", "shard_calls", "calls", "results",
+                          "bresults")}
+    off = 100
+    for n, tid in enumerate(tids):
+        sid, due, key, version = n + 1, 10_000 + 1000 * n, f"chaos/{tid}", 10 + n
+        ev["commands"].append(dict(seq=n, key=key, kind="submit", sid=sid, due=due, off=version,
+                                   scenario="broadcast"))
+        shards = []
+        for i in range(2):
+            sk = f"{key}#shard-{i}"
+            off += 1
+            ev["shard_submits"].append(dict(
+                key=sk, broadcast=tid, shard=f"{i}/2@{version}", member=MEMBERS[i],
+                index_header=str(i), total_header="2", due=due, made=due + 5, sid=sid,
+                part=0, off=off))
+            ev["shard_calls"].append(dict(at=due + 10.0, sid=sid, key=sk, ikey=f"{sk}:1",
+                                          attempt=1, server=BCAST["ports"][i],
+                                          shard_index=str(i), shard_total="2", webhook_id=sk))
+            ev["calls"].append(dict(at=due + 10.0, kind="fast", sid=sid, key=sk, ikey=f"{sk}:1",
+                                    attempt=1, status=200, delay=0))
+            out = outcome[i]
+            ev["results"].append(dict(key=sk, attempt=1, due=due, outcome=out,
+                                      status=200 if out == "SUCCEEDED" else 500,
+                                      started=due + 10, finished=due + 12 + i, error="",
+                                      part=1, off=off, member=MEMBERS[i]))
+            ev["bresults"].append(dict(key=sk, outcome=out, finished=due + 12 + i,
+                                       broadcast=tid, shard=f"{i}/2@{version}", body="ok",
+                                       part=1, off=off, ts=due + 13 + i))
+            shards.append({"shard": i, "member": MEMBERS[i], "outcome": out,
+                           "finishedAt": due + 12 + i})
+        off += 1
+        whole = "SUCCEEDED" if all(x == "SUCCEEDED" for x in outcome) else "FAILED_PERMANENTLY"
+        ev["results"].append(dict(key=key, attempt=1, due=due, outcome=whole, status=0,
+                                  started=due + 30, finished=due + 30, error="", part=2, off=off,
+                                  member=None))
+        ev["bresults"].append(dict(key=key, outcome=whole, finished=due + 30, broadcast=None,
+                                   shard=None, body=json.dumps({"shards": shards}), part=2,
+                                   off=off, ts=due + 31))
+    return ev
+
+
+def judge_broadcasts(ev, dis=()):
+    """check_broadcasts (and check_groups) on the evidence ev."""
+    v = bare_verdict(dis)
+    v.db.executescript(verdict.BROADCAST_DB_SCHEMA)
+    for table, rows in ev.items():
+        for r in rows:
+            v.db.execute(f"INSERT INTO {table} ({','.join(r)}) VALUES "
+                         f"({','.join('?' * len(r))})", tuple(r.values()))
+    v.db.executescript("""CREATE TABLE nxt AS SELECT *, LEAD(seq) OVER w AS n_seq FROM commands
+                          WINDOW w AS (PARTITION BY key ORDER BY off)""")
+    v.endpoints = dict(ENDPOINTS, broadcast=BCAST)
+    v.args = types.SimpleNamespace(lost_margin_ms=10_000)
+    v.cut, v.t_end = 50_000, 60_000
+    v.check_broadcasts()
+    v.check_groups()
+    return v
+
+
+def broadcast_failures(v):
+    return sorted(k for k in verdict.Verdict.BROADCAST_CHECKS + ("group_member_wrong",)
+                  if v.counts[k])
+
+
+def broadcast_checks(check):
+    def doctored(change, **kw):
+        ev = broadcast_evidence(**kw)
+        change(ev)
+        return judge_broadcasts(ev)
+
+    v = judge_broadcasts(broadcast_evidence())
+    check(broadcast_failures(v) == [] and v.counts["broadcast_fanned_out"] == 2
+          and v.counts["broadcast_judged"] == 2 and v.counts["broadcast_shard_calls"] == 4,
+          f"broadcasts: a correct run passes: {broadcast_failures(v)} {v.counts}")
+    # a failed shard: the broadcast FAILED_PERMANENTLY
+    v = judge_broadcasts(broadcast_evidence(outcome=("SUCCEEDED", "FAILED_PERMANENTLY")))
+    check(broadcast_failures(v) == [], f"broadcasts: a failed shard: {broadcast_failures(v)}")
+    # a shard call repeated (a kill) at its member: fine
+    v = doctored(lambda ev: ev["shard_calls"].append(dict(ev["shard_calls"][0], at=10_500.0)))
+    check(broadcast_failures(v) == [], f"broadcasts: a repeat: {broadcast_failures(v)}")
+
+    def without(table, key):
+        return lambda ev: ev[table].remove(next(r for r in ev[table] if r["key"] == key))
+    # missing: a shard never submitted (partly fanned out), never called, never ended
+    for table, why in (("shard_submits", "never submitted"), ("shard_calls", "never called"),
+                       ("results", "no final Result")):
+        v = doctored(without(table, "chaos/b2#shard-1"))
+        want = (["broadcast_result_wrong"] if table == "results" else []) + \
+            ["broadcast_shard_missing"]
+        check(broadcast_failures(v) == want
+              and why in v.violations["broadcast_shard_missing"][0]["why"]
+          and v.violations["broadcast_shard_missing"][0]["shard"] == "chaos/b2#shard-1",
+              f"broadcasts: a shard {why}: {broadcast_failures(v)} {v.violations}")
+    # ... called at the other member only
+    v = doctored(lambda ev: ev["shard_calls"][1].update(server="fast"))
+    check(broadcast_failures(v) == ["broadcast_shard_missing", "broadcast_shard_twice"],
+          f"broadcasts: shard 1 at member 0: {broadcast_failures(v)}")
+    # ... not judged while the pipeline was disrupted until the end
+    ev = broadcast_evidence()
+    without("shard_calls", "chaos/b2#shard-1")(ev)
+    v = judge_broadcasts(ev, dis=[(11_000, 60_000, "executor", "kill executor-1")])
+    check(broadcast_failures(v) == [] and v.counts["broadcast_judged"] == 0,
+          f"broadcasts: disrupted: {broadcast_failures(v)}")
+    # twice: submitted twice, ended twice, called at another member, wrong headers
+    cases = {
+        "submitted twice": lambda ev: ev["shard_submits"].append(
+            dict(ev["shard_submits"][0], off=999)),
+        "another version": lambda ev: ev["shard_submits"][0].update(shard="0/2@99"),
+        "another member": lambda ev: ev["shard_submits"][0].update(member=MEMBERS[1]),
+        "due before its broadcast": lambda ev: ev["shard_submits"][0].update(due=9_000),
+        "two finals": lambda ev: (ev["results"].append(dict(ev["results"][0], off=998)),
+                                  ev["bresults"].append(dict(ev["bresults"][0], off=998))),
+        "called at member 1 too": lambda ev: ev["shard_calls"].append(
+            dict(ev["shard_calls"][0], server="fail", at=10_020.0)),
+        "index header": lambda ev: ev["shard_calls"][0].update(shard_index="1"),
+        "total header": lambda ev: ev["shard_calls"][0].update(shard_total="3"),
+        "webhook-id": lambda ev: ev["shard_calls"][0].update(webhook_id="chaos/b1"),
+        "Result's member": lambda ev: ev["results"][0].update(member=MEMBERS[1]),
+        "Result's headers": lambda ev: ev["bresults"][0].update(shard=None),
+        "the task itself called": lambda ev: ev["calls"].append(
+            dict(ev["calls"][0], key="chaos/b1", ikey="chaos/b1:1")),
+    }
+    for name, change in cases.items():
+        v = doctored(change)
+        check(broadcast_failures(v) == ["broadcast_shard_twice"],
+              f"broadcasts: {name}: {broadcast_failures(v)} {v.violations}")
+
+    # the broadcast's Result
+    def parent(ev, tid="b1"):
+        return [r for t in ("results", "bresults") for r in ev[t] if r["key"] == f"chaos/{tid}"]
+
+    def body(ev, change):
+        b = json.loads(parent(ev)[1]["body"])
+        change(b)
+        parent(ev)[1]["body"] = json.dumps(b)
+    cases = {
+        "none": lambda ev: [ev[t].remove(r) for t in ("results", "bresults")
+                            for r in list(ev[t]) if r["key"] == "chaos/b1"],
+        "two": lambda ev: [ev[t].append(dict(r, off=997))
+                           for t, r in zip(("results", "bresults"), parent(ev))],
+        "outcome": lambda ev: parent(ev)[0].update(outcome="FAILED_PERMANENTLY"),
+        "before its last shard": lambda ev: parent(ev)[1].update(ts=10_013),
+        "a member": lambda ev: parent(ev)[0].update(member=MEMBERS[0]),
+        "a status": lambda ev: parent(ev)[0].update(status=200),
+        "no body": lambda ev: parent(ev)[1].update(body=None),
+        "a shard left out": lambda ev: body(ev, lambda b: b["shards"].pop()),
+        "a shard's outcome": lambda ev: body(
+            ev, lambda b: b["shards"][1].update(outcome="FAILED_PERMANENTLY")),
+        "a shard's member": lambda ev: body(ev, lambda b: b["shards"][1].update(
+            member=MEMBERS[0])),
+        "a shard's finishedAt": lambda ev: body(ev, lambda b: b["shards"][0].update(
+            finishedAt=1)),
+    }
+    for name, change in cases.items():
+        v = doctored(change)
+        check(broadcast_failures(v) == ["broadcast_result_wrong"],
+              f"broadcasts: the Result, {name}: {broadcast_failures(v)} {v.violations}")
+    # SUCCEEDED although a shard failed
+    v = doctored(lambda ev: [r.update(outcome="SUCCEEDED") for r in parent(ev, "b2")],
+                 outcome=("SUCCEEDED", "EXHAUSTED"))
+    check(broadcast_failures(v) == ["broadcast_result_wrong"],
+          f"broadcasts: SUCCEEDED with a failed shard: {broadcast_failures(v)}")
+    # a run without broadcasts: nothing judged
+    v = judge_broadcasts(broadcast_evidence())
+    v.endpoints = ENDPOINTS
+    v.check_broadcasts()
+    check(broadcast_failures(v) == [] and not v.info["broadcast"]["configured"],
+          "broadcasts: a run without them")
 
 
 def main():
@@ -515,6 +698,7 @@ def main():
     check(alarm_failures(v) == [] and not v.info["alarms"]["configured"],
           "alarms: a run without the alarms role")
     limit_and_group_checks(check)
+    broadcast_checks(check)
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 
