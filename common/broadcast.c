@@ -1,8 +1,10 @@
 /* Sharding broadcasts as the processors see them (broadcast.h). */
 #include "broadcast.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "endpoints.h"
@@ -43,9 +45,23 @@ static bool digits(const char **p, const char *end, int max_digits, int64_t *v)
 bool mc_shard_ref_parse(const char *text, size_t len, mc_shard_ref *out)
 {
     const char *p = text, *end = text + len;
-    int64_t index, total, version;
+    int64_t index, total;
     if (!digits(&p, end, 3, &index) || p == end || *p++ != '/' || !digits(&p, end, 3, &total) ||
-        p == end || *p++ != '@' || !digits(&p, end, 18, &version) || p != end)
+        p == end || *p++ != '@')
+        return false;
+    /* The version: a tasks offset, or below zero once a growth of the partition count
+     * shifted it (layout.h); any int64. */
+    char version_text[24];
+    size_t vl = (size_t)(end - p);
+    if (vl == 0 || vl >= sizeof version_text || (*p != '-' && (*p < '0' || *p > '9')) ||
+        memchr(p, '\0', vl))
+        return false;
+    memcpy(version_text, p, vl);
+    version_text[vl] = '\0';
+    char *stop;
+    errno = 0;
+    long long version = strtoll(version_text, &stop, 10);
+    if (errno || *stop || stop == version_text)
         return false;
     if (total < 1 || total > MC_GROUP_MEMBERS_MAX || index >= total)
         return false;

@@ -1163,10 +1163,14 @@ static json_t *shard_summary(const char *uuid, json_t *data)
     return s;
 }
 
+/* How long a broadcast's answer spends asking about its shards, at most: one question
+ * waits up to TASK_QUESTION_TIMEOUT_MS, and a group has up to 64 members. */
+#define SHARDS_QUESTION_MS 5000
+
 /* A broadcast's answer (*body, rq's task) gains `shards`: each shard's summary, asked
  * like the task, in shard order until the first that does not exist (none before the
- * broadcast's due time). A shard the view cannot answer about ends the list with its
- * reason. On the question's own thread. */
+ * broadcast's due time). A shard the view cannot answer about, or the first one past
+ * SHARDS_QUESTION_MS, ends the list with its reason. On the question's own thread. */
 static void add_shards(request *rq, char **body, bool relayed)
 {
     json_t *root = json_loads(*body, 0, NULL);
@@ -1176,10 +1180,18 @@ static void add_shards(request *rq, char **body, bool relayed)
         return;
     }
     json_t *shards = json_array();
+    int64_t until = mc_mono_ms() + SHARDS_QUESTION_MS;
     for (int32_t i = 0; shards && i < MC_GROUP_MEMBERS_MAX; i++) {
         char uuid[MC_MAX_TASK_KEY_LEN];
         if (mc_shard_task_id(rq->q_uuid, i, uuid, sizeof uuid) >= sizeof uuid)
             break;
+        if (mc_mono_ms() > until) {
+            json_array_append_new(shards,
+                                  json_pack("{s:s, s:i, s:s}", "uuid", uuid, "status", 503, "error",
+                                            "not asked: asking about the shards before it "
+                                            "took too long; ask about it by its uuid"));
+            break;
+        }
         json_t *shard;
         char *why;
         int status = ask_task(rq, uuid, &shard, &why);

@@ -298,24 +298,29 @@ static mc_record call_record(const executor *ex, const mc_call *j)
                        .key_len = strlen(j->key)};
 }
 
-/* Kafka refused the record that reports j's attempt: the attempt ends as a
- * permanent failure, and the task goes to the dead topic (without itself if
- * even that is too large), so nothing is lost and nothing loops. */
-static int report_refused(executor *ex, const mc_call *j, const char *what)
+/* j's attempt ends as a permanent failure with this error, and the task goes to the dead
+ * topic with this reason (without itself if even that is too large), so nothing is lost and
+ * nothing loops. */
+static int fail_for_good(executor *ex, const mc_call *j, const char *error, const char *reason)
 {
-    char error[300];
-    snprintf(error, sizeof error,
-             "Kafka refused the %s record of this attempt; the task is in the dead topic", what);
     if (write_result_of(ex, j, MC_OUTCOME_FAILED_PERMANENTLY, error, true) != 0)
         return -1;
-    char reason[300];
-    snprintf(reason, sizeof reason, "executor: Kafka refused the %s record of attempt %" PRId32,
-             what, j->task.attempt);
     mc_record rec = call_record(ex, j);
     mc_counter_add(ex->refused, 1);
     if (mc_ctx_dead_letter(ex->ctx, &rec, reason, &j->task) == 0)
         return 0;
     return mc_ctx_dead_letter(ex->ctx, &rec, reason, NULL);
+}
+
+/* Kafka refused the record that reports j's attempt (what: its kind). */
+static int report_refused(executor *ex, const mc_call *j, const char *what)
+{
+    char error[300], reason[300];
+    snprintf(error, sizeof error,
+             "Kafka refused the %s record of this attempt; the task is in the dead topic", what);
+    snprintf(reason, sizeof reason, "executor: Kafka refused the %s record of attempt %" PRId32,
+             what, j->task.attempt);
+    return fail_for_good(ex, j, error, reason);
 }
 
 static int report_attempt(executor *ex, const mc_call *j)
@@ -573,19 +578,22 @@ static int known_partitions(executor *ex, const char *topic, int32_t *n)
     return 0;
 }
 
-/* Shard i of the broadcast j into *s (its strings in ex->arena-free storage: the
- * caller's buffers id, ref and the metadata and header arrays). */
+/* A shard as it is built: its command, its key, and the strings they point at. */
 typedef struct shard_build {
     char id[MC_CALL_KEY_MAX], key[MC_CALL_KEY_MAX], ref[64], index[16], total[16];
-    mc_kv *metadata;
-    mc_kv *headers;
+    size_t key_len;
+    mc_kv *metadata; /* room for the task's metadata and three more */
+    mc_kv *headers;  /* room for the task's headers and two more */
+    mc_command command;
 } shard_build;
 
-/* Produces shard i of broadcast j to its home partition of `tasks`: the task again, as
- * <task_id>#shard-<i>, pinned to member i, told its index and the total in headers, without
- * the chain's marks (the broadcast is the link, not its shards) or follow-ups (they go
- * when the broadcast has succeeded). What mc_ctx_produce returns, or -1. */
-static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *b)
+/* Builds shard i of broadcast j in *b: the task again, as <task_id>#shard-<i>, due now,
+ * pinned to member i, told its index and the total in headers, without the chain's marks
+ * (the broadcast is the link, not its shards), follow-ups (they go when the broadcast has
+ * succeeded) or late policy (the broadcast's was judged when it fanned out). False, with
+ * why, when the router would refuse it. */
+static bool build_shard(executor *ex, const mc_call *j, int32_t i, shard_build *b, char *why,
+                        size_t whylen)
 {
     const mc_task *t = &j->task;
     int32_t n = (int32_t)j->n_shard_members;
@@ -593,11 +601,14 @@ static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *
     mc_shard_ref_format(&ref, b->ref, sizeof b->ref);
     snprintf(b->index, sizeof b->index, "%" PRId32, i);
     snprintf(b->total, sizeof b->total, "%" PRId32, n);
-    if (mc_shard_task_id(t->task_id, i, b->id, sizeof b->id) >= sizeof b->id)
-        return MC_FORWARD_REFUSED;
-    size_t klen = mc_task_key(t->app_id, b->id, b->key, sizeof b->key);
-    if (klen >= sizeof b->key || klen >= MC_MAX_TASK_KEY_LEN)
-        return MC_FORWARD_REFUSED;
+    size_t idlen = mc_shard_task_id(t->task_id, i, b->id, sizeof b->id);
+    b->key_len =
+        idlen < sizeof b->id ? mc_task_key(t->app_id, b->id, b->key, sizeof b->key) : sizeof b->key;
+    if (b->key_len >= sizeof b->key || b->key_len >= MC_MAX_TASK_KEY_LEN) {
+        snprintf(why, whylen, "the key of shard %" PRId32 " would be longer than %d bytes", i,
+                 MC_MAX_TASK_KEY_LEN - 1);
+        return false;
+    }
     size_t nm = 0;
     for (size_t k = 0; k < t->n_metadata; k++)
         if (!mc_chain_metadata_reserved(t->metadata[k].key) &&
@@ -613,35 +624,42 @@ static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *
             b->headers[nh++] = t->callback.headers[k];
     b->headers[nh++] = (mc_kv){MC_SHARD_INDEX_HEADER, b->index};
     b->headers[nh++] = (mc_kv){MC_SHARD_TOTAL_HEADER, b->total};
-    mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *t};
-    c.submit.task_id = b->id;
-    /* Due now: a late policy judges the shard's own lateness, not the hop it takes. */
-    c.submit.due_at = j->finished_at;
-    c.submit.attempt = 1;
-    c.submit.created_at = j->finished_at;
-    c.submit.metadata = b->metadata;
-    c.submit.n_metadata = nm;
-    c.submit.callback.headers = b->headers;
-    c.submit.callback.n_headers = nh;
-    c.submit.on_success = NULL;
-    c.submit.n_on_success = 0;
-    mc_buf_reset(&ex->buf);
-    if (mc_encode_command(&c, &ex->buf) != 0)
-        return -1;
+    mc_task *sh = &b->command.submit;
+    b->command.kind = MC_CMD_SUBMIT;
+    *sh = *t;
+    sh->task_id = b->id;
+    sh->due_at = j->finished_at;
+    sh->attempt = 1;
+    sh->created_at = j->finished_at;
+    sh->metadata = b->metadata;
+    sh->n_metadata = nm;
+    sh->callback.headers = b->headers;
+    sh->callback.n_headers = nh;
+    sh->on_success = NULL;
+    sh->n_on_success = 0;
+    sh->has_late_policy = false;
+    /* The router checks it again: one it would refuse would never report. */
+    return mc_task_ok(sh, j->finished_at, ex->cfg->max_due_ms, &mc_task_avro_names, why, whylen);
+}
+
+/* Produces the shard in b (encoded in ex->buf) to its home partition of `tasks`. What
+ * mc_ctx_produce returns. */
+static int produce_shard(executor *ex, const mc_call *j, const shard_build *b)
+{
     mc_source cause = {ex->ready_topic, j->partition, j->offset};
     mc_produce p = {.out = ex->tasks,
-                    .partition = mc_key_partition(b->key, klen, ex->tasks_partitions),
+                    .partition = mc_key_partition(b->key, b->key_len, ex->tasks_partitions),
                     .key = b->key,
-                    .key_len = klen,
+                    .key_len = b->key_len,
                     .value = ex->buf.data,
                     .value_len = ex->buf.len,
                     .cause = &cause};
     return mc_ctx_produce(ex->ctx, &p);
 }
 
-/* Tells the jobs role that broadcast j fanned out, for it to wait for every shard's final
- * Result and write j's own. What mc_ctx_produce returns, or -1. */
-static int start_broadcast(executor *ex, const mc_call *j)
+/* Encodes the StartBroadcast of j in ex->buf: the jobs role waits for every shard's final
+ * Result and writes j's own. 0, or -1. */
+static int encode_start(executor *ex, const mc_call *j)
 {
     mc_job_command c = {.kind = MC_JOBCMD_START_BROADCAST};
     c.start_broadcast = (mc_start_broadcast){.task = j->task,
@@ -650,8 +668,13 @@ static int start_broadcast(executor *ex, const mc_call *j)
                                              .n_members = j->n_shard_members,
                                              .fired_at = j->finished_at};
     mc_buf_reset(&ex->buf);
-    if (mc_encode_job_command(&c, &ex->buf) != 0)
-        return -1;
+    return mc_encode_job_command(&c, &ex->buf);
+}
+
+/* Produces j's StartBroadcast (encoded in ex->buf) to the task key's home partition of
+ * `job-commands`. What mc_ctx_produce returns. */
+static int produce_start(executor *ex, const mc_call *j)
+{
     mc_source cause = {ex->ready_topic, j->partition, j->offset};
     size_t klen = strlen(j->key);
     mc_produce p = {.out = ex->commands,
@@ -664,10 +687,54 @@ static int start_broadcast(executor *ex, const mc_call *j)
     return mc_ctx_produce(ex->ctx, &p);
 }
 
+/* Builds, encodes and produces shard i. What mc_ctx_produce returns, or -1. */
+static int submit_shard(executor *ex, const mc_call *j, int32_t i, shard_build *b)
+{
+    char why[512];
+    if (!build_shard(ex, j, i, b, why, sizeof why))
+        return -1; /* it passed the first pass */
+    mc_buf_reset(&ex->buf);
+    if (mc_encode_command(&b->command, &ex->buf) != 0)
+        return -1;
+    return produce_shard(ex, j, b);
+}
+
+/* Checks that every shard of j would pass the router (else *why says which does not and
+ * why, and *bad is set) and finds the largest record of the fan-out: -1 for the
+ * StartBroadcast, else a shard's index. 0, or -1 on failure. */
+static int check_shards(executor *ex, const mc_call *j, shard_build *b, int32_t *largest, bool *bad,
+                        char *why, size_t whylen)
+{
+    if (encode_start(ex, j) != 0)
+        return -1;
+    size_t most = strlen(j->key) + ex->buf.len;
+    *largest = -1;
+    *bad = false;
+    for (int32_t i = 0; i < (int32_t)j->n_shard_members; i++) {
+        if (!build_shard(ex, j, i, b, why, whylen)) {
+            *bad = true;
+            return 0;
+        }
+        mc_buf_reset(&ex->buf);
+        if (mc_encode_command(&b->command, &ex->buf) != 0)
+            return -1;
+        if (b->key_len + ex->buf.len > most) {
+            most = b->key_len + ex->buf.len;
+            *largest = i;
+        }
+    }
+    return 0;
+}
+
 /* A SHARDING_BROADCAST task's turn came: one shard per member to `tasks`, and the
  * StartBroadcast the jobs role waits on, all in the open transaction that ends the task's
  * `ready` record - so a kill at any moment submits all of them once, or none. The task's
- * own Result is the jobs role's to write, once every shard has its final one. */
+ * own Result is the jobs role's to write, once every shard has its final one.
+ *
+ * All or none holds for refusals too: every shard is checked against the router's rules
+ * first, and the largest record goes out first, so a record Kafka refuses for its size
+ * is refused before anything else of the fan-out is in the transaction; the broadcast
+ * then ends failed for good, in `dead`. */
 static int broadcast(executor *ex, mc_call *j)
 {
     if (known_partitions(ex, "tasks", &ex->tasks_partitions) != 0 ||
@@ -677,28 +744,45 @@ static int broadcast(executor *ex, mc_call *j)
     shard_build b;
     b.metadata = malloc((t->n_metadata + 3) * sizeof *b.metadata);
     b.headers = malloc((t->callback.n_headers + 2) * sizeof *b.headers);
-    int rc = b.metadata && b.headers ? 0 : -1;
-    const char *what = "shard";
+    char why[512];
+    int32_t largest = -1;
+    bool bad = false;
+    int rc =
+        b.metadata && b.headers ? check_shards(ex, j, &b, &largest, &bad, why, sizeof why) : -1;
+    if (rc == 0 && bad) {
+        char error[600], reason[700];
+        snprintf(error, sizeof error, "the broadcast cannot be submitted: %s", why);
+        snprintf(reason, sizeof reason, "executor: %s", error);
+        rc = fail_for_good(ex, j, error, reason);
+        goto done;
+    }
+    if (rc == 0)
+        rc = largest < 0 ? (encode_start(ex, j) != 0 ? -1 : produce_start(ex, j))
+                         : submit_shard(ex, j, largest, &b);
+    if (rc == MC_FORWARD_REFUSED) {
+        rc = report_refused(ex, j, largest < 0 ? "StartBroadcast" : "shard");
+        goto done;
+    }
+    if (rc == 0 && largest >= 0)
+        rc = encode_start(ex, j) != 0 ? -1 : produce_start(ex, j);
     for (int32_t i = 0; rc == 0 && i < (int32_t)j->n_shard_members; i++)
-        rc = submit_shard(ex, j, i, &b);
+        if (i != largest)
+            rc = submit_shard(ex, j, i, &b);
+    if (rc == MC_FORWARD_REFUSED) {
+        /* Not for its size (a larger record went): nothing else is refused for good. */
+        mc_log(mc_ctx_logger(ex->ctx), MC_LOG_ERROR, "Kafka refused part of a broadcast", "key",
+               j->key, (const char *)NULL);
+        rc = -1;
+    }
+    if (rc == 0) {
+        mc_counter_add(ex->broadcasts, 1);
+        mc_counter_add(ex->shards, j->n_shard_members);
+        mc_ctx_request_commit_now(ex->ctx); /* the shards are due: the router waits for this */
+    }
+done:
     free(b.metadata);
     free(b.headers);
-    if (rc == 0) {
-        what = "StartBroadcast";
-        rc = start_broadcast(ex, j);
-    }
-    if (rc == MC_FORWARD_REFUSED) {
-        /* Kafka refused a shard (the task with the shard's marks is too large, or its key
-         * too long) or the StartBroadcast: the shards produced so far still run, but the
-         * broadcast cannot be followed, so it ends here, failed for good, in `dead`. */
-        return report_refused(ex, j, what);
-    }
-    if (rc != 0)
-        return rc;
-    mc_counter_add(ex->broadcasts, 1);
-    mc_counter_add(ex->shards, j->n_shard_members);
-    mc_ctx_request_commit_now(ex->ctx); /* the shards are due: the router waits for this */
-    return 0;
+    return rc;
 }
 
 /* A call not started because it was later than its late policy allows. */

@@ -401,17 +401,38 @@ static void member_name(const mc_group_member *m, char *out, size_t n)
         snprintf(out, n, "%s", m->url);
 }
 
+/* Member m's whole name as member_name spells it, however long: malloc'd, or NULL. */
+static char *member_name_dup(const mc_group_member *m)
+{
+    size_t n = strlen(m->url) + (m->address ? strlen(m->address) + 3 : 0) + 1;
+    char *name = malloc(n);
+    if (name)
+        member_name(m, name, n);
+    return name;
+}
+
+/* Whether name is member m's whole name (see member_name). */
+static bool member_named(const mc_group_member *m, const char *name)
+{
+    size_t ul = strlen(m->url);
+    if (strncmp(name, m->url, ul) != 0)
+        return false;
+    name += ul;
+    if (!m->address)
+        return *name == '\0';
+    size_t al = strlen(m->address);
+    return name[0] == ' ' && name[1] == '(' && strncmp(name + 2, m->address, al) == 0 &&
+           strcmp(name + 2 + al, ")") == 0;
+}
+
 /* The index in g of the member named name; false when it is not (or no longer) there. */
 static bool find_member(const mc_group *g, const char *name, size_t *index)
 {
-    char have[MC_CALL_MEMBER_MAX];
-    for (size_t i = 0; i < g->n_members; i++) {
-        member_name(&g->members[i], have, sizeof have);
-        if (strcmp(have, name) == 0) {
+    for (size_t i = 0; i < g->n_members; i++)
+        if (member_named(&g->members[i], name)) {
             *index = i;
             return true;
         }
-    }
     return false;
 }
 
@@ -422,23 +443,26 @@ static void fan_out(http_caller *hc, call *c)
 {
     mc_call *j = c->call;
     const mc_group *g = c->group;
-    if (!(j->shard_members = calloc(g->n_members, sizeof *j->shard_members))) {
-        fail_unstarted(hc, c, false, "out of memory fanning out a broadcast");
-        return;
-    }
+    if (!(j->shard_members = calloc(g->n_members, sizeof *j->shard_members)))
+        goto nomem;
     for (size_t i = 0; i < g->n_members; i++) {
-        char name[MC_CALL_MEMBER_MAX];
-        member_name(&g->members[i], name, sizeof name);
-        if (!(j->shard_members[i] = strdup(name))) {
-            fail_unstarted(hc, c, false, "out of memory fanning out a broadcast");
-            return;
-        }
+        if (!(j->shard_members[i] = member_name_dup(&g->members[i])))
+            goto nomem;
         j->n_shard_members++;
     }
     j->started_at = j->finished_at = mc_now_ms();
     mc_histogram_observe(hc->lateness, (double)(j->started_at - j->task.due_at) / 1000.0);
     call_release(hc, c); /* never running */
     give_back(hc, j);
+    return;
+nomem:
+    /* A failed attempt, retried: not a broadcast to the members named so far. */
+    for (size_t i = 0; i < j->n_shard_members; i++)
+        free(j->shard_members[i]);
+    free(j->shard_members);
+    j->shard_members = NULL;
+    j->n_shard_members = 0;
+    fail_unstarted(hc, c, false, "out of memory fanning out a broadcast");
 }
 
 /* The URL c calls now: its member's followed by the task's path, and for a member from

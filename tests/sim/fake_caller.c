@@ -7,6 +7,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "broadcast.h"
+#include "endpoints.h"
 #include "sim.h"
 
 struct fake_caller {
@@ -207,6 +209,19 @@ static void log_call(fake_env *env, const mc_call *j)
     c->status = j->status;
 }
 
+/* A task whose own strategy is SHARDING_BROADCAST, not one of its shards. */
+static bool is_broadcast(const mc_task *t)
+{
+    bool broadcast = false;
+    for (size_t i = 0; i < t->n_metadata; i++) {
+        if (strcmp(t->metadata[i].key, MC_MEMBER_METADATA) == 0)
+            return false;
+        if (strcmp(t->metadata[i].key, MC_ROUTE_METADATA) == 0)
+            broadcast = strcmp(t->metadata[i].value, "SHARDING_BROADCAST") == 0;
+    }
+    return broadcast;
+}
+
 size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, void *arg),
                        void *arg)
 {
@@ -219,6 +234,19 @@ size_t fake_caller_run(fake_caller *f, int64_t now, long (*respond)(mc_call *j, 
         }
         if (!j->started_at)
             j->started_at = now;
+        if (is_broadcast(&j->task)) {
+            /* The executor's to fan out, with the group's members of the moment. */
+            *l = j->next;
+            j->finished_at = now;
+            j->shard_members = calloc(f->env->n_members, sizeof *j->shard_members);
+            for (size_t i = 0; j->shard_members && i < f->env->n_members; i++)
+                if ((j->shard_members[i] = strdup(f->env->members[i])))
+                    j->n_shard_members++;
+            log_call(f->env, j);
+            give_back(f, j);
+            n++;
+            continue;
+        }
         if (j->task.has_kafka_target) {
             /* A Kafka target is the executor's to deliver, as the real
              * caller gives it back at its time (counted as a call made). */

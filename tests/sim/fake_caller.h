@@ -5,7 +5,9 @@
  * the real caller, it starts a call that is due when its batch is posted
  * (by the cluster's clock, when the test gives it one) or when it is run,
  * and a started call is no longer recalled. A Kafka target is given back
- * for the executor to deliver when it is run (and logged as a call). */
+ * for the executor to deliver when it is run (and logged as a call), and so
+ * is a SHARDING_BROADCAST (its metadata mooncake.route), with the test's
+ * members, for the executor to fan out. */
 #ifndef MOONCAKE_FAKE_CALLER_H
 #define MOONCAKE_FAKE_CALLER_H
 
@@ -35,6 +37,8 @@ typedef struct fake_env {
     fake_caller *current;
     fake_call *calls;
     size_t n_calls, cap_calls;
+    const char *const *members; /* a broadcast's group, as the real caller names them */
+    size_t n_members;
 } fake_env;
 
 /* The mc_executor_caller a test puts in its executor's create_arg: each

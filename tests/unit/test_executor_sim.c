@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broadcast.h"
 #include "check.h"
+#include "endpoints.h"
 #include "executor.h"
 #include "fake_caller.h"
 #include "simkit.h"
@@ -439,6 +441,226 @@ static void deliveries_survive_an_abort_and_a_crash(void)
     kit_config_free(cfg);
 }
 
+/* ---- sharding broadcasts ------------------------------------------------------------ */
+
+static const char *const MEMBERS[3] = {"http://a:8080", "http://b:8080",
+                                       "http://c.svc:80 (10.0.0.7)"};
+
+/* SHARDING_BROADCAST tasks "<prefix><i>" due at due, fired to `ready` partition 0. */
+static void ready_broadcasts(sim_kafka *k, int n, int64_t due, const char *prefix)
+{
+    static const mc_kv route[1] = {{MC_ROUTE_METADATA, "SHARDING_BROADCAST"}};
+    for (int i = 0; i < n; i++) {
+        char id[1100];
+        snprintf(id, sizeof id, "%s%d", prefix, i);
+        mc_task t = kit_task(id, due, "group://g/x");
+        t.metadata = route;
+        t.n_metadata = 1;
+        t.has_late_policy = true; /* the broadcast's: judged once, not on its shards */
+        t.late_policy = (mc_late_policy){.action = MC_LATE_DROP, .max_late_ms = 1000};
+        kit_ready_submit(k, 0, i, &t);
+    }
+}
+
+/* The committed shards in `tasks`, counted per broadcast "b<i>" and shard into
+ * shards[i][s]; each must be pinned to member s and told its index and the total. */
+static size_t count_shards(sim_kafka *k, int n, size_t (*shards)[3])
+{
+    memset(shards, 0, (size_t)n * sizeof *shards);
+    sim_rec *r;
+    size_t m = sim_read(k, kit_topic("tasks"), 0, &r), total = 0;
+    mc_arena *a = mc_arena_new();
+    for (size_t i = 0; i < m; i++) {
+        mc_command c;
+        mc_arena_reset(a);
+        int b, s;
+        if (mc_decode_command(NULL, r[i].value, r[i].value_len, a, &c, NULL, 0) != MC_CODEC_OK ||
+            c.kind != MC_CMD_SUBMIT || sscanf(c.submit.task_id, "b%d#shard-%d", &b, &s) != 2 ||
+            b < 0 || b >= n || s < 0 || s > 2)
+            continue;
+        const mc_task *t = &c.submit;
+        const char *index = NULL, *total_h = NULL;
+        for (size_t h = 0; h < t->callback.n_headers; h++) {
+            if (strcmp(t->callback.headers[h].key, MC_SHARD_INDEX_HEADER) == 0)
+                index = t->callback.headers[h].value;
+            if (strcmp(t->callback.headers[h].key, MC_SHARD_TOTAL_HEADER) == 0)
+                total_h = t->callback.headers[h].value;
+        }
+        const char *member = mc_task_shard_member(t);
+        CHECK(member && strcmp(member, MEMBERS[s]) == 0 && index && atoi(index) == s && total_h &&
+                  strcmp(total_h, "3") == 0 && !t->has_late_policy && t->attempt == 1,
+              "%s: member %s, index %s, total %s", t->task_id, member ? member : "-",
+              index ? index : "-", total_h ? total_h : "-");
+        shards[b][s]++;
+        total++;
+    }
+    mc_arena_free(a);
+    free(r);
+    return total;
+}
+
+/* The committed StartBroadcasts in `job-commands`, per broadcast "b<i>". */
+static size_t count_starts(sim_kafka *k, int n, size_t *starts)
+{
+    memset(starts, 0, (size_t)n * sizeof *starts);
+    sim_rec *r;
+    size_t m = sim_read(k, kit_topic("job-commands"), 0, &r), total = 0;
+    mc_arena *a = mc_arena_new();
+    for (size_t i = 0; i < m; i++) {
+        mc_job_command c;
+        mc_arena_reset(a);
+        int b;
+        if (mc_decode_job_command(NULL, r[i].value, r[i].value_len, a, &c, NULL, 0) !=
+                MC_CODEC_OK ||
+            c.kind != MC_JOBCMD_START_BROADCAST ||
+            sscanf(c.start_broadcast.task.task_id, "b%d", &b) != 1 || b < 0 || b >= n)
+            continue;
+        CHECK(c.start_broadcast.n_members == 3 &&
+                  strcmp(c.start_broadcast.members[2], MEMBERS[2]) == 0,
+              "b%d: %zu members", b, c.start_broadcast.n_members);
+        starts[b]++;
+        total++;
+    }
+    mc_arena_free(a);
+    free(r);
+    return total;
+}
+
+/* A broadcast's shards and its StartBroadcast go out in the transaction that ends its
+ * `ready` record: an abort and a kill -9 before the commit each take all of them back,
+ * and the next owner submits each shard and each StartBroadcast exactly once; the
+ * broadcast itself gets no Result from the executor (the jobs role writes it). */
+static void broadcasts_fan_out_all_or_none(void)
+{
+    enum { N = 100 };
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    ready_broadcasts(k, N, T0 + 1000, "b");
+    fake_env env = {.clock = k, .members = MEMBERS, .n_members = 3};
+    mc_executor_caller c;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(ex && sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 5000); /* late past the broadcast's policy: it is not a shard's */
+    size_t shards[N][3], starts[N];
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N);
+    CHECK(sim_run_fds(ex) == 0);
+    CHECK(count_shards(k, N, shards) == 0 && count_starts(k, N, starts) == 0,
+          "visible before the commit");
+    CHECK(sim_abort(ex) == 0);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N, "the abort gives them back");
+    CHECK(sim_run_fds(ex) == 0);
+    sim_crash(ex);
+    CHECK(count_shards(k, N, shards) == 0 && count_starts(k, N, starts) == 0);
+    ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(ex && sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == N);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(sim_commits_now(ex) > 0, "a fan-out is committed at once");
+    CHECK(count_shards(k, N, shards) == 3 * N && count_starts(k, N, starts) == N,
+          "%zu shards, %zu StartBroadcasts", count_shards(k, N, shards),
+          count_starts(k, N, starts));
+    for (int i = 0; i < N; i++)
+        CHECK(shards[i][0] == 1 && shards[i][1] == 1 && shards[i][2] == 1 && starts[i] == 1,
+              "b%d: shards %zu %zu %zu, %zu StartBroadcasts", i, shards[i][0], shards[i][1],
+              shards[i][2], starts[i]);
+    kit_result *r;
+    CHECK(kit_results(k, 0, &r) == 0, "the executor wrote a Result for a broadcast");
+    free(r);
+    CHECK(sim_counter(ex, "mooncake_executor_shards_total", NULL) == 3 * N);
+    sim_stop(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Bytes (key and value) of the largest shard and of the StartBroadcast in a cluster. */
+static void fan_out_sizes(sim_kafka *k, size_t *shard, size_t *start)
+{
+    *shard = *start = 0;
+    sim_rec *r;
+    size_t m = sim_read(k, kit_topic("tasks"), 0, &r);
+    for (size_t i = 0; i < m; i++)
+        if (r[i].key_len + r[i].value_len > *shard)
+            *shard = r[i].key_len + r[i].value_len;
+    free(r);
+    m = sim_read(k, kit_topic("job-commands"), 0, &r);
+    for (size_t i = 0; i < m; i++)
+        *start = r[i].key_len + r[i].value_len;
+    free(r);
+}
+
+/* One broadcast "<prefix>0" to these members, in a cluster whose producer refuses records
+ * larger than limit (0: none), as librdkafka refuses them (one bound for every topic).
+ * Returns whether it went out (its shards and StartBroadcast committed) and checks that
+ * otherwise nothing of it did: it failed for good, with a Result saying why and a dead
+ * letter. *shard and *start: the sizes of what went out. */
+static bool one_broadcast(const char *prefix, const char *const *members, size_t n, size_t limit,
+                          const char *why, size_t *shard, size_t *start)
+{
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    if (limit) {
+        sim_set_max_bytes(k, kit_topic("tasks"), limit);
+        sim_set_max_bytes(k, kit_topic("job-commands"), limit);
+    }
+    ready_broadcasts(k, 1, T0, prefix);
+    fake_env env = {.clock = k, .members = members, .n_members = n};
+    mc_executor_caller cl;
+    mc_processor p = executor_with(&env, &cl);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(ex && sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    CHECK(fake_caller_run(env.current, sim_now(k), NULL, NULL) == 1);
+    CHECK(sim_settle(ex, 20) == 0);
+    fan_out_sizes(k, shard, start);
+    kit_result *r;
+    size_t results = kit_results(k, 0, &r);
+    bool out = *shard && *start;
+    if (why) {
+        CHECK(!*shard && !*start, "%s: a shard (%zu bytes) or the StartBroadcast (%zu) went out",
+              why, *shard, *start);
+        CHECK(results == 1 && r[0].outcome == MC_OUTCOME_FAILED_PERMANENTLY &&
+                  strstr(r[0].error, why),
+              "%zu Results: %s", results, results ? r[0].error : "");
+        CHECK(kit_count_keyed(k, "dead", 0) == 1, "%s: the task is not in the dead topic", why);
+    }
+    free(r);
+    sim_stop(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+    return out;
+}
+
+/* A broadcast that cannot go out whole goes out not at all: a shard whose key would be
+ * too long; a StartBroadcast larger than Kafka takes, when the shards are not; a shard
+ * larger than Kafka takes, when the StartBroadcast is not (the largest record goes first,
+ * so it is refused before anything else is in the transaction). */
+static void a_broadcast_that_cannot_go_out_whole_goes_out_not_at_all(void)
+{
+    size_t shard, start;
+    char prefix[1100] = "b"; /* "a/" + "b" + 1015 x + "0": 1019 bytes; its shards' 1027 */
+    memset(prefix + 1, 'x', 1015);
+    prefix[1016] = '\0';
+    one_broadcast(prefix, MEMBERS, 3, 0, "the key of shard", &shard, &start);
+    /* Three long members: the StartBroadcast names them all, a shard one. */
+    static char urls[3][400];
+    const char *long_members[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(urls[i], sizeof urls[i], "http://m%d.example/%0300d", i, 0);
+        long_members[i] = urls[i];
+    }
+    CHECK(one_broadcast("b", long_members, 3, 0, NULL, &shard, &start) && start > shard,
+          "sizes: shard %zu, StartBroadcast %zu", shard, start);
+    one_broadcast("b", long_members, 3, (shard + start) / 2, "refused", &shard, &start);
+    /* One short member: its shard, with the marks, is larger than the StartBroadcast. */
+    static const char *const one[1] = {"http://a:8080"};
+    CHECK(one_broadcast("b", one, 1, 0, NULL, &shard, &start) && shard > start,
+          "sizes: shard %zu, StartBroadcast %zu", shard, start);
+    one_broadcast("b", one, 1, (shard + start) / 2, "refused", &shard, &start);
+}
+
 int main(void)
 {
     held_burst_across_a_crash(3000);
@@ -449,5 +671,7 @@ int main(void)
     a_paused_partition_resumes_after_an_abort();
     an_executor_whose_partitions_were_taken_starts_no_call();
     deliveries_survive_an_abort_and_a_crash();
+    broadcasts_fan_out_all_or_none();
+    a_broadcast_that_cannot_go_out_whole_goes_out_not_at_all();
     return check_exit("test_executor_sim");
 }
