@@ -111,6 +111,25 @@ static void shard_result(sim_kafka *k, const char *id, int32_t i, int32_t n, int
     mc_buf_free(&b);
 }
 
+/* The ShardDone the relay writes to job-commands for shard i of broadcast id (version
+ * v), as it does once it has read the shard's final Result. */
+static void shard_done(sim_kafka *k, const char *id, int32_t i, int64_t v, mc_outcome o,
+                       int64_t finished_at)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_SHARD_DONE};
+    c.shard_done = (mc_shard_done){.app_id = "a",
+                                   .task_id = id,
+                                   .version = v,
+                                   .end = {.shard = i, .outcome = o, .finished_at = finished_at}};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    char key[256];
+    size_t kl = mc_task_key("a", id, key, sizeof key);
+    sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl, b.data, b.len,
+               NULL, 0);
+    mc_buf_free(&b);
+}
+
 /* The Results of task id (all partitions); the last one's fields. */
 typedef struct parent_result {
     size_t count;
@@ -307,6 +326,36 @@ static void failures_duplicates_and_versions(void)
     kit_config_free(cfg);
 }
 
+/* A task's version is shifted below zero by a growth of the partition count
+ * (`mooncakectl partitions grow`), and still orders its submissions: a broadcast of
+ * version -7 opens, ignores the ends of an older one (-9), and ends with its one Result.
+ * (Its ends come as the ShardDones the relay writes.) */
+static void a_negative_version_gets_its_result(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    start_broadcast(k, "n", -7, 2, T0, true);
+    start_broadcast(k, "n", -9, 2, T0, true); /* an older submission's */
+    sim_inst *in = start(k, cfg, "j1");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "the broadcast is open");
+    shard_done(k, "n", 0, -7, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    shard_done(k, "n", 1, -9, MC_OUTCOME_SUCCEEDED, T0 + 150); /* the older one's */
+    settle(k, in, 10);
+    CHECK(parent(k, "n").count == 0, "shard 1 of version -7 has not ended");
+    shard_done(k, "n", 1, -7, MC_OUTCOME_SUCCEEDED, T0 + 200);
+    settle(k, in, 10);
+    parent_result r = parent(k, "n");
+    CHECK(r.count == 1, "%zu Results", r.count);
+    CHECK(r.outcome == MC_OUTCOME_SUCCEEDED && r.version == -7 && r.finished_at == T0 + 200,
+          "outcome %d version %lld", (int)r.outcome, (long long)r.version);
+    CHECK(strcmp(r.chain, "k") == 0, "the chain sees it end");
+    CHECK(follow_ups(k, "n", NULL) == 1);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 /* Twenty broadcasts of 1 to 5 shards whose Results come in random order at random
  * moments, while the role is killed (whatever its open transaction holds), aborted
  * and replaced, so it restores from its changelog midway: each broadcast ends in
@@ -437,6 +486,7 @@ int main(void)
 {
     shards_in_any_order_make_one_result();
     failures_duplicates_and_versions();
+    a_negative_version_gets_its_result();
     one_result_each_across_kills();
     the_stale_bound_ends_it();
     return check_exit("test_broadcasts_sim");
