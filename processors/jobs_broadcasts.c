@@ -520,15 +520,15 @@ void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m)
     char detail[256];
     uint8_t *v = NULL;
     broadcast_entry *e = NULL;
-    if (decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0 ||
-        !(v = malloc(m->value_len)) ||
+    bool unreadable = decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0;
+    if (unreadable || !(v = malloc(m->value_len)) ||
         !(e = broadcast_new(s, p, m->key, m->key_len, v, m->value_len))) {
         /* Only we write it: a bug or tampering. Say so loudly; the rest of the
          * partition holds. */
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, m->offset);
         mc_log(s->logger, MC_LOG_ERROR, "broadcasts changelog record skipped", "topic",
-               s->broadcasts_topic, "offset", off, "error", v ? "out of memory" : detail,
+               s->broadcasts_topic, "offset", off, "error", unreadable ? detail : "out of memory",
                (const char *)NULL);
         free(v);
         return;
