@@ -279,19 +279,42 @@ static int submit_follow_ups(jobs *s, const mc_task *t, const char *parent_key,
     return 0;
 }
 
+/* How a broadcast ended. */
+typedef enum broadcast_end {
+    END_SHARDS,   /* every shard gave its final Result */
+    END_STALE,    /* its bound passed with shards unreported */
+    END_REPLACED, /* a newer submission of its task started a broadcast of its own */
+} broadcast_end;
+
 /* Writes the task's Result (and, when every shard succeeded, its follow-ups), tombstones
- * the state and forgets it. stale: the bound ended it at now, with shards unreported;
- * cause: the ShardDone that ended it (NULL when stale). 0, or -1. */
-static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broadcast *b, bool stale,
-                  int64_t now, const mc_record *cause, mc_ctx *ctx)
+ * the state and forgets it. how: END_SHARDS, its last shard ended (cause: the ShardDone
+ * that said so); END_STALE, the bound ended it at now (cause: NULL); END_REPLACED, the
+ * StartBroadcast of version newer (cause) replaced it at now: its Result is CANCELLED.
+ * 0, or -1. */
+static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broadcast *b,
+                  broadcast_end how, int64_t newer, int64_t now, const mc_record *cause,
+                  mc_ctx *ctx)
 {
     char error[2048];
-    failure_text(b, stale, e->stale_at - b->fired_at, error, sizeof error);
-    bool succeeded = error[0] == '\0';
-    int64_t finished_at = stale ? now : b->fired_at;
-    for (size_t i = 0; !stale && i < b->n_ended; i++)
-        if (b->ended[i].finished_at > finished_at)
-            finished_at = b->ended[i].finished_at;
+    mc_outcome outcome;
+    int64_t finished_at = now;
+    if (how == END_REPLACED) {
+        snprintf(error, sizeof error,
+                 "replaced by a newer submission of the task (version %" PRId64
+                 ") before every shard reported",
+                 newer);
+        outcome = MC_OUTCOME_CANCELLED;
+    } else {
+        failure_text(b, how == END_STALE, e->stale_at - b->fired_at, error, sizeof error);
+        outcome = error[0] == '\0' ? MC_OUTCOME_SUCCEEDED : MC_OUTCOME_FAILED_PERMANENTLY;
+    }
+    if (how == END_SHARDS) {
+        finished_at = b->fired_at;
+        for (size_t i = 0; i < b->n_ended; i++)
+            if (b->ended[i].finished_at > finished_at)
+                finished_at = b->ended[i].finished_at;
+    }
+    bool succeeded = outcome == MC_OUTCOME_SUCCEEDED;
     char *body = summary(b);
     if (!body)
         return -1;
@@ -303,7 +326,7 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
                      .started_at = b->fired_at,
                      .finished_at = finished_at,
                      .http_status = 0,
-                     .outcome = succeeded ? MC_OUTCOME_SUCCEEDED : MC_OUTCOME_FAILED_PERMANENTLY,
+                     .outcome = outcome,
                      .error = error,
                      .version = b->version,
                      .response_body = (const uint8_t *)body,
@@ -339,7 +362,10 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
         return -1;
     if (mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, NULL, 0) != 0)
         return -1;
-    mc_counter_add(succeeded ? s->broadcasts_succeeded : s->broadcasts_failed, 1);
+    mc_counter_add(succeeded                         ? s->broadcasts_succeeded
+                   : outcome == MC_OUTCOME_CANCELLED ? s->broadcasts_cancelled
+                                                     : s->broadcasts_failed,
+                   1);
     broadcast_remove(s, p, e);
     mc_ctx_request_commit_now(ctx); /* a chain's next link or a job may wait on it */
     return 0;
@@ -363,7 +389,7 @@ static int end_stale(jobs *s, job_part *p, broadcast_entry *e, int64_t now, mc_c
            "broadcast given up on after its stale bound: some shards gave no final Result", "key",
            key, "ended", ended, "shards", total, (const char *)NULL);
     mc_counter_add(s->broadcasts_stale, 1);
-    return finish(s, p, e, &b, true, now, NULL, ctx);
+    return finish(s, p, e, &b, END_STALE, 0, now, NULL, ctx);
 }
 
 int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx)
@@ -399,18 +425,26 @@ static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_st
     if (old && c->version <= old->version)
         return 0; /* the same one again, or an older submission's */
     if (old) {
-        /* The client submitted the task again while its shards ran: the newer
-         * submission's broadcast is the one its Result answers. */
-        char key[MC_MAX_TASK_KEY_LEN + 1], was[24], now_v[24];
+        /* The client submitted the task again while its shards ran: the older
+         * broadcast ends CANCELLED, and the newer submission's starts. */
+        mc_start_broadcast was;
+        char detail[256];
+        if (decode_state(s, old->value, old->value_len, &was, detail, sizeof detail) != 0) {
+            mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
+                   (const char *)NULL);
+            return -1;
+        }
+        char key[MC_MAX_TASK_KEY_LEN + 1], was_v[24], now_v[24];
         snprintf(key, sizeof key, "%.*s", (int)r->key_len, (const char *)r->key);
-        snprintf(was, sizeof was, "%" PRId64, old->version);
+        snprintf(was_v, sizeof was_v, "%" PRId64, old->version);
         snprintf(now_v, sizeof now_v, "%" PRId64, c->version);
         mc_log(s->logger, MC_LOG_WARN,
                "broadcast replaced by a newer submission of its task before every shard "
-               "reported; the older one gets no Result",
-               "key", key, "version", was, "new_version", now_v, (const char *)NULL);
+               "reported; the older one ends CANCELLED",
+               "key", key, "version", was_v, "new_version", now_v, (const char *)NULL);
         mc_counter_add(s->broadcasts_replaced, 1);
-        broadcast_remove(s, p, old);
+        if (finish(s, p, old, &was, END_REPLACED, c->version, mc_ctx_now_ms(ctx), r, ctx) != 0)
+            return -1;
     }
     mc_start_broadcast b = *c;
     b.ended = NULL;
@@ -452,7 +486,7 @@ static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_d
     ended[b.n_ended++] = d->end;
     b.ended = ended;
     if (b.n_ended == b.n_members)
-        return finish(s, p, e, &b, false, mc_ctx_now_ms(ctx), r, ctx);
+        return finish(s, p, e, &b, END_SHARDS, 0, mc_ctx_now_ms(ctx), r, ctx);
     size_t len;
     uint8_t *v = encode_state(s, &b, &len);
     if (!v)
@@ -573,6 +607,9 @@ void jobs_broadcasts_metrics(jobs *s, mc_metrics *m)
     s->broadcasts_failed = mc_metrics_counter(m, "mooncake_broadcasts_ended_total",
                                               "Sharding broadcasts ended, by their task's outcome",
                                               "outcome=\"FAILED_PERMANENTLY\"");
+    s->broadcasts_cancelled = mc_metrics_counter(
+        m, "mooncake_broadcasts_ended_total", "Sharding broadcasts ended, by their task's outcome",
+        "outcome=\"CANCELLED\"");
     s->broadcasts_stale = mc_metrics_counter(
         m, "mooncake_broadcasts_stale_total",
         "Sharding broadcasts ended by their stale bound with shards unreported", NULL);

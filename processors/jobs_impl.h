@@ -132,8 +132,8 @@ typedef struct jobs {
     mc_counter *links_added, *links_released, *links_cancelled, *links_done, *links_stale,
         *links_relayed;
     mc_gauge *broadcasts_gauge;
-    mc_counter *broadcasts_started, *broadcasts_succeeded, *broadcasts_failed, *broadcasts_stale,
-        *broadcasts_replaced, *shards_relayed;
+    mc_counter *broadcasts_started, *broadcasts_succeeded, *broadcasts_failed,
+        *broadcasts_cancelled, *broadcasts_stale, *broadcasts_replaced, *shards_relayed;
 } jobs;
 
 /* Sets e's timer for its next action (none when it has nothing to do) and

@@ -274,8 +274,8 @@ static void shards_in_any_order_make_one_result(void)
 
 /* A failed, a dropped and a succeeded shard: FAILED_PERMANENTLY naming the two, no
  * follow-up. A StartBroadcast again (same version, or older) and a shard of an older
- * version change nothing; a newer version replaces the open one, which never gets a
- * Result. */
+ * version change nothing; a newer version replaces the open one, which ends CANCELLED
+ * with its one Result. */
 static void failures_duplicates_and_versions(void)
 {
     mc_config *cfg = config();
@@ -304,21 +304,41 @@ static void failures_duplicates_and_versions(void)
     CHECK(sim_counter(in, "mooncake_broadcasts_ended_total", "outcome=\"FAILED_PERMANENTLY\"") ==
           1);
 
-    /* Replaced: version 150 is open when 200 starts; 150's shards end unheard. */
-    start_broadcast(k, "r", 150, 2, T0 + 1000, false);
+    /* Replaced: version 150 is open when 200 starts. 150 ends then, in the transaction
+     * that starts 200: CANCELLED, naming the newer version, its shards so far in its
+     * body, with its chain headers and no follow-up; its later shards are unheard. */
+    start_broadcast(k, "r", 150, 2, T0 + 1000, true);
     settle(k, in, 10);
     shard_result(k, "r", 0, 2, 150, MC_OUTCOME_SUCCEEDED, T0 + 1100);
-    start_broadcast(k, "r", 200, 2, T0 + 1200, false);
     settle(k, in, 10);
+    start_broadcast(k, "r", 200, 2, T0 + 1200, true);
+    settle(k, in, 10);
+    r = parent(k, "r");
+    CHECK(r.count == 1, "the replaced broadcast's one Result: %zu", r.count);
+    CHECK(r.version == 150 && r.outcome == MC_OUTCOME_CANCELLED, "version %lld outcome %d",
+          (long long)r.version, (int)r.outcome);
+    CHECK(strcmp(r.error, "replaced by a newer submission of the task (version 200) before "
+                          "every shard reported") == 0,
+          "error %s", r.error);
+    CHECK(strcmp(r.body, "{\"shards\":[{\"shard\":0,\"member\":\"http://a:8080\",\"outcome\":"
+                         "\"SUCCEEDED\",\"finishedAt\":1800000001100},{\"shard\":1,\"member\":"
+                         "\"http://b:8080\",\"outcome\":null,\"finishedAt\":null}]}") == 0,
+          "body %s", r.body);
+    CHECK(r.started_at == T0 + 1000 && r.finished_at == sim_now(k), "finished when replaced");
+    CHECK(strcmp(r.chain, "k") == 0 && strcmp(r.link, "7") == 0, "chain headers %s %s", r.chain,
+          r.link);
+    CHECK(follow_ups(k, "r", NULL) == 0, "no follow-up for a replaced broadcast");
+    CHECK(sim_counter(in, "mooncake_broadcasts_replaced_total", NULL) == 1);
+    CHECK(sim_counter(in, "mooncake_broadcasts_ended_total", "outcome=\"CANCELLED\"") == 1);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "200 is open");
     shard_result(k, "r", 1, 2, 150, MC_OUTCOME_SUCCEEDED, T0 + 1300);
     settle(k, in, 10);
-    CHECK(parent(k, "r").count == 0, "the replaced broadcast gets no Result");
-    CHECK(sim_counter(in, "mooncake_broadcasts_replaced_total", NULL) == 1);
+    CHECK(parent(k, "r").count == 1, "150's later shards are unheard");
     shard_result(k, "r", 0, 2, 200, MC_OUTCOME_SUCCEEDED, T0 + 1400);
     shard_result(k, "r", 1, 2, 200, MC_OUTCOME_SUCCEEDED, T0 + 1500);
     settle(k, in, 10);
     r = parent(k, "r");
-    CHECK(r.count == 1 && r.version == 200 && r.outcome == MC_OUTCOME_SUCCEEDED);
+    CHECK(r.count == 2 && r.version == 200 && r.outcome == MC_OUTCOME_SUCCEEDED);
     CHECK(follow_ups(k, "r", NULL) == 1);
     CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     sim_crash(in);
