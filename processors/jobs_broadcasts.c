@@ -279,6 +279,30 @@ static int submit_follow_ups(jobs *s, const mc_task *t, const char *parent_key,
     return 0;
 }
 
+/* Kafka refused the broadcast's Result for good: the task is dead-lettered, naming cause,
+ * or when there is none (the bound ended it) the broadcast's key in job-commands. 0, or
+ * -1. */
+static int refused(jobs *s, const job_part *p, const broadcast_entry *e,
+                   const mc_start_broadcast *b, const mc_record *cause, mc_ctx *ctx)
+{
+    mc_record none = {.topic = s->commands_topic,
+                      .partition = p->partition,
+                      .offset = -1,
+                      .key = e->key,
+                      .key_len = e->node.key_len};
+    if (!cause)
+        cause = &none;
+    char reason[400];
+    snprintf(reason, sizeof reason,
+             "jobs: Kafka refused the Result of broadcast %.*s (larger than a record may be); "
+             "the task is dead-lettered instead",
+             (int)(e->node.key_len < 200 ? e->node.key_len : 200), e->key);
+    if (mc_ctx_dead_letter(ctx, cause, reason, &b->task) != 0 &&
+        mc_ctx_dead_letter(ctx, cause, reason, NULL) != 0)
+        return -1;
+    return 0;
+}
+
 /* How a broadcast ended. */
 typedef enum broadcast_end {
     END_SHARDS,   /* every shard gave its final Result */
@@ -353,12 +377,17 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
                       .headers = h,
                       .n_headers = mc_chain_result_headers(&b->task, h)};
     rc = mc_ctx_produce(ctx, &out);
-    if (rc == MC_FORWARD_REFUSED)
-        mc_log(s->logger, MC_LOG_ERROR, "Kafka refused a broadcast's Result; it ends without one",
-               "key", key, (const char *)NULL);
-    else if (rc != 0)
+    if (rc == MC_FORWARD_REFUSED) {
+        /* Larger than a record may be: the task goes to the dead topic instead (without
+         * itself if even that is too large), as the executor does with a Result Kafka
+         * refuses, so the broadcast does not end unseen. A task that has no Result has
+         * not succeeded: no follow-ups. */
+        if (refused(s, p, e, b, cause, ctx) != 0)
+            return -1;
+    } else if (rc != 0) {
         return -1;
-    if (succeeded && submit_follow_ups(s, &b->task, key, finished_at, cause, ctx) != 0)
+    }
+    if (succeeded && rc == 0 && submit_follow_ups(s, &b->task, key, finished_at, cause, ctx) != 0)
         return -1;
     if (mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, NULL, 0) != 0)
         return -1;

@@ -209,6 +209,47 @@ static size_t follow_ups(sim_kafka *k, const char *id, int64_t *due)
     return count;
 }
 
+/* The dead letters of broadcast id (those whose reason names its key); the last one's
+ * fields. */
+typedef struct dead_letters {
+    size_t count;
+    bool has_task;
+    char task_id[64], topic[64], key[64], reason[512];
+    int32_t partition, letter_partition;
+    int64_t offset;
+} dead_letters;
+
+static dead_letters dead(sim_kafka *k, const char *id)
+{
+    dead_letters out = {0};
+    char want[128];
+    snprintf(want, sizeof want, "broadcast a/%s ", id);
+    mc_arena *a = mc_arena_new();
+    for (int32_t q = 0; q < P; q++) {
+        sim_rec *r;
+        size_t n = sim_read(k, kit_topic("dead"), q, &r);
+        for (size_t i = 0; i < n; i++) {
+            mc_dead_letter d;
+            mc_arena_reset(a);
+            CHECK(mc_decode_dead_letter(r[i].value, r[i].value_len, a, &d, NULL, 0) == MC_CODEC_OK);
+            if (!strstr(d.reason, want))
+                continue;
+            out.count++;
+            out.has_task = d.has_task;
+            snprintf(out.task_id, sizeof out.task_id, "%s", d.has_task ? d.task.task_id : "");
+            snprintf(out.topic, sizeof out.topic, "%s", d.source_topic);
+            snprintf(out.key, sizeof out.key, "%.*s", (int)r[i].key_len, (const char *)r[i].key);
+            snprintf(out.reason, sizeof out.reason, "%s", d.reason);
+            out.partition = d.source_partition;
+            out.letter_partition = q;
+            out.offset = d.source_offset;
+        }
+        free(r);
+    }
+    mc_arena_free(a);
+    return out;
+}
+
 static sim_inst *start(sim_kafka *k, const mc_config *cfg, const char *id)
 {
     sim_inst *in = sim_inst_new(k, &mc_jobs_processor, cfg, id);
@@ -376,6 +417,54 @@ static void a_negative_version_gets_its_result(void)
     kit_config_free(cfg);
 }
 
+/* Kafka refuses the broadcast's Result (larger than `results` takes): the task goes to
+ * the dead topic instead, naming the ShardDone that ended it, or (ended by its bound)
+ * the broadcast's key in job-commands at offset -1; no follow-up, nothing left open. */
+static void a_refused_result_is_dead_lettered(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    sim_set_max_bytes(k, kit_topic("results"), 120);
+    start_broadcast(k, "x", 100, 2, T0, true);
+    start_broadcast(k, "y", 100, 2, T0, false);
+    sim_inst *in = start(k, cfg, "j1");
+    shard_result(k, "x", 0, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    shard_result(k, "x", 1, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 200);
+    shard_result(k, "y", 0, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    settle(k, in, 10);
+    CHECK(parent(k, "x").count == 0, "Kafka refused it");
+    dead_letters d = dead(k, "x");
+    char key[256];
+    size_t kl = mc_task_key("a", "x", key, sizeof key);
+    int32_t home = mc_key_partition(key, kl, P);
+    CHECK(d.count == 1, "%zu dead letters of x", d.count);
+    CHECK(strstr(d.reason, "refused the Result") != NULL, "reason %s", d.reason);
+    CHECK(d.has_task && strcmp(d.task_id, "x") == 0, "the letter carries the task");
+    CHECK(strcmp(d.topic, kit_topic("job-commands")) == 0 && d.partition == home && d.offset >= 0 &&
+              strcmp(d.key, key) == 0,
+          "it names the ShardDone that ended it: %s[%d]@%lld %s", d.topic, (int)d.partition,
+          (long long)d.offset, d.key);
+    CHECK(follow_ups(k, "x", NULL) == 0, "no follow-up without a Result");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "y is open");
+    /* y's shard 1 never reports: its bound ends it, and its Result is refused too. */
+    while (sim_gauge(in, "mooncake_broadcasts_open", NULL) > 0 && sim_now(k) < T0 + 3 * 86400000)
+        settle(k, in, 600000);
+    CHECK(parent(k, "y").count == 0);
+    d = dead(k, "y");
+    kl = mc_task_key("a", "y", key, sizeof key);
+    home = mc_key_partition(key, kl, P);
+    CHECK(d.count == 1, "%zu dead letters of y", d.count);
+    CHECK(d.has_task && strcmp(d.task_id, "y") == 0, "the letter carries the task");
+    CHECK(strcmp(d.topic, kit_topic("job-commands")) == 0 && d.partition == home &&
+              d.offset == -1 && strcmp(d.key, key) == 0 && d.letter_partition == home,
+          "it names the broadcast's key in job-commands: %s[%d]@%lld %s", d.topic, (int)d.partition,
+          (long long)d.offset, d.key);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 /* Twenty broadcasts of 1 to 5 shards whose Results come in random order at random
  * moments, while the role is killed (whatever its open transaction holds), aborted
  * and replaced, so it restores from its changelog midway: each broadcast ends in
@@ -507,6 +596,7 @@ int main(void)
     shards_in_any_order_make_one_result();
     failures_duplicates_and_versions();
     a_negative_version_gets_its_result();
+    a_refused_result_is_dead_lettered();
     one_result_each_across_kills();
     the_stale_bound_ends_it();
     return check_exit("test_broadcasts_sim");
