@@ -39,6 +39,13 @@
 /* Beyond the task's stale bound: the shards go through `tasks` and the router, and
  * their ends through `job-commands`, two hops more than a chain link's. */
 #define SLACK_MS 60000
+/* The least a broadcast waits: its shards may be merely slow (an admission limit of one
+ * call open for 64 shards of 30 s calls takes 32 minutes; an outage), and they end with a
+ * final Result anyway; the bound is a net for tampering and bugs. */
+#define MIN_WAIT_MS DAY_MS
+/* A timer armed on assignment fires no earlier than this: the role reads its backlog of
+ * job-commands (ShardDones, and the shards' Results that make them) first. */
+#define RESTORE_GRACE_MS 60000
 
 /* ---- entries ------------------------------------------------------------------------ */
 
@@ -93,17 +100,21 @@ static void broadcast_remove(jobs *s, job_part *p, broadcast_entry *e)
     mc_gauge_add(s->broadcasts_gauge, -1);
 }
 
+/* When the broadcast stops waiting for its shards: fired_at + max(the task's stale
+ * bound + SLACK_MS, MIN_WAIT_MS). */
 static int64_t stale_at(const jobs *s, const mc_start_broadcast *b)
 {
     const mc_task *t = &b->task;
-    return b->fired_at + jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) +
-           SLACK_MS;
+    int64_t wait =
+        jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) + SLACK_MS;
+    return b->fired_at + (wait > MIN_WAIT_MS ? wait : MIN_WAIT_MS);
 }
 
-static int broadcast_arm(job_part *p, broadcast_entry *e, int64_t now, mc_ctx *ctx)
+/* Sets e's timer at its stale_at, and no earlier than not_before. */
+static int broadcast_arm(job_part *p, broadcast_entry *e, int64_t not_before, mc_ctx *ctx)
 {
     mc_wheel_cancel(p->broadcast_timers, &e->timer);
-    int64_t t = e->stale_at > now ? e->stale_at : now;
+    int64_t t = e->stale_at > not_before ? e->stale_at : not_before;
     if (mc_wheel_add(p->broadcast_timers, &e->timer, t) != 0)
         return -1;
     mc_ctx_wakeup_at(ctx, t);
@@ -490,7 +501,9 @@ static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_st
     mc_counter_add(s->broadcasts_started, 1);
     if (write_state(s, p, e, ctx) != 0)
         return -1;
-    return broadcast_arm(p, e, mc_ctx_now_ms(ctx), ctx);
+    /* Read late (from a backlog), its bound may have passed: its shards' ends may
+     * follow in the same backlog. */
+    return broadcast_arm(p, e, mc_ctx_now_ms(ctx) + RESTORE_GRACE_MS, ctx);
 }
 
 static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_done *d, mc_ctx *ctx)
@@ -606,20 +619,22 @@ typedef struct arming {
     jobs *s;
     job_part *p;
     mc_ctx *ctx;
-    int64_t now;
+    int64_t not_before;
     bool failed;
 } arming;
 
 static void arm_broadcast(mc_keynode *n, void *arg)
 {
     arming *a = arg;
-    if (broadcast_arm(a->p, (broadcast_entry *)n, a->now, a->ctx) != 0)
+    if (broadcast_arm(a->p, (broadcast_entry *)n, a->not_before, a->ctx) != 0)
         a->failed = true;
 }
 
 int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx)
 {
-    arming a = {s, p, ctx, now, false};
+    /* Due already (the role was away past the bound), it waits for the backlog: the
+     * shards' ends may be in it. */
+    arming a = {s, p, ctx, now + RESTORE_GRACE_MS, false};
     mc_keymap_each(p->broadcasts, arm_broadcast, &a);
     return a.failed ? -1 : 0;
 }

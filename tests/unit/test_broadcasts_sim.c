@@ -20,6 +20,7 @@
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
 #define P 3
 #define MAX_SHARDS 5
+#define DAY INT64_C(86400000)
 
 static uint64_t rng_state = 7;
 static uint64_t rnd(void)
@@ -41,9 +42,10 @@ static const char *const MEMBERS[MAX_SHARDS] = {"http://a:8080", "http://b:8080"
                                                 "http://d:8080", "http://e:8080"};
 
 /* The StartBroadcast the executor writes for task id (version v, n shards, fired at
- * fired_at); chained: the task carries a chain's metadata; with a follow-up. */
-static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, int64_t fired_at,
-                            bool chained)
+ * fired_at) with this retry policy; chained: the task carries a chain's metadata; with a
+ * follow-up. */
+static void start_broadcast_retry(sim_kafka *k, const char *id, int64_t v, size_t n,
+                                  int64_t fired_at, bool chained, mc_retry_policy retry)
 {
     mc_kv meta[2] = {{MC_CHAIN_METADATA, "k"}, {MC_LINK_METADATA, "7"}};
     mc_follow_up then = {
@@ -55,10 +57,7 @@ static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, i
                                       .due_at = fired_at - 5,
                                       .callback = {.url = "group://all", .method = "POST"},
                                       .has_retry = true,
-                                      .retry = {.max_attempts = 1,
-                                                .initial_backoff_ms = 100,
-                                                .multiplier = 2,
-                                                .max_backoff_ms = 100},
+                                      .retry = retry,
                                       .attempt = 1,
                                       .created_at = T0 - 60000,
                                       .metadata = chained ? meta : NULL,
@@ -76,6 +75,15 @@ static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, i
     sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl, b.data, b.len,
                NULL, 0);
     mc_buf_free(&b);
+}
+
+/* The same with one attempt (its stale bound: 2 s timeout + 1 s, and a minute). */
+static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, int64_t fired_at,
+                            bool chained)
+{
+    mc_retry_policy once = {
+        .max_attempts = 1, .initial_backoff_ms = 100, .multiplier = 2, .max_backoff_ms = 100};
+    start_broadcast_retry(k, id, v, n, fired_at, chained, once);
 }
 
 /* A Result of shard i of n of broadcast id (version v), as the executor writes it. */
@@ -550,30 +558,38 @@ static void one_result_each_across_kills(void)
     kit_config_free(cfg);
 }
 
-/* Two shards never report: the broadcast waits its bound (one attempt: 2 s timeout + 1
- * s, a minute, and a minute of slack: 123 s from when it fired), across a restart,
- * then ends FAILED_PERMANENTLY naming them; a late shard changes nothing. */
+/* Two shards never report. The task's own bound is short (one attempt: 2 s timeout + 1
+ * s, a minute, and a minute of slack: 123 s), so the broadcast waits a day from when it
+ * fired, across a restart, then ends FAILED_PERMANENTLY naming them; a late shard
+ * changes nothing. One whose own bound is longer than a day (ten attempts, three hours
+ * of backoff: 27 h 2 min 30 s with the slack) waits that long. */
 static void the_stale_bound_ends_it(void)
 {
     mc_config *cfg = config();
     sim_kafka *k = sim_kafka_new(P, T0);
+    const int64_t step = 600000, long_bound = 10 * 3000 + 9 * 3 * 3600000 + 60000 + 60000;
     start_broadcast(k, "s", 100, 3, T0, true);
+    mc_retry_policy hours = {.max_attempts = 10,
+                             .initial_backoff_ms = 1000,
+                             .multiplier = 2,
+                             .max_backoff_ms = 3 * 3600000};
+    start_broadcast_retry(k, "l", 100, 2, T0, false, hours);
     sim_inst *in = start(k, cfg, "j1");
     shard_result(k, "s", 0, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
     settle(k, in, 10);
-    while (sim_now(k) < T0 + 60000)
-        settle(k, in, 1000);
+    while (sim_now(k) < T0 + DAY / 2)
+        settle(k, in, step);
+    CHECK(parent(k, "s").count == 0, "no Result after the task's own bound: it is under a day");
     sim_crash(in);
     in = start(k, cfg, "j2");
-    while (sim_now(k) + 1000 < T0 + 123000 - 200)
-        settle(k, in, 1000);
-    CHECK(parent(k, "s").count == 0, "no Result before the bound");
-    while (sim_now(k) < T0 + 123000 + 1000)
-        settle(k, in, 500);
+    while (sim_now(k) + step < T0 + DAY)
+        settle(k, in, step);
+    CHECK(parent(k, "s").count == 0, "no Result before a day");
+    settle(k, in, step);
     parent_result r = parent(k, "s");
     CHECK(r.count == 1, "%zu Results", r.count);
     CHECK(r.outcome == MC_OUTCOME_FAILED_PERMANENTLY);
-    CHECK(strcmp(r.error, "shards 1, 2 of 3 gave no final Result within 123 s") == 0, "error %s",
+    CHECK(strcmp(r.error, "shards 1, 2 of 3 gave no final Result within 86400 s") == 0, "error %s",
           r.error);
     CHECK(strstr(r.body, "{\"shard\":1,\"member\":\"http://b:8080\",\"outcome\":null,"
                          "\"finishedAt\":null}") != NULL,
@@ -581,11 +597,50 @@ static void the_stale_bound_ends_it(void)
     CHECK(strcmp(r.chain, "k") == 0, "the chain sees it end");
     CHECK(follow_ups(k, "s", NULL) == 0);
     CHECK(sim_counter(in, "mooncake_broadcasts_stale_total", NULL) == 1);
-    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     shard_result(k, "s", 1, 3, 100, MC_OUTCOME_SUCCEEDED, sim_now(k));
     shard_result(k, "s", 2, 3, 100, MC_OUTCOME_SUCCEEDED, sim_now(k));
     settle(k, in, 10);
     CHECK(parent(k, "s").count == 1, "late shards change nothing");
+    /* The task whose own bound is longer. */
+    while (sim_now(k) + step < T0 + long_bound)
+        settle(k, in, step);
+    CHECK(parent(k, "l").count == 0, "no Result before the task's own bound");
+    settle(k, in, step);
+    r = parent(k, "l");
+    CHECK(r.count == 1 && r.outcome == MC_OUTCOME_FAILED_PERMANENTLY, "%zu Results", r.count);
+    CHECK(strcmp(r.error, "shards 0, 1 of 2 gave no final Result within 97350 s") == 0, "error %s",
+          r.error);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* The role is away past the bound while the last shards end: on its restore the
+ * broadcast's timer is due already, and the shards' Results in its backlog (relayed,
+ * then read back as ShardDones) end it first: SUCCEEDED, not stale. */
+static void a_restore_after_the_bound_reads_the_backlog_first(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    start_broadcast(k, "w", 100, 3, T0, true);
+    sim_inst *in = start(k, cfg, "j1");
+    shard_result(k, "w", 0, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    settle(k, in, 10);
+    sim_crash(in);
+    shard_result(k, "w", 1, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 1800000);
+    shard_result(k, "w", 2, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 3600000);
+    sim_set_now(k, T0 + 2 * DAY);
+    in = start(k, cfg, "j2");
+    parent_result r = parent(k, "w");
+    CHECK(r.count == 1, "%zu Results", r.count);
+    CHECK(r.outcome == MC_OUTCOME_SUCCEEDED, "outcome %d: %s", (int)r.outcome, r.error);
+    CHECK(r.finished_at == T0 + 3600000);
+    CHECK(follow_ups(k, "w", NULL) == 1);
+    CHECK(sim_counter(in, "mooncake_broadcasts_stale_total", NULL) == 0);
+    settle(k, in, 120000);
+    CHECK(parent(k, "w").count == 1, "its timer went with it");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     sim_crash(in);
     sim_kafka_free(k);
     kit_config_free(cfg);
@@ -599,5 +654,6 @@ int main(void)
     a_refused_result_is_dead_lettered();
     one_result_each_across_kills();
     the_stale_bound_ends_it();
+    a_restore_after_the_bound_reads_the_backlog_first();
     return check_exit("test_broadcasts_sim");
 }
