@@ -19,13 +19,23 @@
  * (with the task's chain headers, so a chain or a job waiting for the task sees it
  * end), submits its follow-ups when every shard succeeded, and tombstones the state:
  * a kill -9 at any moment neither loses nor doubles the Result. The version makes a
- * relay of a shard of an older submission of the same task id harmless.
+ * relay of a shard of an older submission of the same task id harmless (a version may
+ * be negative: one written before a growth of the partition count is shifted below zero,
+ * and a newer one is still the larger). A newer submission's StartBroadcast replaces an
+ * open broadcast: the older one's Result (CANCELLED, its shards so far) is written in the
+ * transaction that starts the newer one. A Result Kafka refuses (larger than a record may
+ * be) sends the task to the dead topic instead.
  *
- * A shard may never report (a cancel that voided it before it was fired writes no
- * Result, the router may dead-letter it): the broadcast waits at most the task's stale
+ * Every shard ends with a final Result through the usual paths (the executor validates
+ * the shards before it fans out; a cancel, a recall, running out of attempts and a
+ * refusal all write one carrying the broadcast's headers), so the broadcast's bound
+ * is only a net for tampering and bugs, and shards that are merely slow (an admission
+ * limit, an outage) are waited for: from when it was fired, a day, or the task's own stale
  * bound (every attempt's timeout and backoff, plus a minute, as a job waits for an
- * occurrence) and a minute more for the two extra hops its shards take, from when it
- * was fired; then it ends FAILED_PERMANENTLY, naming the shards that never reported. */
+ * occurrence) and a minute more for the two extra hops its shards take, if that is longer.
+ * A timer armed on assignment fires no earlier than a minute later, so a role back after
+ * the bound reads the shards' ends in its backlog first. Past the bound the broadcast ends
+ * FAILED_PERMANENTLY, naming the shards that never reported. */
 #include "jobs_impl.h"
 
 #include <jansson.h>
