@@ -19,13 +19,23 @@
  * (with the task's chain headers, so a chain or a job waiting for the task sees it
  * end), submits its follow-ups when every shard succeeded, and tombstones the state:
  * a kill -9 at any moment neither loses nor doubles the Result. The version makes a
- * relay of a shard of an older submission of the same task id harmless.
+ * relay of a shard of an older submission of the same task id harmless (a version may
+ * be negative: one written before a growth of the partition count is shifted below zero,
+ * and a newer one is still the larger). A newer submission's StartBroadcast replaces an
+ * open broadcast: the older one's Result (CANCELLED, its shards so far) is written in the
+ * transaction that starts the newer one. A Result Kafka refuses (larger than a record may
+ * be) sends the task to the dead topic instead.
  *
- * A shard may never report (a cancel that voided it before it was fired writes no
- * Result, the router may dead-letter it): the broadcast waits at most the task's stale
+ * Every shard ends with a final Result through the usual paths (the executor validates
+ * the shards before it fans out; a cancel, a recall, running out of attempts and a
+ * refusal all write one carrying the broadcast's headers), so the broadcast's bound
+ * is only a net for tampering and bugs, and shards that are merely slow (an admission
+ * limit, an outage) are waited for: from when it was fired, a day, or the task's own stale
  * bound (every attempt's timeout and backoff, plus a minute, as a job waits for an
- * occurrence) and a minute more for the two extra hops its shards take, from when it
- * was fired; then it ends FAILED_PERMANENTLY, naming the shards that never reported. */
+ * occurrence) and a minute more for the two extra hops its shards take, if that is longer.
+ * A timer armed on assignment fires no earlier than a minute later, so a role back after
+ * the bound reads the shards' ends in its backlog first. Past the bound the broadcast ends
+ * FAILED_PERMANENTLY, naming the shards that never reported. */
 #include "jobs_impl.h"
 
 #include <jansson.h>
@@ -39,6 +49,13 @@
 /* Beyond the task's stale bound: the shards go through `tasks` and the router, and
  * their ends through `job-commands`, two hops more than a chain link's. */
 #define SLACK_MS 60000
+/* The least a broadcast waits: its shards may be merely slow (an admission limit of one
+ * call open for 64 shards of 30 s calls takes 32 minutes; an outage), and they end with a
+ * final Result anyway; the bound is a net for tampering and bugs. */
+#define MIN_WAIT_MS DAY_MS
+/* A timer armed on assignment fires no earlier than this: the role reads its backlog of
+ * job-commands (ShardDones, and the shards' Results that make them) first. */
+#define RESTORE_GRACE_MS 60000
 
 /* ---- entries ------------------------------------------------------------------------ */
 
@@ -93,17 +110,21 @@ static void broadcast_remove(jobs *s, job_part *p, broadcast_entry *e)
     mc_gauge_add(s->broadcasts_gauge, -1);
 }
 
+/* When the broadcast stops waiting for its shards: fired_at + max(the task's stale
+ * bound + SLACK_MS, MIN_WAIT_MS). */
 static int64_t stale_at(const jobs *s, const mc_start_broadcast *b)
 {
     const mc_task *t = &b->task;
-    return b->fired_at + jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) +
-           SLACK_MS;
+    int64_t wait =
+        jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) + SLACK_MS;
+    return b->fired_at + (wait > MIN_WAIT_MS ? wait : MIN_WAIT_MS);
 }
 
-static int broadcast_arm(job_part *p, broadcast_entry *e, int64_t now, mc_ctx *ctx)
+/* Sets e's timer at its stale_at, and no earlier than not_before. */
+static int broadcast_arm(job_part *p, broadcast_entry *e, int64_t not_before, mc_ctx *ctx)
 {
     mc_wheel_cancel(p->broadcast_timers, &e->timer);
-    int64_t t = e->stale_at > now ? e->stale_at : now;
+    int64_t t = e->stale_at > not_before ? e->stale_at : not_before;
     if (mc_wheel_add(p->broadcast_timers, &e->timer, t) != 0)
         return -1;
     mc_ctx_wakeup_at(ctx, t);
@@ -279,19 +300,66 @@ static int submit_follow_ups(jobs *s, const mc_task *t, const char *parent_key,
     return 0;
 }
 
+/* Kafka refused the broadcast's Result for good: the task is dead-lettered, naming cause,
+ * or when there is none (the bound ended it) the broadcast's key in job-commands. 0, or
+ * -1. */
+static int refused(jobs *s, const job_part *p, const broadcast_entry *e,
+                   const mc_start_broadcast *b, const mc_record *cause, mc_ctx *ctx)
+{
+    mc_record none = {.topic = s->commands_topic,
+                      .partition = p->partition,
+                      .offset = -1,
+                      .key = e->key,
+                      .key_len = e->node.key_len};
+    if (!cause)
+        cause = &none;
+    char reason[400];
+    snprintf(reason, sizeof reason,
+             "jobs: Kafka refused the Result of broadcast %.*s (larger than a record may be); "
+             "the task is dead-lettered instead",
+             (int)(e->node.key_len < 200 ? e->node.key_len : 200), e->key);
+    if (mc_ctx_dead_letter(ctx, cause, reason, &b->task) != 0 &&
+        mc_ctx_dead_letter(ctx, cause, reason, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+/* How a broadcast ended. */
+typedef enum broadcast_end {
+    END_SHARDS,   /* every shard gave its final Result */
+    END_STALE,    /* its bound passed with shards unreported */
+    END_REPLACED, /* a newer submission of its task started a broadcast of its own */
+} broadcast_end;
+
 /* Writes the task's Result (and, when every shard succeeded, its follow-ups), tombstones
- * the state and forgets it. stale: the bound ended it at now, with shards unreported;
- * cause: the ShardDone that ended it (NULL when stale). 0, or -1. */
-static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broadcast *b, bool stale,
-                  int64_t now, const mc_record *cause, mc_ctx *ctx)
+ * the state and forgets it. how: END_SHARDS, its last shard ended (cause: the ShardDone
+ * that said so); END_STALE, the bound ended it at now (cause: NULL); END_REPLACED, the
+ * StartBroadcast of version newer (cause) replaced it at now: its Result is CANCELLED.
+ * 0, or -1. */
+static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broadcast *b,
+                  broadcast_end how, int64_t newer, int64_t now, const mc_record *cause,
+                  mc_ctx *ctx)
 {
     char error[2048];
-    failure_text(b, stale, e->stale_at - b->fired_at, error, sizeof error);
-    bool succeeded = error[0] == '\0';
-    int64_t finished_at = stale ? now : b->fired_at;
-    for (size_t i = 0; !stale && i < b->n_ended; i++)
-        if (b->ended[i].finished_at > finished_at)
-            finished_at = b->ended[i].finished_at;
+    mc_outcome outcome;
+    int64_t finished_at = now;
+    if (how == END_REPLACED) {
+        snprintf(error, sizeof error,
+                 "replaced by a newer submission of the task (version %" PRId64
+                 ") before every shard reported",
+                 newer);
+        outcome = MC_OUTCOME_CANCELLED;
+    } else {
+        failure_text(b, how == END_STALE, e->stale_at - b->fired_at, error, sizeof error);
+        outcome = error[0] == '\0' ? MC_OUTCOME_SUCCEEDED : MC_OUTCOME_FAILED_PERMANENTLY;
+    }
+    if (how == END_SHARDS) {
+        finished_at = b->fired_at;
+        for (size_t i = 0; i < b->n_ended; i++)
+            if (b->ended[i].finished_at > finished_at)
+                finished_at = b->ended[i].finished_at;
+    }
+    bool succeeded = outcome == MC_OUTCOME_SUCCEEDED;
     char *body = summary(b);
     if (!body)
         return -1;
@@ -303,7 +371,7 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
                      .started_at = b->fired_at,
                      .finished_at = finished_at,
                      .http_status = 0,
-                     .outcome = succeeded ? MC_OUTCOME_SUCCEEDED : MC_OUTCOME_FAILED_PERMANENTLY,
+                     .outcome = outcome,
                      .error = error,
                      .version = b->version,
                      .response_body = (const uint8_t *)body,
@@ -330,16 +398,24 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
                       .headers = h,
                       .n_headers = mc_chain_result_headers(&b->task, h)};
     rc = mc_ctx_produce(ctx, &out);
-    if (rc == MC_FORWARD_REFUSED)
-        mc_log(s->logger, MC_LOG_ERROR, "Kafka refused a broadcast's Result; it ends without one",
-               "key", key, (const char *)NULL);
-    else if (rc != 0)
+    if (rc == MC_FORWARD_REFUSED) {
+        /* Larger than a record may be: the task goes to the dead topic instead (without
+         * itself if even that is too large), as the executor does with a Result Kafka
+         * refuses, so the broadcast does not end unseen. A task that has no Result has
+         * not succeeded: no follow-ups. */
+        if (refused(s, p, e, b, cause, ctx) != 0)
+            return -1;
+    } else if (rc != 0) {
         return -1;
-    if (succeeded && submit_follow_ups(s, &b->task, key, finished_at, cause, ctx) != 0)
+    }
+    if (succeeded && rc == 0 && submit_follow_ups(s, &b->task, key, finished_at, cause, ctx) != 0)
         return -1;
     if (mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, NULL, 0) != 0)
         return -1;
-    mc_counter_add(succeeded ? s->broadcasts_succeeded : s->broadcasts_failed, 1);
+    mc_counter_add(succeeded                         ? s->broadcasts_succeeded
+                   : outcome == MC_OUTCOME_CANCELLED ? s->broadcasts_cancelled
+                                                     : s->broadcasts_failed,
+                   1);
     broadcast_remove(s, p, e);
     mc_ctx_request_commit_now(ctx); /* a chain's next link or a job may wait on it */
     return 0;
@@ -363,7 +439,7 @@ static int end_stale(jobs *s, job_part *p, broadcast_entry *e, int64_t now, mc_c
            "broadcast given up on after its stale bound: some shards gave no final Result", "key",
            key, "ended", ended, "shards", total, (const char *)NULL);
     mc_counter_add(s->broadcasts_stale, 1);
-    return finish(s, p, e, &b, true, now, NULL, ctx);
+    return finish(s, p, e, &b, END_STALE, 0, now, NULL, ctx);
 }
 
 int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx)
@@ -387,29 +463,38 @@ int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget,
 static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_start_broadcast *c,
                            mc_ctx *ctx)
 {
-    if (c->n_members == 0 || c->n_members > MC_GROUP_MEMBERS_MAX || c->version < 0) {
+    /* Any version: one written before a growth of the partition count is shifted below
+     * zero (layout.h), and a newer command's is still the larger. */
+    if (c->n_members == 0 || c->n_members > MC_GROUP_MEMBERS_MAX) {
         char reason[200];
-        snprintf(reason, sizeof reason,
-                 "jobs: invalid StartBroadcast: %zu members (1 to %d), version %" PRId64,
-                 c->n_members, MC_GROUP_MEMBERS_MAX, c->version);
+        snprintf(reason, sizeof reason, "jobs: invalid StartBroadcast: %zu members (1 to %d)",
+                 c->n_members, MC_GROUP_MEMBERS_MAX);
         return mc_ctx_dead_letter(ctx, r, reason, NULL);
     }
     broadcast_entry *old = find_broadcast(p, r->key, r->key_len);
     if (old && c->version <= old->version)
         return 0; /* the same one again, or an older submission's */
     if (old) {
-        /* The client submitted the task again while its shards ran: the newer
-         * submission's broadcast is the one its Result answers. */
-        char key[MC_MAX_TASK_KEY_LEN + 1], was[24], now_v[24];
+        /* The client submitted the task again while its shards ran: the older
+         * broadcast ends CANCELLED, and the newer submission's starts. */
+        mc_start_broadcast was;
+        char detail[256];
+        if (decode_state(s, old->value, old->value_len, &was, detail, sizeof detail) != 0) {
+            mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
+                   (const char *)NULL);
+            return -1;
+        }
+        char key[MC_MAX_TASK_KEY_LEN + 1], was_v[24], now_v[24];
         snprintf(key, sizeof key, "%.*s", (int)r->key_len, (const char *)r->key);
-        snprintf(was, sizeof was, "%" PRId64, old->version);
+        snprintf(was_v, sizeof was_v, "%" PRId64, old->version);
         snprintf(now_v, sizeof now_v, "%" PRId64, c->version);
         mc_log(s->logger, MC_LOG_WARN,
                "broadcast replaced by a newer submission of its task before every shard "
-               "reported; the older one gets no Result",
-               "key", key, "version", was, "new_version", now_v, (const char *)NULL);
+               "reported; the older one ends CANCELLED",
+               "key", key, "version", was_v, "new_version", now_v, (const char *)NULL);
         mc_counter_add(s->broadcasts_replaced, 1);
-        broadcast_remove(s, p, old);
+        if (finish(s, p, old, &was, END_REPLACED, c->version, mc_ctx_now_ms(ctx), r, ctx) != 0)
+            return -1;
     }
     mc_start_broadcast b = *c;
     b.ended = NULL;
@@ -426,7 +511,9 @@ static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_st
     mc_counter_add(s->broadcasts_started, 1);
     if (write_state(s, p, e, ctx) != 0)
         return -1;
-    return broadcast_arm(p, e, mc_ctx_now_ms(ctx), ctx);
+    /* Read late (from a backlog), its bound may have passed: its shards' ends may
+     * follow in the same backlog. */
+    return broadcast_arm(p, e, mc_ctx_now_ms(ctx) + RESTORE_GRACE_MS, ctx);
 }
 
 static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_done *d, mc_ctx *ctx)
@@ -451,7 +538,7 @@ static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_d
     ended[b.n_ended++] = d->end;
     b.ended = ended;
     if (b.n_ended == b.n_members)
-        return finish(s, p, e, &b, false, mc_ctx_now_ms(ctx), r, ctx);
+        return finish(s, p, e, &b, END_SHARDS, 0, mc_ctx_now_ms(ctx), r, ctx);
     size_t len;
     uint8_t *v = encode_state(s, &b, &len);
     if (!v)
@@ -519,15 +606,15 @@ void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m)
     char detail[256];
     uint8_t *v = NULL;
     broadcast_entry *e = NULL;
-    if (decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0 ||
-        !(v = malloc(m->value_len)) ||
+    bool unreadable = decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0;
+    if (unreadable || !(v = malloc(m->value_len)) ||
         !(e = broadcast_new(s, p, m->key, m->key_len, v, m->value_len))) {
         /* Only we write it: a bug or tampering. Say so loudly; the rest of the
          * partition holds. */
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, m->offset);
         mc_log(s->logger, MC_LOG_ERROR, "broadcasts changelog record skipped", "topic",
-               s->broadcasts_topic, "offset", off, "error", v ? "out of memory" : detail,
+               s->broadcasts_topic, "offset", off, "error", unreadable ? detail : "out of memory",
                (const char *)NULL);
         free(v);
         return;
@@ -542,20 +629,22 @@ typedef struct arming {
     jobs *s;
     job_part *p;
     mc_ctx *ctx;
-    int64_t now;
+    int64_t not_before;
     bool failed;
 } arming;
 
 static void arm_broadcast(mc_keynode *n, void *arg)
 {
     arming *a = arg;
-    if (broadcast_arm(a->p, (broadcast_entry *)n, a->now, a->ctx) != 0)
+    if (broadcast_arm(a->p, (broadcast_entry *)n, a->not_before, a->ctx) != 0)
         a->failed = true;
 }
 
 int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx)
 {
-    arming a = {s, p, ctx, now, false};
+    /* Due already (the role was away past the bound), it waits for the backlog: the
+     * shards' ends may be in it. */
+    arming a = {s, p, ctx, now + RESTORE_GRACE_MS, false};
     mc_keymap_each(p->broadcasts, arm_broadcast, &a);
     return a.failed ? -1 : 0;
 }
@@ -572,6 +661,9 @@ void jobs_broadcasts_metrics(jobs *s, mc_metrics *m)
     s->broadcasts_failed = mc_metrics_counter(m, "mooncake_broadcasts_ended_total",
                                               "Sharding broadcasts ended, by their task's outcome",
                                               "outcome=\"FAILED_PERMANENTLY\"");
+    s->broadcasts_cancelled = mc_metrics_counter(
+        m, "mooncake_broadcasts_ended_total", "Sharding broadcasts ended, by their task's outcome",
+        "outcome=\"CANCELLED\"");
     s->broadcasts_stale = mc_metrics_counter(
         m, "mooncake_broadcasts_stale_total",
         "Sharding broadcasts ended by their stale bound with shards unreported", NULL);

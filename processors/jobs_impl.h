@@ -132,8 +132,8 @@ typedef struct jobs {
     mc_counter *links_added, *links_released, *links_cancelled, *links_done, *links_stale,
         *links_relayed;
     mc_gauge *broadcasts_gauge;
-    mc_counter *broadcasts_started, *broadcasts_succeeded, *broadcasts_failed, *broadcasts_stale,
-        *broadcasts_replaced, *shards_relayed;
+    mc_counter *broadcasts_started, *broadcasts_succeeded, *broadcasts_failed,
+        *broadcasts_cancelled, *broadcasts_stale, *broadcasts_replaced, *shards_relayed;
 } jobs;
 
 /* Sets e's timer for its next action (none when it has nothing to do) and
@@ -263,7 +263,8 @@ int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx);
 int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx);
 /* One record of the broadcasts changelog, replayed on assignment. */
 void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m);
-/* After a restore: every broadcast's timer set. 0, or -1 on ENOMEM. */
+/* After a restore: every broadcast's timer set, at its bound and no earlier than a
+ * minute after now (its shards' ends may be in the backlog). 0, or -1 on ENOMEM. */
 int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx);
 /* Frees p's broadcasts (on revoke). */
 void jobs_broadcasts_free(job_part *p);

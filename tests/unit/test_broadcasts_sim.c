@@ -20,6 +20,7 @@
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
 #define P 3
 #define MAX_SHARDS 5
+#define DAY INT64_C(86400000)
 
 static uint64_t rng_state = 7;
 static uint64_t rnd(void)
@@ -41,9 +42,10 @@ static const char *const MEMBERS[MAX_SHARDS] = {"http://a:8080", "http://b:8080"
                                                 "http://d:8080", "http://e:8080"};
 
 /* The StartBroadcast the executor writes for task id (version v, n shards, fired at
- * fired_at); chained: the task carries a chain's metadata; with a follow-up. */
-static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, int64_t fired_at,
-                            bool chained)
+ * fired_at) with this retry policy; chained: the task carries a chain's metadata; with a
+ * follow-up. */
+static void start_broadcast_retry(sim_kafka *k, const char *id, int64_t v, size_t n,
+                                  int64_t fired_at, bool chained, mc_retry_policy retry)
 {
     mc_kv meta[2] = {{MC_CHAIN_METADATA, "k"}, {MC_LINK_METADATA, "7"}};
     mc_follow_up then = {
@@ -55,10 +57,7 @@ static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, i
                                       .due_at = fired_at - 5,
                                       .callback = {.url = "group://all", .method = "POST"},
                                       .has_retry = true,
-                                      .retry = {.max_attempts = 1,
-                                                .initial_backoff_ms = 100,
-                                                .multiplier = 2,
-                                                .max_backoff_ms = 100},
+                                      .retry = retry,
                                       .attempt = 1,
                                       .created_at = T0 - 60000,
                                       .metadata = chained ? meta : NULL,
@@ -76,6 +75,15 @@ static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, i
     sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl, b.data, b.len,
                NULL, 0);
     mc_buf_free(&b);
+}
+
+/* The same with one attempt (its stale bound: 2 s timeout + 1 s, and a minute). */
+static void start_broadcast(sim_kafka *k, const char *id, int64_t v, size_t n, int64_t fired_at,
+                            bool chained)
+{
+    mc_retry_policy once = {
+        .max_attempts = 1, .initial_backoff_ms = 100, .multiplier = 2, .max_backoff_ms = 100};
+    start_broadcast_retry(k, id, v, n, fired_at, chained, once);
 }
 
 /* A Result of shard i of n of broadcast id (version v), as the executor writes it. */
@@ -108,6 +116,25 @@ static void shard_result(sim_kafka *k, const char *id, int32_t i, int32_t n, int
     char key[256];
     size_t kl = mc_task_key("a", shard_id, key, sizeof key);
     sim_append(k, kit_topic("results"), mc_key_partition(key, kl, P), key, kl, b.data, b.len, h, 2);
+    mc_buf_free(&b);
+}
+
+/* The ShardDone the relay writes to job-commands for shard i of broadcast id (version
+ * v), as it does once it has read the shard's final Result. */
+static void shard_done(sim_kafka *k, const char *id, int32_t i, int64_t v, mc_outcome o,
+                       int64_t finished_at)
+{
+    mc_job_command c = {.kind = MC_JOBCMD_SHARD_DONE};
+    c.shard_done = (mc_shard_done){.app_id = "a",
+                                   .task_id = id,
+                                   .version = v,
+                                   .end = {.shard = i, .outcome = o, .finished_at = finished_at}};
+    mc_buf b = {0};
+    CHECK(mc_encode_job_command(&c, &b) == 0);
+    char key[256];
+    size_t kl = mc_task_key("a", id, key, sizeof key);
+    sim_append(k, kit_topic("job-commands"), mc_key_partition(key, kl, P), key, kl, b.data, b.len,
+               NULL, 0);
     mc_buf_free(&b);
 }
 
@@ -190,6 +217,47 @@ static size_t follow_ups(sim_kafka *k, const char *id, int64_t *due)
     return count;
 }
 
+/* The dead letters of broadcast id (those whose reason names its key); the last one's
+ * fields. */
+typedef struct dead_letters {
+    size_t count;
+    bool has_task;
+    char task_id[64], topic[64], key[64], reason[512];
+    int32_t partition, letter_partition;
+    int64_t offset;
+} dead_letters;
+
+static dead_letters dead(sim_kafka *k, const char *id)
+{
+    dead_letters out = {0};
+    char want[128];
+    snprintf(want, sizeof want, "broadcast a/%s ", id);
+    mc_arena *a = mc_arena_new();
+    for (int32_t q = 0; q < P; q++) {
+        sim_rec *r;
+        size_t n = sim_read(k, kit_topic("dead"), q, &r);
+        for (size_t i = 0; i < n; i++) {
+            mc_dead_letter d;
+            mc_arena_reset(a);
+            CHECK(mc_decode_dead_letter(r[i].value, r[i].value_len, a, &d, NULL, 0) == MC_CODEC_OK);
+            if (!strstr(d.reason, want))
+                continue;
+            out.count++;
+            out.has_task = d.has_task;
+            snprintf(out.task_id, sizeof out.task_id, "%s", d.has_task ? d.task.task_id : "");
+            snprintf(out.topic, sizeof out.topic, "%s", d.source_topic);
+            snprintf(out.key, sizeof out.key, "%.*s", (int)r[i].key_len, (const char *)r[i].key);
+            snprintf(out.reason, sizeof out.reason, "%s", d.reason);
+            out.partition = d.source_partition;
+            out.letter_partition = q;
+            out.offset = d.source_offset;
+        }
+        free(r);
+    }
+    mc_arena_free(a);
+    return out;
+}
+
 static sim_inst *start(sim_kafka *k, const mc_config *cfg, const char *id)
 {
     sim_inst *in = sim_inst_new(k, &mc_jobs_processor, cfg, id);
@@ -255,8 +323,8 @@ static void shards_in_any_order_make_one_result(void)
 
 /* A failed, a dropped and a succeeded shard: FAILED_PERMANENTLY naming the two, no
  * follow-up. A StartBroadcast again (same version, or older) and a shard of an older
- * version change nothing; a newer version replaces the open one, which never gets a
- * Result. */
+ * version change nothing; a newer version replaces the open one, which ends CANCELLED
+ * with its one Result. */
 static void failures_duplicates_and_versions(void)
 {
     mc_config *cfg = config();
@@ -285,22 +353,120 @@ static void failures_duplicates_and_versions(void)
     CHECK(sim_counter(in, "mooncake_broadcasts_ended_total", "outcome=\"FAILED_PERMANENTLY\"") ==
           1);
 
-    /* Replaced: version 150 is open when 200 starts; 150's shards end unheard. */
-    start_broadcast(k, "r", 150, 2, T0 + 1000, false);
+    /* Replaced: version 150 is open when 200 starts. 150 ends then, in the transaction
+     * that starts 200: CANCELLED, naming the newer version, its shards so far in its
+     * body, with its chain headers and no follow-up; its later shards are unheard. */
+    start_broadcast(k, "r", 150, 2, T0 + 1000, true);
     settle(k, in, 10);
     shard_result(k, "r", 0, 2, 150, MC_OUTCOME_SUCCEEDED, T0 + 1100);
-    start_broadcast(k, "r", 200, 2, T0 + 1200, false);
     settle(k, in, 10);
+    start_broadcast(k, "r", 200, 2, T0 + 1200, true);
+    settle(k, in, 10);
+    r = parent(k, "r");
+    CHECK(r.count == 1, "the replaced broadcast's one Result: %zu", r.count);
+    CHECK(r.version == 150 && r.outcome == MC_OUTCOME_CANCELLED, "version %lld outcome %d",
+          (long long)r.version, (int)r.outcome);
+    CHECK(strcmp(r.error, "replaced by a newer submission of the task (version 200) before "
+                          "every shard reported") == 0,
+          "error %s", r.error);
+    CHECK(strcmp(r.body, "{\"shards\":[{\"shard\":0,\"member\":\"http://a:8080\",\"outcome\":"
+                         "\"SUCCEEDED\",\"finishedAt\":1800000001100},{\"shard\":1,\"member\":"
+                         "\"http://b:8080\",\"outcome\":null,\"finishedAt\":null}]}") == 0,
+          "body %s", r.body);
+    CHECK(r.started_at == T0 + 1000 && r.finished_at == sim_now(k), "finished when replaced");
+    CHECK(strcmp(r.chain, "k") == 0 && strcmp(r.link, "7") == 0, "chain headers %s %s", r.chain,
+          r.link);
+    CHECK(follow_ups(k, "r", NULL) == 0, "no follow-up for a replaced broadcast");
+    CHECK(sim_counter(in, "mooncake_broadcasts_replaced_total", NULL) == 1);
+    CHECK(sim_counter(in, "mooncake_broadcasts_ended_total", "outcome=\"CANCELLED\"") == 1);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "200 is open");
     shard_result(k, "r", 1, 2, 150, MC_OUTCOME_SUCCEEDED, T0 + 1300);
     settle(k, in, 10);
-    CHECK(parent(k, "r").count == 0, "the replaced broadcast gets no Result");
-    CHECK(sim_counter(in, "mooncake_broadcasts_replaced_total", NULL) == 1);
+    CHECK(parent(k, "r").count == 1, "150's later shards are unheard");
     shard_result(k, "r", 0, 2, 200, MC_OUTCOME_SUCCEEDED, T0 + 1400);
     shard_result(k, "r", 1, 2, 200, MC_OUTCOME_SUCCEEDED, T0 + 1500);
     settle(k, in, 10);
     r = parent(k, "r");
-    CHECK(r.count == 1 && r.version == 200 && r.outcome == MC_OUTCOME_SUCCEEDED);
+    CHECK(r.count == 2 && r.version == 200 && r.outcome == MC_OUTCOME_SUCCEEDED);
     CHECK(follow_ups(k, "r", NULL) == 1);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A task's version is shifted below zero by a growth of the partition count
+ * (`mooncakectl partitions grow`), and still orders its submissions: a broadcast of
+ * version -7 opens, ignores the ends of an older one (-9), and ends with its one Result.
+ * (Its ends come as the ShardDones the relay writes.) */
+static void a_negative_version_gets_its_result(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    start_broadcast(k, "n", -7, 2, T0, true);
+    start_broadcast(k, "n", -9, 2, T0, true); /* an older submission's */
+    sim_inst *in = start(k, cfg, "j1");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "the broadcast is open");
+    shard_done(k, "n", 0, -7, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    shard_done(k, "n", 1, -9, MC_OUTCOME_SUCCEEDED, T0 + 150); /* the older one's */
+    settle(k, in, 10);
+    CHECK(parent(k, "n").count == 0, "shard 1 of version -7 has not ended");
+    shard_done(k, "n", 1, -7, MC_OUTCOME_SUCCEEDED, T0 + 200);
+    settle(k, in, 10);
+    parent_result r = parent(k, "n");
+    CHECK(r.count == 1, "%zu Results", r.count);
+    CHECK(r.outcome == MC_OUTCOME_SUCCEEDED && r.version == -7 && r.finished_at == T0 + 200,
+          "outcome %d version %lld", (int)r.outcome, (long long)r.version);
+    CHECK(strcmp(r.chain, "k") == 0, "the chain sees it end");
+    CHECK(follow_ups(k, "n", NULL) == 1);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Kafka refuses the broadcast's Result (larger than `results` takes): the task goes to
+ * the dead topic instead, naming the ShardDone that ended it, or (ended by its bound)
+ * the broadcast's key in job-commands at offset -1; no follow-up, nothing left open. */
+static void a_refused_result_is_dead_lettered(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    sim_set_max_bytes(k, kit_topic("results"), 120);
+    start_broadcast(k, "x", 100, 2, T0, true);
+    start_broadcast(k, "y", 100, 2, T0, false);
+    sim_inst *in = start(k, cfg, "j1");
+    shard_result(k, "x", 0, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    shard_result(k, "x", 1, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 200);
+    shard_result(k, "y", 0, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    settle(k, in, 10);
+    CHECK(parent(k, "x").count == 0, "Kafka refused it");
+    dead_letters d = dead(k, "x");
+    char key[256];
+    size_t kl = mc_task_key("a", "x", key, sizeof key);
+    int32_t home = mc_key_partition(key, kl, P);
+    CHECK(d.count == 1, "%zu dead letters of x", d.count);
+    CHECK(strstr(d.reason, "refused the Result") != NULL, "reason %s", d.reason);
+    CHECK(d.has_task && strcmp(d.task_id, "x") == 0, "the letter carries the task");
+    CHECK(strcmp(d.topic, kit_topic("job-commands")) == 0 && d.partition == home && d.offset >= 0 &&
+              strcmp(d.key, key) == 0,
+          "it names the ShardDone that ended it: %s[%d]@%lld %s", d.topic, (int)d.partition,
+          (long long)d.offset, d.key);
+    CHECK(follow_ups(k, "x", NULL) == 0, "no follow-up without a Result");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "y is open");
+    /* y's shard 1 never reports: its bound ends it, and its Result is refused too. */
+    while (sim_gauge(in, "mooncake_broadcasts_open", NULL) > 0 && sim_now(k) < T0 + 3 * 86400000)
+        settle(k, in, 600000);
+    CHECK(parent(k, "y").count == 0);
+    d = dead(k, "y");
+    kl = mc_task_key("a", "y", key, sizeof key);
+    home = mc_key_partition(key, kl, P);
+    CHECK(d.count == 1, "%zu dead letters of y", d.count);
+    CHECK(d.has_task && strcmp(d.task_id, "y") == 0, "the letter carries the task");
+    CHECK(strcmp(d.topic, kit_topic("job-commands")) == 0 && d.partition == home &&
+              d.offset == -1 && strcmp(d.key, key) == 0 && d.letter_partition == home,
+          "it names the broadcast's key in job-commands: %s[%d]@%lld %s", d.topic, (int)d.partition,
+          (long long)d.offset, d.key);
     CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     sim_crash(in);
     sim_kafka_free(k);
@@ -392,30 +558,38 @@ static void one_result_each_across_kills(void)
     kit_config_free(cfg);
 }
 
-/* Two shards never report: the broadcast waits its bound (one attempt: 2 s timeout + 1
- * s, a minute, and a minute of slack: 123 s from when it fired), across a restart,
- * then ends FAILED_PERMANENTLY naming them; a late shard changes nothing. */
+/* Two shards never report. The task's own bound is short (one attempt: 2 s timeout + 1
+ * s, a minute, and a minute of slack: 123 s), so the broadcast waits a day from when it
+ * fired, across a restart, then ends FAILED_PERMANENTLY naming them; a late shard
+ * changes nothing. One whose own bound is longer than a day (ten attempts, three hours
+ * of backoff: 27 h 2 min 30 s with the slack) waits that long. */
 static void the_stale_bound_ends_it(void)
 {
     mc_config *cfg = config();
     sim_kafka *k = sim_kafka_new(P, T0);
+    const int64_t step = 600000, long_bound = 10 * 3000 + 9 * 3 * 3600000 + 60000 + 60000;
     start_broadcast(k, "s", 100, 3, T0, true);
+    mc_retry_policy hours = {.max_attempts = 10,
+                             .initial_backoff_ms = 1000,
+                             .multiplier = 2,
+                             .max_backoff_ms = 3 * 3600000};
+    start_broadcast_retry(k, "l", 100, 2, T0, false, hours);
     sim_inst *in = start(k, cfg, "j1");
     shard_result(k, "s", 0, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
     settle(k, in, 10);
-    while (sim_now(k) < T0 + 60000)
-        settle(k, in, 1000);
+    while (sim_now(k) < T0 + DAY / 2)
+        settle(k, in, step);
+    CHECK(parent(k, "s").count == 0, "no Result after the task's own bound: it is under a day");
     sim_crash(in);
     in = start(k, cfg, "j2");
-    while (sim_now(k) + 1000 < T0 + 123000 - 200)
-        settle(k, in, 1000);
-    CHECK(parent(k, "s").count == 0, "no Result before the bound");
-    while (sim_now(k) < T0 + 123000 + 1000)
-        settle(k, in, 500);
+    while (sim_now(k) + step < T0 + DAY)
+        settle(k, in, step);
+    CHECK(parent(k, "s").count == 0, "no Result before a day");
+    settle(k, in, step);
     parent_result r = parent(k, "s");
     CHECK(r.count == 1, "%zu Results", r.count);
     CHECK(r.outcome == MC_OUTCOME_FAILED_PERMANENTLY);
-    CHECK(strcmp(r.error, "shards 1, 2 of 3 gave no final Result within 123 s") == 0, "error %s",
+    CHECK(strcmp(r.error, "shards 1, 2 of 3 gave no final Result within 86400 s") == 0, "error %s",
           r.error);
     CHECK(strstr(r.body, "{\"shard\":1,\"member\":\"http://b:8080\",\"outcome\":null,"
                          "\"finishedAt\":null}") != NULL,
@@ -423,11 +597,50 @@ static void the_stale_bound_ends_it(void)
     CHECK(strcmp(r.chain, "k") == 0, "the chain sees it end");
     CHECK(follow_ups(k, "s", NULL) == 0);
     CHECK(sim_counter(in, "mooncake_broadcasts_stale_total", NULL) == 1);
-    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     shard_result(k, "s", 1, 3, 100, MC_OUTCOME_SUCCEEDED, sim_now(k));
     shard_result(k, "s", 2, 3, 100, MC_OUTCOME_SUCCEEDED, sim_now(k));
     settle(k, in, 10);
     CHECK(parent(k, "s").count == 1, "late shards change nothing");
+    /* The task whose own bound is longer. */
+    while (sim_now(k) + step < T0 + long_bound)
+        settle(k, in, step);
+    CHECK(parent(k, "l").count == 0, "no Result before the task's own bound");
+    settle(k, in, step);
+    r = parent(k, "l");
+    CHECK(r.count == 1 && r.outcome == MC_OUTCOME_FAILED_PERMANENTLY, "%zu Results", r.count);
+    CHECK(strcmp(r.error, "shards 0, 1 of 2 gave no final Result within 97350 s") == 0, "error %s",
+          r.error);
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* The role is away past the bound while the last shards end: on its restore the
+ * broadcast's timer is due already, and the shards' Results in its backlog (relayed,
+ * then read back as ShardDones) end it first: SUCCEEDED, not stale. */
+static void a_restore_after_the_bound_reads_the_backlog_first(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    start_broadcast(k, "w", 100, 3, T0, true);
+    sim_inst *in = start(k, cfg, "j1");
+    shard_result(k, "w", 0, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
+    settle(k, in, 10);
+    sim_crash(in);
+    shard_result(k, "w", 1, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 1800000);
+    shard_result(k, "w", 2, 3, 100, MC_OUTCOME_SUCCEEDED, T0 + 3600000);
+    sim_set_now(k, T0 + 2 * DAY);
+    in = start(k, cfg, "j2");
+    parent_result r = parent(k, "w");
+    CHECK(r.count == 1, "%zu Results", r.count);
+    CHECK(r.outcome == MC_OUTCOME_SUCCEEDED, "outcome %d: %s", (int)r.outcome, r.error);
+    CHECK(r.finished_at == T0 + 3600000);
+    CHECK(follow_ups(k, "w", NULL) == 1);
+    CHECK(sim_counter(in, "mooncake_broadcasts_stale_total", NULL) == 0);
+    settle(k, in, 120000);
+    CHECK(parent(k, "w").count == 1, "its timer went with it");
+    CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
     sim_crash(in);
     sim_kafka_free(k);
     kit_config_free(cfg);
@@ -437,7 +650,10 @@ int main(void)
 {
     shards_in_any_order_make_one_result();
     failures_duplicates_and_versions();
+    a_negative_version_gets_its_result();
+    a_refused_result_is_dead_lettered();
     one_result_each_across_kills();
     the_stale_bound_ends_it();
+    a_restore_after_the_bound_reads_the_backlog_first();
     return check_exit("test_broadcasts_sim");
 }
