@@ -167,6 +167,18 @@ static int decode_state(jobs *s, const uint8_t *value, size_t len, mc_start_broa
     return 0;
 }
 
+/* Reads the state e holds (in s->link_arena). 0, or -1 after logging why: only this role
+ * wrote it, so that is out of memory or a bug; the transaction aborts and is tried again. */
+static int held_state(jobs *s, const broadcast_entry *e, mc_start_broadcast *b)
+{
+    char detail[256];
+    if (decode_state(s, e->value, e->value_len, b, detail, sizeof detail) == 0)
+        return 0;
+    mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
+           (const char *)NULL);
+    return -1;
+}
+
 static int write_state(jobs *s, job_part *p, const broadcast_entry *e, mc_ctx *ctx)
 {
     return mc_ctx_forward(ctx, s->broadcast_log, p->partition, e->key, e->node.key_len, e->value,
@@ -425,12 +437,8 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
 static int end_stale(jobs *s, job_part *p, broadcast_entry *e, int64_t now, mc_ctx *ctx)
 {
     mc_start_broadcast b;
-    char detail[256];
-    if (decode_state(s, e->value, e->value_len, &b, detail, sizeof detail) != 0) {
-        mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
-               (const char *)NULL);
+    if (held_state(s, e, &b) != 0)
         return -1;
-    }
     char key[MC_MAX_TASK_KEY_LEN + 1], ended[24], total[24];
     snprintf(key, sizeof key, "%.*s", (int)e->node.key_len, e->key);
     snprintf(ended, sizeof ended, "%zu", b.n_ended);
@@ -478,12 +486,8 @@ static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_st
         /* The client submitted the task again while its shards ran: the older
          * broadcast ends CANCELLED, and the newer submission's starts. */
         mc_start_broadcast was;
-        char detail[256];
-        if (decode_state(s, old->value, old->value_len, &was, detail, sizeof detail) != 0) {
-            mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
-                   (const char *)NULL);
+        if (held_state(s, old, &was) != 0)
             return -1;
-        }
         char key[MC_MAX_TASK_KEY_LEN + 1], was_v[24], now_v[24];
         snprintf(key, sizeof key, "%.*s", (int)r->key_len, (const char *)r->key);
         snprintf(was_v, sizeof was_v, "%" PRId64, old->version);
@@ -522,12 +526,8 @@ static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_d
     if (!e || d->version != e->version || d->end.outcome == MC_OUTCOME_FAILED_WILL_RETRY)
         return 0; /* ended already (stale), replaced, or not a final end */
     mc_start_broadcast b;
-    char detail[256];
-    if (decode_state(s, e->value, e->value_len, &b, detail, sizeof detail) != 0) {
-        mc_log(s->logger, MC_LOG_ERROR, "held broadcast unreadable", "error", detail,
-               (const char *)NULL);
+    if (held_state(s, e, &b) != 0)
         return -1;
-    }
     if (d->end.shard < 0 || (size_t)d->end.shard >= b.n_members || end_of(&b, d->end.shard))
         return 0; /* not one of its shards, or its end relayed twice */
     mc_shard_end *ended = mc_arena_alloc(s->link_arena, (b.n_ended + 1) * sizeof *ended);
