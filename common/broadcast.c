@@ -65,7 +65,13 @@ bool mc_shard_ref_parse(const char *text, size_t len, mc_shard_ref *out)
         return false;
     if (total < 1 || total > MC_GROUP_MEMBERS_MAX || index >= total)
         return false;
-    *out = (mc_shard_ref){(int32_t)index, (int32_t)total, version};
+    /* Only the one spelling the executor writes ("007", "-0" and "00/2" are not): a
+     * forged header matches no shard's. */
+    mc_shard_ref ref = {(int32_t)index, (int32_t)total, version};
+    char again[64];
+    if (mc_shard_ref_format(&ref, again, sizeof again) != len || memcmp(again, text, len) != 0)
+        return false;
+    *out = ref;
     return true;
 }
 

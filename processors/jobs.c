@@ -773,7 +773,8 @@ static void restore_broadcast_record(void *arg, const mc_record *m)
     restoring *rs = arg;
     for (size_t i = 0; i < rs->n; i++)
         if (rs->parts[i]->partition == m->partition) {
-            jobs_broadcast_restore_record(rs->s, rs->parts[i], m);
+            if (!jobs_broadcast_restore_record(rs->s, rs->parts[i], m))
+                rs->nomem = true;
             return;
         }
 }
@@ -913,6 +914,11 @@ static int jobs_on_assign(void *self, const rd_kafka_topic_partition_list_t *par
     if (rc == 0 && n > 0)
         rc =
             mc_ctx_restore(ctx, "broadcasts", ids, n, restore_broadcast_record, &rs, &broadcast_st);
+    if (rc == 0 && rs.nomem) {
+        mc_log(s->logger, MC_LOG_ERROR, "out of memory restoring the broadcasts",
+               (const char *)NULL);
+        rc = -1;
+    }
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = check_homes(s, fresh[i]);
     now = mc_ctx_now_ms(ctx);

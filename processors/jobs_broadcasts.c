@@ -110,14 +110,19 @@ static void broadcast_remove(jobs *s, job_part *p, broadcast_entry *e)
     mc_gauge_add(s->broadcasts_gauge, -1);
 }
 
-/* When the broadcast stops waiting for its shards: fired_at + max(the task's stale
- * bound + SLACK_MS, MIN_WAIT_MS). */
+/* When the broadcast stops waiting for its shards: max(the task's stale bound +
+ * SLACK_MS, MIN_WAIT_MS) after it fired, or after its latest shard ended if later - a
+ * broadcast whose shards go on ending (slowly, behind an admission limit) is not stale. */
 static int64_t stale_at(const jobs *s, const mc_start_broadcast *b)
 {
     const mc_task *t = &b->task;
     int64_t wait =
         jobs_stale_bound(t->has_retry, &t->retry, t->callback.timeout_ms, s->cfg) + SLACK_MS;
-    return b->fired_at + (wait > MIN_WAIT_MS ? wait : MIN_WAIT_MS);
+    int64_t from = b->fired_at;
+    for (size_t i = 0; i < b->n_ended; i++)
+        if (b->ended[i].finished_at > from)
+            from = b->ended[i].finished_at;
+    return from + (wait > MIN_WAIT_MS ? wait : MIN_WAIT_MS);
 }
 
 /* Sets e's timer at its stale_at, and no earlier than not_before. */
@@ -411,11 +416,25 @@ static int finish(jobs *s, job_part *p, broadcast_entry *e, const mc_start_broad
                       .n_headers = mc_chain_result_headers(&b->task, h)};
     rc = mc_ctx_produce(ctx, &out);
     if (rc == MC_FORWARD_REFUSED) {
-        /* Larger than a record may be: the task goes to the dead topic instead (without
-         * itself if even that is too large), as the executor does with a Result Kafka
-         * refuses, so the broadcast does not end unseen. A task that has no Result has
-         * not succeeded: no follow-ups. */
-        if (refused(s, p, e, b, cause, ctx) != 0)
+        /* Larger than a record may be: as the executor does with a Result Kafka refuses,
+         * the task ends failed for good with a Result without the shards' list (a chain
+         * or a job waiting on it sees it end), and goes to the dead topic (without itself
+         * if even that is too large). No follow-ups: it did not succeed. */
+        succeeded = false;
+        outcome = MC_OUTCOME_FAILED_PERMANENTLY;
+        res.outcome = outcome;
+        res.error = "Kafka refused this Result (larger than a record may be); the task is in "
+                    "the dead topic";
+        res.response_body = NULL; /* freed: the list is what made it too large */
+        res.response_body_len = 0;
+        res.response_size = -1;
+        mc_buf_reset(&s->buf);
+        if (mc_encode_result(&res, &s->buf) != 0)
+            return -1;
+        out.value = s->buf.data;
+        out.value_len = s->buf.len;
+        rc = mc_ctx_produce(ctx, &out);
+        if ((rc != 0 && rc != MC_FORWARD_REFUSED) || refused(s, p, e, b, cause, ctx) != 0)
             return -1;
     } else if (rc != 0) {
         return -1;
@@ -503,6 +522,12 @@ static int start_broadcast(jobs *s, job_part *p, const mc_record *r, const mc_st
     mc_start_broadcast b = *c;
     b.ended = NULL;
     b.n_ended = 0;
+    /* The state keeps what the Result and the follow-ups need, not the call's body: the
+     * shards' ends it gains (at most 8 bytes each) fit where the body was, so a state
+     * grows past what Kafka took from the executor only for a task near the record limit
+     * whose bulk is not its body. */
+    b.task.callback.body = NULL;
+    b.task.callback.body_len = 0;
     size_t len;
     uint8_t *v = encode_state(s, &b, &len);
     broadcast_entry *e = v ? broadcast_new(s, p, r->key, r->key_len, v, len) : NULL;
@@ -546,6 +571,9 @@ static int shard_done(jobs *s, job_part *p, const mc_record *r, const mc_shard_d
     free(e->value);
     e->value = v;
     e->value_len = len;
+    e->stale_at = stale_at(s, &b);
+    if (broadcast_arm(p, e, mc_ctx_now_ms(ctx), ctx) != 0)
+        return -1;
     return write_state(s, p, e, ctx);
 }
 
@@ -593,36 +621,39 @@ int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx)
 
 /* ---- restore --------------------------------------------------------------------------- */
 
-void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m)
+bool jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m)
 {
     if (!m->key)
-        return;
+        return true;
     broadcast_entry *old = find_broadcast(p, m->key, m->key_len);
     if (old)
         broadcast_remove(s, p, old);
     if (!m->value)
-        return;
+        return true;
     mc_start_broadcast b;
     char detail[256];
-    uint8_t *v = NULL;
-    broadcast_entry *e = NULL;
-    bool unreadable = decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0;
-    if (unreadable || !(v = malloc(m->value_len)) ||
-        !(e = broadcast_new(s, p, m->key, m->key_len, v, m->value_len))) {
+    if (decode_state(s, m->value, m->value_len, &b, detail, sizeof detail) != 0) {
         /* Only we write it: a bug or tampering. Say so loudly; the rest of the
          * partition holds. */
         char off[24];
         snprintf(off, sizeof off, "%" PRId64, m->offset);
         mc_log(s->logger, MC_LOG_ERROR, "broadcasts changelog record skipped", "topic",
-               s->broadcasts_topic, "offset", off, "error", unreadable ? detail : "out of memory",
-               (const char *)NULL);
+               s->broadcasts_topic, "offset", off, "error", detail, (const char *)NULL);
+        return true;
+    }
+    /* Out of memory, the restore fails (and is done again): a broadcast skipped would
+     * never get its Result. */
+    uint8_t *v = malloc(m->value_len);
+    broadcast_entry *e = v ? broadcast_new(s, p, m->key, m->key_len, v, m->value_len) : NULL;
+    if (!e) {
         free(v);
-        return;
+        return false;
     }
     memcpy(v, m->value, m->value_len);
     e->version = b.version;
     e->stale_at = stale_at(s, &b);
     mc_counter_add(s->restored, 1);
+    return true;
 }
 
 typedef struct arming {

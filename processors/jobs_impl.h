@@ -261,8 +261,9 @@ int jobs_broadcast_relay(jobs *s, const mc_record *r, mc_ctx *ctx);
 /* Ends the broadcasts whose timers fired (their stale bound passed); budget as
  * jobs_attend's. 0, or -1. */
 int jobs_broadcasts_punctuate(jobs *s, job_part *p, int64_t now, size_t *budget, mc_ctx *ctx);
-/* One record of the broadcasts changelog, replayed on assignment. */
-void jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m);
+/* One record of the broadcasts changelog, replayed on assignment: false when it could not
+ * be kept (out of memory), and the restore must fail. */
+bool jobs_broadcast_restore_record(jobs *s, job_part *p, const mc_record *m);
 /* After a restore: every broadcast's timer set, at its bound and no earlier than a
  * minute after now (its shards' ends may be in the backlog). 0, or -1 on ENOMEM. */
 int jobs_broadcasts_arm(jobs *s, job_part *p, int64_t now, mc_ctx *ctx);

@@ -17,6 +17,9 @@
 #include "wheel_topic.h"
 
 #define KIT_PREFIX "t."
+/* Room for any task key (task_rules.h's MC_MAX_TASK_KEY_LEN), and a cut one's bytes:
+ * mc_task_key returns the whole length. */
+#define KIT_KEY_MAX 2048
 
 /* A configuration as `mooncake <role> <flags...>` would read it (NULL
  * terminated flags), with the test prefix; aborts on a bad flag. */
@@ -80,7 +83,7 @@ static inline int64_t kit_wheel_submit(sim_kafka *k, int32_t partition, int64_t 
     mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *t}};
     mc_buf b = {0};
     mc_encode_wheel_entry(&e, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = mc_task_key(t->app_id, t->task_id, key, sizeof key);
     mc_header h = {MC_ROUTE_HEADER, MC_ROUTE_STORE, sizeof MC_ROUTE_STORE - 1};
     int64_t off =
@@ -98,7 +101,7 @@ static inline int64_t kit_wheel_cancel(sim_kafka *k, int32_t partition, int64_t 
                                     .cancel = {.app_id = "a", .task_id = id, .requested_at = now}}};
     mc_buf b = {0};
     mc_encode_wheel_entry(&e, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = kit_key(id, key, sizeof key);
     int64_t off = sim_append(k, kit_topic("wheel"), partition, key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);
@@ -111,7 +114,7 @@ static inline int64_t kit_tasks_submit(sim_kafka *k, int32_t partition, const mc
     mc_command c = {.kind = MC_CMD_SUBMIT, .submit = *t};
     mc_buf b = {0};
     mc_encode_command(&c, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = mc_task_key(t->app_id, t->task_id, key, sizeof key);
     int64_t off = sim_append(k, kit_topic("tasks"), partition, key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);
@@ -124,7 +127,7 @@ static inline int64_t kit_tasks_cancel(sim_kafka *k, int32_t partition, const ch
                     .cancel = {.app_id = "a", .task_id = id, .requested_at = now}};
     mc_buf b = {0};
     mc_encode_command(&c, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = kit_key(id, key, sizeof key);
     int64_t off = sim_append(k, kit_topic("tasks"), partition, key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);
@@ -138,7 +141,7 @@ static inline int64_t kit_ready_submit(sim_kafka *k, int32_t partition, int64_t 
     mc_wheel_entry e = {.version = version, .command = {.kind = MC_CMD_SUBMIT, .submit = *t}};
     mc_buf b = {0};
     mc_encode_wheel_entry(&e, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = mc_task_key(t->app_id, t->task_id, key, sizeof key);
     int64_t off = sim_append(k, kit_topic("ready"), partition, key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);
@@ -154,7 +157,7 @@ static inline int64_t kit_ready_recall(sim_kafka *k, int32_t partition, int64_t 
                                     .cancel = {.app_id = "a", .task_id = id, .requested_at = 1}}};
     mc_buf b = {0};
     mc_encode_wheel_entry(&e, &b);
-    char key[256];
+    char key[KIT_KEY_MAX];
     size_t kl = kit_key(id, key, sizeof key);
     int64_t off = sim_append(k, kit_topic("ready"), partition, key, kl, b.data, b.len, NULL, 0);
     mc_buf_free(&b);

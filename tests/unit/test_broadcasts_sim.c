@@ -425,14 +425,20 @@ static void a_negative_version_gets_its_result(void)
     kit_config_free(cfg);
 }
 
-/* Kafka refuses the broadcast's Result (larger than `results` takes): the task goes to
- * the dead topic instead, naming the ShardDone that ended it, or (ended by its bound)
- * the broadcast's key in job-commands at offset -1; no follow-up, nothing left open. */
+/* Kafka refuses the broadcast's Result (larger than `results` takes, with its shards'
+ * list): the task ends FAILED_PERMANENTLY with a Result without the list (a chain waiting
+ * on it sees it end), and goes to the dead topic, naming the ShardDone that ended it, or
+ * (ended by its bound) the broadcast's key in job-commands at offset -1; no follow-up,
+ * nothing left open. */
+/* Bytes `results` takes in a_refused_result_is_dead_lettered: a Result without its
+ * shards' list, not one with it. */
+#define RESULT_CAP 190
+
 static void a_refused_result_is_dead_lettered(void)
 {
     mc_config *cfg = config();
     sim_kafka *k = sim_kafka_new(P, T0);
-    sim_set_max_bytes(k, kit_topic("results"), 120);
+    sim_set_max_bytes(k, kit_topic("results"), RESULT_CAP);
     start_broadcast(k, "x", 100, 2, T0, true);
     start_broadcast(k, "y", 100, 2, T0, false);
     sim_inst *in = start(k, cfg, "j1");
@@ -440,7 +446,10 @@ static void a_refused_result_is_dead_lettered(void)
     shard_result(k, "x", 1, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 200);
     shard_result(k, "y", 0, 2, 100, MC_OUTCOME_SUCCEEDED, T0 + 100);
     settle(k, in, 10);
-    CHECK(parent(k, "x").count == 0, "Kafka refused it");
+    parent_result r = parent(k, "x");
+    CHECK(r.count == 1 && r.outcome == MC_OUTCOME_FAILED_PERMANENTLY &&
+              strstr(r.error, "Kafka refused this Result") && strcmp(r.chain, "k") == 0,
+          "%zu Results: %s", r.count, r.error);
     dead_letters d = dead(k, "x");
     char key[256];
     size_t kl = mc_task_key("a", "x", key, sizeof key);
@@ -452,12 +461,15 @@ static void a_refused_result_is_dead_lettered(void)
               strcmp(d.key, key) == 0,
           "it names the ShardDone that ended it: %s[%d]@%lld %s", d.topic, (int)d.partition,
           (long long)d.offset, d.key);
-    CHECK(follow_ups(k, "x", NULL) == 0, "no follow-up without a Result");
+    CHECK(follow_ups(k, "x", NULL) == 0, "no follow-up: it did not succeed");
     CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 1, "y is open");
     /* y's shard 1 never reports: its bound ends it, and its Result is refused too. */
     while (sim_gauge(in, "mooncake_broadcasts_open", NULL) > 0 && sim_now(k) < T0 + 3 * 86400000)
         settle(k, in, 600000);
-    CHECK(parent(k, "y").count == 0);
+    r = parent(k, "y");
+    CHECK(r.count == 1 && r.outcome == MC_OUTCOME_FAILED_PERMANENTLY &&
+              strstr(r.error, "Kafka refused this Result"),
+          "%zu Results: %s", r.count, r.error);
     d = dead(k, "y");
     kl = mc_task_key("a", "y", key, sizeof key);
     home = mc_key_partition(key, kl, P);
@@ -585,6 +597,7 @@ static void the_stale_bound_ends_it(void)
     while (sim_now(k) + step < T0 + DAY)
         settle(k, in, step);
     CHECK(parent(k, "s").count == 0, "no Result before a day");
+    settle(k, in, step); /* a day after its last shard ended (T0 + 100) */
     settle(k, in, step);
     parent_result r = parent(k, "s");
     CHECK(r.count == 1, "%zu Results", r.count);
@@ -611,6 +624,31 @@ static void the_stale_bound_ends_it(void)
     CHECK(strcmp(r.error, "shards 0, 1 of 2 gave no final Result within 97350 s") == 0, "error %s",
           r.error);
     CHECK(sim_gauge(in, "mooncake_broadcasts_open", NULL) == 0);
+    sim_crash(in);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* Shards that go on ending, slowly (behind an admission limit, say): one every 20 hours,
+ * each well inside a day of the one before, the last 60 hours after the fan-out. The
+ * broadcast is not stale while they do, and ends SUCCEEDED. */
+static void a_slow_broadcast_is_not_stale(void)
+{
+    mc_config *cfg = config();
+    sim_kafka *k = sim_kafka_new(P, T0);
+    start_broadcast(k, "z", 100, 3, T0, false);
+    sim_inst *in = start(k, cfg, "j1");
+    for (int s = 0; s < 3; s++) {
+        while (sim_now(k) < T0 + (s + 1) * 72000000)
+            settle(k, in, 600000);
+        shard_result(k, "z", s, 3, 100, MC_OUTCOME_SUCCEEDED, sim_now(k));
+        settle(k, in, 10);
+        CHECK(parent(k, "z").count == (s == 2), "after shard %d: %zu Results", s,
+              parent(k, "z").count);
+    }
+    parent_result r = parent(k, "z");
+    CHECK(r.count == 1 && r.outcome == MC_OUTCOME_SUCCEEDED, "%zu Results: %s", r.count, r.error);
+    CHECK(sim_counter(in, "mooncake_broadcasts_stale_total", NULL) == 0);
     sim_crash(in);
     sim_kafka_free(k);
     kit_config_free(cfg);
@@ -654,6 +692,7 @@ int main(void)
     a_refused_result_is_dead_lettered();
     one_result_each_across_kills();
     the_stale_bound_ends_it();
+    a_slow_broadcast_is_not_stale();
     a_restore_after_the_bound_reads_the_backlog_first();
     return check_exit("test_broadcasts_sim");
 }
