@@ -30,7 +30,8 @@
  * the shards before it fans out; a cancel, a recall, running out of attempts and a
  * refusal all write one carrying the broadcast's headers), so the broadcast's bound
  * is only a net for tampering and bugs, and shards that are merely slow (an admission
- * limit, an outage) are waited for: from when it was fired, a day, or the task's own stale
+ * limit, an outage) are waited for: from when it was fired (or from its latest shard's
+ * end, when later), a day, or the task's own stale
  * bound (every attempt's timeout and backoff, plus a minute, as a job waits for an
  * occurrence) and a minute more for the two extra hops its shards take, if that is longer.
  * A timer armed on assignment fires no earlier than a minute later, so a role back after
