@@ -647,6 +647,43 @@ static void test_graceful_stop(void)
     sim_kafka_free(k);
 }
 
+/* ---- slow commits ---- */
+
+/* Every commit takes 300 ms, three commit intervals (a busy broker): re-arms
+ * the delay for the next one. */
+static void slow_commits(void *arg)
+{
+    run *u = arg;
+    sim_kc_delay(u->kc, SIM_KC_COMMIT, 300, slow_commits, u);
+}
+
+/* Commits slower than the commit interval still take what has arrived in one
+ * transaction: the interval counts from when the transaction began, not from
+ * before the previous commit (which made every transaction after a slow commit
+ * end after its first record, and so every commit slow again: a busy broker
+ * brought a router down to one task per commit). */
+static void test_slow_commits_still_take_whole_batches(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run u;
+    run_start(&u, k, "a");
+    submit(k, T0 + 60000);
+    slow_commits(&u);
+    CHECK(run_until(&u, T0 + 1000, 20)); /* the first six, through slow commits */
+    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 0, NULL) == 3);
+    for (int i = 0; i < 9; i++)
+        submit(k, T0 + 60000); /* 54 more, all there at once */
+    int before = sim_kc_calls(u.kc, SIM_KC_COMMIT);
+    CHECK(run_until(&u, T0 + 3000, 20));
+    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 0, NULL) == 30 &&
+              sim_committed(k, "t.holder", kit_topic("in"), 1, NULL) == 30,
+          "every record consumed and committed");
+    int commits = sim_kc_calls(u.kc, SIM_KC_COMMIT) - before;
+    CHECK(commits <= 2, "54 records waiting took %d commits of 300 ms", commits);
+    run_free(&u);
+    sim_kafka_free(k);
+}
+
 static void *runner_self(run *u)
 {
     return u->w.self;
@@ -669,5 +706,6 @@ int main(void)
     test_orderly_revoke_commits_first();
     test_refused_output_dead_lettered();
     test_graceful_stop();
+    test_slow_commits_still_take_whole_batches();
     return check_exit("test_runner_sim");
 }
