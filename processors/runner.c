@@ -78,6 +78,8 @@ static bool health_check(void *arg, char *why, size_t whylen)
         snprintf(why, whylen, "fatal Kafka error, exiting");
         return false;
     }
+    if (mc_runner_stuck(r, why, whylen))
+        return false;
     long long hb = atomic_load(&r->loop_heartbeat_ms);
     long long now = r->kc->ops->mono_ms(r->kc);
     if (hb && now - hb > 60000) {
@@ -210,6 +212,8 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
     atomic_init(&r->started, false);
     atomic_init(&r->assigned_once, false);
     atomic_init(&r->loop_heartbeat_ms, 0);
+    atomic_init(&r->watched_call, (const char *)NULL);
+    atomic_init(&r->watched_deadline_ms, 0);
     snprintf(r->group_id, sizeof r->group_id, "%s%s", cfg->topic_prefix, p->name);
     snprintf(r->transactional_id, sizeof r->transactional_id, "%s%s-%s", cfg->topic_prefix, p->name,
              cfg->instance_id);
@@ -463,12 +467,20 @@ int mc_runner_finish(mc_runner *r)
 
 int mc_runner_run(mc_runner *r)
 {
+    if (runner_watchdog_start(r) != 0) {
+        runner_set_fatal(r, "watchdog", "cannot start the watchdog thread");
+        return 1;
+    }
     int rc = mc_runner_start(r);
-    if (rc != 0)
-        return rc < 0 ? 0 : rc; /* -1: stopped before it started */
-    while (mc_runner_turn(r))
-        ;
-    return mc_runner_finish(r);
+    if (rc == 0) {
+        while (mc_runner_turn(r))
+            ;
+        rc = mc_runner_finish(r);
+    } else if (rc < 0) {
+        rc = 0; /* stopped before it started */
+    }
+    runner_watchdog_stop(r);
+    return rc;
 }
 
 void mc_runner_stop(mc_runner *r)

@@ -35,7 +35,8 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
  * error. Returns 0 after a clean stop (the open transaction committed, the
  * group left), 1 after a fatal error. It is mc_runner_start, mc_runner_turn
  * until false, mc_runner_finish: the steps a deterministic test takes one
- * at a time. */
+ * at a time; around them, a watchdog thread exits the process with status 1
+ * when a blocking Kafka call never returns (mc_runner_stuck). */
 int mc_runner_run(mc_runner *r);
 /* Initialises the transactions and subscribes: 0, 1 on a fatal error, -1
  * when a stop came first. */
@@ -47,6 +48,10 @@ bool mc_runner_turn(mc_runner *r);
 int mc_runner_finish(mc_runner *r);
 /* Whether a fatal error stopped (or is stopping) the runner. Any thread. */
 bool mc_runner_failed(const mc_runner *r);
+/* Whether the loop thread has been inside one blocking Kafka call for well
+ * past that call's timeout (the watchdog then exits the process); why names
+ * the call. Any thread. */
+bool mc_runner_stuck(mc_runner *r, char *why, size_t whylen);
 /* Asks the loop to finish; safe from any thread. */
 void mc_runner_stop(mc_runner *r);
 /* Frees the runner after mc_runner_run() returned (or was never called). */

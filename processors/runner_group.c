@@ -123,7 +123,9 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
     }
     /* Read the committed offsets (and metadata) ourselves so the processor
      * sees exactly where consumption resumes. */
+    runner_watch(r, "committed (assignment)", 30000);
     rd_kafka_resp_err_t cerr = kc->ops->committed(kc, parts, 30000);
+    runner_unwatch(r);
     if (cerr) {
         runner_set_fatal(r, "cannot read committed offsets", rd_kafka_err2str(cerr));
         kc->ops->assign(kc, NULL);

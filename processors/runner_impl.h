@@ -2,11 +2,13 @@
  * cuts rdkafka_*): runner.c (the loop, set-up, readiness), runner_txn.c (the
  * transactions and their error classes), runner_ctx.c (the context the
  * processor sees: outputs, refused records, questions) and runner_group.c
- * (input partitions, rebalances, leaving the group). Every function here runs
+ * (input partitions, rebalances, leaving the group), runner_watch.c (the
+ * watchdog of blocking Kafka calls). Every function here runs
  * on the runner's thread unless it says otherwise. */
 #ifndef MOONCAKE_RUNNER_IMPL_H
 #define MOONCAKE_RUNNER_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "ctx_impl.h"
@@ -161,6 +163,15 @@ struct mc_runner {
      * instance has not restored anything and must not count as ready. */
     atomic_bool assigned_once;
     atomic_llong loop_heartbeat_ms;
+    /* The blocking Kafka call the loop thread is in (NULL: none) and the
+     * monotonic time past which it counts as stuck (runner_watch.c). */
+    _Atomic(const char *) watched_call;
+    atomic_llong watched_deadline_ms;
+    pthread_t watchdog;
+    pthread_mutex_t watchdog_lock;
+    pthread_cond_t watchdog_wake;
+    bool watchdog_quit; /* under watchdog_lock */
+    bool watchdog_running;
 
     mc_counter *txn_committed;
     mc_counter *txn_aborted;
@@ -226,6 +237,18 @@ void runner_mark_processed(mc_runner *r, size_t topic, int32_t partition, int64_
 void runner_reset_txn(mc_runner *r, bool committed);
 /* Every producer, before the consumer reads a committed offset. */
 int runner_init_transactions(mc_runner *r);
+
+/* ---- runner_watch.c: the watchdog of blocking calls ---- */
+
+/* The loop thread is about to make a blocking call with this timeout; until
+ * runner_unwatch, the watchdog exits the process when it runs far past it. */
+void runner_watch(mc_runner *r, const char *call, int timeout_ms);
+void runner_unwatch(mc_runner *r);
+/* Starts the watchdog thread (mc_runner_run: production runs, not the
+ * deterministic tests): 0, or -1 when no thread could start. */
+int runner_watchdog_start(mc_runner *r);
+/* Stops and joins it; nothing when it never started. */
+void runner_watchdog_stop(mc_runner *r);
 
 /* ---- runner_ctx.c: the processor's context ---- */
 

@@ -114,7 +114,10 @@ int runner_init_transactions(mc_runner *r)
             if (atomic_load(&r->stop))
                 return -1;
             mc_kerror e;
-            if (r->kc->ops->init_transactions(r->kc, i, 30000, &e) == 0)
+            runner_watch(r, "init_transactions", 30000);
+            int rc = r->kc->ops->init_transactions(r->kc, i, 30000, &e);
+            runner_unwatch(r);
+            if (rc == 0)
                 break;
             if (runner_txn_error(r, "init_transactions", &e) != TXN_RETRY)
                 return -1;
@@ -246,7 +249,9 @@ static void rewind_to_committed(mc_runner *r)
         return;
     }
     /* The abort dropped the processor's work on these partitions already. */
+    runner_watch(r, "committed (rewind)", 30000);
     rd_kafka_resp_err_t err = kc->ops->committed(kc, parts, 30000);
+    runner_unwatch(r);
     if (err) {
         runner_set_fatal(r, "cannot read committed offsets to rewind", rd_kafka_err2str(err));
         rd_kafka_topic_partition_list_destroy(parts);
@@ -257,7 +262,10 @@ static void rewind_to_committed(mc_runner *r)
         if (parts->elems[i].offset < 0)
             parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     mc_kerror e;
-    if (kc->ops->seek(kc, parts, 30000, &e) != 0)
+    runner_watch(r, "seek (rewind)", 30000);
+    int seek_rc = kc->ops->seek(kc, parts, 30000, &e);
+    runner_unwatch(r);
+    if (seek_rc != 0)
         runner_set_fatal(r, "cannot seek to committed offsets", e.text);
     /* on_assign may write (the router its layout markers): in a transaction. */
     if (!atomic_load(&r->fatal) && r->proc->on_assign &&
@@ -277,7 +285,10 @@ int runner_abort_txn(mc_runner *r, const char *why)
     runner_drop_processor_work(r);
     for (;;) {
         mc_kerror e;
-        if (r->kc->ops->abort(r->kc, r->turn, 30000, &e) == 0)
+        runner_watch(r, "abort_transaction", 30000);
+        int rc = r->kc->ops->abort(r->kc, r->turn, 30000, &e);
+        runner_unwatch(r);
+        if (rc == 0)
             break;
         if (runner_txn_error(r, "abort_transaction", &e) != TXN_RETRY) {
             /* The processor's work is dropped: committing anything now could
@@ -299,7 +310,9 @@ bool runner_abort_quietly(mc_runner *r, const char *what, int timeout_ms)
     if (!r->txn_open)
         return false;
     mc_kerror e;
+    runner_watch(r, "abort_transaction", timeout_ms);
     bool aborted = r->kc->ops->abort(r->kc, r->turn, timeout_ms, &e) == 0;
+    runner_unwatch(r);
     if (what && aborted)
         mc_counter_add(r->txn_aborted, 1);
     else if (what)
@@ -316,7 +329,10 @@ static int send_offsets(mc_runner *r, rd_kafka_topic_partition_list_t *offsets)
 {
     for (;;) {
         mc_kerror e;
-        if (r->kc->ops->send_offsets(r->kc, r->turn, offsets, 30000, &e) == 0)
+        runner_watch(r, "send_offsets_to_transaction", 30000);
+        int rc = r->kc->ops->send_offsets(r->kc, r->turn, offsets, 30000, &e);
+        runner_unwatch(r);
+        if (rc == 0)
             return 0;
         txn_verdict v = runner_txn_error(r, "send_offsets_to_transaction", &e);
         if (v == TXN_RETRY)
@@ -361,7 +377,9 @@ int runner_commit_txn(mc_runner *r)
     if (!r->txn_dirty) {
         /* Nothing consumed or produced: an empty commit is just an abort. */
         mc_kerror e;
+        runner_watch(r, "abort_transaction (empty)", 30000);
         bool aborted = kc->ops->abort(kc, r->turn, 30000, &e) == 0;
+        runner_unwatch(r);
         if (!aborted && runner_txn_error(r, "abort_transaction (empty)", &e) == TXN_FATAL)
             return -1;
         runner_reset_txn(r, false);
@@ -386,7 +404,10 @@ int runner_commit_txn(mc_runner *r)
         await_outputs(r);
     for (;;) {
         mc_kerror e;
-        if (kc->ops->commit(kc, r->turn, 30000, &e) == 0)
+        runner_watch(r, "commit_transaction", 30000);
+        int rc = kc->ops->commit(kc, r->turn, 30000, &e);
+        runner_unwatch(r);
+        if (rc == 0)
             break;
         txn_verdict v = runner_txn_error(r, "commit_transaction", &e);
         if (v == TXN_RETRY)

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "runner.h"
@@ -199,15 +201,15 @@ static void trace_op(void *arg, const char *op)
     note(arg, op);
 }
 
-/* A runner under instance id `instance` on cluster k, started, with
- * partitions 0 and 1 assigned at the next poll. */
-static void run_start(run *u, sim_kafka *k, const char *instance)
+/* A runner under instance id `instance` on cluster k, not started yet, with
+ * partitions 0 and 1 assigned at its first poll; extra_flag may be NULL. */
+static void run_new(run *u, sim_kafka *k, const char *instance, const char *extra_flag)
 {
     memset(u, 0, sizeof *u);
     u->k = k;
     char id[64];
     snprintf(id, sizeof id, "--instance-id=%s", instance);
-    const char *flags[] = {id, "--commit-interval-ms=100", NULL};
+    const char *flags[] = {id, "--commit-interval-ms=100", extra_flag, NULL};
     u->cfg = kit_config("router", flags);
     u->metrics = mc_metrics_new();
     u->proc = (mc_processor){.name = "holder",
@@ -227,9 +229,15 @@ static void run_start(run *u, sim_kafka *k, const char *instance)
     CHECK(u->r != NULL, "%s", err);
     u->kc = slot.made;
     sim_kc_trace(u->kc, trace_op, &u->w);
-    CHECK(mc_runner_start(u->r) == 0);
     static const int32_t parts[] = {0, 1};
     sim_kc_assign(u->kc, parts, 2);
+}
+
+/* The same, started. */
+static void run_start(run *u, sim_kafka *k, const char *instance)
+{
+    run_new(u, k, instance, NULL);
+    CHECK(mc_runner_start(u->r) == 0);
 }
 
 static void run_free(run *u)
@@ -684,6 +692,89 @@ static void test_slow_commits_still_take_whole_batches(void)
     sim_kafka_free(k);
 }
 
+/* ---- a Kafka call that never returns ---- */
+
+typedef struct stuck_probe {
+    run *u;
+    bool stuck;
+    char why[256];
+} stuck_probe;
+
+static void probe_stuck(void *arg)
+{
+    stuck_probe *p = arg;
+    p->stuck = mc_runner_stuck(p->u->r, p->why, sizeof p->why);
+}
+
+/* send_offsets_to_transaction has a 30 s timeout: the watchdog lets it run
+ * 30 s more (a request in flight), and calls it stuck after that. */
+static void test_stuck_call_is_noticed(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run u;
+    run_start(&u, k, "a");
+    stuck_probe p = {.u = &u};
+    submit(k, T0 + 500000);
+    sim_kc_delay(u.kc, SIM_KC_SEND_OFFSETS, 59000, probe_stuck, &p);
+    CHECK(run_until(&u, T0 + 200, 20));
+    CHECK(sim_kc_calls(u.kc, SIM_KC_SEND_OFFSETS) >= 1);
+    CHECK(!p.stuck, "59 s into a call with a 30 s timeout is not stuck yet: %s", p.why);
+    submit(k, T0 + 500000);
+    sim_kc_delay(u.kc, SIM_KC_SEND_OFFSETS, 61000, probe_stuck, &p);
+    CHECK(run_until(&u, sim_now(k) + 200, 20));
+    CHECK(p.stuck && strstr(p.why, "send_offsets_to_transaction") &&
+              strstr(p.why, "31000 ms after its timeout"),
+          "61 s into it is: %s", p.why);
+    CHECK(!mc_runner_stuck(u.r, p.why, sizeof p.why), "a call that returned is not stuck");
+    run_free(&u);
+    sim_kafka_free(k);
+}
+
+/* The loop thread sleeps (for real) inside a call 61 s past its start. */
+static void never_return(void *arg)
+{
+    (void)arg;
+    sleep(60);
+}
+
+/* mc_runner_run's watchdog thread ends the whole process with status 1 (a
+ * fatal error: the supervisor restarts it) when the loop thread is stuck in a
+ * call, and says which; in a child process, which it kills. */
+static void test_stuck_call_exits_the_process(void)
+{
+    int out[2];
+    CHECK(pipe(out) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 2);
+        close(out[0]);
+        alarm(20); /* without a watchdog, SIGALRM ends the child: the test fails */
+        sim_kafka *k = sim_kafka_new(2, T0);
+        run u;
+        run_new(&u, k, "a", "--commit-max-records=1");
+        submit(k, T0 + 500000);
+        sim_kc_delay(u.kc, SIM_KC_SEND_OFFSETS, 61000, never_return, NULL);
+        int rc = mc_runner_run(u.r);
+        fprintf(stderr, "mc_runner_run returned %d\n", rc);
+        _exit(7);
+    }
+    close(out[1]);
+    char buf[8192];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof buf - 1 && (got = read(out[0], buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)got;
+    buf[n] = '\0';
+    close(out[0]);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+          "the process exits 1 (status %d), within the 60 s the call sleeps: %s", status, buf);
+    CHECK(strstr(buf, "a Kafka call is stuck") && strstr(buf, "send_offsets_to_transaction"),
+          "the log names the call: %s", buf);
+}
+
 static void *runner_self(run *u)
 {
     return u->w.self;
@@ -707,5 +798,7 @@ int main(void)
     test_refused_output_dead_lettered();
     test_graceful_stop();
     test_slow_commits_still_take_whole_batches();
+    test_stuck_call_is_noticed();
+    test_stuck_call_exits_the_process();
     return check_exit("test_runner_sim");
 }
