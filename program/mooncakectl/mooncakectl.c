@@ -91,6 +91,7 @@ static const opt_def opt_defs[] = {
     {"json", 'J', 0, K_FLAG, O(json)},
     {"quiet", 'q', 0, K_FLAG, O(quiet)},
     {"help", 'h', 0, K_FLAG, O(help)},
+    {"version", 'V', 0, K_FLAG, O(version)},
     {"file", 'f', SC_SUBMIT | SC_JOBS | SC_GROUPS | SC_LIMITS, K_STR, O(file)},
     {"app", 0, SC_SUBMIT | SC_CANCEL | SC_RESULTS | SC_DEAD | SC_JOBS | SC_TASK | SC_GROUPS, K_STR,
      O(app)},
@@ -204,6 +205,7 @@ static const char usage_global[] =
     "  -J, --json            JSON output, one object per line\n"
     "  -q, --quiet           no progress, notes or counts on stderr; errors only\n"
     "  -h, --help            this text; COMMAND -h for the command's\n"
+    "  -V, --version         mooncakectl's version and librdkafka's\n"
     "\n"
     "Precedence: flags, then -F file, then environment, then defaults.\n"
     "Exit status: 0 done, 1 Kafka failure, 2 bad usage or an invalid task, 130\n"
@@ -651,7 +653,7 @@ static int parse_args(int argc, char **argv, ctl_opts *o, char *err, size_t errl
     }
     if (failed)
         return -1;
-    if (!o->help && !o->command) {
+    if (!o->help && !o->version && !o->command) {
         snprintf(err, errlen,
                  "no command given (submit, cancel, results, dead, requeue, topics, "
                  "partitions, jobs; see -h)");
@@ -1867,6 +1869,11 @@ int main(int argc, char **argv, char **envp)
     int rc = parse_args(argc, argv, &c.o, err, sizeof err);
     if (c.o.help) {
         fputs(usage_text(c.o.sc), stdout);
+        opts_free(&c.o);
+        return 0;
+    }
+    if (c.o.version && rc == 0) {
+        printf("mooncakectl %s (librdkafka %s)\n", MOONCAKE_VERSION, rd_kafka_version_str());
         opts_free(&c.o);
         return 0;
     }

@@ -36,7 +36,7 @@ typedef struct str_list {
 typedef struct ctl_opts {
     const char *command, *action; /* topics: create | describe; partitions: grow; jobs: put ... */
     unsigned sc;                  /* SC_* of command */
-    bool help, quiet, json;
+    bool help, version, quiet, json;
     const char *brokers, *prefix, *config_file;
     str_list xprops;
     /* submit / cancel */
