@@ -5,7 +5,8 @@
  *                                     wheel, with the header mooncake-fired-by-router
  *   Submit due within the horizon -> wheel (WheelEntry{version, Submit})
  *   Submit due later               -> wheel, with the header mooncake-route: store
- *   Cancel                         -> wheel (WheelEntry{version, Cancel})
+ *   Cancel                         -> wheel (WheelEntry{version, Cancel}) and
+ *                                     ready (the same: a recall)
  *   anything invalid               -> dead (DeadLetter with the raw bytes and a reason)
  * Every valid command goes to the one `wheel` partition of its key, so the
  * store and the wheel both read all of a key's versions in one order: the
@@ -40,6 +41,16 @@
  * is where `wheel` ended a moment before (asked at most WHEEL_END_MAX_AGE_MS
  * ago), which can only be lower, and a lower one only holds the wheel's
  * committed offset back further.
+ *
+ * Recalling at once. A Cancel also goes to `ready`, as the recall the wheel
+ * would write once it read the Cancel: the executor drops what it holds of
+ * the key below the Cancel's version (a task the wheel fired early, waiting
+ * for its due time), so a cancel reaches a fired task in our one hop rather
+ * than ours and the wheel's. It only adds: the wheel still recalls as
+ * before, and a recall that finds nothing held does nothing. The version is
+ * the Cancel's offset, newer than every version of the key it may recall,
+ * so it voids exactly what the wheel's recall would (a Cancel routed with a
+ * shifted version goes the usual way only, as for firing).
  *
  * The layout (layout.h), read at each assignment and every two seconds,
  * decides every key's home, not the partition count of `tasks`: a
@@ -625,7 +636,15 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
         mc_counter_add(r->cancels, 1);
         log_routed(ctx, m, "cancel");
         /* The store and the wheel both read it: each drops older versions. */
-        return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,
+        int rc =
+            mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len);
+        if (rc != 0 || version != m->offset)
+            return rc;
+        /* And the executor, in the same transaction: a task of the key the
+         * wheel fired early is dropped one hop after the cancel instead of
+         * two (see the top of the file). */
+        mc_ctx_request_commit_now(ctx);
+        return mc_ctx_forward(ctx, r->ready, partition, m->key, m->key_len, r->out.data,
                               r->out.len);
     }
     int64_t fired_pos;

@@ -786,6 +786,11 @@ class Verdict:
             what it fired early, and the recall reach the executor in time; the
             margin is the recall's hop, calibrated with no store running), with no
             chaos on the executor either and no burst loading the pipeline.
+        A cancel (not a re-submit) must also win when the router's transaction that
+        routed it (its copy in `wheel`, and in the same transaction its recall in
+        `ready`) became visible at least recall-margin before the due time, whenever
+        the wheel read it ("one hop": the executor drops what it holds on the router's
+        recall), with no chaos on the router or the executor and no burst.
         A command acknowledged lead + cancel-margin before the due time that never
         reached `wheel` is judged too ("never routed"). The rest is counted, not
         judged: too close to the due time, or the pipeline lagging (acknowledged early
@@ -808,7 +813,7 @@ class Verdict:
             FROM sched s JOIN nxt n ON n.sid = s.sid
             LEFT JOIN called c ON c.sid = s.sid AND c.attempt = s.attempt
             WHERE n.n_acked IS NOT NULL AND s.due < ? AND n.n_acked <= s.due""", (self.cut,))
-        judged = {"early": 0, "lead window": 0, "never routed": 0}
+        judged = {"early": 0, "one hop": 0, "lead window": 0, "never routed": 0}
         unjudged, close, close_called, lagging = 0, 0, 0, 0
         bad = []
         self.info["lead_window_estimate"] = estimate = {
@@ -848,6 +853,7 @@ class Verdict:
         self.info["recalls"] = self.q("SELECT COUNT(*) FROM ready WHERE what = 'cancel'")[0][0]
         self.counts.update(cancelled_called=len(bad), cancel_judged_early=judged["early"],
                            cancel_judged_lead=judged["lead window"],
+                           cancel_judged_one_hop=judged["one hop"],
                            cancel_judged_unrouted=judged["never routed"],
                            cancel_unjudged=unjudged)
         self.violations["cancelled_called"] = bad
@@ -877,6 +883,9 @@ class Verdict:
         read = self.read_by("wheel", r["part"], r["w_off"])
         if read is not None and r["due"] - read >= lead:
             return "early", ("router", "wheel"), read
+        if (r["n_kind"] == "cancel" and r["seen"] is not None
+                and r["due"] - r["seen"] >= self.args.recall_margin_ms):
+            return "one hop", ("router", "executor", "load"), read
         if read is not None and r["due"] - read >= self.args.recall_margin_ms:
             return "lead window", ("router", "wheel", "executor", "load"), read
         late = acked_early or (r["seen"] is not None
@@ -2325,8 +2334,9 @@ def print_summary(v, workload, events, args, passed, missing=()):
                             f"{c['lost_unjudged']} unjudged (chaos nearby)"),
         ("fired twice", c["fired_twice"], f"of {c['fired']} Submits fired to ready"),
         ("cancelled/superseded called", c["cancelled_called"],
-         f"judged {c['cancel_judged_early']} early + {c['cancel_judged_lead']} in the lead "
-         f"window + {c['cancel_judged_unrouted']} never routed; {c['cancel_unjudged']} "
+         f"judged {c['cancel_judged_early']} early + {c['cancel_judged_one_hop']} cancels in "
+         f"one hop + {c['cancel_judged_lead']} in the lead window + "
+         f"{c['cancel_judged_unrouted']} never routed; {c['cancel_unjudged']} "
          "unjudged (chaos nearby)"),
         ("missing Results", c["missing_results"], f"of {c['fired']} fired"),
         ("duplicate Results", c["duplicate_results"], ""),

@@ -11,6 +11,7 @@ live member) and admission limits (the most calls through the limited host open 
 and started in a second, outside the windows an executor disruption excuses). And the
 judge of sharding broadcasts: each shard submitted once, called at its member with its
 headers, ended once; the broadcast's one Result agrees with them and comes after them."""
+import argparse
 import contextlib
 import io
 import json
@@ -450,6 +451,30 @@ def broadcast_checks(check):
           "broadcasts: a run without them")
 
 
+def cancel_judgement_checks(check):
+    """How a later command must have won: a cancel whose router transaction (its copy
+    in wheel, its recall in ready) was visible recall-margin before the due time is
+    judged "one hop" even when the wheel read it late; a re-submit is not."""
+    v = bare_verdict()
+    v.args = argparse.Namespace(lead_ms=200, cancel_margin_ms=2000, recall_margin_ms=150)
+    reads = {}
+    v.read_by = lambda role, part, off: reads.get(off)
+    base = dict(due=10_000, n_acked=9_500, w_off=7, part=0, seen=9_600)
+    reads[7] = 9_950  # the wheel read it 50 ms before the due time: too late to recall
+    path, roles, _ = v.cancel_judgement(dict(base, n_kind="cancel"))
+    check(path == "one hop" and "executor" in roles and "wheel" not in roles,
+          f"a cancel visible 400 ms before its due time is judged in one hop: {path} {roles}")
+    path, _, _ = v.cancel_judgement(dict(base, n_kind="submit"))
+    check(path == "lagging", f"a re-submit the wheel read late is only counted: {path}")
+    path, _, _ = v.cancel_judgement(dict(base, n_kind="cancel", seen=9_900))
+    check(path == "too close", f"a cancel visible 100 ms before is too close: {path}")
+    reads[7] = 9_850
+    path, _, _ = v.cancel_judgement(dict(base, n_kind="cancel"))
+    check(path == "one hop", f"read 150 ms before, a cancel is judged in one hop: {path}")
+    path, _, _ = v.cancel_judgement(dict(base, n_kind="submit"))
+    check(path == "lead window", f"read 150 ms before, a re-submit in the lead window: {path}")
+
+
 def main():
     failures = 0
 
@@ -699,6 +724,7 @@ def main():
           "alarms: a run without the alarms role")
     limit_and_group_checks(check)
     broadcast_checks(check)
+    cancel_judgement_checks(check)
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 

@@ -3,7 +3,8 @@
  * wins over an automatic retry, whatever the timing (a cancel or re-submit
  * while the call is in flight, after the store's markers have let the wheel
  * forget other floors, with the next attempt near or far, of a task the
- * router fired itself); and a zombie
+ * router fired itself); a cancel reaches a task fired early in the router's
+ * one hop; and a zombie
  * store that wakes up after its partitions moved commits nothing. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,65 @@ static void a_resubmit_due_now_refused_by_ready_still_stops_the_older_version(vo
     sim_pipeline_stop(&pl);
 }
 
+/* Only the router and the executor take turns (the wheel is busy, or its
+ * transaction slow), as the clock moves to `until`. */
+static void run_router_and_executor(pipeline *pl, int64_t until, int64_t step)
+{
+    while (sim_now(pl->k) < until) {
+        int64_t next = sim_now(pl->k) + step;
+        sim_set_now(pl->k, next < until ? next : until);
+        CHECK(sim_settle(pl->in[SIM_ROUTER], 30) == 0 && sim_settle(pl->in[SIM_EXECUTOR], 30) == 0);
+        fake_caller_run(pl->env.current, sim_now(pl->k), NULL, NULL);
+        CHECK(sim_settle(pl->in[SIM_EXECUTOR], 30) == 0);
+    }
+}
+
+/* How many Results of task id say outcome. */
+static size_t results_of(const pipeline *pl, const char *id, mc_outcome outcome)
+{
+    kit_result *res;
+    size_t n = kit_results(pl->k, 0, &res), count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += strcmp(res[i].id, id) == 0 && res[i].outcome == outcome;
+    free(res);
+    return count;
+}
+
+/* A cancel of a task the wheel fired early (held by the executor until its
+ * due time) reaches the executor in the router's one transaction: while the
+ * wheel takes no turn at all until after the due time, the task is dropped
+ * (one CANCELLED Result) and never called. A re-submit is stopped by the
+ * wheel's recall (two hops). */
+static void a_cancel_reaches_a_task_fired_early_in_one_hop(bool resubmit)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=200", NULL};
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task t = kit_task("x", T0 + 1000, "http://e/x");
+    kit_tasks_submit(pl.k, 0, &t);
+    run_until(&pl, T0 + 850, 10, false, NULL);
+    CHECK(kit_fired(pl.k, 1, "x", 0) == 1 && fake_caller_pending(pl.env.current) == 1,
+          "the wheel fired it early; the executor holds it");
+    if (resubmit) {
+        mc_task t2 = kit_task("x", T0 + 60000, "http://e/x2");
+        kit_tasks_submit(pl.k, 0, &t2);
+        run_until(&pl, T0 + 1100, 10, true, NULL);
+    } else {
+        kit_tasks_cancel(pl.k, 0, "x", sim_now(pl.k));
+        run_router_and_executor(&pl, T0 + 1100, 10);
+    }
+    CHECK(calls_of(&pl, "x", 0) == 0, "%s: called %zu times", resubmit ? "re-submit" : "cancel",
+          calls_of(&pl, "x", 0));
+    run_until(&pl, T0 + 3000, 50, true, NULL);
+    CHECK(calls_of(&pl, "x", 0) == 0 && results_of(&pl, "x", MC_OUTCOME_CANCELLED) == 1,
+          "%s: %zu calls, %zu CANCELLED Results", resubmit ? "re-submit" : "cancel",
+          calls_of(&pl, "x", 0), results_of(&pl, "x", MC_OUTCOME_CANCELLED));
+    /* The wheel read the cancel after the due time: it recalled nothing. */
+    CHECK(kit_recalls(pl.k, 1, "x") == 1, "%zu recalls in ready: one, the %s",
+          kit_recalls(pl.k, 1, "x"), resubmit ? "wheel's" : "router's");
+    sim_pipeline_stop(&pl);
+}
+
 /* Answers 500 to the first two calls it sees, 200 after. */
 static long fail_twice(mc_call *j, void *arg)
 {
@@ -279,5 +339,7 @@ int main(void)
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(false);
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(true);
     a_resubmit_due_now_refused_by_ready_still_stops_the_older_version();
+    a_cancel_reaches_a_task_fired_early_in_one_hop(false);
+    a_cancel_reaches_a_task_fired_early_in_one_hop(true);
     return check_exit("test_pipeline_sim");
 }
