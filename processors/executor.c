@@ -26,6 +26,12 @@
  * a marker until every record before it has finished, when it goes on to
  * `retry` (and from there back to the wheel: see wheel.c).
  *
+ * A recall is also remembered for a while (executor_recalls.h): a task of
+ * its key below its version, read after it, is voided at once. The router
+ * recalls for a cancel in the transaction that routes it, and the wheel may
+ * fire an older version while that transaction is open, so the fire can
+ * come after the recall.
+ *
  * Catching up after an assignment. A task fired early and recalled can be
  * read by a new owner after its due time, its recall a few records later:
  * posted at once, it would start before the recall is read. So after an
@@ -72,6 +78,7 @@
 #include "chains.h"
 #include "endpoint_table.h"
 #include "executor_call.h"
+#include "executor_recalls.h"
 #include "follow_ups.h"
 #include "kafka.h"
 #include "kafka_targets.h"
@@ -105,7 +112,15 @@ typedef struct part {
      * catch_up_until (wall clock). */
     int64_t catch_up_to, catch_up_until;
     mc_call *waiting_head, *waiting_tail;
+    /* Recalls read lately (executor_recalls.h). Kept across abandons: a
+     * recall is a committed command's, true whoever reads the partition. */
+    mc_recall_memory *recalls;
 } part;
+
+/* How long a recall voids older versions of its key read after it: the
+ * wheel fires into `ready` after the router's recall only while the
+ * router's transaction is open (plus the wheel's next read), well under. */
+#define RECALL_MEMORY_MS 30000
 
 /* How long calls wait for a partition to be read to where it ended at its
  * assignment (commit markers there, or a slow fetch, would hold them). */
@@ -185,7 +200,9 @@ static part *part_get(executor *ex, int32_t partition)
     p->partition = partition;
     p->catch_up_to = -1;
     mc_ring_init(&p->markers, sizeof(marker_ref));
-    if (mc_part_table_put(&ex->parts, partition, p) != 0) {
+    if (!(p->recalls = mc_recall_memory_new(RECALL_MEMORY_MS)) ||
+        mc_part_table_put(&ex->parts, partition, p) != 0) {
+        mc_recall_memory_free(p->recalls);
         free(p);
         return NULL;
     }
@@ -962,6 +979,18 @@ static int take_marker(executor *ex, part *p, const mc_record *m, mc_window_past
 
 static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx);
 
+/* A task read after a recall of a newer version of its key: never posted,
+ * it ends as a recalled call does (a CANCELLED Result), in this transaction. */
+static int void_at_read(executor *ex, part *p, mc_call *j, int64_t now)
+{
+    j->recalled = true;
+    j->started_at = j->finished_at = now;
+    int rc = report(ex, j);
+    mc_window_finish(&p->win, j->seq);
+    mc_call_free(j);
+    return rc == 0 ? forward_markers(ex, p) : rc;
+}
+
 static int executor_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     executor *ex = self;
@@ -1027,6 +1056,15 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
     if (j->seq == UINT64_MAX) {
         mc_call_free(j);
         return -1;
+    }
+    int64_t now = mc_ctx_now_ms(ctx);
+    if (j->kind == MC_CALL_RECALL) {
+        if (mc_recall_memory_note(p->recalls, j->key, strlen(j->key), j->version, now) != 0) {
+            mc_call_free(j);
+            return -1;
+        }
+    } else if (mc_recall_memory_voids(p->recalls, j->key, strlen(j->key), j->version, now)) {
+        return void_at_read(ex, p, j, now);
     }
     if (j->kind == MC_CALL_START && !j->held_at_read)
         p->busy++;
@@ -1263,6 +1301,7 @@ static void executor_destroy(void *self)
         }
         mc_window_free(&p->win);
         mc_ring_free(&p->markers);
+        mc_recall_memory_free(p->recalls);
         free(p);
     }
     mc_part_table_free(&ex->parts);

@@ -198,6 +198,52 @@ static void a_recall_committed_before_it_acted_survives_a_crash(void)
     kit_config_free(cfg);
 }
 
+/* The router's recall of a cancel can land in `ready` before the wheel's
+ * fire of the version it cancels (the wheel fired while the router's
+ * transaction was open): the fire read after the recall is not called and
+ * has one CANCELLED Result; a newer version after both is called. */
+static void a_fire_read_after_a_newer_recall_is_not_called(void)
+{
+    mc_config *cfg = kit_config("executor", NULL);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    kit_ready_recall(k, 0, 11, "t0");
+    mc_task t = kit_task("t0", T0 + 200, "http://e/old");
+    kit_ready_submit(k, 0, 10, &t);
+    mc_task other = kit_task("t1", T0 + 200, "http://e/other");
+    kit_ready_submit(k, 0, 9, &other);
+    fake_env env = {0};
+    mc_executor_caller c;
+    env.clock = k;
+    mc_processor p = executor_with(&env, &c);
+    sim_inst *ex = sim_inst_new(k, &p, cfg, "e1");
+    CHECK(sim_assign_all(ex) == 0 && sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 1000);
+    fake_caller_run(env.current, sim_now(k), NULL, NULL);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(env.n_calls == 1 && strstr(env.calls[0].key, "t1"),
+          "%zu calls: only the other key's, not the cancelled version", env.n_calls);
+    mc_task newer = kit_task("t0", T0 + 1200, "http://e/new");
+    kit_ready_submit(k, 0, 12, &newer);
+    CHECK(sim_settle(ex, 20) == 0);
+    sim_set_now(k, T0 + 1500);
+    fake_caller_run(env.current, sim_now(k), NULL, NULL);
+    CHECK(sim_settle(ex, 20) == 0);
+    CHECK(env.n_calls == 2 && env.calls[1].version.v == 12, "the newer version is called");
+    kit_result *r;
+    size_t n = kit_results(k, 0, &r), cancelled = 0, succeeded = 0;
+    for (size_t i = 0; i < n; i++) {
+        cancelled += r[i].outcome == MC_OUTCOME_CANCELLED && strcmp(r[i].id, "t0") == 0;
+        succeeded += r[i].outcome == MC_OUTCOME_SUCCEEDED;
+    }
+    CHECK(cancelled == 1 && succeeded == 2, "%zu CANCELLED, %zu SUCCEEDED of %zu Results",
+          cancelled, succeeded, n);
+    free(r);
+    sim_crash(ex);
+    fake_env_free(&env);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 static long fail_500(mc_call *j, void *arg)
 {
     (void)j;
@@ -667,6 +713,7 @@ int main(void)
     held_burst_across_a_crash(6000);
     a_restart_calls_again_exactly_what_was_unfinished();
     a_recall_committed_before_it_acted_survives_a_crash();
+    a_fire_read_after_a_newer_recall_is_not_called();
     a_refused_attempt_is_dead_lettered_not_lost();
     a_paused_partition_resumes_after_an_abort();
     an_executor_whose_partitions_were_taken_starts_no_call();
