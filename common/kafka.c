@@ -71,6 +71,19 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
            (const char *)NULL);
 }
 
+bool mc_kafka_library_ok(char *err, size_t errlen)
+{
+    /* The last byte is the pre-release designation (0xff: a release). */
+    if ((rd_kafka_version() & ~0xff) >= (RD_KAFKA_VERSION & ~0xff))
+        return true;
+    snprintf(err, errlen,
+             "librdkafka %s is loaded, but this binary was built against %d.%d.%d: make the "
+             "one it was built with findable (LD_LIBRARY_PATH, or run tools/setup again)",
+             rd_kafka_version_str(), RD_KAFKA_VERSION >> 24, (RD_KAFKA_VERSION >> 16) & 0xff,
+             (RD_KAFKA_VERSION >> 8) & 0xff);
+    return false;
+}
+
 int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
                       size_t errlen)
 {

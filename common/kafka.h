@@ -39,6 +39,12 @@ extern const size_t mc_n_topic_specs;
  * (rd_kafka_new() takes it over). NULL with a line in err for a bad property. */
 rd_kafka_conf_t *mc_kafka_conf_new(const mc_config *cfg, void *log_opaque, char *err,
                                    size_t errlen);
+/* Whether the librdkafka loaded at run time is at least the one the binary
+ * was built against (both use the soname librdkafka.so.1, so a missing
+ * RPATH directory silently loads an older system one); err says what to fix.
+ * Any thread. */
+bool mc_kafka_library_ok(char *err, size_t errlen);
+
 /* Sets one property, with a message naming it when librdkafka refuses it. */
 int mc_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
                       size_t errlen);

@@ -386,6 +386,11 @@ int main(int argc, char **argv)
         printf("mooncake %s (librdkafka %s)\n", MOONCAKE_VERSION, rd_kafka_version_str());
         return 0;
     }
+    char libwhy[256];
+    if (!mc_kafka_library_ok(libwhy, sizeof libwhy)) {
+        fprintf(stderr, "mooncake: %s\n", libwhy);
+        return 2;
+    }
     /* The roles this process runs: one, several (gateway,view), or every
      * one for "all". */
     const role *chosen[N_ROLES];

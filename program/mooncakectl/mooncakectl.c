@@ -1872,10 +1872,16 @@ int main(int argc, char **argv, char **envp)
         opts_free(&c.o);
         return 0;
     }
-    if (c.o.version && rc == 0) {
+    if (c.o.version) { /* whatever else the command line or the environment says */
         printf("mooncakectl %s (librdkafka %s)\n", MOONCAKE_VERSION, rd_kafka_version_str());
         opts_free(&c.o);
         return 0;
+    }
+    char libwhy[256];
+    if (!mc_kafka_library_ok(libwhy, sizeof libwhy)) {
+        ctl_fail(EXIT_USAGE, "%s", libwhy);
+        opts_free(&c.o);
+        return EXIT_USAGE;
     }
     if (rc != 0) {
         ctl_fail(EXIT_USAGE, "%s", err);
