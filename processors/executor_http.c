@@ -909,24 +909,121 @@ static void abandon_partition(http_caller *hc, int32_t partition)
     }
 }
 
-/* A recall: the held or queued calls of its key with an older version are
- * not made (they come back recalled); one that has started runs (it was
- * due). Then the recall itself comes back. */
+/* Whether a call can still be recalled: not started (one that has started
+ * runs: it was due). */
+static bool not_started(const call *c)
+{
+    return c->state == CALL_HELD || c->state == CALL_QUEUED || c->state == CALL_WAITING;
+}
+
+/* The call is not made: it comes back recalled. */
+static void void_call(http_caller *hc, call *c)
+{
+    mc_call *j = c->call;
+    j->recalled = true;
+    j->finished_at = j->started_at = mc_now_ms();
+    call_release(hc, c);
+    give_back(hc, j);
+}
+
+/* A recall: the calls of its key with an older version not started yet are
+ * not made. Then the recall itself comes back. */
 static void recall(http_caller *hc, mc_call *r)
 {
     for (call *c = hc->all, *next; c; c = next) {
         next = c->all_next;
         mc_call *j = c->call;
-        if ((c->state == CALL_HELD || c->state == CALL_QUEUED || c->state == CALL_WAITING) &&
-            j->partition == r->partition && mc_version_cmp(j->version, r->version) < 0 &&
-            strcmp(j->key, r->key) == 0) {
-            j->recalled = true;
-            j->finished_at = j->started_at = mc_now_ms();
-            call_release(hc, c);
-            give_back(hc, j);
-        }
+        if (not_started(c) && j->partition == r->partition &&
+            mc_version_cmp(j->version, r->version) < 0 && strcmp(j->key, r->key) == 0)
+            void_call(hc, c);
     }
     give_back(hc, r);
+}
+
+/* A batch's recalls by partition and key ("<partition>/<key>"): the newest
+ * version of each. */
+typedef struct recall_key {
+    mc_keynode node;
+    mc_version version;
+    char key[];
+} recall_key;
+
+static size_t partition_key(char *out, size_t cap, int32_t partition, const char *key)
+{
+    int n = snprintf(out, cap, "%" PRId32 "/%s", partition, key);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static void free_recall_key(mc_keynode *n, void *arg)
+{
+    (void)arg;
+    free((char *)n - offsetof(recall_key, node));
+}
+
+/* The newest recall of each partition and key in the list; NULL on ENOMEM. */
+static mc_keymap *recall_keys(mc_call *recalls)
+{
+    mc_keymap *keys = mc_keymap_new(offsetof(recall_key, key) - offsetof(recall_key, node));
+    char k[MC_CALL_KEY_MAX + 16];
+    for (mc_call *r = recalls; keys && r; r = r->next) {
+        size_t n = partition_key(k, sizeof k, r->partition, r->key);
+        uint32_t hash = mc_keymap_hash(k, n);
+        mc_keynode *found = mc_keymap_find(keys, k, n, hash);
+        if (found) {
+            recall_key *e = (recall_key *)(void *)((char *)found - offsetof(recall_key, node));
+            if (mc_version_cmp(r->version, e->version) > 0)
+                e->version = r->version;
+            continue;
+        }
+        recall_key *e = malloc(sizeof *e + n);
+        if (!e) {
+            mc_keymap_drain(keys, free_recall_key, NULL);
+            mc_keymap_free(keys);
+            return NULL;
+        }
+        memcpy(e->key, k, n);
+        e->node.hash = hash;
+        e->node.key_len = (uint32_t)n;
+        e->version = r->version;
+        mc_keymap_insert(keys, &e->node);
+    }
+    return keys;
+}
+
+/* A batch's recalls (linked by next), applied in one pass over every call:
+ * one pass per recall would walk them all each time, and a mass cancel
+ * while a burst is held would keep the thread from starting calls. Without
+ * memory for the pass, one recall at a time. */
+static void recall_batch(http_caller *hc, mc_call *recalls)
+{
+    mc_keymap *keys = recalls->next ? recall_keys(recalls) : NULL;
+    if (!keys) {
+        for (mc_call *r = recalls, *next; r; r = next) {
+            next = r->next;
+            recall(hc, r);
+        }
+        return;
+    }
+    char k[MC_CALL_KEY_MAX + 16];
+    for (call *c = hc->all, *next; c; c = next) {
+        next = c->all_next;
+        if (!not_started(c))
+            continue;
+        mc_call *j = c->call;
+        size_t n = partition_key(k, sizeof k, j->partition, j->key);
+        mc_keynode *found = mc_keymap_find(keys, k, n, mc_keymap_hash(k, n));
+        if (found &&
+            mc_version_cmp(
+                j->version,
+                ((recall_key *)(void *)((char *)found - offsetof(recall_key, node)))->version) < 0)
+            void_call(hc, c);
+    }
+    mc_keymap_drain(keys, free_recall_key, NULL);
+    mc_keymap_free(keys);
+    for (mc_call *r = recalls, *next; r; r = next) {
+        next = r->next;
+        give_back(hc, r);
+    }
 }
 
 /* Takes a posted CALL: held until due - even one due already, which
@@ -961,13 +1058,22 @@ static void take_requests(http_caller *hc)
     hc->new_head = hc->new_tail = NULL;
     pthread_mutex_unlock(&hc->mu);
     int64_t now = mc_now_ms();
+    /* Calls first, then the batch's recalls together: a recall voids the
+     * older versions taken before it, and one read after a recall of a newer
+     * version was never posted (the executor voids it at read, executor.c). */
+    mc_call *recalls = NULL, **recalls_tail = &recalls;
     for (mc_call *j = calls, *next; j; j = next) {
         next = j->next;
-        if (j->kind == MC_CALL_RECALL)
-            recall(hc, j);
-        else
+        if (j->kind == MC_CALL_RECALL) {
+            j->next = NULL;
+            *recalls_tail = j;
+            recalls_tail = &j->next;
+        } else {
             take_call(hc, j, now);
+        }
     }
+    if (recalls)
+        recall_batch(hc, recalls);
     pthread_mutex_lock(&hc->mu);
     for (abandon_req *a = hc->abandon_head; a; a = a->next) {
         if (a->done)

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "executor_admission.h"
 #include "executor_call.h"
 #include "executor_route.h"
+#include "keymap.h"
 #include "event_loop.h"
 #include "ssrf.h"
 #include "task_rules.h"

@@ -355,6 +355,82 @@ static void a_shut_gate_holds_calls_until_it_opens(endpoint *e)
     caller_env_end(&ce);
 }
 
+/* A recall of id on partition below version v. */
+static mc_call *recall_of(const char *id, int32_t partition, int64_t v, int32_t attempt)
+{
+    mc_call *j = calloc(1, sizeof *j);
+    j->arena = mc_arena_new();
+    j->kind = MC_CALL_RECALL;
+    j->partition = partition;
+    j->version = (mc_version){.v = v, .attempt = attempt};
+    snprintf(j->key, sizeof j->key, "app/%s", id);
+    return j;
+}
+
+/* Recalls posted together (a mass cancel): each voids exactly the calls of
+ * its partition and key with an older version, held or due; the newest
+ * recall of a key counts; a call of the same key on another partition, or
+ * at the recall's own version or newer, is made. */
+static void a_batch_of_recalls_voids_exactly_the_older_versions(endpoint *e)
+{
+    enum { N = 40 }; /* the endpoint keeps 16 connections: after the others */
+    caller_env ce;
+    if (!caller_env_start(&ce, false)) { /* shut: nothing starts before the recalls */
+        caller_env_end(&ce);
+        return;
+    }
+    mc_caller *c = ce.c;
+    int64_t now = mc_now_ms();
+    mc_call *calls = NULL, **tail = &calls;
+    char id[32], path[64];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        snprintf(path, sizeof path, "/recall/%d", i);
+        mc_call *j = call_of(id, i % 2, i % 3 ? now + 300 : now, e->port, path);
+        j->version = (mc_version){.v = 10, .attempt = 2};
+        *tail = j;
+        tail = &j->next;
+    }
+    c->ops->post(c, calls);
+    calls = NULL;
+    tail = &calls;
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        /* i % 4: 0 voids it; 1 its own version, not older; 2 the other
+         * partition; 3 an older recall, then a newer one, of the same key. */
+        int64_t v = i % 4 == 1 ? 10 : 11;
+        int32_t part = i % 4 == 2 ? (i + 1) % 2 : i % 2;
+        if (i % 4 == 3) {
+            *tail = recall_of(id, part, 5, 0);
+            tail = &(*tail)->next;
+        }
+        *tail = recall_of(id, part, v, i % 4 == 1 ? 2 : 0);
+        tail = &(*tail)->next;
+    }
+    c->ops->post(c, calls);
+    usleep(100 * 1000);
+    atomic_store(&ce.g.open, true);
+    int recalled = 0, recalls = 0, ok = 0, wrong = 0;
+    for (int round = 0; round < 300 && recalled + ok < N; round++, usleep(10000)) {
+        for (mc_call *j = c->ops->take_done(c), *next; j; j = next) {
+            next = j->next;
+            if (j->kind == MC_CALL_RECALL) {
+                recalls++;
+            } else {
+                int i = atoi(j->key + strlen("app/r"));
+                bool want_recalled = i % 4 == 0 || i % 4 == 3;
+                wrong += j->recalled != want_recalled;
+                recalled += j->recalled;
+                ok += !j->recalled && j->status == 200;
+            }
+            mc_call_free(j);
+        }
+    }
+    CHECK(recalled == N / 2 && ok == N / 2 && wrong == 0 && recalls == N + N / 4,
+          "%d recalled, %d called, %d wrong, %d recalls back", recalled, ok, wrong, recalls);
+    caller_env_end(&ce);
+}
+
 /* Calls path with the given flags; the call as it came back (the caller's
  * to free), or NULL when it did not within 10 s. */
 static mc_call *call_answer(endpoint *e, const char *path, const char *const *flags)
@@ -701,6 +777,7 @@ int main(void)
     the_answer_is_kept(&e);
     a_group_call_fails_over_and_names_its_member(&e);
     calls_moving_between_buckets_all_end(&e);
+    a_batch_of_recalls_voids_exactly_the_older_versions(&e);
     endpoint_stop(&e);
     return check_exit("test_executor_http");
 }
