@@ -21,7 +21,7 @@
  * and <id>~1). The broker writes a transaction's markers after it has
  * answered the commit, and until they are written it answers the same
  * producer's next AddPartitionsToTxn with CONCURRENT_TRANSACTIONS, which
- * librdkafka 2.0 retries only after 20 ms (rdkafka_txnmgr.c): at 1,000 due
+ * librdkafka (2.0 and 2.8 alike) retries only after 20 ms (rdkafka_txnmgr.c): at 1,000 due
  * tasks/s the router committed back to back and nearly every transaction
  * waited out that retry. The other producer's last transaction finished
  * long ago. Turns never overlap: a transaction begins only after the one
