@@ -131,7 +131,8 @@ def test_figures_and_rows():
                   dump(requests=[("Produce", 9, 1000), ("Heartbeat", 4, 10)],
                        topics=[("MessagesInPerSec", "p.tasks", 500),
                                ("MessagesInPerSec", None, 800),
-                               ("BytesInPerSec", None, 0), ("BytesOutPerSec", None, 0)],
+                               ("BytesInPerSec", None, 0), ("BytesOutPerSec", None, 0),
+                               ("BytesOutPerSec", "p.wheel", 1000)],
                        threads=[(1, "data-plane-kafka-request-handler-0", 0)]),
                   {9: ("C2 CompilerThre", 1.0)})
     s1 = snapshot(110.0, 52.0, 20.5,
@@ -140,7 +141,8 @@ def test_figures_and_rows():
                        topics=[("MessagesInPerSec", "p.tasks", 1500),
                                ("MessagesInPerSec", None, 4800),
                                ("BytesInPerSec", None, 200_000),
-                               ("BytesOutPerSec", None, 100_000)],
+                               ("BytesOutPerSec", None, 100_000),
+                               ("BytesOutPerSec", "p.wheel", 51_000)],
                        threads=[(1, "data-plane-kafka-request-handler-0", 1_000_000_000)]),
                   {9: ("C2 CompilerThre", 1.5)})
     f = be.cost_figures(s0, s1, "p.tasks", ["p."])
@@ -153,7 +155,8 @@ def test_figures_and_rows():
           and close(f["messages_in"], 4.0), f"bytes: {f}")
     check(f["requests"] == {"Produce": 2.0, "Heartbeat": 0.02, "Metadata": 0.005},
           f"requests: {f['requests']}")
-    check(f["messages_in_topics"] == {"tasks": 1.0}, f"per topic: {f['messages_in_topics']}")
+    check(f["messages_in_topics"] == {"tasks": 1.0} and f["bytes_out_topics"] == {"wheel": 50.0},
+          f"per topic: {f['messages_in_topics']} {f['bytes_out_topics']}")
     th = f["broker_threads_us"]
     check(close(th["data-plane-kafka-request-handler-N"], 1000) and close(th[be.JIT], 500)
           and close(th["(other threads, and Java threads that ended)"], 500),
