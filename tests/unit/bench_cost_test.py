@@ -121,6 +121,15 @@ def test_topics_and_threads():
           and len(j) == 2, f"JVM pools: {j}")
 
 
+def test_committed_by_role():
+    text = ("# TYPE mooncake_transactions_committed_total counter\n"
+            'mooncake_transactions_committed_total{processor="router"} 116\n'
+            'mooncake_transactions_aborted_total{processor="router"} 3\n'
+            'mooncake_transactions_committed_total{processor="wheel"} 2.66e+02\n')
+    c = be.committed_by_role(text)
+    check(c == {"router": 116.0, "wheel": 266.0}, f"transactions by role: {c}")
+
+
 def snapshot(t, broker_cpu, client_cpu, lines, proc):
     return {"t": t, "broker_cpu": broker_cpu, "client_cpu": client_cpu,
             "jmx": be.parse_jmx_dump(lines), "threads": proc}
@@ -195,6 +204,7 @@ def main():
     test_local_time()
     test_topics_and_threads()
     test_figures_and_rows()
+    test_committed_by_role()
     test_no_tasks()
     print("bench_cost_test: ok")
 
