@@ -117,10 +117,15 @@ typedef struct part {
     mc_recall_memory *recalls;
 } part;
 
-/* How long a recall voids older versions of its key read after it: the
- * wheel fires into `ready` after the router's recall only while the
- * router's transaction is open (plus the wheel's next read), well under. */
-#define RECALL_MEMORY_MS 30000
+/* How long after a recall was produced a fire of an older version may be
+ * and still be voided: the wheel fires into `ready` after the router's
+ * recall only while the router's transaction is open, which the transaction
+ * timeout bounds; at least a minute. */
+static int64_t recall_memory_ms(const mc_config *cfg)
+{
+    int64_t ms = (int64_t)cfg->transaction_timeout_ms + 10000;
+    return ms > 60000 ? ms : 60000;
+}
 
 /* How long calls wait for a partition to be read to where it ended at its
  * assignment (commit markers there, or a slow fetch, would hold them). */
@@ -200,7 +205,7 @@ static part *part_get(executor *ex, int32_t partition)
     p->partition = partition;
     p->catch_up_to = -1;
     mc_ring_init(&p->markers, sizeof(marker_ref));
-    if (!(p->recalls = mc_recall_memory_new(RECALL_MEMORY_MS)) ||
+    if (!(p->recalls = mc_recall_memory_new(recall_memory_ms(ex->cfg))) ||
         mc_part_table_put(&ex->parts, partition, p) != 0) {
         mc_recall_memory_free(p->recalls);
         free(p);
@@ -979,6 +984,18 @@ static int take_marker(executor *ex, part *p, const mc_record *m, mc_window_past
 
 static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx);
 
+/* A recall finished before a restart or a handover is remembered all the
+ * same: a fire of an older version after it may not be. */
+static int remember_finished_recall(part *p, const mc_record *m)
+{
+    mc_wheel_peeked w;
+    if (!m->key || !m->value || mc_wheel_record_peek(m, &w) != MC_CODEC_OK ||
+        w.kind != MC_CMD_CANCEL)
+        return 0;
+    return mc_recall_memory_note(p->recalls, m->key, m->key_len, w.version, m->offset,
+                                 m->timestamp_ms);
+}
+
 /* A task read after a recall of a newer version of its key: never posted,
  * it ends as a recalled call does (a CANCELLED Result), in this transaction. */
 static int void_at_read(executor *ex, part *p, mc_call *j, int64_t now)
@@ -1009,7 +1026,7 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
     if (past == MC_WINDOW_FINISHED) {
         mc_window_add(&p->win, m->offset, past, false);
         mc_counter_add(ex->skipped, 1); /* finished before the restart */
-        return 0;
+        return remember_finished_recall(p, m);
     }
     if (!mc_window_fits(&p->win, m->offset, past))
         return give_back(ex, p);
@@ -1057,14 +1074,15 @@ static int process_record(executor *ex, part *p, const mc_record *m, mc_ctx *ctx
         mc_call_free(j);
         return -1;
     }
-    int64_t now = mc_ctx_now_ms(ctx);
     if (j->kind == MC_CALL_RECALL) {
-        if (mc_recall_memory_note(p->recalls, j->key, strlen(j->key), j->version, now) != 0) {
+        if (mc_recall_memory_note(p->recalls, m->key, m->key_len, j->version, m->offset,
+                                  m->timestamp_ms) != 0) {
             mc_call_free(j);
             return -1;
         }
-    } else if (mc_recall_memory_voids(p->recalls, j->key, strlen(j->key), j->version, now)) {
-        return void_at_read(ex, p, j, now);
+    } else if (mc_recall_memory_voids(p->recalls, m->key, m->key_len, j->version, m->offset,
+                                      m->timestamp_ms)) {
+        return void_at_read(ex, p, j, mc_ctx_now_ms(ctx));
     }
     if (j->kind == MC_CALL_START && !j->held_at_read)
         p->busy++;
@@ -1330,7 +1348,7 @@ static void register_metrics(executor *ex, mc_metrics *m)
         NULL);
     ex->recalled = mc_metrics_counter(
         m, "mooncake_executor_recalled_total",
-        "Held tasks not called: the wheel recalled them before their due time", NULL);
+        "Tasks not called: recalled (by a cancel or a newer version) before their due time", NULL);
     ex->refused = mc_metrics_counter(
         m, "mooncake_executor_refused_outputs_total",
         "Attempts whose Result or Attempt Kafka refused (failed permanently, dead-lettered)", NULL);

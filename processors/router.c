@@ -691,8 +691,19 @@ static int router_refused(void *self, const mc_record *m, const char *reason, mc
     int64_t version;
     /* Valid when it was routed: no bound on the due time now (a clock
      * stepped back could put it past --max-due). */
-    if (read_command(r, m, INT64_MAX - r->max_due_ms, &cmd, why, sizeof why) == COMMAND_OK &&
-        cmd.kind == MC_CMD_SUBMIT && r->layout.partitions &&
+    command_read got = read_command(r, m, INT64_MAX - r->max_due_ms, &cmd, why, sizeof why);
+    if (got == COMMAND_OK && cmd.kind == MC_CMD_CANCEL && r->layout.partitions &&
+        destination(r, m, &partition, &version)) {
+        /* Its recall in ready was refused (a ready that takes less than
+         * wheel): the cancel still goes to wheel, as before the recall. */
+        mc_buf_reset(&r->out);
+        mc_wheel_entry c = {.version = version, .command = cmd};
+        if (mc_encode_wheel_entry(&c, &r->out) != 0 ||
+            mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len) !=
+                0)
+            return -1;
+    }
+    if (got == COMMAND_OK && cmd.kind == MC_CMD_SUBMIT && r->layout.partitions &&
         destination(r, m, &partition, &version)) {
         mc_wheel_entry c = {.version = version,
                             .command = {.kind = MC_CMD_CANCEL,

@@ -129,5 +129,45 @@ int main(void)
     CHECK(sim_stop(r) == 0);
     kit_config_free(cfg);
     sim_kafka_free(k);
+
+    /* A Cancel goes to wheel and, in the same transaction, to ready as a
+     * recall of the versions below its own (its offset in tasks). */
+    k = sim_kafka_new(PARTITIONS, T0);
+    cfg = kit_config("router", flags);
+    r = sim_inst_new(k, &mc_router_processor, cfg, "i1");
+    CHECK(r && sim_assign_all(r) == 0 && sim_settle(r, 10) == 0);
+    submit(k, "x", T0 + 10000);
+    int64_t cancel_at = kit_tasks_cancel(k, 0, "x", T0);
+    CHECK(sim_turn(r, 100, false) == 0);
+    kit_entry *e;
+    size_t n = kit_entries(k, "ready", 0, &e), recalls = 0;
+    for (size_t i = 0; i < n; i++)
+        recalls +=
+            !e[i].marker && e[i].cancel && strcmp(e[i].id, "x") == 0 && e[i].version == cancel_at;
+    free(e);
+    CHECK(recalls == 1 && n == 1, "%zu recalls of x at version %lld among %zu ready records",
+          recalls, (long long)cancel_at, n);
+    CHECK(in_wheel(k) == 2, "the Submit and the Cancel in wheel: %zu", in_wheel(k));
+    CHECK(sim_stop(r) == 0);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
+
+    /* ready refuses the recall (it takes less than wheel): the Cancel still
+     * reaches wheel, and the refusal is dead-lettered. */
+    k = sim_kafka_new(PARTITIONS, T0);
+    cfg = kit_config("router", flags);
+    r = sim_inst_new(k, &mc_router_processor, cfg, "i1");
+    CHECK(r && sim_assign_all(r) == 0 && sim_settle(r, 10) == 0);
+    sim_set_max_bytes(k, kit_topic("ready"), 10);
+    submit(k, "y", T0 + 10000);
+    kit_tasks_cancel(k, 0, "y", T0);
+    CHECK(sim_settle(r, 20) == 0);
+    CHECK(in_wheel(k) == 2 && kit_count_keyed(k, "ready", 0) == 0 &&
+              kit_count_keyed(k, "dead", 0) == 1,
+          "%zu in wheel, %zu in ready, %zu dead letters", in_wheel(k),
+          kit_count_keyed(k, "ready", 0), kit_count_keyed(k, "dead", 0));
+    CHECK(sim_stop(r) == 0);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
     return check_exit("test_router_sim");
 }
