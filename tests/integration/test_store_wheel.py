@@ -205,13 +205,16 @@ def read_settled(env, suffix="ready", timeout=60, committed_only=True, topic=Non
 
 
 def fires(env, timeout=60):
-    """The committed tasks of ready (not the wheel's markers), decoded."""
+    """The committed tasks of ready (not the wheel's markers, nor the recalls the
+    router writes for every cancel), decoded."""
     out = []
     for m in read_settled(env, "ready", timeout=timeout):
         if m.key() is None:
             continue  # the wheel's position markers
         e = decode("WheelEntry", m.value())
         name, body = e["payload"]
+        if name == "mooncake.Cancel":
+            continue  # a recall
         assert name == "mooncake.Submit", f"ready holds a {name}: {e}"
         t = body["task"]
         key = m.key().decode()
