@@ -73,6 +73,7 @@ typedef struct mc_config {
     int64_t gateway_idempotency_ttl_ms;
     int gateway_idempotency_max_keys;
     int commit_interval_ms;
+    int offsets_commit_interval_ms;
     int commit_max_records;
     int transaction_timeout_ms;
     char *instance_id;                /* stable per replica: part of the transactional.id */

@@ -22,8 +22,10 @@
  * the changelog in one transaction, so it happens exactly once.
  *
  * Once a second the store also writes a position marker to each of its
- * `wheel` partitions: "every record below P is applied". The wheel needs it
- * to know how long to remember versions (see wheel.c).
+ * `wheel` partitions that got records other than markers since its last:
+ * "every record below P is applied". The wheel needs it to know how long to
+ * remember versions (see wheel.c). Markers alone call for none, or the
+ * markers would answer one another forever on an idle system.
  *
  * Growing the partition count (layout.h): at the layout marker, every task
  * held for a key whose home moves goes to its new home's partition of
@@ -77,6 +79,7 @@ typedef struct store_part {
     mc_keymap *tasks;
     mc_timing_wheel *handoffs;
     int64_t position; /* next `wheel` offset to apply; -1 before the first record */
+    int64_t content;  /* next after the last record that was not a position marker */
     int64_t marked;   /* position in the last marker written */
     size_t bytes;     /* key and task bytes held */
     struct store *owner;
@@ -175,7 +178,7 @@ static store_part *add_part(store *s, int32_t partition, int64_t now_ms)
         return NULL;
     p->partition = partition;
     p->owner = s;
-    p->position = p->marked = -1;
+    p->position = p->content = p->marked = -1;
     p->tasks = mc_keymap_new(ENTRY_KEY_OFFSET);
     p->handoffs = mc_wheel_new(now_ms);
     if (!p->tasks || !p->handoffs) {
@@ -343,7 +346,7 @@ static int store_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
         }
         /* What the restored state reflects: every record below the
          * committed offset (none, without one). */
-        p->position = tp->offset >= 0 ? tp->offset : 0;
+        p->position = p->content = tp->offset >= 0 ? tp->offset : 0;
         mc_store_checkpoint cp;
         if (tp->offset >= 0 && mc_store_checkpoint_parse(tp->metadata, tp->metadata_size, &cp)) {
             p->layout = cp.layout;
@@ -474,6 +477,8 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
     p->position = m->offset + 1;
     mc_wheel_class c;
     mc_wheel_record_classify(m, &c);
+    if (c.kind != MC_WHEEL_STORE_POSITION && c.kind != MC_WHEEL_RESOLVED_POSITION)
+        p->content = p->position;
     if (c.kind == MC_WHEEL_LAYOUT)
         return take_layout(s, p, c.position <= INT32_MAX ? (int32_t)c.position : 0, m->offset, ctx);
     if (!m->value || !m->key)
@@ -521,6 +526,18 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
         return -1;
     return mc_ctx_forward(ctx, s->changelog, m->partition, m->key, m->key_len, s->buf.data,
                           s->buf.len);
+}
+
+/* A record whose changelog write Kafka refused for good (in an aborted
+ * transaction): it goes to the dead topic, and counts as applied, so the
+ * next marker passes it (the wheel keeps the key's floor until one does). */
+static int store_refused(void *self, const mc_record *m, const char *reason, mc_ctx *ctx)
+{
+    store *s = self;
+    store_part *p = find_part(s, m->partition);
+    if (p)
+        p->position = p->content = m->offset + 1;
+    return mc_ctx_dead_letter(ctx, m, reason, NULL);
 }
 
 /* Writes `wheel` the task and the changelog its tombstone: one transaction. */
@@ -582,7 +599,7 @@ static int store_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     if (now_ms - s->last_marker_ms >= MARKER_INTERVAL_MS) {
         s->last_marker_ms = now_ms;
         for (int32_t i = 0; (p = mc_part_table_next(&s->parts, &i)); i++)
-            if (p->position > p->marked && write_marker(s, p, ctx) != 0)
+            if (p->content > p->marked && write_marker(s, p, ctx) != 0)
                 return -1;
     }
     if (mc_part_table_count(&s->parts) > 0 && s->last_marker_ms + MARKER_INTERVAL_MS < next)
@@ -611,6 +628,7 @@ const mc_processor mc_store_processor = {
     .input_topics = store_inputs,
     .create = store_create,
     .process = store_process,
+    .refused = store_refused,
     .punctuate = store_punctuate,
     .on_assign = store_on_assign,
     .on_revoke = store_on_revoke,

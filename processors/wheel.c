@@ -159,6 +159,18 @@ static int send_marker(wheel *w, wheel_part *p, mc_ctx *ctx)
     return 0;
 }
 
+/* When the partition's next marker is due: a second after the last, once
+ * records other than markers came (INT64_MAX: none is owed). It goes out at
+ * the next commit or, with nothing else to commit, from punctuate: a record
+ * that wrote nothing (a cancel) must still be followed by one, or its floor
+ * and the view's "cancelled" would wait for the next record. */
+static int64_t marker_due(const wheel_part *p)
+{
+    if (wheel_replaying(p) || p->content <= p->marked)
+        return INT64_MAX;
+    return p->marked_at + MARKER_INTERVAL_MS;
+}
+
 static int wheel_prepare_commit(void *self, mc_ctx *ctx)
 {
     wheel *w = self;
@@ -178,8 +190,11 @@ static int wheel_prepare_commit(void *self, mc_ctx *ctx)
         mc_wheel_checkpoint_format(&cp, md, sizeof md);
         if (mc_ctx_set_commit_offset(ctx, w->topic, p->partition, commit_offset(p), md) != 0)
             return -1;
-        if (!wheel_replaying(p) && p->next > p->marked &&
-            now - p->marked_at >= MARKER_INTERVAL_MS && send_marker(w, p, ctx) != 0)
+        /* Only records other than markers call for a marker: the markers
+         * that come back (resolved positions, the store's) would otherwise
+         * keep the wheel, the executor, retry and the store writing
+         * transactions forever with nothing to do. */
+        if (marker_due(p) <= now && send_marker(w, p, ctx) != 0)
             return -1;
     }
     wheel_update_gauge(w);
@@ -220,7 +235,7 @@ static int wheel_on_assign(void *self, const rd_kafka_topic_partition_list_t *pa
         wheel_part *p = part_new(w, tp->partition, mc_ctx_now_ms(ctx));
         if (!p)
             return -1;
-        p->next = tp->offset >= 0 ? tp->offset : -1;
+        p->next = p->content = tp->offset >= 0 ? tp->offset : -1;
         p->replay_from = p->next;
         p->replay_end = -1;
         mc_wheel_checkpoint cp;
@@ -588,6 +603,10 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
     int rc = 0;
     mc_wheel_class c;
     mc_wheel_record_classify(m, &c);
+    if (c.kind != MC_WHEEL_STORE_POSITION && c.kind != MC_WHEEL_RESOLVED_POSITION) {
+        p->content = p->next;
+        mc_ctx_wakeup_at(ctx, p->marked_at + MARKER_INTERVAL_MS);
+    }
     if (c.kind == MC_WHEEL_LAYOUT) {
         rc = wheel_take_layout(w, p, c.position <= INT32_MAX ? (int32_t)c.position : 0, m->offset,
                                replay, ctx);
@@ -629,7 +648,8 @@ static int wheel_refused(void *self, const mc_record *m, const char *reason, mc_
     wheel_part *p = wheel_find_part(w, m->partition);
     if (!p)
         return 0;
-    p->next = m->offset + 1;
+    p->next = p->content = m->offset + 1;
+    mc_ctx_wakeup_at(ctx, p->marked_at + MARKER_INTERVAL_MS);
     mc_wheel_entry e;
     mc_arena_reset(w->arena);
     bool decoded = m->key && mc_decode_wheel_entry(m->value, m->value_len, w->arena, &e, NULL, 0) ==
@@ -682,6 +702,11 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
             continue;
         }
         wheel_expire_recalls(p, now_ms);
+        int64_t marker = marker_due(p);
+        if (marker <= now_ms && send_marker(w, p, ctx) != 0)
+            return -1;
+        if (marker > now_ms && marker < next)
+            next = marker;
         long got = fire_due(w, p, now_ms, budget, ctx);
         if (got < 0)
             return -1;

@@ -83,6 +83,7 @@ typedef struct wheel_part {
     wheel_key *pend_head, *pend_tail;
     size_t n_pending;
     int64_t next;        /* next offset to process; -1 before the first record */
+    int64_t content;     /* next after the last record that was not a position marker */
     int64_t replay_end;  /* O of the checkpoint read on assignment */
     int64_t replay_from; /* the committed offset read on assignment */
     bool has_frontier;

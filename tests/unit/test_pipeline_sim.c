@@ -6,6 +6,7 @@
  * router fired itself); a cancel reaches a task fired early in the router's
  * one hop; and a zombie
  * store that wakes up after its partitions moved commits nothing. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,33 @@ static void a_zombie_store_hands_nothing_off(void)
     sim_pipeline_stop(&pl);
 }
 
+/* Once every task is done, nothing more is written: the position markers
+ * answer records other than markers, not one another, so an idle system
+ * costs the broker no transactions. */
+static void an_idle_pipeline_writes_nothing(void)
+{
+    static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=0", NULL};
+    static const char *const topics[] = {"wheel", "ready", "retry", "results", "store"};
+    enum { N_TOPICS = sizeof topics / sizeof topics[0] };
+    pipeline pl;
+    pipeline_start(&pl, flags);
+    mc_task near = kit_task("near", T0 + 100, "http://e/near");
+    mc_task far = kit_task("far", T0 + 8000, "http://e/far");
+    kit_tasks_submit(pl.k, 0, &near);
+    kit_tasks_submit(pl.k, 0, &far);
+    run_until(&pl, T0 + 12000, 100, true, NULL);
+    CHECK(calls_of(&pl, "near", 0) == 1 && calls_of(&pl, "far", 0) == 1);
+    int64_t end[N_TOPICS];
+    for (size_t i = 0; i < N_TOPICS; i++)
+        end[i] = sim_end_offset(pl.k, kit_topic(topics[i]), 0);
+    run_until(&pl, T0 + 22000, 100, true, NULL);
+    for (size_t i = 0; i < N_TOPICS; i++) {
+        int64_t grew = sim_end_offset(pl.k, kit_topic(topics[i]), 0) - end[i];
+        CHECK(grew == 0, "%s grew by %" PRId64 " offsets in 10 idle seconds", topics[i], grew);
+    }
+    sim_pipeline_stop(&pl);
+}
+
 int main(void)
 {
     a_cancel_during_a_failing_call_wins(false);
@@ -341,5 +369,6 @@ int main(void)
     a_resubmit_due_now_refused_by_ready_still_stops_the_older_version();
     a_cancel_reaches_a_task_fired_early_in_one_hop(false);
     a_cancel_reaches_a_task_fired_early_in_one_hop(true);
+    an_idle_pipeline_writes_nothing();
     return check_exit("test_pipeline_sim");
 }

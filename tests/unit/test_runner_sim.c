@@ -209,7 +209,11 @@ static void run_new(run *u, sim_kafka *k, const char *instance, const char *extr
     u->k = k;
     char id[64];
     snprintf(id, sizeof id, "--instance-id=%s", instance);
-    const char *flags[] = {id, "--commit-interval-ms=100", extra_flag, NULL};
+    /* The holder's committed offset does not wait for its calls as the
+     * executor's window does: these runs commit its offsets alone as soon
+     * as any transaction, which is what the abort orderings here are about. */
+    const char *flags[] = {id, "--commit-interval-ms=100", "--offsets-commit-interval-ms=100",
+                           extra_flag, NULL};
     u->cfg = kit_config("router", flags);
     u->metrics = mc_metrics_new();
     u->proc = (mc_processor){.name = "holder",
@@ -358,6 +362,42 @@ static void test_slow_abort_calls_nothing_twice(void)
           "the processor must let go before the abort waits");
     check_exactly_once(k, &u.w, NULL, "slow abort");
     g_holder_of_abort = NULL;
+    run_free(&u);
+    sim_kafka_free(k);
+}
+
+/* ---- how often it commits ---- */
+
+/* A transaction that wrote nothing (the holder only holds what it read)
+ * waits for --offsets-commit-interval-ms; one that wrote commits at
+ * --commit-interval-ms; with nothing read at all, nothing is committed. */
+static void test_offsets_alone_commit_less_often(void)
+{
+    sim_kafka *k = sim_kafka_new(2, T0);
+    run u;
+    run_new(&u, k, "a", "--offsets-commit-interval-ms=1000");
+    CHECK(mc_runner_start(u.r) == 0);
+    submit(k, T0 + 600000); /* held, nothing written */
+    CHECK(run_until(&u, T0 + 900, 20));
+    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 0, NULL) < 0,
+          "offsets alone committed after %d ms", 900);
+    CHECK(run_until(&u, T0 + 1100, 20));
+    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 0, NULL) == 3);
+    uint64_t idle_from = counter(&u, "mooncake_transactions_committed_total");
+    CHECK(run_until(&u, T0 + 6000, 20));
+    CHECK(counter(&u, "mooncake_transactions_committed_total") == idle_from,
+          "an idle runner committed %" PRIu64 " transactions",
+          counter(&u, "mooncake_transactions_committed_total") - idle_from);
+    /* A record the holder answers at once (a value over 100 bytes): written,
+     * so committed within the commit interval. */
+    char big[128];
+    memset(big, '9', sizeof big);
+    int64_t sent = sim_now(k);
+    sim_append(k, kit_topic("in"), 0, "kb", 2, big, sizeof big, NULL, 0);
+    while (out_records(k) == 0 && sim_now(k) < sent + 1000)
+        CHECK(run_until(&u, sim_now(k) + 20, 20));
+    CHECK(out_records(k) == 1 && sim_now(k) <= sent + 200,
+          "a written record became visible %" PRId64 " ms after it was read", sim_now(k) - sent);
     run_free(&u);
     sim_kafka_free(k);
 }
@@ -784,6 +824,7 @@ int main(void)
 {
     test_slow_abort_calls_nothing_twice();
     test_commit_retriable();
+    test_offsets_alone_commit_less_often();
     test_commit_abortable();
     test_commit_fatal_then_successor();
     test_fatal_path_drops_work_first();

@@ -4,6 +4,7 @@
  * the order of an overdue backlog, and tasks the router fired itself. Each test is the exact
  * sequence of a defect found in production-like runs; what it asserts is what a user would see in
  * `ready`. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "simkit.h"
 #include "store.h"
 #include "wheel.h"
+#include "wheel_topic.h"
 
 #define T0 INT64_C(1800000000000)
 
@@ -287,8 +289,92 @@ static void a_cancel_ends_a_chains_pending_task_once(void)
     kit_config_free(cfg);
 }
 
+/* The highest position in the markers of topic suffix (the wheel's in
+ * `ready`, header name; the store's in `wheel`); -1 when none. */
+static int64_t last_marker(sim_kafka *k, const char *suffix, const char *header)
+{
+    sim_rec *r;
+    size_t n = sim_read(k, kit_topic(suffix), 0, &r);
+    int64_t best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].key || r[i].value)
+            continue;
+        for (size_t h = 0; h < r[i].n_headers; h++) {
+            const mc_header *hd = &r[i].headers[h];
+            char text[32] = "";
+            if (strcmp(hd->name, header) != 0 || hd->len >= sizeof text)
+                continue;
+            memcpy(text, hd->value, hd->len);
+            int64_t v = strtoll(text, NULL, 10);
+            if (v > best)
+                best = v;
+        }
+    }
+    free(r);
+    return best;
+}
+
+/* A cancel that writes nothing, read less than a second after the last
+ * marker, then a fire whose commit comes before the marker is due, then
+ * nothing: a marker past the cancel must still go down `ready` (the view
+ * says "cancelled" only after one; the key's floor waits for it). */
+static void a_cancel_alone_is_followed_by_a_marker(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=0", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0);
+    mc_task a = kit_task("a", T0 + 700, "http://e/a");
+    kit_wheel_submit(k, 0, 10, &a, false);
+    run_until(k, &wheel, 1, T0 + 300, 50);
+    int64_t cancel = kit_wheel_cancel(k, 0, 11, "b", sim_now(k));
+    run_until(k, &wheel, 1, T0 + 6000, 50);
+    CHECK(kit_fired(k, 1, "a", 10) == 1);
+    int64_t marked = last_marker(k, "ready", MC_WHEEL_POSITION_HEADER);
+    CHECK(marked > cancel, "the last marker in ready says %" PRId64 ", the cancel is at %" PRId64,
+          marked, cancel);
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
+/* A far task whose changelog record Kafka refuses (too large) is dead-
+ * lettered by the store, and the store's markers still pass it: the wheel
+ * keeps the key's floor until one does. */
+static void a_refused_far_task_is_passed_by_the_stores_marker(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=0", "--horizon-ms=5000", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_set_max_bytes(k, kit_topic("store"), 300);
+    sim_inst *store = sim_inst_new(k, &mc_store_processor, cfg, "s1");
+    CHECK(sim_assign_all(store) == 0);
+    mc_task small = kit_task("small", T0 + 60000, "http://e/s");
+    kit_wheel_submit(k, 0, 10, &small, true);
+    run_until(k, &store, 1, T0 + 2000, 50);
+    char url[600];
+    memset(url, 'u', sizeof url - 1);
+    memcpy(url, "http://e/", 9);
+    url[sizeof url - 1] = '\0';
+    mc_task big = kit_task("big", T0 + 60000, url);
+    int64_t refused = kit_wheel_submit(k, 0, 11, &big, true);
+    run_until(k, &store, 1, T0 + 6000, 50);
+    CHECK(kit_count_keyed(k, "dead", 0) == 1, "the refused task is dead-lettered");
+    int64_t marked = last_marker(k, "wheel", MC_STORE_POSITION_HEADER);
+    CHECK(marked > refused,
+          "the store's last marker says %" PRId64 ", the refused record is at "
+          "%" PRId64,
+          marked, refused);
+    sim_crash(store);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
+    a_cancel_alone_is_followed_by_a_marker();
+    a_refused_far_task_is_passed_by_the_stores_marker();
     a_cancel_ends_a_chains_pending_task_once();
     a_task_the_router_fired_is_fired_once_and_still_recalled();
     cancel_inside_the_lead_window_with_a_store();
