@@ -68,10 +68,11 @@ def test_all_met():
                 "startup_p99_rest": 10.0}]
     eos = {(1000, "1"): {"p50": 20.0, "p99": 50.0}}
     cost = {"mooncake": {"client_cpu_us": 90.0, "broker_cpu_us": 140.0},
-            "raw": {"broker_cpu_us": 100.0}}
+            "raw": {"broker_cpu_us": 100.0, "client_cpu_us": 50.0}, "raw_call_cpu_us": 25.0}
     cancel = {"raw_p99": 150.0, "cancel": {"goal_met": True, "goal_probes": 40, "goal_lost": 0,
                                            "lstar": 48.0}}
     rows = be.goal_rows(results, eos, cost, cancel, 6)
+    check("floor 75 µs: 1.20x" in find(rows, "mooncake CPU")[1], find(rows, "mooncake CPU"))
     bad = {g: v for g, v in verdicts(rows).items() if v != "met"}
     check(not bad, f"all met: {bad}")
     check(len(rows) == 7, f"seven goals: {rows}")
