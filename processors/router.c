@@ -682,6 +682,18 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
  * the wheel fired everything, the wheel's fire was the refused output and
  * wheel_refused raised the key's floor; a task the router fires would
  * otherwise leave no trace in wheel at all.) */
+/* Writes `wheel` a Cancel of m's key at version: what still stops older
+ * versions of a refused record there. */
+static int forward_wheel_cancel(router *r, const mc_record *m, int32_t partition, int64_t version,
+                                const mc_command *cancel, mc_ctx *ctx)
+{
+    mc_wheel_entry c = {.version = version, .command = *cancel};
+    mc_buf_reset(&r->out);
+    if (mc_encode_wheel_entry(&c, &r->out) != 0)
+        return -1;
+    return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len);
+}
+
 static int router_refused(void *self, const mc_record *m, const char *reason, mc_ctx *ctx)
 {
     router *r = self;
@@ -692,28 +704,19 @@ static int router_refused(void *self, const mc_record *m, const char *reason, mc
     /* Valid when it was routed: no bound on the due time now (a clock
      * stepped back could put it past --max-due). */
     command_read got = read_command(r, m, INT64_MAX - r->max_due_ms, &cmd, why, sizeof why);
-    if (got == COMMAND_OK && cmd.kind == MC_CMD_CANCEL && r->layout.partitions &&
-        destination(r, m, &partition, &version)) {
+    bool routed =
+        got == COMMAND_OK && r->layout.partitions && destination(r, m, &partition, &version);
+    if (routed && cmd.kind == MC_CMD_CANCEL) {
         /* Its recall in ready was refused (a ready that takes less than
          * wheel): the cancel still goes to wheel, as before the recall. */
-        mc_buf_reset(&r->out);
-        mc_wheel_entry c = {.version = version, .command = cmd};
-        if (mc_encode_wheel_entry(&c, &r->out) != 0 ||
-            mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len) !=
-                0)
+        if (forward_wheel_cancel(r, m, partition, version, &cmd, ctx) != 0)
             return -1;
-    }
-    if (got == COMMAND_OK && cmd.kind == MC_CMD_SUBMIT && r->layout.partitions &&
-        destination(r, m, &partition, &version)) {
-        mc_wheel_entry c = {.version = version,
-                            .command = {.kind = MC_CMD_CANCEL,
-                                        .cancel = {.app_id = cmd.submit.app_id,
-                                                   .task_id = cmd.submit.task_id,
-                                                   .requested_at = mc_ctx_now_ms(ctx)}}};
-        mc_buf_reset(&r->out);
-        if (mc_encode_wheel_entry(&c, &r->out) != 0 ||
-            mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data, r->out.len) !=
-                0)
+    } else if (routed && cmd.kind == MC_CMD_SUBMIT) {
+        mc_command stop = {.kind = MC_CMD_CANCEL,
+                           .cancel = {.app_id = cmd.submit.app_id,
+                                      .task_id = cmd.submit.task_id,
+                                      .requested_at = mc_ctx_now_ms(ctx)}};
+        if (forward_wheel_cancel(r, m, partition, version, &stop, ctx) != 0)
             return -1;
     }
     mc_counter_add(r->dead_letters, 1);
