@@ -687,6 +687,7 @@ static void *alarms_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
 
 const mc_processor mc_alarms_processor = {
     .name = "alarms",
+    .consumer_defaults = mc_unhurried_consumer,
     .input_topics = alarms_inputs,
     .check_config = alarms_check_config,
     .create = alarms_create,

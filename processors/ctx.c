@@ -9,6 +9,8 @@
  * letter itself always fits in a Kafka message. */
 #define MAX_DEAD_RAW (512 * 1024)
 
+const char *const mc_unhurried_consumer[] = {"fetch.wait.max.ms", "250", NULL};
+
 mc_output *mc_ctx_output(mc_ctx *ctx, const char *topic_suffix)
 {
     char name[256];

@@ -52,7 +52,7 @@ typedef struct mc_processor {
      * one per change. 0: --commit-interval-ms. */
     int min_commit_interval_ms;
     /* Consumer properties this processor wants by default (key, value,
-     * ..., NULL); -X still wins. Optional. */
+     * ..., NULL); -X still wins. Optional; mc_unhurried_consumer is one. */
     const char *const *consumer_defaults;
     /* The settings create() would refuse, checked without a broker: the
      * program calls it before anything starts, so a bad flag exits 2 at once
@@ -97,6 +97,12 @@ typedef struct mc_processor {
     bool (*drained)(void *self, mc_ctx *ctx);
     void (*destroy)(void *self);
 } mc_processor;
+
+/* consumer_defaults for a processor whose input no caller waits on (the
+ * store, retry, alarms): the broker may hold its fetch 250 ms instead of
+ * the 20 ms the others need, since an empty fetch answered every 20 ms by
+ * each consumer was most of what an idle broker did. */
+extern const char *const mc_unhurried_consumer[];
 
 /* ---- outputs --------------------------------------------------------------- */
 
