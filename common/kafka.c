@@ -2,6 +2,7 @@
 #include "kafka.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,12 +348,22 @@ out:
     return rc;
 }
 
-/* Reads metadata for all topics; NULL with err on failure. */
-static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config *cfg, char *err,
-                                                size_t errlen)
+/* Reads metadata for all topics, for up to 30 s in steps of a second so
+ * that a stop asked for meanwhile (stop, may be NULL) ends the wait; NULL
+ * with err on failure. */
+static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config *cfg,
+                                                const atomic_bool *stop, char *err, size_t errlen)
 {
     const rd_kafka_metadata_t *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, 30000);
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    for (int waited = 0; waited < 30 && e; waited++) {
+        if (stop && atomic_load(stop)) {
+            snprintf(err, errlen, "stopped while waiting for metadata from %s",
+                     cfg->bootstrap_servers);
+            return NULL;
+        }
+        e = rd_kafka_metadata(rk, 1, NULL, &md, 1000);
+    }
     if (e) {
         snprintf(err, errlen,
                  "no metadata from %s within 30 s: %s (check --bootstrap-servers and that the "
@@ -363,8 +374,8 @@ static const rd_kafka_metadata_t *read_metadata(rd_kafka_t *rk, const mc_config 
     return md;
 }
 
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles, char *err,
-                     size_t errlen)
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles,
+                     const atomic_bool *stop, char *err, size_t errlen)
 {
     struct {
         mc_logger lg; /* first: the log callback reads the opaque as a logger */
@@ -376,7 +387,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *cons
     if (!rk)
         return -1;
     int rc = -1;
-    const rd_kafka_metadata_t *md = read_metadata(rk, cfg, err, errlen);
+    const rd_kafka_metadata_t *md = read_metadata(rk, cfg, stop, err, errlen);
     if (!md)
         goto out;
     int created = cfg->create_topics ? create_topics(rk, cfg, md, lg, roles, err, errlen) : 0;
@@ -389,7 +400,7 @@ int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *cons
      * a broker with a lagging cache hides from a second look). */
     int64_t visible_by = mc_mono_ms() + TOPIC_CREATE_TIMEOUT_MS;
     for (;;) {
-        md = read_metadata(rk, cfg, err, errlen);
+        md = read_metadata(rk, cfg, stop, err, errlen);
         if (!md)
             goto out;
         char name[512];

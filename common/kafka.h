@@ -5,6 +5,7 @@
 #define MOONCAKE_KAFKA_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdatomic.h>
 
 #include "config.h"
 #include "log.h"
@@ -108,9 +109,11 @@ int mc_list_end_offsets(rd_kafka_t *rk, const char *const *topics, size_t n_topi
  * count, and tasks has no more than that (it has fewer only while
  * `mooncakectl partitions grow` runs). roles (NULL-terminated names) says
  * which topics only some roles need to include; NULL includes them all.
- * Returns 0, or -1 with a line in err saying what to fix. */
-int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles, char *err,
-                     size_t errlen);
+ * A stop (may be NULL) set meanwhile ends the wait for the brokers within a
+ * second. Returns 0, or -1 with a line in err saying what to fix. Called
+ * once at start-up, before the roles' threads. */
+int mc_topics_ensure(const mc_config *cfg, const mc_logger *lg, const char *const *roles,
+                     const atomic_bool *stop, char *err, size_t errlen);
 
 /* Sets conf up for a tool's producer: idempotent (acks=all), keys placed
  * with murmur2 like every mooncake producer (mc_key_partition), and

@@ -322,10 +322,12 @@ typedef struct process {
     unit units[N_ROLES];
     size_t n_units;
     const mc_logger *lg;
+    atomic_bool stopping; /* a stop was asked for: also ends the start-up's waits */
 } process;
 
 static void process_stop(process *p)
 {
+    atomic_store(&p->stopping, true);
     for (size_t i = 0; i < p->n_units; i++)
         p->units[i].role->ops->stop(p->units[i].obj);
 }
@@ -449,6 +451,7 @@ int main(int argc, char **argv)
      * (librdkafka's and libmicrohttpd's included) inherits the mask and only
      * the signal thread ever sees them. */
     process proc = {.lg = &lg};
+    atomic_init(&proc.stopping, false);
     signal_waiter waiter = {.lg = &lg, .proc = &proc};
     sigemptyset(&waiter.set);
     sigaddset(&waiter.set, SIGINT);
@@ -516,8 +519,23 @@ int main(int argc, char **argv)
         snprintf(port, sizeof port, "%u", mc_http_port(http));
         mc_log(&lg, MC_LOG_INFO, "http endpoint up", "port", port, (const char *)NULL);
     }
+    /* From here a stop signal is served: the wait for the brokers below
+     * ends within a second of one, so a pod deleted while Kafka is away
+     * does not wait out its grace period. */
+    atomic_init(&waiter.done, false);
+    if (pthread_create(&sig_tid, NULL, signal_thread, &waiter) != 0) {
+        fprintf(stderr, "mooncake: cannot start the signal thread\n");
+        exit_code = 1;
+        goto out;
+    }
+    sig_started = true;
     if ((needs_topics || cfg.create_topics) &&
-        mc_topics_ensure(&cfg, &lg, role_names, err, sizeof err) != 0) {
+        mc_topics_ensure(&cfg, &lg, role_names, &proc.stopping, err, sizeof err) != 0) {
+        if (atomic_load(&proc.stopping)) {
+            mc_log(&lg, MC_LOG_INFO, "stopped before it started", (const char *)NULL);
+            exit_code = 0;
+            goto out;
+        }
         mc_log(&lg, MC_LOG_ERROR, "topics not usable", "error", err, (const char *)NULL);
         /* A wrong -X property is a configuration error; a broker problem is not. */
         exit_code = strstr(err, "Kafka property") ? 2 : 1;
@@ -531,13 +549,12 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    atomic_init(&waiter.done, false);
-    if (pthread_create(&sig_tid, NULL, signal_thread, &waiter) != 0) {
-        fprintf(stderr, "mooncake: cannot start the signal thread\n");
-        exit_code = 1;
+    if (atomic_load(&proc.stopping)) {
+        /* Asked while the units attached: some had nothing to stop yet. */
+        mc_log(&lg, MC_LOG_INFO, "stopped before it started", (const char *)NULL);
+        exit_code = 0;
         goto out;
     }
-    sig_started = true;
     exit_code = 0;
     for (size_t i = 0; i < proc.n_units; i++) {
         unit *u = &proc.units[i];

@@ -462,7 +462,7 @@ int ctl_cmd_topics_create(ctl *c)
     }
     rd_kafka_metadata_destroy(md);
     bool created;
-    if (mc_topics_ensure(&c->cfg, &c->lg, NULL, err, sizeof err) != 0 ||
+    if (mc_topics_ensure(&c->cfg, &c->lg, NULL, NULL, err, sizeof err) != 0 ||
         mc_requeue_ensure_ledger(&c->cfg, rk, TIMEOUT_MS, &created, err, sizeof err) != 0) {
         rc = ctl_fail(EXIT_KAFKA, "%s", err);
         goto out;

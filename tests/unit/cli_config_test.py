@@ -3,8 +3,10 @@
 naming what to fix - before it tries to reach Kafka (the bootstrap address
 here is unreachable, so a role that got that far would hang, not exit 2)."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 BIN = os.path.join(os.environ.get("MOONCAKE_BUILD_DIR", "build"), "mooncake")
 UNREACHABLE = ["-b", "127.0.0.1:1"]
@@ -66,8 +68,38 @@ def check_config_cases():
     return failed
 
 
+def stop_while_waiting_for_the_broker():
+    """SIGTERM while a role waits for an unreachable broker's metadata (up to
+    30 s) stops it within a few seconds, exit 0: a pod deleted while Kafka is
+    away does not wait out its grace period."""
+    failed = 0
+    for role, extra in (("router", []), ("all", ["--gateway-no-auth"])):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_")}
+        p = subprocess.Popen([BIN, role, "--http-port", "0", *extra, *UNREACHABLE], env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        t = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, _ = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            print(f"FAIL {role}: still waiting 10 s after SIGTERM")
+            failed += 1
+            continue
+        took = time.monotonic() - t
+        if p.returncode != 0 or took > 5 or "stopped before it started" not in out:
+            print(f"FAIL {role}: exit {p.returncode} {took:.1f} s after SIGTERM; log: {out[-600:]!r}")
+            failed += 1
+        else:
+            print(f"ok   {role} stopped {took:.1f} s after SIGTERM while waiting for the broker")
+    return failed
+
+
 def main():
     failed = check_config_cases()
+    failed += stop_while_waiting_for_the_broker()
     for args, env, needle in CASES:
         e = {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_")}
         e.update(env)
