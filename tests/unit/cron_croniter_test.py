@@ -472,8 +472,11 @@ def croniter_skipped(cr, kw, z, after_s, mine, c):
     fire (a first occurrence, after the start) is scheduled: croniter missed a
     match - e.g. day 31 in a shorter month sends it past the next month's 1st -
     or raised for lack of one (Sep 31 ORed with a day of week covering the
-    week: croniter gives up on the day-of-month half)."""
-    return (mine > after_s and (c is None or mine < c) and
+    week: croniter gives up on the day-of-month half). An answer at or before
+    the start (croniter_not_after_start, around a fall-back) is no answer:
+    from after the repeated hour the oracle can then meet the same miss
+    (seed 707256021: day 31 of February, after a fall-back on the 16th)."""
+    return (mine > after_s and (c is None or c <= after_s or mine < c) and
             datetime.fromtimestamp(mine, z).fold == 0 and
             croniter.match(cr, wall(mine, z), second_at_beginning=kw.get("second_at_beginning", False)))
 
