@@ -477,7 +477,7 @@ static int store_process(void *self, const mc_record *m, mc_ctx *ctx)
     p->position = m->offset + 1;
     mc_wheel_class c;
     mc_wheel_record_classify(m, &c);
-    if (c.kind != MC_WHEEL_STORE_POSITION && c.kind != MC_WHEEL_RESOLVED_POSITION)
+    if (!mc_wheel_is_position_marker(&c))
         p->content = p->position;
     if (c.kind == MC_WHEEL_LAYOUT)
         return take_layout(s, p, c.position <= INT32_MAX ? (int32_t)c.position : 0, m->offset, ctx);

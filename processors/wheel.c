@@ -603,7 +603,7 @@ static int wheel_process(void *self, const mc_record *m, mc_ctx *ctx)
     int rc = 0;
     mc_wheel_class c;
     mc_wheel_record_classify(m, &c);
-    if (c.kind != MC_WHEEL_STORE_POSITION && c.kind != MC_WHEEL_RESOLVED_POSITION) {
+    if (!mc_wheel_is_position_marker(&c)) {
         p->content = p->next;
         mc_ctx_wakeup_at(ctx, p->marked_at + MARKER_INTERVAL_MS);
     }

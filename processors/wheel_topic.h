@@ -110,6 +110,13 @@ typedef struct mc_wheel_class {
 /* Reads r's headers once into *out. Any thread. */
 void mc_wheel_record_classify(const mc_record *r, mc_wheel_class *out);
 
+/* Whether c is a store's or a resolved position marker: records that call
+ * for no marker in answer (store.c, wheel.c). */
+static inline bool mc_wheel_is_position_marker(const mc_wheel_class *c)
+{
+    return c->kind == MC_WHEEL_STORE_POSITION || c->kind == MC_WHEEL_RESOLVED_POSITION;
+}
+
 /* A Cancel's version attempt, as its attempt header says (0 when none). */
 static inline int32_t mc_wheel_cancel_attempt(const mc_wheel_class *c)
 {
