@@ -6,15 +6,11 @@ one (None when the largest lead lost); the goal holds only when every probe acke
 least the raw hop's p99 before its due time won, and at least one did; and the analysis
 of probes against the sink's calls tells won from lost by the first version's due time
 (a call of the re-submitted version is no loss) and gives each loss its times."""
-import importlib.machinery
-import importlib.util
 import math
-import os
 import sys
 
-SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PATH = os.path.join(SOURCE, "tools", "bench", "bench-e2e")
+import bench_e2e_module
+
 
 failures = []
 
@@ -23,15 +19,6 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what, flush=True)
     if not ok:
         failures.append(what)
-
-
-def load():
-    """bench-e2e as a module (it has no .py suffix; importing it runs nothing)."""
-    loader = importlib.machinery.SourceFileLoader("bench_e2e", PATH)
-    spec = importlib.util.spec_from_loader("bench_e2e", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 def buckets_checks(b):
@@ -119,7 +106,7 @@ def analysis_checks(b):
 
 
 def main():
-    b = load()
+    b = bench_e2e_module.load()
     buckets_checks(b)
     threshold_checks(b)
     goal_checks(b)

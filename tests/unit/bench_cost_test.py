@@ -4,19 +4,12 @@ counters: parsing BenchJmx's dump, request counts summed over versions without
 the Fetch aliases, the request handlers' time from two histogram readings,
 bytes per topic, the broker's CPU per thread pool (Java threads from JMX, the
 JVM's own from /proc), and the per-task figures and rows of the table."""
-import importlib.machinery
-import importlib.util
 import math
-import os
 import sys
 
-SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_loader = importlib.machinery.SourceFileLoader(
-    "bench_e2e", os.path.join(SOURCE, "tools", "bench", "bench-e2e"))
-_spec = importlib.util.spec_from_loader("bench_e2e", _loader)
-be = importlib.util.module_from_spec(_spec)
-_loader.exec_module(be)
+import bench_e2e_module
+
+be = bench_e2e_module.load()
 
 RM = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=%s,version=%d"
 LT = "kafka.network:type=RequestMetrics,name=LocalTimeMs,request=%s"

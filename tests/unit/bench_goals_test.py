@@ -2,19 +2,12 @@
 """tools/bench/bench-e2e's goals of the cost work, judged from made-up figures:
 the start-up split (first 15 s of due times against the rest), and each goal
 met, not met, or not measured with the scenario to run named."""
-import importlib.machinery
-import importlib.util
 import math
-import os
 import sys
 
-SOURCE = os.environ.get("MOONCAKE_SOURCE_DIR") or os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_loader = importlib.machinery.SourceFileLoader(
-    "bench_e2e", os.path.join(SOURCE, "tools", "bench", "bench-e2e"))
-_spec = importlib.util.spec_from_loader("bench_e2e", _loader)
-be = importlib.util.module_from_spec(_spec)
-_loader.exec_module(be)
+import bench_e2e_module
+
+be = bench_e2e_module.load()
 
 
 def check(cond, what):
