@@ -255,7 +255,7 @@ def test_fenced_instance_exits_and_the_new_one_finishes():
         b = env.start("router", instance="same", wait_ready=False)
         rc = a.wait(60)
         assert rc == 1, f"the fenced router should exit 1 (fatal), got {rc}"
-        assert "fatal" in env.log(a), env.log(a)
+        assert "fatal" in env.log(a, tail=0), env.log(a)
         env.wait_ready(b)
         check_exactly_once(env, where, n)
     finally:
