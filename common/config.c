@@ -116,8 +116,8 @@ static const opt options[] = {
      "retry: upper bound of the backoff ceiling"},
     {"drain-timeout-ms", 0, "MOONCAKE_DRAIN_TIMEOUT_MS", OPT_INT, OFF(drain_timeout_ms), 0, 3600000,
      "10000",
-     "executor: on SIGTERM, let calls in flight finish for up to this long (the next owner "
-     "repeats what is left)"},
+     "executor: on SIGTERM, and when a rebalance moves its partitions, let calls in flight "
+     "finish for up to this long (the next owner repeats what is left)"},
     {"jobs-ahead-ms", 0, "MOONCAKE_JOBS_AHEAD_MS", OPT_INT64, OFF(jobs_ahead_ms), 100, 3600000,
      "5000", "jobs: write each occurrence this long before it is due (at most half the horizon)"},
     {"alarm-webhooks", 0, "MOONCAKE_ALARM_WEBHOOKS", OPT_LIST, OFF(alarm_webhooks), 0, 0, "",

@@ -102,11 +102,12 @@ typedef struct part {
     bool assigned;
     uint64_t gen; /* bumped when its calls are abandoned */
     mc_window win;
-    mc_ring markers; /* marker_ref, in offset order */
-    size_t busy;     /* calls unfinished that were due when read */
-    bool full;       /* a record was given back: the checkpoint could not take it */
-    bool busy_pause; /* too many calls unfinished */
-    bool paused;     /* what the consumer was told */
+    mc_ring markers;   /* marker_ref, in offset order */
+    size_t busy;       /* calls unfinished that were due when read */
+    bool full;         /* a record was given back: the checkpoint could not take it */
+    bool busy_pause;   /* too many calls unfinished */
+    bool paused;       /* what the consumer was told */
+    bool handing_over; /* an orderly revoke is draining it: nothing of it starts */
     /* After an assignment: the calls read are posted together once the
      * partition is read up to catch_up_to (-1: not catching up), or at
      * catch_up_until (wall clock). */
@@ -159,7 +160,7 @@ typedef struct executor {
     mc_kafka_targets *targets; /* --target-topics, checked again at delivery */
     target_topic *topics;      /* the Kafka targets met so far */
     size_t n_topics, cap_topics;
-    mc_counter *succeeded, *failed, *skipped, *abandoned, *recalled, *full, *refused;
+    mc_counter *succeeded, *failed, *skipped, *abandoned, *cut, *recalled, *full, *refused;
     mc_counter *delivered, *late_dropped, *late_dead, *follow_ups, *broadcasts, *shards;
     mc_gauge *paused_gauge;
     /* Which partitions of `ready` are ours, for the caller's shares of admission limits
@@ -1137,15 +1138,16 @@ static void part_abandon(executor *ex, part *p)
     }
     p->waiting_head = p->waiting_tail = NULL;
     p->catch_up_to = -1;
-    ex->caller->ops->abandon(ex->caller, p->partition);
+    size_t cut = ex->caller->ops->abandon(ex->caller, p->partition);
     if (p->assigned && p->win.unfinished) /* once: an aborted revoke abandons twice */
         mc_counter_add(ex->abandoned, p->win.unfinished - mc_ring_len(&p->markers));
+    mc_counter_add(ex->cut, cut);
     if (p->paused)
         mc_gauge_add(ex->paused_gauge, -1);
     mc_window_free(&p->win);
     mc_ring_free(&p->markers);
     p->gen++; /* finished calls still on their way are stale */
-    p->assigned = p->full = p->busy_pause = p->paused = false;
+    p->assigned = p->full = p->busy_pause = p->paused = p->handing_over = false;
     p->busy = 0;
 }
 
@@ -1270,6 +1272,46 @@ static void executor_on_revoke(void *self, const rd_kafka_topic_partition_list_t
     publish_ownership(ex);
 }
 
+/* Hands p over: the calls kept back while it caught up, and those the
+ * caller holds or queues, are dropped unstarted (they stay unfinished in
+ * the checkpoint, so the next owner reads and calls them); the running ones
+ * go on. */
+static void start_handing_over(executor *ex, part *p)
+{
+    p->handing_over = true;
+    for (mc_call *j = p->waiting_head, *next; j; j = next) {
+        next = j->next;
+        mc_call_free(j);
+    }
+    p->waiting_head = p->waiting_tail = NULL;
+    p->catch_up_to = -1;
+    ex->caller->ops->drain_partition(ex->caller, p->partition);
+}
+
+/* Drained once no call of these partitions is running and every one that
+ * ended is reported in the open transaction: the revoke's commit then
+ * carries their Results and a checkpoint past them, so the next owner
+ * repeats none. */
+static int executor_revoke_drained(void *self, const rd_kafka_topic_partition_list_t *parts,
+                                   mc_ctx *ctx)
+{
+    (void)ctx;
+    executor *ex = self;
+    bool running = false;
+    for (int i = 0; i < parts->cnt; i++) {
+        part *p = mc_part_table_get(&ex->parts, parts->elems[i].partition);
+        if (!p || !p->assigned)
+            continue;
+        if (!p->handing_over)
+            start_handing_over(ex, p);
+        running = running || ex->caller->ops->calls_of(ex->caller, p->partition) > 0;
+    }
+    /* After the count: a call it no longer has is in the done list by now. */
+    if (take_done(ex) != 0)
+        return -1;
+    return running ? 0 : 1;
+}
+
 static int executor_prepare_commit(void *self, mc_ctx *ctx)
 {
     executor *ex = self;
@@ -1342,6 +1384,11 @@ static void register_metrics(executor *ex, mc_metrics *m)
     ex->abandoned = mc_metrics_counter(
         m, "mooncake_executor_abandoned_total",
         "Unfinished calls dropped on a rebalance or abort (called again by the next owner)", NULL);
+    ex->cut = mc_metrics_counter(
+        m, "mooncake_executor_calls_cut_total",
+        "Calls running when their partition was given up - a lost assignment, an abort, a "
+        "revoke or stop past --drain-timeout-ms: the next owner may make them again",
+        NULL);
     ex->full = mc_metrics_counter(
         m, "mooncake_executor_checkpoint_full_total",
         "Records given back because the partition's checkpoint was full (read once calls end)",
@@ -1461,6 +1508,7 @@ const mc_processor mc_executor_processor = {
     .punctuate = executor_punctuate,
     .refused = executor_refused,
     .on_assign = executor_on_assign,
+    .revoke_drained = executor_revoke_drained,
     .on_revoke = executor_on_revoke,
     .prepare_commit = executor_prepare_commit,
     .drained = executor_drained,

@@ -96,8 +96,18 @@ typedef struct mc_caller_ops {
      * times have passed still honours its recalls). */
     void (*post)(mc_caller *c, mc_call *j);
     /* Drops (frees) every call of the partition it still has; returns once
-     * it has, so the Kafka side can forget the partition. */
-    void (*abandon)(mc_caller *c, int32_t partition);
+     * it has, so the Kafka side can forget the partition, with how many of
+     * them were running (their endpoints may have been called). */
+    size_t (*abandon)(mc_caller *c, int32_t partition);
+    /* The partition is being handed over: from now until its abandon, no
+     * call of it starts. Its calls not started yet (held, queued, posted
+     * later) are dropped at once, for the next owner, which reads them again;
+     * the running ones go on and are given back as they end. */
+    void (*drain_partition)(mc_caller *c, int32_t partition);
+    /* How many calls of the partition the caller still has (after
+     * drain_partition: those running); one it has given back is in
+     * take_done's list by the time this answers. */
+    size_t (*calls_of)(mc_caller *c, int32_t partition);
     /* The calls given back since the last call (linked by next), in the
      * order they ended. */
     mc_call *(*take_done)(mc_caller *c);

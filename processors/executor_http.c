@@ -895,18 +895,81 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
     return 0;
 }
 
-/* Drops every call of the partition (its new owner makes them). */
-static void abandon_partition(http_caller *hc, int32_t partition)
+/* Whether the partition is being handed over (see ASK_DRAIN). */
+static bool partition_draining(const http_caller *hc, int32_t partition)
 {
+    for (size_t i = 0; i < hc->n_draining_parts; i++)
+        if (hc->draining_parts[i] == partition)
+            return true;
+    return false;
+}
+
+static void forget_draining(http_caller *hc, int32_t partition)
+{
+    for (size_t i = 0; i < hc->n_draining_parts; i++)
+        if (hc->draining_parts[i] == partition) {
+            hc->draining_parts[i] = hc->draining_parts[--hc->n_draining_parts];
+            return;
+        }
+}
+
+/* Drops the partition's calls - all of them, or only those not started -
+ * and returns how many were running (all) or how many are left (not
+ * started only). Their new owner makes the dropped ones. */
+static size_t drop_calls_of(http_caller *hc, int32_t partition, bool running_too)
+{
+    size_t n = 0;
     for (call *c = hc->all, *next; c; c = next) {
         next = c->all_next;
         if (c->call->partition != partition)
             continue;
+        if (!running_too && c->state == CALL_RUNNING) {
+            n++;
+            continue;
+        }
         mc_call *j = c->call;
-        if (call_release(hc, c))
+        if (call_release(hc, c)) {
             atomic_fetch_sub(&hc->running, 1);
+            n += running_too;
+        }
         mc_call_free(j);
     }
+    return n;
+}
+
+static size_t count_calls_of(const http_caller *hc, int32_t partition)
+{
+    size_t n = 0;
+    for (const call *c = hc->all; c; c = c->all_next)
+        n += c->call->partition == partition;
+    return n;
+}
+
+/* Answers one of the runner's requests (under mu, which the calls' lists
+ * do not need: only this thread touches them). */
+static size_t answer(http_caller *hc, const partition_req *q)
+{
+    switch (q->ask) {
+    case ASK_ABANDON:
+        forget_draining(hc, q->partition);
+        return drop_calls_of(hc, q->partition, true);
+    case ASK_DRAIN:
+        if (!partition_draining(hc, q->partition)) {
+            if (hc->n_draining_parts == hc->cap_draining_parts) {
+                size_t cap = hc->cap_draining_parts ? hc->cap_draining_parts * 2 : 16;
+                int32_t *v = realloc(hc->draining_parts, cap * sizeof *v);
+                if (!v) /* its calls still start: the next owner may repeat them, as today */
+                    return count_calls_of(hc, q->partition);
+                hc->draining_parts = v;
+                hc->cap_draining_parts = cap;
+            }
+            hc->draining_parts[hc->n_draining_parts++] = q->partition;
+        }
+        return drop_calls_of(hc, q->partition, false);
+    case ASK_COUNT:
+        break;
+    }
+    return count_calls_of(hc, q->partition);
 }
 
 /* Whether a call can still be recalled: not started (one that has started
@@ -1049,8 +1112,8 @@ static void take_call(http_caller *hc, mc_call *j, int64_t now)
     run_or_queue(hc, c); /* no memory for the overdue heap: now */
 }
 
-/* Posted calls first, then abandon requests: an abandon must find the calls
- * the runner posted before it. */
+/* Posted calls first, then the runner's requests: an abandon must find the
+ * calls the runner posted before it. */
 static void take_requests(http_caller *hc)
 {
     pthread_mutex_lock(&hc->mu);
@@ -1064,7 +1127,9 @@ static void take_requests(http_caller *hc)
     mc_call *recalls = NULL, **recalls_tail = &recalls;
     for (mc_call *j = calls, *next; j; j = next) {
         next = j->next;
-        if (j->kind == MC_CALL_RECALL) {
+        if (hc->n_draining_parts && partition_draining(hc, j->partition)) {
+            mc_call_free(j); /* not ours to start: the next owner reads it again */
+        } else if (j->kind == MC_CALL_RECALL) {
             j->next = NULL;
             *recalls_tail = j;
             recalls_tail = &j->next;
@@ -1075,11 +1140,11 @@ static void take_requests(http_caller *hc)
     if (recalls)
         recall_batch(hc, recalls);
     pthread_mutex_lock(&hc->mu);
-    for (abandon_req *a = hc->abandon_head; a; a = a->next) {
-        if (a->done)
+    for (partition_req *q = hc->requests; q; q = q->next) {
+        if (q->done)
             continue;
-        abandon_partition(hc, a->partition);
-        a->done = true;
+        q->answer = answer(hc, q);
+        q->done = true;
     }
     pthread_cond_broadcast(&hc->acked);
     pthread_mutex_unlock(&hc->mu);
@@ -1177,24 +1242,40 @@ static void hc_post(mc_caller *base, mc_call *j)
         wake(hc->http_wake);
 }
 
-static void hc_abandon(mc_caller *base, int32_t partition)
+/* Asks the HTTP thread about a partition's calls and waits for its answer. */
+static size_t ask(http_caller *hc, int32_t partition, partition_ask what)
 {
-    http_caller *hc = HC(base);
-    abandon_req a = {.partition = partition};
+    partition_req q = {.partition = partition, .ask = what};
     pthread_mutex_lock(&hc->mu);
-    a.next = hc->abandon_head;
-    hc->abandon_head = &a;
+    q.next = hc->requests;
+    hc->requests = &q;
     pthread_mutex_unlock(&hc->mu);
     wake(hc->http_wake);
     pthread_mutex_lock(&hc->mu);
-    while (!a.done)
+    while (!q.done)
         pthread_cond_wait(&hc->acked, &hc->mu);
-    for (abandon_req **l = &hc->abandon_head; *l; l = &(*l)->next)
-        if (*l == &a) {
-            *l = a.next;
+    for (partition_req **l = &hc->requests; *l; l = &(*l)->next)
+        if (*l == &q) {
+            *l = q.next;
             break;
         }
     pthread_mutex_unlock(&hc->mu);
+    return q.answer;
+}
+
+static size_t hc_abandon(mc_caller *base, int32_t partition)
+{
+    return ask(HC(base), partition, ASK_ABANDON);
+}
+
+static void hc_drain_partition(mc_caller *base, int32_t partition)
+{
+    (void)ask(HC(base), partition, ASK_DRAIN);
+}
+
+static size_t hc_calls_of(mc_caller *base, int32_t partition)
+{
+    return ask(HC(base), partition, ASK_COUNT);
 }
 
 static mc_call *hc_take_done(mc_caller *base)
@@ -1262,6 +1343,7 @@ static void hc_destroy(mc_caller *base)
     for (size_t i = 0; i < hc->n_spare; i++)
         curl_easy_cleanup(hc->spare[i]);
     free(hc->spare);
+    free(hc->draining_parts);
     if (hc->multi)
         curl_multi_cleanup(hc->multi);
     mc_wheel_free(hc->held);
@@ -1280,6 +1362,8 @@ static void hc_destroy(mc_caller *base)
 static const mc_caller_ops http_caller_ops = {
     .post = hc_post,
     .abandon = hc_abandon,
+    .drain_partition = hc_drain_partition,
+    .calls_of = hc_calls_of,
     .take_done = hc_take_done,
     .wake_fd = hc_wake_fd,
     .drain = hc_drain,

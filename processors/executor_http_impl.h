@@ -85,12 +85,21 @@ typedef struct call {
     struct http_caller *hc;
 } call;
 
-/* A request to drop a partition's calls; the runner waits for done. */
-typedef struct abandon_req {
+/* What the runner asks of the HTTP thread about one partition's calls. */
+typedef enum partition_ask {
+    ASK_ABANDON, /* drop them all; answer: how many were running */
+    ASK_DRAIN,   /* start none again, drop those not started; answer: how many are left */
+    ASK_COUNT,   /* answer: how many it has */
+} partition_ask;
+
+/* A request about a partition's calls; the runner waits for done. */
+typedef struct partition_req {
     int32_t partition;
+    partition_ask ask;
+    size_t answer;
     bool done;
-    struct abandon_req *next;
-} abandon_req;
+    struct partition_req *next;
+} partition_req;
 
 typedef struct http_caller {
     mc_caller base;
@@ -104,7 +113,7 @@ typedef struct http_caller {
     pthread_mutex_t mu;
     pthread_cond_t acked;
     mc_call *new_head, *new_tail;
-    abandon_req *abandon_head;
+    partition_req *requests;
     mc_call *done_head, *done_tail;
     int http_wake, done_wake; /* eventfds */
     pthread_t thread;
@@ -132,6 +141,8 @@ typedef struct http_caller {
     mc_admission *admission;
     mc_bucket *waiting_buckets; /* those with calls waiting, by next_waiting */
     size_t waiting;             /* calls WAITING */
+    int32_t *draining_parts;    /* partitions being handed over (ASK_DRAIN), until abandoned */
+    size_t n_draining_parts, cap_draining_parts;
 
     mc_counter *refused, *failovers, *waits;
     mc_gauge *in_flight, *held_gauge, *queued_gauge, *waiting_gauge;

@@ -82,6 +82,15 @@ typedef struct mc_processor {
      * RD_KAFKA_OFFSET_INVALID when none) and the committed metadata, which is
      * where consumption resumes; every partition starts unpaused. Optional. */
     int (*on_assign)(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx);
+    /* An orderly revoke of these partitions has begun (not a lost
+     * assignment): start no new work of theirs, and say whether the work
+     * they have in flight has ended and been written into the open
+     * transaction - 1 yes, 0 not yet, -1 fatal. Asked again every few ms,
+     * with the processor's descriptors served in between, until 1 or
+     * --drain-timeout-ms; the runner then commits and calls on_revoke, so
+     * the next owner starts after what ended. Optional: without it the
+     * revoke commits at once. */
+    int (*revoke_drained)(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx);
     /* Partitions are gone (revoked, lost, or rewound after an abort): drop
      * their in-memory state. Optional. */
     void (*on_revoke)(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx);

@@ -56,6 +56,13 @@ void runner_read_clocks(mc_runner *r)
 static bool ready_check(void *arg, char *why, size_t whylen)
 {
     mc_runner *r = arg;
+    /* First: a replica told to stop is not ready from that moment, through
+     * its drain and hand-over, so whoever watches readiness sees it going
+     * before its partitions move. */
+    if (atomic_load(&r->stop)) {
+        snprintf(why, whylen, "stopping: handing its partitions over");
+        return false;
+    }
     if (!atomic_load(&r->started)) {
         snprintf(why, whylen, "starting (transactions not initialised yet)");
         return false;
@@ -291,7 +298,7 @@ static bool commit_due_by_size_or_age(const mc_runner *r)
     return r->txn_dirty && r->now_mono_ms - r->txn_started_ms >= commit_age(r);
 }
 
-static bool commit_due(const mc_runner *r)
+bool runner_commit_due(const mc_runner *r)
 {
     return (r->txn_open && r->commit_requested && r->txn_dirty) || commit_due_by_size_or_age(r);
 }
@@ -382,7 +389,7 @@ static int punctuate_if_due(mc_runner *r)
 
 static int commit_if_due(mc_runner *r)
 {
-    return commit_due(r) && runner_commit_txn(r) < 0 ? -1 : 0;
+    return runner_commit_due(r) && runner_commit_txn(r) < 0 ? -1 : 0;
 }
 
 /* After a stop was asked for: whether the loop is done. A processor with

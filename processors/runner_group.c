@@ -147,6 +147,54 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
     atomic_store(&r->assigned_once, true);
 }
 
+/* How often a revoke looks again at what the processor has in flight. */
+#define REVOKE_DRAIN_STEP_MS 5
+
+/* An orderly revoke: the processor lets the work in flight on these
+ * partitions end (the executor's calls), reporting it in the open
+ * transaction, before the revoke's commit, so that the next owner repeats
+ * none of it. Bounded by --drain-timeout-ms, or by the deadline of a stop
+ * that is draining already (its revoke comes after that drain). Long
+ * drains commit on the way, as the loop does: a transaction older than the
+ * broker's transaction timeout would be aborted under us. An abortable
+ * error here aborts without a rewind (in_revoke): the processor drops its
+ * work first, and the next owner redoes it from the last commit. */
+static void drain_before_revoke(mc_runner *r, const rd_kafka_topic_partition_list_t *parts)
+{
+    mc_kclient *kc = r->kc;
+    if (!r->proc->revoke_drained || parts->cnt == 0)
+        return;
+    int64_t started = r->now_mono_ms;
+    int64_t deadline = r->draining ? r->drain_deadline : started + r->cfg->drain_timeout_ms;
+    bool waited = false;
+    while (!atomic_load(&r->fatal) && !kc->ops->assignment_lost(kc)) {
+        if (runner_begin_txn(r) != 0)
+            return;
+        int rc = r->proc->revoke_drained(r->self, parts, &r->ctx);
+        if (rc < 0 && runner_callback_failed(r, "revoke_drained") != 0)
+            return;
+        if (rc > 0) {
+            if (waited)
+                mc_logf(&r->logger, MC_LOG_INFO, "work in flight ended %lld ms into the revoke",
+                        (long long)(r->now_mono_ms - started));
+            return;
+        }
+        if (r->now_mono_ms >= deadline) {
+            mc_log(&r->logger, MC_LOG_WARN,
+                   "work still in flight at --drain-timeout-ms is given up with its partitions",
+                   (const char *)NULL);
+            return;
+        }
+        waited = true;
+        /* What ended is reported through the processor's descriptors. */
+        if (mc_evloop_run_once(&r->loop, 0, NULL) > 0 ||
+            (runner_commit_due(r) && runner_commit_txn(r) < 0))
+            return;
+        kc->ops->sleep_ms(kc, REVOKE_DRAIN_STEP_MS);
+        runner_read_clocks(r);
+    }
+}
+
 /* Revoked: commit what we did so the next owner starts after it, then the
  * processor lets go. Lost (we were kicked out of the group): our transaction
  * may no longer commit its offsets, so the processor lets go first - the
@@ -166,11 +214,11 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
             r->proc->on_revoke(r->self, parts, &r->ctx);
         runner_abort_quietly(r, "abort_transaction (lost)", 30000);
     } else {
-        if (r->txn_open) {
-            r->in_revoke = true;
+        r->in_revoke = true;
+        drain_before_revoke(r, parts);
+        if (r->txn_open && !atomic_load(&r->fatal))
             runner_commit_txn(r);
-            r->in_revoke = false;
-        }
+        r->in_revoke = false;
         if (r->proc->on_revoke)
             r->proc->on_revoke(r->self, parts, &r->ctx);
     }

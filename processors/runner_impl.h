@@ -191,6 +191,9 @@ void runner_set_fatal(mc_runner *r, const char *what, const char *detail);
  * the runner stops (-1). */
 int runner_callback_failed(mc_runner *r, const char *what);
 void runner_read_clocks(mc_runner *r);
+/* Whether the open transaction is due for a commit: asked for, or by size
+ * or age (the loop's thread). */
+bool runner_commit_due(const mc_runner *r);
 
 /* ---- runner_group.c: inputs and rebalances ---- */
 

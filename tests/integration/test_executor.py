@@ -22,6 +22,8 @@ import re
 import signal
 import statistics
 import time
+import urllib.error
+import urllib.request
 
 from harness import CallbackServer, Env, decode, ms, now_ms, run, submit_value, task
 from test_store_wheel import (EARLY_TOLERANCE_MS, FAST_FAILOVER, Unsettled, assert_alive, metric,
@@ -629,11 +631,25 @@ def test_early_arrivals_are_held_until_due():
         server.close()
 
 
+def readyz(p):
+    """(status, body) of a process's GET /readyz."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.http_port}/readyz", timeout=2) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError as e:
+        return 0, str(e)
+
+
 def test_held_and_running_calls_survive_a_handover():
     """A second executor joins (the partitions are rebalanced) and then the
     first is stopped with SIGTERM, while tasks are held (the wheel fires
-    1.5 s early) and slow calls are in flight: every task is still called,
-    none before its due time, and has exactly one SUCCEEDED Result."""
+    1.5 s early) and slow calls are in flight: every task is called once,
+    none before its due time, and has exactly one SUCCEEDED Result - each
+    revoke lets the calls in flight end and commits them before the
+    partitions move. The stopping executor says it is not ready from the
+    SIGTERM on, while it drains."""
     server = CallbackServer(lambda c: (200, {}, b"ok", 1.5 if c["path"].startswith("/slow/")
                                        else 0))
     env = Env(partitions=3)
@@ -653,7 +669,13 @@ def test_held_and_running_calls_survive_a_handover():
         sleep_until(max(now_ms(), t0 + 1800))
         during = {k: metric(env, e1, "mooncake_executor_" + k) for k in ("in_flight", "held")}
         e1.send_signal(signal.SIGTERM)
+        readiness = readyz(e1)
+        while readiness[0] == 200 and e1.poll() is None:  # the signal thread's turn
+            time.sleep(0.01)
+            readiness = readyz(e1)
         assert e1.wait(30) == 0, f"SIGTERM should stop the executor cleanly:\n{env.log(e1)}"
+        assert readiness[0] == 503 and "stopping" in readiness[1], \
+            f"a stopping executor is not ready while it drains: {readiness}"
         wait_assigned(env, e2, env.partitions)
         got = wait_results(env, len(due), timeout=40)
         time.sleep(1.5)
@@ -673,9 +695,11 @@ def test_held_and_running_calls_survive_a_handover():
             assert c["at"] >= due[k] - EARLY_TOLERANCE_MS, \
                 f"{k} called {due[k] - c['at']:.0f} ms before due (held across the handover?)"
         assert set(called) == set(due), sorted(set(due) - set(called))
+        repeated = sorted(k for k, n in called.items() if n > 1)
         print(f"     e1 before the join: {before}; before SIGTERM: {during}; "
-              f"{len(calls)} calls for {len(due)} tasks "
-              f"({sum(n - 1 for n in called.values())} repeated: abandoned in flight)")
+              f"{len(calls)} calls for {len(due)} tasks; e1 /readyz while draining: "
+              f"{readiness[0]} {readiness[1]!r}")
+        assert not repeated, f"called more than once across the hand-overs: {repeated}"
         assert_alive(env, *(p for r, p in procs.items() if r != "executor"), e2)
     finally:
         env.stop_all()

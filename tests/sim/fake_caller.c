@@ -18,8 +18,18 @@ struct fake_caller {
     mc_call *done_head, *done_tail;
     int wake;
     bool draining;
+    int32_t draining_parts[64]; /* being handed over (drain_partition), until abandoned */
+    size_t n_draining_parts;
     mc_call_gate gate;
 };
+
+static bool partition_draining(const fake_caller *f, int32_t partition)
+{
+    for (size_t i = 0; i < f->n_draining_parts; i++)
+        if (f->draining_parts[i] == partition)
+            return true;
+    return false;
+}
 
 /* As the real caller: nothing starts while draining or the gate is shut. */
 static bool may_start(fake_caller *f)
@@ -70,7 +80,9 @@ static void fc_post(mc_caller *c, mc_call *batch)
     fake_caller *f = (fake_caller *)c;
     for (mc_call *j = batch, *next; j; j = next) {
         next = j->next;
-        if (j->kind == MC_CALL_RECALL)
+        if (partition_draining(f, j->partition))
+            mc_call_free(j); /* the next owner's, as the real caller drops it */
+        else if (j->kind == MC_CALL_RECALL)
             recall(f, j);
         else
             append_held(f, j);
@@ -84,18 +96,48 @@ static void fc_post(mc_caller *c, mc_call *batch)
             j->started_at = now;
 }
 
-static void fc_abandon(mc_caller *c, int32_t partition)
+/* Drops the partition's calls, or only those not started; returns how
+ * many of those dropped had started (all) or how many are left (not all). */
+static size_t drop_calls_of(fake_caller *f, int32_t partition, bool started_too)
 {
-    fake_caller *f = (fake_caller *)c;
+    size_t n = 0;
     for (mc_call **l = &f->held; *l;) {
         mc_call *j = *l;
-        if (j->partition == partition) {
-            *l = j->next;
-            mc_call_free(j);
-        } else {
+        if (j->partition != partition || (!started_too && j->started_at)) {
+            n += j->partition == partition;
             l = &j->next;
+            continue;
         }
+        n += started_too && j->started_at;
+        *l = j->next;
+        mc_call_free(j);
     }
+    return n;
+}
+
+static size_t fc_abandon(mc_caller *c, int32_t partition)
+{
+    fake_caller *f = (fake_caller *)c;
+    for (size_t i = 0; i < f->n_draining_parts; i++)
+        if (f->draining_parts[i] == partition)
+            f->draining_parts[i--] = f->draining_parts[--f->n_draining_parts];
+    return drop_calls_of(f, partition, true);
+}
+
+static void fc_drain_partition(mc_caller *c, int32_t partition)
+{
+    fake_caller *f = (fake_caller *)c;
+    if (!partition_draining(f, partition) && f->n_draining_parts < 64)
+        f->draining_parts[f->n_draining_parts++] = partition;
+    drop_calls_of(f, partition, false);
+}
+
+static size_t fc_calls_of(mc_caller *c, int32_t partition)
+{
+    size_t n = 0;
+    for (const mc_call *j = ((fake_caller *)c)->held; j; j = j->next)
+        n += j->partition == partition;
+    return n;
 }
 
 static mc_call *fc_take_done(mc_caller *c)
@@ -146,6 +188,8 @@ static void fc_destroy(mc_caller *c)
 static const mc_caller_ops fake_ops = {
     .post = fc_post,
     .abandon = fc_abandon,
+    .drain_partition = fc_drain_partition,
+    .calls_of = fc_calls_of,
     .take_done = fc_take_done,
     .wake_fd = fc_wake_fd,
     .drain = fc_drain,

@@ -589,13 +589,18 @@ int sim_revoke_all(sim_inst *in)
      * offsets would not commit); otherwise it commits, then revokes. */
     bool lost = in->assignment_lost;
     int rc = 0;
-    if (lost)
-        abort_txn(in);
-    else
-        rc = sim_commit(in);
     int32_t *v;
     size_t n = assigned(in, &v);
     rd_kafka_topic_partition_list_t *l = part_list(in, v, n, false);
+    /* The runner waits for what is in flight (revoke_drained) up to its
+     * bound; here nothing ends unless the test ends it, so the bound is
+     * taken as passed at the first answer. */
+    if (!lost && in->p->revoke_drained && in->p->revoke_drained(in->self, l, &in->ctx) < 0)
+        rc = -1;
+    if (lost)
+        abort_txn(in);
+    else if (rc == 0)
+        rc = sim_commit(in);
     if (in->p->on_revoke)
         in->p->on_revoke(in->self, l, &in->ctx);
     in->assignment_lost = false; /* as librdkafka's flag, at the unassign that follows */

@@ -70,6 +70,8 @@ struct sim_kclient {
     int calls[SIM_KC_N_OPS];
     void (*trace)(void *arg, const char *op);
     void *trace_arg;
+    void (*on_sleep)(void *arg);
+    void *on_sleep_arg;
 };
 
 #define SK_OF(kc) ((sim_kclient *)(void *)(kc))
@@ -146,7 +148,10 @@ static int64_t sk_now(mc_kclient *kc)
 
 static void sk_sleep(mc_kclient *kc, int ms)
 {
-    sim_advance(SK_OF(kc)->k, ms);
+    sim_kclient *c = SK_OF(kc);
+    sim_advance(c->k, ms);
+    if (c->on_sleep)
+        c->on_sleep(c->on_sleep_arg);
 }
 
 /* ---- the consumer ---- */
@@ -776,6 +781,12 @@ void sim_kc_trace(sim_kclient *c, void (*fn)(void *arg, const char *op), void *a
 {
     c->trace = fn;
     c->trace_arg = arg;
+}
+
+void sim_kc_on_sleep(sim_kclient *c, void (*fn)(void *arg), void *arg)
+{
+    c->on_sleep = fn;
+    c->on_sleep_arg = arg;
 }
 
 int sim_kc_calls(const sim_kclient *c, sim_kc_op op)

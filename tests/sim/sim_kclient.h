@@ -65,6 +65,10 @@ void sim_kc_revoke(sim_kclient *c);
 /* Calls fn with the name of every client operation as it starts ("begin",
  * "produce", "send_offsets", "commit", "abort", "rebalance", ...). */
 void sim_kc_trace(sim_kclient *c, void (*fn)(void *arg, const char *op), void *arg);
+/* Calls fn after each of the runner's sleeps (the clock moved by it): what
+ * another thread of the process does meanwhile, such as calls ending while
+ * a revoke waits for them. */
+void sim_kc_on_sleep(sim_kclient *c, void (*fn)(void *arg), void *arg);
 /* How many calls of op were made. */
 int sim_kc_calls(const sim_kclient *c, sim_kc_op op);
 bool sim_kc_assigned(const sim_kclient *c, const char *topic, int32_t partition);
