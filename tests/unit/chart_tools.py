@@ -17,6 +17,9 @@ CHART = os.path.join(SOURCE, "helm", "mooncake")
 CACHE_BIN = os.path.join(os.environ.get("MOONCAKE_CACHE") or
                          os.path.join(os.path.expanduser("~"), ".cache", "mooncake"), "bin")
 KUBE_VERSION = "1.31.0"  # a helm built by go install would assume 1.20
+# The kinds the roles run as: a StatefulSet per processor role, the gateway's Deployment.
+WORKLOADS = ("Deployment", "StatefulSet")
+STATELESS = ("gateway",)  # the roles that are a Deployment; every other is a StatefulSet
 
 
 def tool(name):
@@ -66,7 +69,7 @@ def binary_help():
 
 
 def roles():
-    """The roles `mooncake --help` lists, in its order ("all" is not a Deployment)."""
+    """The roles `mooncake --help` lists, in its order ("all" is not a workload of its own)."""
     section = binary_help().split("Roles:", 1)[1].split("\n\n", 1)[0]
     return [r for r in re.findall(r"^  ([a-z]+)\s", section, flags=re.M) if r != "all"]
 

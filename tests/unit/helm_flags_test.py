@@ -35,7 +35,7 @@ SAMPLES = {"MOONCAKE_APP_TOKENS": "shop=sample-token-0123456789\n",
 def containers(docs):
     for d in docs:
         spec = None
-        if d["kind"] in ("Deployment", "Job"):
+        if d["kind"] in ("Deployment", "StatefulSet", "Job"):
             spec = d["spec"]["template"]["spec"]
         elif d["kind"] == "Pod":
             spec = d["spec"]

@@ -1,5 +1,6 @@
-// The checks strict decoding cannot make: what is missing, and what does not fit
-// together across documents.
+// The checks strict decoding cannot make: what is missing, what an API server would
+// refuse in a value (not only in a field's type), and what does not fit together across
+// documents.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -30,7 +32,9 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 		problems = append(problems, fmt.Sprintf("%s: %s %s: %s", d.source, d.gvk.Kind, d.name,
 			fmt.Sprintf(format, args...)))
 	}
-	secrets, configMaps, services, deployments := map[string]bool{}, map[string]bool{}, map[string]*corev1.Service{}, map[string]bool{}
+	secrets, configMaps, services := map[string]bool{}, map[string]bool{}, map[string]*corev1.Service{}
+	// workloads[kind][name]: the scale targets (Deployments and StatefulSets, apps/v1).
+	workloads := map[string]map[string]bool{"Deployment": {}, "StatefulSet": {}}
 	for _, n := range externalSecrets {
 		secrets[n] = true
 	}
@@ -50,14 +54,20 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 		case *triggerAuthentication:
 			triggerAuths[o.Name] = true
 		case *appsv1.Deployment:
-			deployments[o.Name] = true
-			if o.Spec.Selector == nil || len(o.Spec.Selector.MatchLabels) == 0 {
-				bad(d, "no spec.selector.matchLabels")
-			} else if sel, err := metaSelector(o.Spec.Selector.MatchLabels); err != nil ||
-				!sel.Matches(labels.Set(o.Spec.Template.Labels)) {
-				bad(d, "spec.selector does not match the pod template's labels")
+			workloads["Deployment"][o.Name] = true
+			if problem := templateSelector(o.Spec.Selector, o.Spec.Template.Labels); problem != "" {
+				bad(d, "%s", problem)
 			}
 			pods = append(pods, podOwner{d.source + ": Deployment " + o.Name, o.Spec.Template.Labels, &o.Spec.Template.Spec})
+		case *appsv1.StatefulSet:
+			workloads["StatefulSet"][o.Name] = true
+			if problem := templateSelector(o.Spec.Selector, o.Spec.Template.Labels); problem != "" {
+				bad(d, "%s", problem)
+			}
+			for _, problem := range statefulSetValues(o) {
+				bad(d, "%s", problem)
+			}
+			pods = append(pods, podOwner{d.source + ": StatefulSet " + o.Name, o.Spec.Template.Labels, &o.Spec.Template.Spec})
 		case *batchv1.Job:
 			pods = append(pods, podOwner{d.source + ": Job " + o.Name, o.Spec.Template.Labels, &o.Spec.Template.Spec})
 		case *corev1.Pod:
@@ -69,6 +79,28 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 	}
 	for _, d := range docs {
 		switch o := d.obj.(type) {
+		case *appsv1.Deployment:
+			if other := othersSelected(o.Spec.Selector, d.source+": Deployment "+o.Name, pods); other != "" {
+				bad(d, "spec.selector also matches the pods of %s", other)
+			}
+		case *appsv1.StatefulSet:
+			if other := othersSelected(o.Spec.Selector, d.source+": StatefulSet "+o.Name, pods); other != "" {
+				bad(d, "spec.selector also matches the pods of %s", other)
+			}
+			// The governing Service names the pods (<pod>.<service>): it must exist, be
+			// headless, and select this StatefulSet's pods.
+			svc := services[o.Spec.ServiceName]
+			switch {
+			case o.Spec.ServiceName == "":
+				bad(d, "no spec.serviceName (the headless Service that names its pods)")
+			case svc == nil:
+				bad(d, "spec.serviceName %s is not a Service in the stream", o.Spec.ServiceName)
+			case svc.Spec.ClusterIP != corev1.ClusterIPNone:
+				bad(d, "spec.serviceName %s is not a headless Service (clusterIP: None)", o.Spec.ServiceName)
+			case len(svc.Spec.Selector) == 0 ||
+				!labels.SelectorFromSet(labels.Set(svc.Spec.Selector)).Matches(labels.Set(o.Spec.Template.Labels)):
+				bad(d, "spec.serviceName %s: its selector %v does not match the pod template's labels", o.Spec.ServiceName, svc.Spec.Selector)
+			}
 		case *corev1.Service:
 			if len(o.Spec.Selector) == 0 {
 				bad(d, "no spec.selector")
@@ -84,8 +116,8 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 			}
 		case *autoscalingv2.HorizontalPodAutoscaler:
 			ref := o.Spec.ScaleTargetRef
-			if ref.Kind != "Deployment" || !deployments[ref.Name] {
-				bad(d, "scaleTargetRef %s/%s is not a Deployment in the stream", ref.Kind, ref.Name)
+			if !scaleTarget(workloads, ref.APIVersion, ref.Kind, ref.Name) {
+				bad(d, "scaleTargetRef %s %s/%s is not a Deployment or StatefulSet in the stream", ref.APIVersion, ref.Kind, ref.Name)
 			}
 			if o.Spec.MaxReplicas < 1 || (o.Spec.MinReplicas != nil && *o.Spec.MinReplicas > o.Spec.MaxReplicas) {
 				bad(d, "replica bounds are inverted or zero")
@@ -112,9 +144,17 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 				}
 			}
 		case *scaledObject:
+			// KEDA's defaults: apiVersion apps/v1, kind Deployment.
 			ref := o.Spec.ScaleTargetRef
-			if (ref.Kind != "" && ref.Kind != "Deployment") || !deployments[ref.Name] {
-				bad(d, "scaleTargetRef %s is not a Deployment in the stream", ref.Name)
+			apiVersion, kind := ref.APIVersion, ref.Kind
+			if apiVersion == "" {
+				apiVersion = "apps/v1"
+			}
+			if kind == "" {
+				kind = "Deployment"
+			}
+			if !scaleTarget(workloads, apiVersion, kind, ref.Name) {
+				bad(d, "scaleTargetRef %s %s/%s is not a Deployment or StatefulSet in the stream", apiVersion, kind, ref.Name)
 			}
 			for _, t := range o.Spec.Triggers {
 				if t.AuthenticationRef != nil && !triggerAuths[t.AuthenticationRef.Name] {
@@ -148,6 +188,72 @@ func checkAll(docs []doc, externalSecrets, externalConfigMaps []string) []string
 
 func metaSelector(m map[string]string) (labels.Selector, error) {
 	return labels.SelectorFromSet(labels.Set(m)), nil
+}
+
+// templateSelector: a workload's selector must be given and select its own pod template
+// ("" when it does).
+func templateSelector(sel *metav1.LabelSelector, template map[string]string) string {
+	if sel == nil || len(sel.MatchLabels) == 0 {
+		return "no spec.selector.matchLabels"
+	}
+	if s, err := metav1.LabelSelectorAsSelector(sel); err != nil || !s.Matches(labels.Set(template)) {
+		return "spec.selector does not match the pod template's labels"
+	}
+	return ""
+}
+
+// othersSelected names another pod owner in the stream whose pods a workload's selector
+// would also take ("" for none): two controllers would fight over them.
+func othersSelected(sel *metav1.LabelSelector, self string, pods []podOwner) string {
+	if sel == nil {
+		return ""
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil || s.Empty() {
+		return ""
+	}
+	for _, p := range pods {
+		if p.where != self && s.Matches(labels.Set(p.labels)) {
+			return p.where
+		}
+	}
+	return ""
+}
+
+// scaleTarget: apiVersion/kind/name is a Deployment or StatefulSet (apps/v1) in the stream.
+func scaleTarget(workloads map[string]map[string]bool, apiVersion, kind, name string) bool {
+	return apiVersion == appsv1.SchemeGroupVersion.String() && workloads[kind] != nil && workloads[kind][name]
+}
+
+// statefulSetValues: the values of a StatefulSet's spec an API server refuses (strict
+// decoding checks only their types).
+func statefulSetValues(o *appsv1.StatefulSet) []string {
+	var problems []string
+	switch o.Spec.PodManagementPolicy {
+	case "", appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
+	default:
+		problems = append(problems, fmt.Sprintf("spec.podManagementPolicy %q is neither OrderedReady nor Parallel", o.Spec.PodManagementPolicy))
+	}
+	u := o.Spec.UpdateStrategy
+	switch u.Type {
+	case "", appsv1.RollingUpdateStatefulSetStrategyType:
+		if r := u.RollingUpdate; r != nil && r.Partition != nil && *r.Partition < 0 {
+			problems = append(problems, "spec.updateStrategy.rollingUpdate.partition is negative")
+		}
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		if u.RollingUpdate != nil {
+			problems = append(problems, "spec.updateStrategy.rollingUpdate is only for type RollingUpdate")
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("spec.updateStrategy.type %q is neither RollingUpdate nor OnDelete", u.Type))
+	}
+	if o.Spec.Replicas != nil && *o.Spec.Replicas < 0 {
+		problems = append(problems, "spec.replicas is negative")
+	}
+	if p := o.Spec.Template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways {
+		problems = append(problems, fmt.Sprintf("spec.template.spec.restartPolicy %q is not Always", p))
+	}
+	return problems
 }
 
 func selectsAny(sel map[string]string, pods []podOwner) bool {

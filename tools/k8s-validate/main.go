@@ -2,8 +2,9 @@
 // and a little beyond: every document decodes strictly into its Go API type (an unknown,
 // duplicated or mistyped field is an error, where `helm lint` and kubectl's client side
 // accept them silently), and the cross-references a cluster only reports at run time
-// (selectors, probe ports, Secret/ConfigMap names, scale targets) and the restricted pod
-// security settings are checked between the documents. Exit 1 lists every problem.
+// (selectors, probe ports, Secret/ConfigMap names, a StatefulSet's governing Service,
+// scale targets) and the restricted pod security settings are checked between the
+// documents. Exit 1 lists every problem.
 package main
 
 import (
