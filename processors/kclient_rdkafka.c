@@ -154,9 +154,44 @@ static int rk_input_fd(mc_kclient *kc)
     return c->queue_pipe[0];
 }
 
+/* Whether the group rebalances incrementally: librdkafka then takes changes
+ * to the assignment only as increments. */
+static bool cooperative(rd_kafka_t *consumer)
+{
+    return strcmp(rd_kafka_rebalance_protocol(consumer), "COOPERATIVE") == 0;
+}
+
+static rd_kafka_resp_err_t error_code(rd_kafka_error_t *error)
+{
+    if (!error)
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    return code;
+}
+
 static rd_kafka_resp_err_t rk_assign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
 {
-    return rd_kafka_assign(RK_OF(kc)->consumer, parts);
+    rd_kafka_t *consumer = RK_OF(kc)->consumer;
+    if (cooperative(consumer))
+        return error_code(rd_kafka_incremental_assign(consumer, parts));
+    return rd_kafka_assign(consumer, parts);
+}
+
+static rd_kafka_resp_err_t rk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_t *consumer = RK_OF(kc)->consumer;
+    if (!cooperative(consumer))
+        return rd_kafka_assign(consumer, NULL);
+    if (parts)
+        return error_code(rd_kafka_incremental_unassign(consumer, parts));
+    rd_kafka_topic_partition_list_t *all = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_assignment(consumer, &all);
+    if (!err && all->cnt > 0)
+        err = error_code(rd_kafka_incremental_unassign(consumer, all));
+    if (all)
+        rd_kafka_topic_partition_list_destroy(all);
+    return err;
 }
 
 static rd_kafka_resp_err_t rk_assignment(mc_kclient *kc, rd_kafka_topic_partition_list_t **parts)
@@ -436,6 +471,7 @@ static const mc_kclient_ops rdkafka_ops = {
     .kmsg_done = rk_kmsg_done,
     .input_fd = rk_input_fd,
     .assign = rk_assign,
+    .unassign = rk_unassign,
     .assignment = rk_assignment,
     .assignment_lost = rk_assignment_lost,
     .committed = rk_committed,
@@ -473,8 +509,11 @@ static const mc_kclient_ops rdkafka_ops = {
 #define MAX_LINGER_MS 100
 
 /* The consumer: read only committed data, never commit on its own (offsets
- * go through the producer's transaction), range assignment so partition N of
- * every input topic lands on the same instance. */
+ * go through the producer's transaction). A processor with several input
+ * topics gets range assignment, so partition N of every input lands on the
+ * same instance, and eager rebalances; one that asked for incremental ones
+ * gets cooperative-sticky: a member joining or leaving moves only the
+ * partitions that change owner, and the others go on being processed. */
 static rd_kafka_t *make_consumer(rk_client *c, const mc_kclient_spec *s, char *err, size_t errlen)
 {
     const mc_config *cfg = s->cfg;
@@ -501,7 +540,8 @@ static rd_kafka_t *make_consumer(rk_client *c, const mc_kclient_spec *s, char *e
         mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
-        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen) ||
+        mc_kafka_conf_set(cc, "partition.assignment.strategy",
+                          s->incremental ? "cooperative-sticky" : "range", err, errlen) ||
         mc_kafka_conf_set(cc, "max.poll.interval.ms", MC_KCLIENT_MAX_POLL_INTERVAL_TEXT, err,
                           errlen) ||
         /* Static membership (KIP-345): an instance killed and restarted under

@@ -409,15 +409,17 @@ static void forget_owned(router *r)
         free(mc_part_table_take(&r->owned, i));
 }
 
+/* Partitions added (all of them, after a revoke of all or a rewind): each
+ * starts afresh. */
 static int router_assign(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
 {
     router *r = self;
-    forget_owned(r);
     for (int i = 0; i < parts->cnt; i++) {
         owned *o = malloc(sizeof *o);
         if (!o)
             return -1;
         *o = (owned){parts->elems[i].partition, 0, false, -1, 0};
+        free(mc_part_table_take(&r->owned, o->partition));
         if (mc_part_table_put(&r->owned, o->partition, o) != 0) {
             free(o);
             return -1;
@@ -432,6 +434,14 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     read_wheel_ends(r, ctx);
     mc_ctx_wakeup_at(ctx, mc_ctx_now_ms(ctx) + LAYOUT_POLL_MS);
     return 0;
+}
+
+static void router_revoke(void *self, const rd_kafka_topic_partition_list_t *parts, mc_ctx *ctx)
+{
+    (void)ctx;
+    router *r = self;
+    for (int i = 0; i < parts->cnt; i++)
+        free(mc_part_table_take(&r->owned, parts->elems[i].partition));
 }
 
 static int router_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
@@ -727,6 +737,7 @@ static const char *const router_inputs[] = {"tasks", NULL};
 
 const mc_processor mc_router_processor = {
     .name = "router",
+    .incremental_rebalance = true,
     .input_topics = router_inputs,
     .check_config = router_check_config,
     .create = router_create,
@@ -734,5 +745,6 @@ const mc_processor mc_router_processor = {
     .refused = router_refused,
     .punctuate = router_punctuate,
     .on_assign = router_assign,
+    .on_revoke = router_revoke,
     .destroy = router_destroy,
 };

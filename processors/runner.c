@@ -230,7 +230,8 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
                             .transactional_id = r->transactional_id,
                             .n_producers = TXN_PRODUCERS,
                             .consumer_defaults = p->consumer_defaults,
-                            .advertise = p->advertises};
+                            .advertise = p->advertises,
+                            .incremental = p->incremental_rebalance};
     if (!(r->kc = factory(&spec, factory_arg, err, errlen)))
         goto fail;
     r->kc->events = (mc_kclient_events){

@@ -113,6 +113,14 @@ rd_kafka_topic_partition_list_t *runner_held_partitions(mc_runner *r)
 
 /* ---- rebalances ---- */
 
+/* The gauge of assigned partitions: every input partition held. */
+static void count_held(mc_runner *r)
+{
+    rd_kafka_topic_partition_list_t *held = runner_held_partitions(r);
+    mc_gauge_set(r->assigned_partitions, held->cnt);
+    rd_kafka_topic_partition_list_destroy(held);
+}
+
 static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t *parts)
 {
     mc_kclient *kc = r->kc;
@@ -128,7 +136,7 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
     runner_unwatch(r);
     if (cerr) {
         runner_set_fatal(r, "cannot read committed offsets", rd_kafka_err2str(cerr));
-        kc->ops->assign(kc, NULL);
+        kc->ops->unassign(kc, NULL);
         return;
     }
     kc->ops->assign(kc, parts);
@@ -143,7 +151,7 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
         (runner_begin_txn(r) != 0 || r->proc->on_assign(r->self, parts, &r->ctx) != 0))
         runner_set_fatal(r, "on_assign", r->proc->name);
     /* After on_assign: the gauge says "these partitions are served". */
-    mc_gauge_set(r->assigned_partitions, parts->cnt);
+    count_held(r);
     atomic_store(&r->assigned_once, true);
 }
 
@@ -203,9 +211,10 @@ static void drain_before_revoke(mc_runner *r, const rd_kafka_topic_partition_lis
 static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t *parts)
 {
     mc_kclient *kc = r->kc;
+    bool rewind_kept = false;
     if (r->assigned_while_leaving) {
         r->assigned_while_leaving = false;
-        kc->ops->assign(kc, NULL);
+        kc->ops->unassign(kc, parts);
         return;
     }
     if (kc->ops->assignment_lost(kc)) {
@@ -214,6 +223,7 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
             r->proc->on_revoke(r->self, parts, &r->ctx);
         runner_abort_quietly(r, "abort_transaction (lost)", 30000);
     } else {
+        uint64_t aborts = mc_counter_value(r->txn_aborted);
         r->in_revoke = true;
         drain_before_revoke(r, parts);
         if (r->txn_open && !atomic_load(&r->fatal))
@@ -221,14 +231,20 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
         r->in_revoke = false;
         if (r->proc->on_revoke)
             r->proc->on_revoke(r->self, parts, &r->ctx);
+        /* An abort in the revoke dropped the processor's work on every
+         * partition, and rewound none (in_revoke): those we keep (an
+         * incremental revoke) are rewound once these are gone. */
+        rewind_kept = mc_counter_value(r->txn_aborted) != aborts;
     }
     /* Whatever we knew of these partitions is stale once another instance
      * may have moved them on: positions, suspects, metadata. */
     drop_assignment(r, parts);
     r->n_poison = 0;
     mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
-    mc_gauge_set(r->assigned_partitions, 0);
-    kc->ops->assign(kc, NULL);
+    kc->ops->unassign(kc, parts);
+    if (rewind_kept && !atomic_load(&r->fatal))
+        runner_rewind_to_committed(r);
+    count_held(r);
 }
 
 void runner_rebalance(void *arg, mc_rebalance what, rd_kafka_resp_err_t err,
@@ -243,7 +259,7 @@ void runner_rebalance(void *arg, mc_rebalance what, rd_kafka_resp_err_t err,
     } else {
         mc_log(&r->logger, MC_LOG_ERROR, "rebalance failed", "error", rd_kafka_err2str(err),
                (const char *)NULL);
-        r->kc->ops->assign(r->kc, NULL);
+        r->kc->ops->unassign(r->kc, NULL);
     }
 }
 

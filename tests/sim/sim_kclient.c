@@ -193,8 +193,9 @@ static void serve_event(sim_kclient *c)
     c->n_events--;
     trace(c, e.what == MC_REBALANCE_ASSIGN ? "rebalance assign" : "rebalance revoke");
     rd_kafka_topic_partition_list_t *l;
-    if (e.what == MC_REBALANCE_ASSIGN) {
+    if (e.what == MC_REBALANCE_ASSIGN)
         c->generation = simb_group_get(c->k, c->group)->generation;
+    if (e.what == MC_REBALANCE_ASSIGN || e.n > 0) {
         l = rd_kafka_topic_partition_list_new((int)(e.n * c->n_topics) + 1);
         for (size_t t = 0; t < c->n_topics; t++)
             for (size_t i = 0; i < e.n; i++)
@@ -271,16 +272,12 @@ static rd_kafka_resp_err_t sk_assign(mc_kclient *kc, const rd_kafka_topic_partit
 {
     sim_kclient *c = SK_OF(kc);
     c->lost = false;
-    c->n_parts = 0;
     c->rr = 0;
-    if (!parts) {
-        if (c->leaving)
-            c->member = false; /* the LeaveGroup after the revoke */
-        return RD_KAFKA_RESP_ERR_NO_ERROR;
-    }
-    c->parts = simb_xrealloc(c->parts, (size_t)(parts->cnt + 1) * sizeof *c->parts);
+    c->parts = simb_xrealloc(c->parts, (c->n_parts + (size_t)parts->cnt + 1) * sizeof *c->parts);
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (part_find(c, tp->topic, tp->partition))
+            continue;
         sk_part *p = &c->parts[c->n_parts++];
         snprintf(p->topic, sizeof p->topic, "%s", tp->topic);
         p->partition = tp->partition;
@@ -288,6 +285,22 @@ static rd_kafka_resp_err_t sk_assign(mc_kclient *kc, const rd_kafka_topic_partit
         int64_t committed = sim_committed(c->k, c->group, tp->topic, tp->partition, NULL);
         p->fetch = tp->offset >= 0 ? tp->offset : committed >= 0 ? committed : 0;
     }
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static rd_kafka_resp_err_t sk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
+{
+    sim_kclient *c = SK_OF(kc);
+    c->lost = false;
+    c->rr = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_parts; i++)
+        if (parts &&
+            !rd_kafka_topic_partition_list_find(parts, c->parts[i].topic, c->parts[i].partition))
+            c->parts[kept++] = c->parts[i];
+    c->n_parts = kept;
+    if (!kept && c->leaving)
+        c->member = false; /* the LeaveGroup after the revoke */
     return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -664,6 +677,7 @@ static const mc_kclient_ops sim_ops = {
     .kmsg_done = sk_kmsg_done,
     .input_fd = sk_input_fd,
     .assign = sk_assign,
+    .unassign = sk_unassign,
     .assignment = sk_assignment,
     .assignment_lost = sk_assignment_lost,
     .committed = sk_committed,
@@ -772,9 +786,19 @@ void sim_kc_assign(sim_kclient *c, const int32_t *partitions, size_t n)
     queue_event(c, MC_REBALANCE_ASSIGN, partitions, n);
 }
 
+void sim_kc_rejoin(sim_kclient *c)
+{
+    queue_event(c, MC_REBALANCE_ASSIGN, NULL, 0);
+}
+
 void sim_kc_revoke(sim_kclient *c)
 {
     queue_event(c, MC_REBALANCE_REVOKE, NULL, 0);
+}
+
+void sim_kc_revoke_some(sim_kclient *c, const int32_t *partitions, size_t n)
+{
+    queue_event(c, MC_REBALANCE_REVOKE, partitions, n);
 }
 
 void sim_kc_trace(sim_kclient *c, void (*fn)(void *arg, const char *op), void *arg)
