@@ -260,6 +260,15 @@ static void note_progress(http_caller *hc, int64_t since)
     hc->progress_at = now;
 }
 
+/* Whether the partition is being handed over (see ASK_DRAIN). */
+static bool partition_draining(const http_caller *hc, int32_t partition)
+{
+    for (size_t i = 0; i < hc->n_draining_parts; i++)
+        if (hc->draining_parts[i] == partition)
+            return true;
+    return false;
+}
+
 /* Whether calls may start now: not while draining, nor while the gate is
  * shut (see mc_call_gate), nor just after the process was stopped. */
 static bool may_start(http_caller *hc)
@@ -778,8 +787,9 @@ static void forget_answer(mc_call *j)
 static bool fail_over(http_caller *hc, call *c)
 {
     mc_call *j = c->call;
-    if (c->strategy != MC_ROUTE_FAILOVER || !member_failed(j) || !may_start(hc))
-        return false;
+    if (c->strategy != MC_ROUTE_FAILOVER || !member_failed(j) || !may_start(hc) ||
+        (hc->n_draining_parts && partition_draining(hc, j->partition)))
+        return false; /* a partition handed over: its attempt ends with this try */
     mc_route_tried next = {c->tried.bits | UINT64_C(1) << c->member};
     size_t unused;
     if (mc_route_pick(hc->routes, c->group, c->strategy, j->key, &next, 0, mc_mono_ms(), &unused) !=
@@ -893,15 +903,6 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
     http_caller *hc = arg;
     hc->curl_due = timeout_ms < 0 ? INT64_MAX : mc_now_ms() + timeout_ms;
     return 0;
-}
-
-/* Whether the partition is being handed over (see ASK_DRAIN). */
-static bool partition_draining(const http_caller *hc, int32_t partition)
-{
-    for (size_t i = 0; i < hc->n_draining_parts; i++)
-        if (hc->draining_parts[i] == partition)
-            return true;
-    return false;
 }
 
 static void forget_draining(http_caller *hc, int32_t partition)

@@ -158,7 +158,8 @@ static int rk_input_fd(mc_kclient *kc)
  * to the assignment only as increments. */
 static bool cooperative(rd_kafka_t *consumer)
 {
-    return strcmp(rd_kafka_rebalance_protocol(consumer), "COOPERATIVE") == 0;
+    const char *protocol = rd_kafka_rebalance_protocol(consumer);
+    return protocol && strcmp(protocol, "COOPERATIVE") == 0;
 }
 
 static rd_kafka_resp_err_t error_code(rd_kafka_error_t *error)

@@ -349,9 +349,12 @@ static int check_layout(router *r, mc_ctx *ctx)
     mc_ctx_set_ready(ctx, !r->stopped);
     if (r->layout.growing_to && mark_partitions(r, ctx) != 0)
         return -1;
-    if (!r->stopped && was_stopped) {
-        mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "routing again", (const char *)NULL);
+    /* Whatever it held back goes on, also a partition kept through an
+     * incremental assignment made while routing was stopped. */
+    if (!r->stopped) {
         resume_owned(r, ctx);
+        if (was_stopped)
+            mc_log(mc_ctx_logger(ctx), MC_LOG_INFO, "routing again", (const char *)NULL);
     }
     return 0;
 }
@@ -401,7 +404,7 @@ static void read_wheel_ends(router *r, mc_ctx *ctx)
     free(ends);
 }
 
-/* Forgets every partition (an assignment lists all it owns from now on). */
+/* Forgets every partition (at the end). */
 static void forget_owned(router *r)
 {
     owned *o;
@@ -427,7 +430,8 @@ static int router_assign(void *self, const rd_kafka_topic_partition_list_t *part
     }
     if (parts->cnt == 0)
         return 0;
-    r->stopped = false;
+    /* Not r->stopped: a partition it keeps may be held back (paused) until
+     * the next layout read says routing may go on. */
     r->layout_end = r->own_write_at = -1;
     if (check_layout(r, ctx) != 0)
         return -1;

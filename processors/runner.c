@@ -53,6 +53,11 @@ void runner_read_clocks(mc_runner *r)
 
 /* ---- readiness and health (the HTTP thread) ---- */
 
+/* How long a first assignment of nothing must stand before /readyz counts
+ * it: in an incremental rebalance the partitions come in a second round,
+ * once their owners have let them go (their calls in flight ended). */
+#define EMPTY_ASSIGNMENT_SETTLE_MS 5000
+
 static bool ready_check(void *arg, char *why, size_t whylen)
 {
     mc_runner *r = arg;
@@ -72,8 +77,11 @@ static bool ready_check(void *arg, char *why, size_t whylen)
         return false;
     }
     if (!atomic_load(&r->assigned_once)) {
-        snprintf(why, whylen, "waiting for a partition assignment");
-        return false;
+        long long empty_at = atomic_load(&r->assigned_empty_at);
+        if (!empty_at || r->kc->ops->mono_ms(r->kc) - empty_at < EMPTY_ASSIGNMENT_SETTLE_MS) {
+            snprintf(why, whylen, "waiting for a partition assignment");
+            return false;
+        }
     }
     return true;
 }
@@ -218,6 +226,7 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
     atomic_init(&r->processor_ready, true);
     atomic_init(&r->started, false);
     atomic_init(&r->assigned_once, false);
+    atomic_init(&r->assigned_empty_at, 0);
     atomic_init(&r->loop_heartbeat_ms, 0);
     atomic_init(&r->watched_call, (const char *)NULL);
     atomic_init(&r->watched_deadline_ms, 0);
@@ -350,7 +359,14 @@ static int take_input_batch(mc_runner *r, int timeout)
             batch_start = r->now_mono_ms;
         int rc = 0;
         if (m.err) {
-            if (m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
+                /* librdkafka keeps trying to join; say what would let it. */
+                mc_log(&r->logger, MC_LOG_ERROR,
+                       "cannot join the group: its members assign partitions another way (a "
+                       "release that rebalanced this role eagerly); stop every instance of "
+                       "this role that runs the older release",
+                       "error", m.errstr, (const char *)NULL);
+            else if (m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error", m.errstr,
                        (const char *)NULL);
             char why[512];
@@ -393,6 +409,18 @@ static int commit_if_due(mc_runner *r)
     return runner_commit_due(r) && runner_commit_txn(r) < 0 ? -1 : 0;
 }
 
+void runner_begin_stop_drain(mc_runner *r, int64_t deadline)
+{
+    r->draining = true;
+    r->drain_deadline = deadline;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (r->kc->ops->assignment(r->kc, &parts) == 0 && parts) {
+        r->kc->ops->pause(r->kc, parts, true);
+        rd_kafka_topic_partition_list_destroy(parts);
+    }
+    mc_log(&r->logger, MC_LOG_INFO, "draining before the stop", (const char *)NULL);
+}
+
 /* After a stop was asked for: whether the loop is done. A processor with
  * calls in flight (the executor) first drains: input paused, nothing new
  * started, what is running finishes, so a rolling restart repeats nothing. */
@@ -402,16 +430,8 @@ static bool stop_now(mc_runner *r)
         return false;
     if (!r->proc->drained)
         return true;
-    if (!r->draining) {
-        r->draining = true;
-        r->drain_deadline = r->now_mono_ms + r->cfg->drain_timeout_ms;
-        rd_kafka_topic_partition_list_t *parts = NULL;
-        if (r->kc->ops->assignment(r->kc, &parts) == 0 && parts) {
-            r->kc->ops->pause(r->kc, parts, true);
-            rd_kafka_topic_partition_list_destroy(parts);
-        }
-        mc_log(&r->logger, MC_LOG_INFO, "draining before the stop", (const char *)NULL);
-    }
+    if (!r->draining)
+        runner_begin_stop_drain(r, r->now_mono_ms + r->cfg->drain_timeout_ms);
     return r->proc->drained(r->self, &r->ctx) || r->now_mono_ms >= r->drain_deadline;
 }
 

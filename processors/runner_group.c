@@ -96,6 +96,14 @@ static void drop_assignment(mc_runner *r, const rd_kafka_topic_partition_list_t 
         if (p)
             runner_part_reset(p, false, -1, NULL);
     }
+    /* The suspects of the partitions kept stay (an incremental revoke). */
+    size_t kept = 0;
+    for (size_t i = 0; i < r->n_poison; i++) {
+        const txn_ref *at = &r->poison[i].at;
+        if (!rd_kafka_topic_partition_list_find(parts, r->inputs[at->topic].name, at->partition))
+            r->poison[kept++] = r->poison[i];
+    }
+    r->n_poison = kept;
 }
 
 /* Ours, not the consumer's assignment: a consumer fenced as a static member
@@ -125,23 +133,35 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
 {
     mc_kclient *kc = r->kc;
     if (r->leaving) {
+        /* Taken only as the protocol needs: the runner and the processor
+         * do not hold them, so the revoke that follows lets go of nothing
+         * of theirs. */
         kc->ops->assign(kc, parts);
-        r->assigned_while_leaving = true;
         return;
     }
     /* Read the committed offsets (and metadata) ourselves so the processor
-     * sees exactly where consumption resumes. */
-    runner_watch(r, "committed (assignment)", 30000);
-    rd_kafka_resp_err_t cerr = kc->ops->committed(kc, parts, 30000);
-    runner_unwatch(r);
+     * sees exactly where consumption resumes. An incremental rebalance
+     * assigns nothing to a member that keeps its partitions: nothing to
+     * read then. */
+    rd_kafka_resp_err_t cerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (parts->cnt > 0) {
+        runner_watch(r, "committed (assignment)", 30000);
+        cerr = kc->ops->committed(kc, parts, 30000);
+        runner_unwatch(r);
+    }
     if (cerr) {
         runner_set_fatal(r, "cannot read committed offsets", rd_kafka_err2str(cerr));
         kc->ops->unassign(kc, NULL);
         return;
     }
-    kc->ops->assign(kc, parts);
+    rd_kafka_resp_err_t aerr = kc->ops->assign(kc, parts);
+    if (aerr) {
+        runner_set_fatal(r, "cannot take the assignment", rd_kafka_err2str(aerr));
+        return;
+    }
     runner_take_assignment(r, parts);
-    mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
+    if (parts->cnt > 0 || !atomic_load(&r->assigned_once))
+        mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
     /* on_assign may write (the router its layout markers): in a transaction,
      * which the revoke before this one may have committed. Not after a fatal
      * error (that revoke's commit, say): its transaction may still be open
@@ -152,11 +172,20 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
         runner_set_fatal(r, "on_assign", r->proc->name);
     /* After on_assign: the gauge says "these partitions are served". */
     count_held(r);
-    atomic_store(&r->assigned_once, true);
+    /* Ready with partitions. An empty first assignment is often only the
+     * first round of an incremental rebalance, the partitions coming in
+     * the second once their owners have let go; ready_check waits a little
+     * for it (a member beyond the partition count never gets any). */
+    if (parts->cnt > 0)
+        atomic_store(&r->assigned_once, true);
+    else if (!atomic_load(&r->assigned_once) && !atomic_load(&r->assigned_empty_at))
+        atomic_store(&r->assigned_empty_at, r->now_mono_ms ? r->now_mono_ms : 1);
 }
 
 /* How often a revoke looks again at what the processor has in flight. */
 #define REVOKE_DRAIN_STEP_MS 5
+/* The longest a revoke waits for it: 30 s inside max.poll.interval.ms. */
+#define MAX_REVOKE_DRAIN_MS (MC_KCLIENT_MAX_POLL_INTERVAL_MS - 30000)
 
 /* An orderly revoke: the processor lets the work in flight on these
  * partitions end (the executor's calls), reporting it in the open
@@ -173,9 +202,18 @@ static void drain_before_revoke(mc_runner *r, const rd_kafka_topic_partition_lis
     if (!r->proc->revoke_drained || parts->cnt == 0)
         return;
     int64_t started = r->now_mono_ms;
-    int64_t deadline = r->draining ? r->drain_deadline : started + r->cfg->drain_timeout_ms;
+    /* Inside the rebalance callback: a member that does not rejoin within
+     * max.poll.interval.ms is dropped from the group, so the wait ends well
+     * before, whatever --drain-timeout-ms says. */
+    int64_t bound = r->cfg->drain_timeout_ms < MAX_REVOKE_DRAIN_MS ? r->cfg->drain_timeout_ms
+                                                                   : MAX_REVOKE_DRAIN_MS;
+    int64_t deadline = r->draining ? r->drain_deadline : started + bound;
     bool waited = false;
     while (!atomic_load(&r->fatal) && !kc->ops->assignment_lost(kc)) {
+        /* A stop asked for meanwhile drains within this deadline, not a
+         * new one after it: the grace period counts from the signal. */
+        if (atomic_load(&r->stop) && !r->draining)
+            runner_begin_stop_drain(r, deadline);
         if (runner_begin_txn(r) != 0)
             return;
         int rc = r->proc->revoke_drained(r->self, parts, &r->ctx);
@@ -211,35 +249,29 @@ static void drain_before_revoke(mc_runner *r, const rd_kafka_topic_partition_lis
 static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t *parts)
 {
     mc_kclient *kc = r->kc;
-    bool rewind_kept = false;
-    if (r->assigned_while_leaving) {
-        r->assigned_while_leaving = false;
-        kc->ops->unassign(kc, parts);
-        return;
-    }
+    r->in_revoke = true;
+    uint64_t aborts = mc_counter_value(r->txn_aborted);
+    if (!kc->ops->assignment_lost(kc))
+        drain_before_revoke(r, parts);
     if (kc->ops->assignment_lost(kc)) {
         mc_log(&r->logger, MC_LOG_WARN, "partitions lost", (const char *)NULL);
         if (r->proc->on_revoke)
             r->proc->on_revoke(r->self, parts, &r->ctx);
         runner_abort_quietly(r, "abort_transaction (lost)", 30000);
     } else {
-        uint64_t aborts = mc_counter_value(r->txn_aborted);
-        r->in_revoke = true;
-        drain_before_revoke(r, parts);
         if (r->txn_open && !atomic_load(&r->fatal))
             runner_commit_txn(r);
-        r->in_revoke = false;
         if (r->proc->on_revoke)
             r->proc->on_revoke(r->self, parts, &r->ctx);
-        /* An abort in the revoke dropped the processor's work on every
-         * partition, and rewound none (in_revoke): those we keep (an
-         * incremental revoke) are rewound once these are gone. */
-        rewind_kept = mc_counter_value(r->txn_aborted) != aborts;
     }
+    r->in_revoke = false;
+    /* An abort in the revoke dropped the processor's work on every
+     * partition, and rewound none (in_revoke): those we keep (an incremental
+     * revoke) are rewound once these are gone. */
+    bool rewind_kept = mc_counter_value(r->txn_aborted) != aborts;
     /* Whatever we knew of these partitions is stale once another instance
      * may have moved them on: positions, suspects, metadata. */
     drop_assignment(r, parts);
-    r->n_poison = 0;
     mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
     kc->ops->unassign(kc, parts);
     if (rewind_kept && !atomic_load(&r->fatal))

@@ -131,7 +131,6 @@ struct mc_runner {
      * taken only as librdkafka needs it taken, for the protocol to reach
      * the revoke and the LeaveGroup; the processor never sees it. */
     bool leaving;
-    bool assigned_while_leaving;
     bool in_revoke;    /* inside the revoke callback */
     int64_t wakeup_ms; /* wall clock; INT64_MAX: none */
     /* The clocks, read once per loop turn: a clock read costs as much as a
@@ -162,6 +161,7 @@ struct mc_runner {
     /* Set after the first assignment (even an empty one): until then an
      * instance has not restored anything and must not count as ready. */
     atomic_bool assigned_once;
+    atomic_llong assigned_empty_at; /* mono ms of a first assignment of nothing; 0: none */
     atomic_llong loop_heartbeat_ms;
     /* The blocking Kafka call the loop thread is in (NULL: none) and the
      * monotonic time past which it counts as stuck (runner_watch.c). */
@@ -191,6 +191,9 @@ void runner_set_fatal(mc_runner *r, const char *what, const char *detail);
  * the runner stops (-1). */
 int runner_callback_failed(mc_runner *r, const char *what);
 void runner_read_clocks(mc_runner *r);
+/* A stop begins its drain: input paused, the processor asked whether it
+ * has drained until deadline (mono ms). The loop's thread. */
+void runner_begin_stop_drain(mc_runner *r, int64_t deadline);
 /* Whether the open transaction is due for a commit: asked for, or by size
  * or age (the loop's thread). */
 bool runner_commit_due(const mc_runner *r);

@@ -442,8 +442,51 @@ static int the_last_word_wins(bool control)
     return check_failures - failures_before;
 }
 
+/* A router holds a command back (its partition paused) while a growth
+ * stops routing; the grown layout is written, and before the router reads
+ * it a cooperative rebalance gives it one more partition, keeping the
+ * paused one: once it reads the layout it routes again, and resumes the
+ * partition it paused. */
+static void a_partition_held_through_an_incremental_assignment_resumes(void)
+{
+    static const char *const flags[] = {"--commit-interval-ms=100", NULL};
+    sim_kafka *k = sim_kafka_new(2, T0);
+    mc_config *cfg = kit_config("router", flags);
+    sim_inst *r = sim_inst_new(k, &mc_router_processor, cfg, "i1");
+    int32_t p0 = 0, p1 = 1;
+    CHECK(r && sim_assign(r, &p0, 1) == 0);
+    CHECK(sim_settle(r, 10) == 0); /* the first layout: 2 partitions */
+    kit_set_layout(k, &(mc_layout){.partitions = 2, .growing_to = 4});
+    sim_advance(k, 2100);
+    CHECK(sim_settle(r, 10) == 0);
+    mc_task t = kit_task("held", T0 + 60000, "http://h.example/x");
+    int64_t held_at = kit_tasks_submit(k, 0, &t);
+    CHECK(sim_settle(r, 10) == 0);
+    CHECK(sim_paused(r, "tasks", 0), "partition 0 paused while routing is stopped");
+    sim_set_partitions(k, kit_topic("tasks"), 4);
+    for (const char *const *s = (const char *const[]){"wheel", "ready", "dead", NULL}; *s; s++)
+        sim_set_partitions(k, kit_topic(*s), 4);
+    mc_layout grown = {.partitions = 4, .previous = 2, .n_split = 2};
+    grown.split = kit_split(k, 2);
+    kit_set_layout(k, &grown);
+    free(grown.split);
+    sim_advance(k, 500);
+    CHECK(sim_assign(r, &p1, 1) == 0); /* incremental: partition 0 kept, still paused */
+    for (int i = 0; i < 3; i++) {
+        sim_advance(k, 2100);
+        CHECK(sim_settle(r, 10) == 0);
+    }
+    CHECK(!sim_paused(r, "tasks", 0), "partition 0 resumed once routing resumed");
+    CHECK(sim_committed(k, "t.router", kit_topic("tasks"), 0, NULL) > held_at,
+          "the held command was routed (to its new home)");
+    sim_stop(r);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
+}
+
 int main(void)
 {
+    a_partition_held_through_an_incremental_assignment_resumes();
     grow_with_everything_in_flight(false);
     grow_with_everything_in_flight(true);
     a_growth_behind_mooncakes_back_stops_the_router();
