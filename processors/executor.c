@@ -1501,7 +1501,6 @@ static int executor_check_config(const mc_config *cfg, char *err, size_t errlen)
 
 const mc_processor mc_executor_processor = {
     .name = "executor",
-    .incremental_rebalance = true,
     .input_topics = executor_inputs,
     .check_config = executor_check_config,
     .create = executor_create,

@@ -59,9 +59,8 @@ typedef struct mc_kclient_events {
     void *arg;
     /* An assignment or revoke, as librdkafka's rebalance callback: the
      * handler must call assign (parts) or unassign (parts, or NULL) before
-     * it returns. Under incremental (cooperative) rebalancing parts are the
-     * partitions added or taken away; otherwise an assignment is the whole
-     * new one, and a revoke takes everything. */
+     * it returns. Rebalances are eager: an assignment is the whole new one,
+     * and a revoke takes everything. */
     void (*rebalance)(void *arg, mc_rebalance what, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *parts);
     /* An output that was not delivered (only failures are reported): ref is
@@ -92,10 +91,9 @@ typedef struct mc_kclient_ops {
      * (drain it by reading); -1 when the client has none (the runner then
      * never blocks outside poll); -2 when it could not be made. */
     int (*input_fd)(mc_kclient *kc);
-    /* Adds parts to the assignment (the first of a generation, under eager
-     * rebalancing). */
+    /* Takes parts as the assignment (the whole of a generation's). */
     rd_kafka_resp_err_t (*assign)(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts);
-    /* Takes parts out of the assignment; NULL: all of it. */
+    /* Gives the assignment up (parts: what the revoke named; NULL: all). */
     rd_kafka_resp_err_t (*unassign)(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts);
     /* The current assignment; caller destroys *parts. */
     rd_kafka_resp_err_t (*assignment)(mc_kclient *kc, rd_kafka_topic_partition_list_t **parts);
@@ -182,7 +180,6 @@ typedef struct mc_kclient_spec {
     int n_producers;
     const char *const *consumer_defaults; /* the processor's, overridable by -X */
     bool advertise;                       /* client.id carries the advertised URL */
-    bool incremental;                     /* cooperative-sticky assignment, else range (eager) */
 } mc_kclient_spec;
 
 /* The librdkafka client. NULL with a reason in err when the configuration

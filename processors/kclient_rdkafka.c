@@ -154,45 +154,16 @@ static int rk_input_fd(mc_kclient *kc)
     return c->queue_pipe[0];
 }
 
-/* Whether the group rebalances incrementally: librdkafka then takes changes
- * to the assignment only as increments. */
-static bool cooperative(rd_kafka_t *consumer)
-{
-    const char *protocol = rd_kafka_rebalance_protocol(consumer);
-    return protocol && strcmp(protocol, "COOPERATIVE") == 0;
-}
-
-static rd_kafka_resp_err_t error_code(rd_kafka_error_t *error)
-{
-    if (!error)
-        return RD_KAFKA_RESP_ERR_NO_ERROR;
-    rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-    rd_kafka_error_destroy(error);
-    return code;
-}
-
 static rd_kafka_resp_err_t rk_assign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
 {
-    rd_kafka_t *consumer = RK_OF(kc)->consumer;
-    if (cooperative(consumer))
-        return error_code(rd_kafka_incremental_assign(consumer, parts));
-    return rd_kafka_assign(consumer, parts);
+    return rd_kafka_assign(RK_OF(kc)->consumer, parts);
 }
 
+/* Eager rebalancing: a revoke gives up the whole assignment. */
 static rd_kafka_resp_err_t rk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
 {
-    rd_kafka_t *consumer = RK_OF(kc)->consumer;
-    if (!cooperative(consumer))
-        return rd_kafka_assign(consumer, NULL);
-    if (parts)
-        return error_code(rd_kafka_incremental_unassign(consumer, parts));
-    rd_kafka_topic_partition_list_t *all = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_assignment(consumer, &all);
-    if (!err && all->cnt > 0)
-        err = error_code(rd_kafka_incremental_unassign(consumer, all));
-    if (all)
-        rd_kafka_topic_partition_list_destroy(all);
-    return err;
+    (void)parts;
+    return rd_kafka_assign(RK_OF(kc)->consumer, NULL);
 }
 
 static rd_kafka_resp_err_t rk_assignment(mc_kclient *kc, rd_kafka_topic_partition_list_t **parts)
@@ -510,11 +481,13 @@ static const mc_kclient_ops rdkafka_ops = {
 #define MAX_LINGER_MS 100
 
 /* The consumer: read only committed data, never commit on its own (offsets
- * go through the producer's transaction). A processor with several input
- * topics gets range assignment, so partition N of every input lands on the
- * same instance, and eager rebalances; one that asked for incremental ones
- * gets cooperative-sticky: a member joining or leaving moves only the
- * partitions that change owner, and the others go on being processed. */
+ * go through the producer's transaction), range assignment so partition N of
+ * every input topic lands on the same instance. Rebalances are eager, not
+ * cooperative: each member commits in its revoke callback, before the group
+ * moves to its next generation. Under cooperative-sticky a member keeping
+ * its partitions goes on through the rebalance, and the broker refuses its
+ * open transaction's offsets (ILLEGAL_GENERATION) once the generation moves:
+ * the abort repeated calls on every roll (docs/design/runtime.md). */
 static rd_kafka_t *make_consumer(rk_client *c, const mc_kclient_spec *s, char *err, size_t errlen)
 {
     const mc_config *cfg = s->cfg;
@@ -523,7 +496,10 @@ static rd_kafka_t *make_consumer(rk_client *c, const mc_kclient_spec *s, char *e
         return NULL;
     /* librdkafka's default session (45 s) is long for a scheduler. */
     if (mc_kafka_conf_default(cfg, cc, "session.timeout.ms", MC_SESSION_TIMEOUT_MS, err, errlen) ||
-        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "2000", err, errlen) ||
+        /* An eager rebalance waits until every member has rejoined, which
+         * each does when a heartbeat tells it of the rebalance: every
+         * partition of the group stands still that long. */
+        mc_kafka_conf_default(cfg, cc, "heartbeat.interval.ms", "500", err, errlen) ||
         /* A record committed upstream reaches us within this when the broker
          * has nothing else to send; librdkafka's default (500 ms) would put
          * half a second into every hop - a cancel sent before the due time
@@ -541,8 +517,7 @@ static rd_kafka_t *make_consumer(rk_client *c, const mc_kclient_spec *s, char *e
         mc_kafka_conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         mc_kafka_conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         mc_kafka_conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
-        mc_kafka_conf_set(cc, "partition.assignment.strategy",
-                          s->incremental ? "cooperative-sticky" : "range", err, errlen) ||
+        mc_kafka_conf_set(cc, "partition.assignment.strategy", "range", err, errlen) ||
         mc_kafka_conf_set(cc, "max.poll.interval.ms", MC_KCLIENT_MAX_POLL_INTERVAL_TEXT, err,
                           errlen) ||
         /* Static membership (KIP-345): an instance killed and restarted under

@@ -51,13 +51,6 @@ typedef struct mc_processor {
      * changelog then carries one record per key per interval instead of
      * one per change. 0: --commit-interval-ms. */
     int min_commit_interval_ms;
-    /* Rebalances move only the partitions that change owner (librdkafka's
-     * cooperative-sticky assignor): on_assign and on_revoke then see the
-     * partitions added and taken away, while the others go on. For a
-     * processor with one input topic whose state is per partition; the
-     * others get range assignment (partition N of every input on one
-     * instance) and eager rebalances that revoke everything. */
-    bool incremental_rebalance;
     /* Consumer properties this processor wants by default (key, value,
      * ..., NULL); -X still wins. Optional; mc_unhurried_consumer is one. */
     const char *const *consumer_defaults;

@@ -285,7 +285,6 @@ static void *retry_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
 
 const mc_processor mc_retry_processor = {
     .name = "retry",
-    .incremental_rebalance = true,
     .consumer_defaults = mc_unhurried_consumer,
     .input_topics = retry_inputs,
     .check_config = retry_check_config,

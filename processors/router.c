@@ -349,8 +349,8 @@ static int check_layout(router *r, mc_ctx *ctx)
     mc_ctx_set_ready(ctx, !r->stopped);
     if (r->layout.growing_to && mark_partitions(r, ctx) != 0)
         return -1;
-    /* Whatever it held back goes on, also a partition kept through an
-     * incremental assignment made while routing was stopped. */
+    /* Whatever it held back goes on (not only on the change: an assignment
+     * may come between the stop and the read that ends it). */
     if (!r->stopped) {
         resume_owned(r, ctx);
         if (was_stopped)
@@ -741,7 +741,6 @@ static const char *const router_inputs[] = {"tasks", NULL};
 
 const mc_processor mc_router_processor = {
     .name = "router",
-    .incremental_rebalance = true,
     .input_topics = router_inputs,
     .check_config = router_check_config,
     .create = router_create,

@@ -53,11 +53,6 @@ void runner_read_clocks(mc_runner *r)
 
 /* ---- readiness and health (the HTTP thread) ---- */
 
-/* How long a first assignment of nothing must stand before /readyz counts
- * it: in an incremental rebalance the partitions come in a second round,
- * once their owners have let them go (their calls in flight ended). */
-#define EMPTY_ASSIGNMENT_SETTLE_MS 5000
-
 static bool ready_check(void *arg, char *why, size_t whylen)
 {
     mc_runner *r = arg;
@@ -77,11 +72,8 @@ static bool ready_check(void *arg, char *why, size_t whylen)
         return false;
     }
     if (!atomic_load(&r->assigned_once)) {
-        long long empty_at = atomic_load(&r->assigned_empty_at);
-        if (!empty_at || r->kc->ops->mono_ms(r->kc) - empty_at < EMPTY_ASSIGNMENT_SETTLE_MS) {
-            snprintf(why, whylen, "waiting for a partition assignment");
-            return false;
-        }
+        snprintf(why, whylen, "waiting for a partition assignment");
+        return false;
     }
     return true;
 }
@@ -226,7 +218,6 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
     atomic_init(&r->processor_ready, true);
     atomic_init(&r->started, false);
     atomic_init(&r->assigned_once, false);
-    atomic_init(&r->assigned_empty_at, 0);
     atomic_init(&r->loop_heartbeat_ms, 0);
     atomic_init(&r->watched_call, (const char *)NULL);
     atomic_init(&r->watched_deadline_ms, 0);
@@ -239,8 +230,7 @@ mc_runner *mc_runner_new_with_client(const mc_processor *p, const mc_config *cfg
                             .transactional_id = r->transactional_id,
                             .n_producers = TXN_PRODUCERS,
                             .consumer_defaults = p->consumer_defaults,
-                            .advertise = p->advertises,
-                            .incremental = p->incremental_rebalance};
+                            .advertise = p->advertises};
     if (!(r->kc = factory(&spec, factory_arg, err, errlen)))
         goto fail;
     r->kc->events = (mc_kclient_events){
@@ -359,14 +349,7 @@ static int take_input_batch(mc_runner *r, int timeout)
             batch_start = r->now_mono_ms;
         int rc = 0;
         if (m.err) {
-            if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
-                /* librdkafka keeps trying to join; say what would let it. */
-                mc_log(&r->logger, MC_LOG_ERROR,
-                       "cannot join the group: its members assign partitions another way (a "
-                       "release that rebalanced this role eagerly); stop every instance of "
-                       "this role that runs the older release",
-                       "error", m.errstr, (const char *)NULL);
-            else if (m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            if (m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 mc_log(&r->logger, MC_LOG_WARN, "consumer error", "error", m.errstr,
                        (const char *)NULL);
             char why[512];

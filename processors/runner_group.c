@@ -96,7 +96,7 @@ static void drop_assignment(mc_runner *r, const rd_kafka_topic_partition_list_t 
         if (p)
             runner_part_reset(p, false, -1, NULL);
     }
-    /* The suspects of the partitions kept stay (an incremental revoke). */
+    /* The suspects of other partitions stay. */
     size_t kept = 0;
     for (size_t i = 0; i < r->n_poison; i++) {
         const txn_ref *at = &r->poison[i].at;
@@ -140,9 +140,8 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
         return;
     }
     /* Read the committed offsets (and metadata) ourselves so the processor
-     * sees exactly where consumption resumes. An incremental rebalance
-     * assigns nothing to a member that keeps its partitions: nothing to
-     * read then. */
+     * sees exactly where consumption resumes (nothing to read for an
+     * assignment of nothing: a member beyond the partition count). */
     rd_kafka_resp_err_t cerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (parts->cnt > 0) {
         runner_watch(r, "committed (assignment)", 30000);
@@ -160,8 +159,7 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
         return;
     }
     runner_take_assignment(r, parts);
-    if (parts->cnt > 0 || !atomic_load(&r->assigned_once))
-        mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
+    mc_logf(&r->logger, MC_LOG_INFO, "assigned %d partitions", parts->cnt);
     /* on_assign may write (the router its layout markers): in a transaction,
      * which the revoke before this one may have committed. Not after a fatal
      * error (that revoke's commit, say): its transaction may still be open
@@ -172,14 +170,7 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
         runner_set_fatal(r, "on_assign", r->proc->name);
     /* After on_assign: the gauge says "these partitions are served". */
     count_held(r);
-    /* Ready with partitions. An empty first assignment is often only the
-     * first round of an incremental rebalance, the partitions coming in
-     * the second once their owners have let go; ready_check waits a little
-     * for it (a member beyond the partition count never gets any). */
-    if (parts->cnt > 0)
-        atomic_store(&r->assigned_once, true);
-    else if (!atomic_load(&r->assigned_once) && !atomic_load(&r->assigned_empty_at))
-        atomic_store(&r->assigned_empty_at, r->now_mono_ms ? r->now_mono_ms : 1);
+    atomic_store(&r->assigned_once, true);
 }
 
 /* How often a revoke looks again at what the processor has in flight. */
@@ -250,7 +241,6 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
 {
     mc_kclient *kc = r->kc;
     r->in_revoke = true;
-    uint64_t aborts = mc_counter_value(r->txn_aborted);
     if (!kc->ops->assignment_lost(kc))
         drain_before_revoke(r, parts);
     if (kc->ops->assignment_lost(kc)) {
@@ -265,17 +255,11 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
             r->proc->on_revoke(r->self, parts, &r->ctx);
     }
     r->in_revoke = false;
-    /* An abort in the revoke dropped the processor's work on every
-     * partition, and rewound none (in_revoke): those we keep (an incremental
-     * revoke) are rewound once these are gone. */
-    bool rewind_kept = mc_counter_value(r->txn_aborted) != aborts;
     /* Whatever we knew of these partitions is stale once another instance
      * may have moved them on: positions, suspects, metadata. */
     drop_assignment(r, parts);
     mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
     kc->ops->unassign(kc, parts);
-    if (rewind_kept && !atomic_load(&r->fatal))
-        runner_rewind_to_committed(r);
     count_held(r);
 }
 

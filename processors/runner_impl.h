@@ -161,7 +161,6 @@ struct mc_runner {
     /* Set after the first assignment (even an empty one): until then an
      * instance has not restored anything and must not count as ready. */
     atomic_bool assigned_once;
-    atomic_llong assigned_empty_at; /* mono ms of a first assignment of nothing; 0: none */
     atomic_llong loop_heartbeat_ms;
     /* The blocking Kafka call the loop thread is in (NULL: none) and the
      * monotonic time past which it counts as stuck (runner_watch.c). */
@@ -235,9 +234,6 @@ int runner_abort_txn(mc_runner *r, const char *why);
  * after a fatal error (best effort: not reported, not counted). The
  * processor has let go already; no rewind. Whether it aborted. */
 bool runner_abort_quietly(mc_runner *r, const char *what, int timeout_ms);
-/* After an abort: seeks every assigned partition back to its committed
- * offset, and the processor rebuilds its state for them (on_assign). */
-void runner_rewind_to_committed(mc_runner *r);
 /* The processor forgets its work on every partition it holds (on_revoke). */
 void runner_drop_processor_work(mc_runner *r);
 /* Records that an input is done with. */

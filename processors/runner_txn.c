@@ -237,7 +237,7 @@ static void forget_unassigned(mc_runner *r, const rd_kafka_topic_partition_list_
  * processor's memory holds the effects of the aborted records. Seek every
  * assigned partition back to its committed offset and make the processor
  * rebuild its state for them, exactly as if they had been newly assigned. */
-void runner_rewind_to_committed(mc_runner *r)
+static void rewind_to_committed(mc_runner *r)
 {
     mc_kclient *kc = r->kc;
     rd_kafka_topic_partition_list_t *parts = NULL;
@@ -301,7 +301,7 @@ int runner_abort_txn(mc_runner *r, const char *why)
     runner_reset_txn(r, false);
     pass_turn(r);
     if (!r->in_revoke)
-        runner_rewind_to_committed(r);
+        rewind_to_committed(r);
     return 0;
 }
 

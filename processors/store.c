@@ -625,7 +625,6 @@ static const char *const store_inputs[] = {"wheel", NULL};
 
 const mc_processor mc_store_processor = {
     .name = "store",
-    .incremental_rebalance = true,
     .consumer_defaults = mc_unhurried_consumer,
     .input_topics = store_inputs,
     .create = store_create,

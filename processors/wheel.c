@@ -747,7 +747,6 @@ static const char *const wheel_inputs[] = {"wheel", NULL};
 
 const mc_processor mc_wheel_processor = {
     .name = "wheel",
-    .incremental_rebalance = true,
     .input_topics = wheel_inputs,
     .create = wheel_create,
     .process = wheel_process,

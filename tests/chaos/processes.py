@@ -1,6 +1,7 @@
 """The processes of a run: the broker, every mooncake role instance (started,
-killed, stopped, restarted, supervised), the log of what was done to them (events.jsonl)
-and of every process started (pids.tsv, for --cleanup)."""
+killed, stopped, restarted, supervised; stopped gracefully and started again under its
+own id in a roll; added and removed in a scale step), the log of what was done to them
+(events.jsonl) and of every process started (pids.tsv, for --cleanup)."""
 
 import json
 import os
@@ -64,7 +65,7 @@ class Broker:
 
 class Slot:
     """One role instance: restarted in place (same slot) after a kill, with the same
-    or a new instance id."""
+    or a new instance id; like a StatefulSet's replica <role>-<index>."""
 
     def __init__(self, role, index):
         self.role, self.index = role, index
@@ -74,7 +75,10 @@ class Slot:
         self.port = None
         self.log_path = None
         self.gen = 0
-        self.state = "down"   # up, stopped (SIGSTOP), down
+        # up; stopped (SIGSTOP); down; leaving (SIGTERMed by a roll or a scale-in: its
+        # exit is no crash, the supervisor leaves it be, chaos does not pick it); gone
+        # (removed by a scale-in)
+        self.state = "down"
         self.respawn_at = None  # set when it exited on its own
 
     def describe(self):
@@ -85,7 +89,10 @@ class Slot:
 class Cluster:
     """Starts, kills, freezes and restarts the role processes; a supervisor thread
     restarts any that exits on its own (a fatal Kafka error during a broker restart,
-    a crash) one second later, with the same instance id."""
+    a crash) one second later, with the same instance id. A roll or a scale-in stops a
+    slot gracefully (terminate); a scale-out adds one (add_slot), a scale-in removes it
+    (remove_slot). `slots` is replaced, never changed in place, so a reader may iterate
+    it without the lock; the logs of removed slots stay in `logs`."""
 
     def __init__(self, args, bootstrap, prefix, run_dir, events, env=None):
         self.mooncake = os.path.join(args.build, "mooncake")
@@ -96,6 +103,7 @@ class Cluster:
         self.logs = []
         self.slots = [Slot(role, i) for role, n in args.instance_counts.items()
                       for i in range(n)]
+        self.gens = {}  # slot name -> last generation: a name used again logs anew
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("MOONCAKE_")}
         self.env.update(FAILOVER_ENV)
         self.env.update({
@@ -113,7 +121,8 @@ class Cluster:
 
     def spawn(self, slot, new_id=False):
         with self.lock:
-            slot.gen += 1
+            slot.gen = max(slot.gen, self.gens.get(slot.name, 0)) + 1
+            self.gens[slot.name] = slot.gen
             if new_id:
                 slot.instance = f"{slot.name}g{slot.gen}"
             slot.port = free_port()
@@ -142,12 +151,17 @@ class Cluster:
         self.supervisor.start()
 
     def kill(self, slot, why):
+        """kill -9 of a running instance; False (nothing done) when it is not up any
+        more (a roll or a scale-in took it since it was picked)."""
         with self.lock:
+            if slot.state != "up":
+                return False
             slot.proc.kill()
             slot.proc.wait()
             slot.state = "down"
             slot.respawn_at = None
             self.events.log("kill", why=why, **slot.describe())
+            return True
 
     def restart(self, slot, new_id):
         with self.lock:
@@ -157,10 +171,86 @@ class Cluster:
             self.events.log("restart", new_id=new_id, **slot.describe())
 
     def freeze(self, slot, why):
+        """SIGSTOP of a running instance; False when it is not up any more."""
         with self.lock:
+            if slot.state != "up":
+                return False
             slot.proc.send_signal(signal.SIGSTOP)
             slot.state = "stopped"
             self.events.log("stop", why=why, **slot.describe())
+            return True
+
+    # -- graceful stops: rolls and scale steps (a StatefulSet's way) --
+    def terminate(self, slot, timeout=40):
+        """SIGTERM of a running instance, as Kubernetes stops a pod, and the wait for
+        it to exit (the executor drains its calls in flight first, at most
+        --drain-timeout-ms, 10 s). Marked leaving first, so the supervisor does not
+        take the exit for a crash and chaos picks it no more. Past timeout it is
+        killed (rc "timeout"). Returns (rc, seconds to exit, the slot as it was), or
+        None when the slot was not up."""
+        with self.lock:
+            if slot.state != "up" or slot.proc.poll() is not None:
+                return None
+            was = slot.describe()
+            slot.state = "leaving"
+            slot.respawn_at = None
+            proc = slot.proc
+            started = time.time()
+            proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = "timeout"
+        took = round(time.time() - started, 3)
+        with self.lock:
+            slot.state = "down"
+        return rc, took, was
+
+    def start_again(self, slot):
+        """A slot a roll stopped, started again under the same instance id."""
+        with self.lock:
+            if slot.state != "down" or self.stopping:
+                return False
+            self.spawn(slot)
+            return True
+
+    def wait_ready(self, slot, timeout=60):
+        """Until the slot's process answers /readyz 200: (seconds, None), or (None,
+        why not): "timeout"; "exited" (before it was ready); "replaced" (chaos killed
+        it meanwhile); "frozen" (chaos SIGSTOPped it meanwhile, and the time ran out)."""
+        with self.lock:
+            proc = slot.proc
+        started, frozen = time.time(), False
+        while True:
+            if slot.proc is not proc or slot.state not in ("up", "stopped"):
+                return None, "replaced"
+            frozen = frozen or slot.state == "stopped"
+            if proc.poll() is not None:
+                return None, "exited"
+            if http_get(slot.port, "/readyz", timeout=1)[0] == 200:
+                return round(time.time() - started, 3), None
+            if time.time() - started > timeout:
+                return None, "frozen" if frozen else "timeout"
+            time.sleep(0.1)
+
+    def add_slot(self, role):
+        """A scale-out: a new slot <role>-<next index> (a new instance id), started."""
+        with self.lock:
+            if self.stopping:
+                return None
+            index = 1 + max((s.index for s in self.slots if s.role == role), default=-1)
+            slot = Slot(role, index)
+            self.slots = self.slots + [slot]
+            self.spawn(slot)
+            return slot
+
+    def remove_slot(self, slot):
+        """A scale-in, once the slot's process has exited: out of the cluster."""
+        with self.lock:
+            slot.state = "gone"
+            self.slots = [s for s in self.slots if s is not slot]
 
     def thaw(self, slot):
         with self.lock:
@@ -185,7 +275,8 @@ class Cluster:
             time.sleep(0.2)
 
     def ensure_all_up(self):
-        """After the chaos: every frozen instance thawed, every killed one running."""
+        """After the chaos: every frozen instance thawed, every killed one running
+        (a roll or scale step left none leaving: the chaos thread waits for them)."""
         with self.lock:
             for s in self.slots:
                 if s.state == "stopped":

@@ -530,7 +530,17 @@ class Disruptions:
     """Intervals in which chaos disturbed a role: from a kill, SIGSTOP, crash or broker
     stop until the instance (or broker) was back plus `settle` ms, time for the
     rebalance and for a predecessor's open transaction to time out. A burst counts as
-    a disruption of kind "load" from its sending until 5 s after its due time."""
+    a disruption of kind "load" from its sending until 5 s after its due time.
+
+    Rolls and scale steps (roll-*, scale-* events) are none: an orderly rebalance
+    promises what a quiet pipeline does. So a call repeated across one is unexpected,
+    and no check gets a tolerance for one: no lateness is judged (first-call lateness
+    is only reported, and the product promises p99 within 500 ms through rolls), a
+    Kafka target is never early, and a cancel must win as ever (the executor that
+    takes a partition over holds its calls until it has read to where the takeover
+    began, meeting a recall written before it first). Only the admission limit, not
+    promised across a handover, is excused around every executor revoke
+    (Verdict.limit_excuses)."""
 
     def __init__(self, events, t_end, settle, bursts=()):
         self.iv = [(b["send_at"], b["due"] + 5000, "load", f"burst {b['id']}") for b in bursts]
@@ -570,15 +580,32 @@ class Disruptions:
         return max(0, b - a - covered)
 
 
-# librdkafka's own line counts when it gives up the executor's session (missed while the
-# broker was away): the assignment is lost from then on (the line is logged only where
-# the flag follows), the partitions go to another member, and the runner hears of it
-# only when it polls again, perhaps seconds later in a commit that waits on the broker.
-# Not its "maximum poll interval exceeded" line: while a rebalance is under way that one
-# leaves the flag unset, and the executor goes on calling.
+# When an executor gives up calls it had in flight, so that the partition's next owner
+# makes them again: these lines of its log, and chaos on it (a kill, a SIGSTOP, a
+# crash: Disruptions). An orderly revoke (a member joining or leaving, a graceful
+# SIGTERM: a roll, a scale step) is no such turn: the executor lets its calls in flight
+# end and commits their Results before the partitions move, so its "revoked N
+# partitions" line excuses no repeat. What does:
+#   "partitions lost" (WARN, before its "revoked N partitions"): the session expired and
+#     the assignment was lost; the runner aborts, and the next owner redoes the rest;
+#   "aborting transaction": the processor's work is dropped and made again;
+#   "work still in flight at --drain-timeout-ms is given up with its partitions": an
+#     orderly revoke or stop whose calls did not end within the bound (counted in
+#     mooncake_executor_calls_cut_total);
+#   librdkafka's "Consumer group session timed out" line, when it gives up the executor's
+#     session (missed while the broker was away): the assignment is lost from then on
+#     (the line is logged only where the flag follows), the partitions go to another
+#     member, and the runner hears of it only when it polls again, perhaps seconds later
+#     in a commit that waits on the broker (its "partitions lost" comes only then). Not
+#     its "maximum poll interval exceeded" line: while a rebalance is under way that one
+#     leaves the flag unset, and the executor goes on calling.
 EXECUTOR_TURN = re.compile(
-    r'^ts=(\S+)Z level=\w+ role=executor msg=(?:"(revoked \d+ partitions)"|"(aborting transaction)"'
+    r'^ts=(\S+)Z level=\w+ role=executor msg=(?:"(partitions lost)"|"(aborting transaction)"'
+    r'|"(work still in flight at --drain-timeout-ms is given up with its partitions)"'
     r'|"\[thrd:[^\]]*\]: (Consumer group session timed out))')
+# Every revoke, orderly or not: the admission limit is not promised across a handover
+# (Verdict.limit_excuses), though no repeat is excused by an orderly one.
+EXECUTOR_REVOKE = re.compile(r'^ts=(\S+)Z level=\w+ role=executor msg="(revoked \d+ partitions)"')
 
 
 def endpoint_lags(path):
@@ -597,24 +624,38 @@ def endpoint_lags(path):
     return lags
 
 
-def executor_turns(logs):
-    """When an executor gave up its calls in flight without chaos naming it: a revoke
-    (a rebalance, say after a member missed its session while the broker recovered),
-    an aborted transaction, or librdkafka giving up its session (the assignment lost:
-    the executor starts no call from then on, and the next owner makes the ones in
-    flight). README: all of them repeat the calls then unfinished. [(ms, what)]"""
-    turns = []
+def executor_log_times(logs, pattern):
+    """[(ms, what (log file))] of the executors' log lines matching pattern (group 1
+    the time stamp, the first other group that matched what it says)."""
+    found = []
     for path in logs:
         if "executor" not in os.path.basename(path) or not os.path.exists(path):
             continue
         with open(path, errors="replace") as f:
             for line in f:
-                m = EXECUTOR_TURN.match(line)
+                m = pattern.match(line)
                 if m:
                     t = datetime.datetime.fromisoformat(m[1]).replace(
                         tzinfo=datetime.timezone.utc).timestamp() * 1000
-                    turns.append((t, f"{m[2] or m[3] or m[4]} ({os.path.basename(path)})"))
-    return turns
+                    what = next(g for g in m.groups()[1:] if g)
+                    found.append((t, f"{what} ({os.path.basename(path)})"))
+    return found
+
+
+def executor_turns(logs):
+    """When an executor gave up its calls in flight without chaos naming it
+    (EXECUTOR_TURN): its assignment lost (librdkafka giving up its session, or the
+    runner's "partitions lost"; the executor starts no call from then on, and the next
+    owner makes the ones in flight), an aborted transaction, or calls still running
+    when an orderly revoke or stop reached --drain-timeout-ms. Each repeats the calls
+    then unfinished ([Semantics]); an orderly revoke repeats none. [(ms, what)]"""
+    return executor_log_times(logs, EXECUTOR_TURN)
+
+
+def executor_revokes(logs):
+    """Every "revoked N partitions" of an executor, orderly or not: the handovers the
+    admission limit is not promised across. [(ms, what)]"""
+    return executor_log_times(logs, EXECUTOR_REVOKE)
 
 
 def iso_ms(ms):
@@ -977,8 +1018,9 @@ class Verdict:
 
     def check_repeats(self):
         """Each repeat of a call (same sid and Idempotency-Key) is expected when an
-        executor or broker disruption lies between it and the call before it. (A
-        Kafka target is never repeated: check_deliveries.)"""
+        executor or broker disruption (Disruptions: not a roll or a scale step) or an
+        executor turn (EXECUTOR_TURN: not an orderly revoke) lies between it and the
+        call before it. (A Kafka target is never repeated: check_deliveries.)"""
         expected, unexpected = self.repeats(
             "kind IS NOT 'job' AND kind IS NOT 'alarm' AND kind IS NOT 'kafka'")
         self.counts["repeats_expected"] = len(expected)
@@ -1415,14 +1457,17 @@ class Verdict:
         and the new owner's may overlap (and a one-second window may hold both owners'
         starts): from each disruption of the executors or the broker (Disruptions:
         until the instance is back + --settle-ms) to its end + the longest call, and
-        around each executor turn (a revoke, an abort, a lost session, which the
-        repeats check excuses too) from a session timeout before it (the partitions
-        may have moved before the executor noticed) to a session timeout + the longest
-        call after it."""
+        around each executor turn (an abort, a lost assignment, calls cut at the drain
+        timeout, which the repeats check excuses too) and each revoke, orderly ones too
+        (a roll, a scale step: a one-second window spanning the handover may hold both
+        owners' starts, [Semantics] "What is not promised"), from a session timeout
+        before it (the partitions may have moved before the executor noticed) to a
+        session timeout + the longest call after it."""
         out = [(a, b + longest_ms, w) for a, b, role, w in self.dis.iv
                if role in ("executor", "broker")]
         out += [(t - SESSION_TIMEOUT_MS, t + 1 + SESSION_TIMEOUT_MS + longest_ms, w)
-                for t, w in getattr(self, "executor_turns", [])]
+                for t, w in getattr(self, "executor_turns", [])
+                + getattr(self, "executor_revokes", [])]
         return sorted(out)
 
     @staticmethod
@@ -2157,6 +2202,98 @@ class Verdict:
                                   if e["kind"] == k and e.get("role") == "alarms")
                            for k in ("kill", "stop", "exit")})
 
+    # -- rolls and scale steps --
+    ROLL_CHECKS = ("roll_stops_failed", "roll_not_ready")
+
+    def check_rolls(self):
+        """The rolls and scale steps the harness did (events roll-*, scale-*): each is
+        a StatefulSet's graceful stop and start, so
+        - roll_stops_failed: a replica SIGTERMed by a roll (roll-stop) or a scale-in
+          did not exit 0 within 40 s (the executor drains for at most 10 s first);
+        - roll_not_ready: a replica started by a roll (under its own id) or a scale-out
+          (under a new id) did not answer /readyz 200 within 60 s, or exited first,
+          with no chaos killing or freezing it meanwhile.
+        Counted: rolls, the replicas they restarted, scale steps (scale-outs) and
+        scale-ins, with the seconds each replica took to exit and to be ready."""
+        ev = [e for e in self.events if e["kind"] in (
+            "roll", "roll-stop", "roll-start", "roll-ready", "roll-end", "scale-out",
+            "scale-ready", "scale-in")]
+        stops = [e for e in ev if e["kind"] in ("roll-stop", "scale-in")]
+        ready = [e for e in ev if e["kind"] in ("roll-ready", "scale-ready")]
+        failed = [dict(e, why=f"exited {e['rc']} on SIGTERM") for e in stops
+                  if e.get("rc") != 0]
+        not_ready = [dict(e, why=e.get("why") or "not ready") for e in ready
+                     if not e.get("ready") and e.get("why") not in ("replaced", "frozen")]
+        n = {k: sum(1 for e in ev if e["kind"] == k) for k in
+             ("roll", "roll-stop", "scale-out", "scale-in")}
+        self.counts.update(rolls=n["roll"], roll_restarts=n["roll-stop"],
+                           scale_steps=n["scale-out"], scale_ins=n["scale-in"],
+                           roll_stops_failed=len(failed), roll_not_ready=len(not_ready))
+        self.violations.update(roll_stops_failed=failed, roll_not_ready=not_ready)
+
+        def secs(kinds, field):
+            xs = sorted(e[field] for e in ev if e["kind"] in kinds
+                        and isinstance(e.get(field), (int, float)))
+            return {"n": len(xs), "p50": pct(xs, 0.5), "max": xs[-1] if xs else None}
+
+        def by_role(kind):
+            out = {}
+            for e in ev:
+                if e["kind"] == kind:
+                    out[e["role"]] = out.get(e["role"], 0) + 1
+            return out
+        self.info["rolls"] = {
+            "rolls_by_role": by_role("roll"), "scale_steps_by_role": by_role("scale-out"),
+            "seconds_to_exit": secs(("roll-stop", "scale-in"), "seconds"),
+            "seconds_to_ready": secs(("roll-ready", "scale-ready"), "seconds"),
+            "repeats_in_rolls": self.repeats_in_rolls()}
+
+    def roll_windows(self):
+        """[(from, to, what)]: each roll of the executor, from its start to its end, and
+        each scale step of the executor, from the scale-out to the scale-in's exit; each
+        until --settle-ms later (the rebalance the last start or stop causes)."""
+        settle = self.args.settle_ms
+        out, roll, outs = [], {}, {}
+        for e in sorted(self.events, key=lambda e: e["t"]):
+            if e.get("role") != "executor":
+                continue
+            if e["kind"] == "roll":
+                roll = e
+            elif e["kind"] == "roll-end" and roll:
+                out.append((roll["t"], e["t"] + settle, "roll of the executor"))
+                roll = {}
+            elif e["kind"] == "scale-out":
+                outs[e["slot"]] = e
+            elif e["kind"] == "scale-in" and e["slot"] in outs:
+                out.append((outs.pop(e["slot"])["t"], e["t"] + settle,
+                            f"scale step {e['slot']}"))
+        if roll:
+            out.append((roll["t"], self.t_end, "roll of the executor"))
+        out += [(e["t"], self.t_end, f"scale step {e['slot']}") for e in outs.values()]
+        return out
+
+    def repeats_in_rolls(self):
+        """Informational: repeats of calls (expected ones too) whose window overlaps a
+        roll or a scale step of the executor; of the expected ones, those only an
+        executor's own log line excuses (no kill, SIGSTOP, crash or broker restart
+        near), by what the line says: an orderly rebalance that makes an executor
+        abort, lose its partitions or cut its calls still repeats them."""
+        windows = self.roll_windows()
+        n = {"expected": 0, "unexpected": 0, "expected_by_log_only": {}}
+        for what, reps in (("expected", self.info.get("expected_repeats", [])),
+                           ("unexpected", self.violations.get("unexpected_repeats", []))):
+            for r in reps:
+                if not any(a <= r["repeat"] and r["previous_call"] <= b
+                           for a, b, _ in windows):
+                    continue
+                n[what] += 1
+                lines = [d["what"] for d in r.get("disruptions", [])]
+                if what == "expected" and lines and all(w.endswith(".log)") for w in lines):
+                    for w in {w.split(" (")[0] for w in lines}:
+                        n["expected_by_log_only"][w] = n["expected_by_log_only"].get(w, 0) + 1
+        n["windows"] = [{"from": a, "to": b, "what": w} for a, b, w in windows]
+        return n
+
     def check_sanitizers(self, logs):
         found, library = [], []
         for path in logs:
@@ -2210,6 +2347,7 @@ class Verdict:
 
     def run(self, logs):
         self.executor_turns = executor_turns(logs)
+        self.executor_revokes = executor_revokes(logs)
         self.prepare()
         for check in (self.check_lost, self.check_fired_twice, self.check_cancelled_called,
                       self.check_results, self.check_repeats, self.check_deliveries,
@@ -2217,7 +2355,7 @@ class Verdict:
                       self.check_broadcasts, self.check_limits,
                       self.handoffs, self.lateness,
                       self.check_jobs, self.check_view, self.check_view_counters,
-                      self.check_alarms):
+                      self.check_alarms, self.check_rolls):
             check()
         self.check_sanitizers(logs)
         keys = ("lost", "fired_twice", "cancelled_called", "missing_results",
@@ -2227,7 +2365,7 @@ class Verdict:
                 "view_contradicted", "view_counters_wrong") + self.CHAIN_CHECKS + \
             self.GROUP_CHECKS + self.BROADCAST_CHECKS + self.LIMIT_CHECKS + \
             self.JOB_CHECKS + \
-            self.ALARM_CHECKS
+            self.ALARM_CHECKS + self.ROLL_CHECKS
         self.failed = [k for k in keys if self.counts[k]]
         return not self.failed
 
@@ -2328,7 +2466,9 @@ def print_summary(v, workload, events, args, passed, missing=()):
         f"{args.seed}")
     say(f"chaos: {kinds.get('kill', 0)} kill -9, {kinds.get('stop', 0)} SIGSTOP, "
         f"{kinds.get('broker-stop', 0)} broker restarts, {kinds.get('exit', 0)} exits "
-        f"(restarted), {kinds.get('skip', 0)} skipped")
+        f"(restarted), {kinds.get('roll', 0)} rolls ({kinds.get('roll-stop', 0)} replicas "
+        f"restarted), {kinds.get('scale-out', 0)} scale steps ({kinds.get('scale-in', 0)} "
+        f"scaled in), {kinds.get('skip', 0)} skipped")
     rows = [
         ("lost", c["lost"], f"of {c['must_call']} calls that had to be made; "
                             f"{c['lost_unjudged']} unjudged (chaos nearby)"),
@@ -2340,7 +2480,10 @@ def print_summary(v, workload, events, args, passed, missing=()):
          "unjudged (chaos nearby)"),
         ("missing Results", c["missing_results"], f"of {c['fired']} fired"),
         ("duplicate Results", c["duplicate_results"], ""),
-        ("calls repeated, unexpected", c["repeats_unexpected"], ""),
+        ("calls repeated, unexpected", c["repeats_unexpected"],
+         f"{v.info.get('rolls', {}).get('repeats_in_rolls', {}).get('unexpected', 0)} across "
+         "a roll or scale step of the executor" if c.get("rolls") or c.get("scale_steps")
+         else ""),
         ("Kafka targets delivered twice", c["delivered_twice"],
          f"of {c['delivered']} records in the target topic (read_committed); "
          f"{c['delivered_early']} delivered early, {c['delivered_unknown']} of no Submit "
@@ -2384,13 +2527,21 @@ def print_summary(v, workload, events, args, passed, missing=()):
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "
-         "lag or a log line's millisecond)"),
+         "lag or a log line's millisecond" + roll_repeats_note(v) + ")"),
         ("view answers contradicted", c.get("view_contradicted", 0),
          f"of {c.get('view_questions', 0)} answers about a task (GET /api/task, and each "
          f"task of {c.get('view_lists', 0)} lists of pending tasks due within 10 s: "
          f"{v.info.get('view_list_answers', {})}): answers "
          f"{v.info.get('view_answers', {})}, states {v.info.get('view_states', {})}"),
         ("view counters wrong", c.get("view_counters_wrong", 0), view_counters_note(v)),
+        ("roll stops failed", c.get("roll_stops_failed", 0),
+         f"of {c.get('roll_restarts', 0)} replicas SIGTERMed by {c.get('rolls', 0)} rolls "
+         f"and {c.get('scale_ins', 0)} by scale-ins ({c.get('scale_steps', 0)} scale steps): "
+         "not exited 0 within 40 s; seconds to exit "
+         f"{v.info.get('rolls', {}).get('seconds_to_exit', {})}"),
+        ("roll not ready", c.get("roll_not_ready", 0),
+         "replicas a roll or scale-out started that were not ready within 60 s; seconds "
+         f"to ready {v.info.get('rolls', {}).get('seconds_to_ready', {})}"),
         ("sanitizer reports", c["sanitizer"],
          f"+ {len(v.info.get('librdkafka_leaks_at_fatal_exit', []))} of librdkafka's leak "
          "at a fatal exit (not counted)"),
@@ -2449,7 +2600,19 @@ def print_summary(v, workload, events, args, passed, missing=()):
     say(f"VERDICT: {verdict}  [seed {args.seed}]")
 
 
-VIOLATION_TIME_FIELDS = ("repeat", "due", "scheduled_at", "sent_at", "called_at")
+VIOLATION_TIME_FIELDS = ("repeat", "due", "scheduled_at", "sent_at", "called_at", "t")
+
+
+def roll_repeats_note(v):
+    """The expected repeats across a roll or scale step of the executor, and those only
+    an executor's log line excused (its abort, lost partitions or calls cut)."""
+    r = v.info.get("rolls", {}).get("repeats_in_rolls")
+    if not r or not (v.counts.get("rolls") or v.counts.get("scale_steps")):
+        return ""
+    by_log = r.get("expected_by_log_only", {})
+    return (f"; {r['expected']} across a roll or scale step of the executor"
+            + (", with no chaos near, excused by the executor's log: "
+               + ", ".join(f"{w} {k}" for w, k in by_log.items()) if by_log else ""))
 
 
 def view_counters_note(v):
@@ -2486,7 +2649,8 @@ def print_violations(v, examples=3):
                       if k in ("key", "previous_call", "repeat", "endpoint_lag_ms", "attempt",
                                "version", "due", "scheduled_at", "times", "judged", "why",
                                "dead_letters", "counted", "missed", "twice", "gap_ms", "alarms",
-                               "expected", "most", "limit", "allowed", "member")}
+                               "expected", "most", "limit", "allowed", "member", "slot",
+                               "instance", "rc", "seconds")}
             say(f"    {fields}")
             if t is None:
                 continue

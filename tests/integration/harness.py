@@ -300,7 +300,8 @@ class CallbackServer:
 
     Records every request as a dict: method, path, headers (lower-case name
     to value), header_list (every (name, value) as received), body, at (epoch
-    ms when the request line and headers had arrived), nth (1 for the first
+    ms when the request line and headers had arrived), peer (the caller's TCP
+    port, which tells its connection, and so its process, apart), nth (1 for the first
     request to that path), responded_at (epoch ms just before the answer
     was sent; None until then). respond(call) says what to answer: (status, headers, body) or
     (status, headers, body, delay_seconds); the default is 200 "ok"."""
@@ -326,7 +327,7 @@ class CallbackServer:
                 call = {"method": self.command, "path": self.path, "at": at, "body": body,
                         "headers": {k.lower(): v for k, v in self.headers.items()},
                         "header_list": [(k.lower(), v) for k, v in self.headers.items()],
-                        "responded_at": None}
+                        "responded_at": None, "peer": self.client_address[1]}
                 with owner.lock:
                     call["nth"] = owner._per_path[self.path] = owner._per_path.get(self.path, 0) + 1
                     owner.calls.append(call)

@@ -880,7 +880,7 @@ def test_a_store_stopped_while_joining_does_not_hold_partitions():
         assert rc == 0, f"SIGTERM should stop the store cleanly, exit {rc}:\n{env.log(a)}"
         for said in ("could not leave", "never got a member id", "cannot leave"):
             assert said not in env.log(a, tail=0), f"a did not leave the group:\n{env.log(a)}"
-        # b rejoins within its heartbeat (2 s); a ghost a would be given
+        # b rejoins within its heartbeat (500 ms); a ghost a would be given
         # partitions then and hold them for 30 s.
         time.sleep(6)
         wait_assigned(env, b, timeout=6)

@@ -193,9 +193,8 @@ static void serve_event(sim_kclient *c)
     c->n_events--;
     trace(c, e.what == MC_REBALANCE_ASSIGN ? "rebalance assign" : "rebalance revoke");
     rd_kafka_topic_partition_list_t *l;
-    if (e.what == MC_REBALANCE_ASSIGN)
+    if (e.what == MC_REBALANCE_ASSIGN) {
         c->generation = simb_group_get(c->k, c->group)->generation;
-    if (e.what == MC_REBALANCE_ASSIGN || e.n > 0) {
         l = rd_kafka_topic_partition_list_new((int)(e.n * c->n_topics) + 1);
         for (size_t t = 0; t < c->n_topics; t++)
             for (size_t i = 0; i < e.n; i++)
@@ -268,16 +267,16 @@ static int sk_input_fd(mc_kclient *kc)
     return -1;
 }
 
+/* As rd_kafka_assign under eager rebalancing: parts replace the assignment. */
 static rd_kafka_resp_err_t sk_assign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
 {
     sim_kclient *c = SK_OF(kc);
     c->lost = false;
+    c->n_parts = 0;
     c->rr = 0;
-    c->parts = simb_xrealloc(c->parts, (c->n_parts + (size_t)parts->cnt + 1) * sizeof *c->parts);
+    c->parts = simb_xrealloc(c->parts, (size_t)(parts->cnt + 1) * sizeof *c->parts);
     for (int i = 0; i < parts->cnt; i++) {
         const rd_kafka_topic_partition_t *tp = &parts->elems[i];
-        if (part_find(c, tp->topic, tp->partition))
-            continue;
         sk_part *p = &c->parts[c->n_parts++];
         snprintf(p->topic, sizeof p->topic, "%s", tp->topic);
         p->partition = tp->partition;
@@ -288,18 +287,15 @@ static rd_kafka_resp_err_t sk_assign(mc_kclient *kc, const rd_kafka_topic_partit
     return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
+/* As rd_kafka_assign(NULL) under eager rebalancing: everything goes. */
 static rd_kafka_resp_err_t sk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
 {
+    (void)parts;
     sim_kclient *c = SK_OF(kc);
     c->lost = false;
+    c->n_parts = 0;
     c->rr = 0;
-    size_t kept = 0;
-    for (size_t i = 0; i < c->n_parts; i++)
-        if (parts &&
-            !rd_kafka_topic_partition_list_find(parts, c->parts[i].topic, c->parts[i].partition))
-            c->parts[kept++] = c->parts[i];
-    c->n_parts = kept;
-    if (!kept && c->leaving)
+    if (c->leaving)
         c->member = false; /* the LeaveGroup after the revoke */
     return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
@@ -786,19 +782,9 @@ void sim_kc_assign(sim_kclient *c, const int32_t *partitions, size_t n)
     queue_event(c, MC_REBALANCE_ASSIGN, partitions, n);
 }
 
-void sim_kc_rejoin(sim_kclient *c)
-{
-    queue_event(c, MC_REBALANCE_ASSIGN, NULL, 0);
-}
-
 void sim_kc_revoke(sim_kclient *c)
 {
     queue_event(c, MC_REBALANCE_REVOKE, NULL, 0);
-}
-
-void sim_kc_revoke_some(sim_kclient *c, const int32_t *partitions, size_t n)
-{
-    queue_event(c, MC_REBALANCE_REVOKE, partitions, n);
 }
 
 void sim_kc_trace(sim_kclient *c, void (*fn)(void *arg, const char *op), void *arg)

@@ -59,15 +59,8 @@ void sim_kc_lose(sim_kclient *c);
 /* Queues an assignment of these partitions of every subscribed topic (in a
  * new generation of the group), served at the next poll. */
 void sim_kc_assign(sim_kclient *c, const int32_t *partitions, size_t n);
-/* Queues an assignment of nothing more in the group's current generation:
- * what a member that keeps its partitions through a cooperative rebalance
- * gets, which moves it to the new generation. */
-void sim_kc_rejoin(sim_kclient *c);
 /* Queues an orderly revoke of the whole assignment. */
 void sim_kc_revoke(sim_kclient *c);
-/* Queues an orderly revoke of these partitions of every subscribed topic
- * only, as a cooperative (incremental) rebalance revokes those that move. */
-void sim_kc_revoke_some(sim_kclient *c, const int32_t *partitions, size_t n);
 
 /* Calls fn with the name of every client operation as it starts ("begin",
  * "produce", "send_offsets", "commit", "abort", "rebalance", ...). */

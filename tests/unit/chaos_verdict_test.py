@@ -562,6 +562,9 @@ def main():
             'reason="x"',
             'ts=2026-11-26T08:36:05.000Z level=info role=executor msg="revoked 3 partitions"',
             'ts=2026-11-26T08:36:06.000Z level=info role=executor msg="assigned 3 partitions"',
+            'ts=2026-11-26T08:36:07.000Z level=warn role=executor msg="partitions lost"',
+            'ts=2026-11-26T08:36:08.000Z level=warn role=executor msg="work still in flight at '
+            '--drain-timeout-ms is given up with its partitions"',
         ],
         "wheel-0.1.wheel-0.log": [
             'ts=2026-11-26T08:36:02.512Z level=warn role=wheel msg="[thrd:main]: Consumer '
@@ -573,8 +576,14 @@ def main():
             f.write("\n".join(ls) + "\n")
     turns = verdict.executor_turns([os.path.join(d, n) for n in lines])
     whats = [w.split(" (")[0] for _, w in turns]
+    # An orderly revoke repeats nothing (its calls in flight end first): not a turn.
     check(whats == ["Consumer group session timed out", "aborting transaction",
-                    "revoked 3 partitions"], f"executor_turns: {whats}")
+                    "partitions lost",
+                    "work still in flight at --drain-timeout-ms is given up with its "
+                    "partitions"], f"executor_turns: {whats}")
+    revokes = [w.split(" (")[0] for _, w in verdict.executor_revokes(
+        [os.path.join(d, n) for n in lines])]
+    check(revokes == ["revoked 3 partitions"], f"executor_revokes: {revokes}")
     check(abs(turns[0][0] - 1795682162512.0) < 1, f"the turn's time: {turns[0][0]}")
     for name in lines:
         os.unlink(os.path.join(d, name))

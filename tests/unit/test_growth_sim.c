@@ -444,9 +444,9 @@ static int the_last_word_wins(bool control)
 
 /* A router holds a command back (its partition paused) while a growth
  * stops routing; the grown layout is written, and before the router reads
- * it a cooperative rebalance gives it one more partition, keeping the
- * paused one: once it reads the layout it routes again, and resumes the
- * partition it paused. */
+ * it, it is given one more partition while keeping the paused one: once it
+ * reads the layout it routes again, and resumes the partition it paused
+ * (on_assign does not decide that routing goes on; the layout does). */
 static void a_partition_held_through_an_incremental_assignment_resumes(void)
 {
     static const char *const flags[] = {"--commit-interval-ms=100", NULL};
@@ -471,7 +471,7 @@ static void a_partition_held_through_an_incremental_assignment_resumes(void)
     kit_set_layout(k, &grown);
     free(grown.split);
     sim_advance(k, 500);
-    CHECK(sim_assign(r, &p1, 1) == 0); /* incremental: partition 0 kept, still paused */
+    CHECK(sim_assign(r, &p1, 1) == 0); /* partition 0 kept, still paused */
     for (int i = 0; i < 3; i++) {
         sim_advance(k, 2100);
         CHECK(sim_settle(r, 10) == 0);

@@ -202,9 +202,8 @@ static void trace_op(void *arg, const char *op)
 }
 
 /* A runner under instance id `instance` on cluster k, not started yet, with
- * these partitions assigned at its first poll; extra_flag may be NULL. */
-static void run_new_with(run *u, sim_kafka *k, const char *instance, const char *extra_flag,
-                         const int32_t *parts, size_t n_parts)
+ * partitions 0 and 1 assigned at its first poll; extra_flag may be NULL. */
+static void run_new(run *u, sim_kafka *k, const char *instance, const char *extra_flag)
 {
     memset(u, 0, sizeof *u);
     u->k = k;
@@ -234,14 +233,8 @@ static void run_new_with(run *u, sim_kafka *k, const char *instance, const char 
     CHECK(u->r != NULL, "%s", err);
     u->kc = slot.made;
     sim_kc_trace(u->kc, trace_op, &u->w);
-    sim_kc_assign(u->kc, parts, n_parts);
-}
-
-/* The same with partitions 0 and 1. */
-static void run_new(run *u, sim_kafka *k, const char *instance, const char *extra_flag)
-{
-    static const int32_t both[] = {0, 1};
-    run_new_with(u, k, instance, extra_flag, both, 2);
+    static const int32_t parts[] = {0, 1};
+    sim_kc_assign(u->kc, parts, 2);
 }
 
 /* The same, started. */
@@ -655,88 +648,6 @@ static void test_orderly_revoke_commits_first(void)
     sim_kafka_free(k);
 }
 
-/* ---- incremental (cooperative) rebalances ---- */
-
-/* Instance b joins and takes partition 1 over from a, which keeps 0 and
- * moves to the new generation. */
-static void take_over_partition_1(run *b, run *a, sim_kafka *k)
-{
-    static const int32_t one[] = {1};
-    run_new_with(b, k, "b", NULL, one, 1);
-    sim_kc_rejoin(a->kc);
-    CHECK(mc_runner_start(b->r) == 0);
-}
-
-/* Runner a, partition 1's keys called already (due T0 + 20), partition 0's
- * (due T0 + 1000) read into the open transaction and held; then a
- * cooperative rebalance takes partition 1 to b, and both run to T0 + 1500. */
-static void append_keys(sim_kafka *k, int32_t partition, int64_t due)
-{
-    for (int i = partition; i < N_KEYS; i += 2) {
-        char key[16], value[32];
-        int kl = snprintf(key, sizeof key, "k%d", i);
-        int vl = snprintf(value, sizeof value, "%" PRId64, due);
-        sim_append(k, kit_topic("in"), partition, key, (size_t)kl, value, (size_t)vl, NULL, 0);
-    }
-}
-
-static void move_partition_1_while_0_holds(run *a, run *b, sim_kafka *k, bool abort_revoke)
-{
-    run_start(a, k, "a");
-    append_keys(k, 1, T0 + 20);
-    CHECK(run_until(a, T0 + 100, 10));
-    append_keys(k, 0, T0 + 1000);
-    CHECK(mc_runner_turn(a->r));
-    CHECK(((holder *)a->w.self)->n == N_KEYS / 2, "partition 0's held (%zu)",
-          ((holder *)a->w.self)->n);
-    if (abort_revoke)
-        sim_kc_fail(a->kc, SIM_KC_COMMIT, MC_KERR_ABORTABLE, RD_KAFKA_RESP_ERR__INVALID_ARG, 1);
-    static const int32_t one[] = {1};
-    sim_kc_revoke_some(a->kc, one, 1);
-    CHECK(mc_runner_turn(a->r));
-    CHECK(sim_kc_assigned(a->kc, kit_topic("in"), 0) &&
-          !sim_kc_assigned(a->kc, kit_topic("in"), 1));
-    CHECK(sim_committed(k, "t.holder", kit_topic("in"), 1, NULL) == 3,
-          "partition 1 committed for its next owner");
-    take_over_partition_1(b, a, k);
-    while (sim_now(k) < T0 + 1500) {
-        CHECK(mc_runner_turn(a->r) && mc_runner_turn(b->r));
-        sim_advance(k, 10);
-    }
-    CHECK(mc_runner_turn(a->r) && mc_runner_turn(b->r));
-    check_exactly_once(k, &a->w, &b->w,
-                       abort_revoke ? "abort in an incremental revoke" : "incremental revoke");
-}
-
-/* A cooperative rebalance takes partition 1 away and leaves 0: partition
- * 0's records stay held, not read again, and are called at their due time. */
-static void test_incremental_revoke_keeps_the_rest(void)
-{
-    sim_kafka *k = sim_kafka_new(2, T0);
-    run a, b;
-    move_partition_1_while_0_holds(&a, &b, k, false);
-    CHECK(count_logged(&a.w, "revoke") == 1 && count_logged(&a.w, "assign") == 2,
-          "a kept partition 0 through both rebalances (the second assigned it nothing)");
-    CHECK(counter(&a, "mooncake_transactions_aborted_total") == 0);
-    run_free(&a);
-    run_free(&b);
-    sim_kafka_free(k);
-}
-
-/* The revoke's commit aborts: the processor dropped its work on both
- * partitions, so partition 0, kept, is rewound and its records held again. */
-static void test_abort_in_an_incremental_revoke_rewinds_the_rest(void)
-{
-    sim_kafka *k = sim_kafka_new(2, T0);
-    run a, b;
-    move_partition_1_while_0_holds(&a, &b, k, true);
-    CHECK(counter(&a, "mooncake_transactions_aborted_total") == 1);
-    CHECK(count_logged(&a.w, "assign") == 3, "partition 0 assigned again by the rewind");
-    run_free(&a);
-    run_free(&b);
-    sim_kafka_free(k);
-}
-
 /* ---- an output Kafka refuses ---- */
 
 static void test_refused_output_dead_lettered(void)
@@ -925,8 +836,6 @@ int main(void)
     test_unexpected_error_is_fatal();
     test_abort_failing_for_good_is_fatal();
     test_orderly_revoke_commits_first();
-    test_incremental_revoke_keeps_the_rest();
-    test_abort_in_an_incremental_revoke_rewinds_the_rest();
     test_refused_output_dead_lettered();
     test_graceful_stop();
     test_slow_commits_still_take_whole_batches();
