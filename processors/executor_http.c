@@ -946,10 +946,33 @@ static size_t count_calls_of(const http_caller *hc, int32_t partition)
     return n;
 }
 
+/* Frees the partition's calls posted since this thread last took the posted
+ * ones (under mu): posted before the request, they are covered by it, and
+ * taken after its answer they would be held and started for a partition
+ * the runner has let go. */
+static void drop_posted(http_caller *hc, int32_t partition)
+{
+    mc_call *kept = NULL, *last = NULL;
+    for (mc_call *j = hc->new_head, *next; j; j = next) {
+        next = j->next;
+        if (j->partition == partition) {
+            mc_call_free(j);
+            continue;
+        }
+        j->next = NULL;
+        *(last ? &last->next : &kept) = j;
+        last = j;
+    }
+    hc->new_head = kept;
+    hc->new_tail = last;
+}
+
 /* Answers one of the runner's requests (under mu, which the calls' lists
  * do not need: only this thread touches them). */
 static size_t answer(http_caller *hc, const partition_req *q)
 {
+    if (q->ask != ASK_COUNT)
+        drop_posted(hc, q->partition);
     switch (q->ask) {
     case ASK_ABANDON:
         forget_draining(hc, q->partition);

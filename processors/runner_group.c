@@ -132,10 +132,11 @@ static void count_held(mc_runner *r)
 static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t *parts)
 {
     mc_kclient *kc = r->kc;
-    if (r->leaving) {
-        /* Taken only as the protocol needs: the runner and the processor
-         * do not hold them, so the revoke that follows lets go of nothing
-         * of theirs. */
+    if (r->leaving || atomic_load(&r->stop)) {
+        /* Taken only as the protocol needs, as the instance is going: the
+         * runner and the processor do not hold them (no committed offsets
+         * read, nothing restored), so the revoke that follows lets go of
+         * nothing of theirs. */
         kc->ops->assign(kc, parts);
         return;
     }
@@ -198,7 +199,9 @@ static void drain_before_revoke(mc_runner *r, const rd_kafka_topic_partition_lis
      * before, whatever --drain-timeout-ms says. */
     int64_t bound = r->cfg->drain_timeout_ms < MAX_REVOKE_DRAIN_MS ? r->cfg->drain_timeout_ms
                                                                    : MAX_REVOKE_DRAIN_MS;
-    int64_t deadline = r->draining ? r->drain_deadline : started + bound;
+    int64_t deadline = started + bound;
+    if (r->draining && r->drain_deadline < deadline)
+        deadline = r->drain_deadline;
     bool waited = false;
     while (!atomic_load(&r->fatal) && !kc->ops->assignment_lost(kc)) {
         /* A stop asked for meanwhile drains within this deadline, not a

@@ -735,6 +735,58 @@ static int child_calls_once(uint16_t port, int posted)
     return ok ? 0 : 1;
 }
 
+/* A batch of n calls of partition 1, due in an hour: keeps the HTTP thread
+ * busy taking them. */
+static mc_call *busy_batch(uint16_t port, int n, int64_t due)
+{
+    mc_call *head = NULL, **tail = &head;
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "busy%d", i);
+        *tail = call_of(id, 1, due, port, "/busy");
+        tail = &(*tail)->next;
+    }
+    return head;
+}
+
+/* A call posted just before its partition is abandoned (a lost assignment,
+ * an abort) or handed over (an orderly revoke), while the HTTP thread is
+ * busy with a large batch, is gone once the request returns: never held,
+ * never started for a partition the Kafka side let go. And a call of the
+ * partition's next generation, posted after the hand-over and its abandon,
+ * is kept. */
+static void a_call_posted_before_an_abandon_is_abandoned(endpoint *e)
+{
+    caller_env ce;
+    if (!caller_env_start(&ce, false))
+        return;
+    mc_caller *c = ce.c;
+    int64_t due = mc_now_ms() + 3600000;
+    int survived = 0, kept_new = 0, trials = 40;
+    for (int t = 0; t < trials; t++) {
+        bool orderly = t % 2;
+        c->ops->post(c, busy_batch(e->port, 20000, due));
+        c->ops->post(c, call_of("last", 0, due, e->port, "/last"));
+        if (orderly)
+            c->ops->drain_partition(c, 0);
+        else
+            c->ops->abandon(c, 0);
+        survived += c->ops->calls_of(c, 0) > 0;
+        c->ops->abandon(c, 0);
+        if (orderly) { /* the next generation's call */
+            c->ops->post(c, call_of("next", 0, due, e->port, "/next"));
+            kept_new += c->ops->calls_of(c, 0) == 1;
+            c->ops->abandon(c, 0);
+        }
+        c->ops->abandon(c, 1);
+    }
+    CHECK(survived == 0, "a call posted before its partition was let go survived in %d of %d",
+          survived, trials);
+    CHECK(kept_new == trials / 2, "the next generation's call kept in %d of %d", kept_new,
+          trials / 2);
+    caller_env_end(&ce);
+}
+
 int main(void)
 {
     endpoint e = {0};
@@ -774,6 +826,7 @@ int main(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's call: status %d", status);
 
     a_shut_gate_holds_calls_until_it_opens(&e);
+    a_call_posted_before_an_abandon_is_abandoned(&e);
     the_answer_is_kept(&e);
     a_group_call_fails_over_and_names_its_member(&e);
     calls_moving_between_buckets_all_end(&e);
