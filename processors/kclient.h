@@ -58,7 +58,7 @@ typedef enum mc_rebalance {
 typedef struct mc_kclient_events {
     void *arg;
     /* An assignment or revoke, as librdkafka's rebalance callback: the
-     * handler must call assign (parts) or unassign (parts, or NULL) before
+     * handler must call assign (parts) or unassign before
      * it returns. Rebalances are eager: an assignment is the whole new one,
      * and a revoke takes everything. */
     void (*rebalance)(void *arg, mc_rebalance what, rd_kafka_resp_err_t err,
@@ -93,8 +93,8 @@ typedef struct mc_kclient_ops {
     int (*input_fd)(mc_kclient *kc);
     /* Takes parts as the assignment (the whole of a generation's). */
     rd_kafka_resp_err_t (*assign)(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts);
-    /* Gives the assignment up (parts: what the revoke named; NULL: all). */
-    rd_kafka_resp_err_t (*unassign)(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts);
+    /* Gives up the whole assignment (rebalances are eager). */
+    rd_kafka_resp_err_t (*unassign)(mc_kclient *kc);
     /* The current assignment; caller destroys *parts. */
     rd_kafka_resp_err_t (*assignment)(mc_kclient *kc, rd_kafka_topic_partition_list_t **parts);
     /* Whether the group took the assignment away (session lost). Any thread. */

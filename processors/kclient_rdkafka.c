@@ -159,10 +159,8 @@ static rd_kafka_resp_err_t rk_assign(mc_kclient *kc, const rd_kafka_topic_partit
     return rd_kafka_assign(RK_OF(kc)->consumer, parts);
 }
 
-/* Eager rebalancing: a revoke gives up the whole assignment. */
-static rd_kafka_resp_err_t rk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
+static rd_kafka_resp_err_t rk_unassign(mc_kclient *kc)
 {
-    (void)parts;
     return rd_kafka_assign(RK_OF(kc)->consumer, NULL);
 }
 

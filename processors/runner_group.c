@@ -151,7 +151,7 @@ static void on_partitions_assigned(mc_runner *r, rd_kafka_topic_partition_list_t
     }
     if (cerr) {
         runner_set_fatal(r, "cannot read committed offsets", rd_kafka_err2str(cerr));
-        kc->ops->unassign(kc, NULL);
+        kc->ops->unassign(kc);
         return;
     }
     rd_kafka_resp_err_t aerr = kc->ops->assign(kc, parts);
@@ -262,7 +262,7 @@ static void on_partitions_revoked(mc_runner *r, rd_kafka_topic_partition_list_t 
      * may have moved them on: positions, suspects, metadata. */
     drop_assignment(r, parts);
     mc_logf(&r->logger, MC_LOG_INFO, "revoked %d partitions", parts->cnt);
-    kc->ops->unassign(kc, parts);
+    kc->ops->unassign(kc);
     count_held(r);
 }
 
@@ -278,7 +278,7 @@ void runner_rebalance(void *arg, mc_rebalance what, rd_kafka_resp_err_t err,
     } else {
         mc_log(&r->logger, MC_LOG_ERROR, "rebalance failed", "error", rd_kafka_err2str(err),
                (const char *)NULL);
-        r->kc->ops->unassign(r->kc, NULL);
+        r->kc->ops->unassign(r->kc);
     }
 }
 

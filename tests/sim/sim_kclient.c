@@ -288,9 +288,8 @@ static rd_kafka_resp_err_t sk_assign(mc_kclient *kc, const rd_kafka_topic_partit
 }
 
 /* As rd_kafka_assign(NULL) under eager rebalancing: everything goes. */
-static rd_kafka_resp_err_t sk_unassign(mc_kclient *kc, const rd_kafka_topic_partition_list_t *parts)
+static rd_kafka_resp_err_t sk_unassign(mc_kclient *kc)
 {
-    (void)parts;
     sim_kclient *c = SK_OF(kc);
     c->lost = false;
     c->n_parts = 0;
