@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """tools/bench/bench-e2e's goals of the cost work, judged from made-up figures:
-the start-up split (first 15 s of due times against the rest), and each goal
-met, not met, or not measured with the scenario to run named."""
+the start-up split (first 15 s of due times against the rest), each goal
+met, not met, or not measured with the scenario to run named, and the floor
+rule of the "due ahead" goals (judged against 1.1x the raw scheduled pipe's
+p99 when that is itself above the limit)."""
 import math
 import sys
 
@@ -18,6 +20,11 @@ def check(cond, what):
 def steady(rate, delay, p50, p99, missing=0, note=None):
     return {"kind": "steady", "rate": rate, "delay": delay, "p50": p50, "p99": p99,
             "missing": missing, "note": note}
+
+
+def floor(rate, p99, missing=0, delay=2000):
+    return {"kind": "floor", "rate": rate, "delay": delay, "p50": p99 / 2, "p99": p99,
+            "max": p99 * 2, "missing": missing}
 
 
 def verdicts(rows):
@@ -104,10 +111,126 @@ def test_due_now_without_raw():
           "the raw hop at the same rate is needed")
 
 
+def test_floor_above_limit():
+    # The floor's p99 (60 ms) is above 8,000/s's 50 ms: judged against 66 ms.
+    rows = be.goal_rows([steady(8000, 2000, 5, 65), floor(8000, 60)], {}, None, None, 6)
+    g, text, v = find(rows, "8,000/s")
+    check(v == "met (goal below the floor; <= 1.1x floor)", f"within 1.1x the floor: {v}")
+    check("floor p99 60.0 ms: mooncake 1.08x the floor" in text, text)
+    check(text.startswith("65.0 ms"), text)
+    rows = be.goal_rows([steady(8000, 2000, 5, 67), floor(8000, 60)], {}, None, None, 6)
+    g, text, v = find(rows, "8,000/s")
+    check(v == "NOT met (goal below the floor; <= 1.1x floor)", f"past 1.1x the floor: {v}")
+    check("mooncake 1.12x the floor" in text, text)
+    # Within 1.1x the floor but a task missing: still not met.
+    rows = be.goal_rows([steady(5000, 2000, 5, 25, missing=2), floor(5000, 30)], {}, None,
+                        None, 6)
+    g, text, v = find(rows, "5,000/s")
+    check(v.startswith("NOT met (goal below the floor"), f"missing tasks: {v}")
+    check("2 missing" in text and "floor p99 30.0 ms" in text, text)
+    # A floor that lost tasks says so.
+    rows = be.goal_rows([steady(5000, 2000, 5, 25), floor(5000, 30, missing=4)], {}, None,
+                        None, 6)
+    check("floor p99 30.0 ms, 4 missing: mooncake 0.83x" in find(rows, "5,000/s")[1],
+          find(rows, "5,000/s"))
+
+
+def test_floor_below_limit():
+    # The floor (12 ms) is below 5,000/s's 20 ms: the plain limit judges.
+    rows = be.goal_rows([steady(5000, 2000, 4, 19), floor(5000, 12)], {}, None, None, 6)
+    g, text, v = find(rows, "5,000/s")
+    check(v == "met", f"below the limit: {v}")
+    check("floor p99 12.0 ms: mooncake 1.58x the floor" in text, text)
+    rows = be.goal_rows([steady(5000, 2000, 4, 21), floor(5000, 19.5)], {}, None, None, 6)
+    g, text, v = find(rows, "5,000/s")
+    check(v == "NOT met", f"above the limit, though within 1.1x a floor below it: {v}")
+    # A floor exactly at the limit is not above it.
+    rows = be.goal_rows([steady(5000, 2000, 4, 21), floor(5000, 20)], {}, None, None, 6)
+    check(find(rows, "5,000/s")[2] == "NOT met", find(rows, "5,000/s"))
+
+
+def test_floor_not_measured():
+    # No floor, or a floor at another rate only: judged and shown as before.
+    for extra in ([], [floor(5000, 80)]):
+        rows = be.goal_rows([steady(8000, 2000, 5, 51)] + extra, {}, None, None, 6)
+        g, text, v = find(rows, "8,000/s")
+        check(v == "NOT met" and text == "51.0 ms", f"without its floor: {text} {v}")
+        rows = be.goal_rows([steady(8000, 2000, 5, 49)] + extra, {}, None, None, 6)
+        check(verdicts(rows)[find(rows, "8,000/s")[0]] == "met", "met without a floor")
+    # A floor without mooncake's run: still not measured, naming the steady scenario.
+    rows = be.goal_rows([floor(8000, 60)], {}, None, None, 6)
+    g, text, v = find(rows, "8,000/s")
+    check(text == "-" and v.startswith("not measured (--scenarios steady"), f"{text} {v}")
+    # The floor changes nothing in the other goals.
+    results = [steady(8000, 2000, 5, 40), steady(5000, 2000, 4, 15), steady(1000, 0, 20, 50),
+               {"kind": "startup", "startup_ratio": 1.5, "startup_p99_first": 15.0,
+                "startup_p99_rest": 10.0}]
+    eos = {(1000, "1"): {"p50": 20.0, "p99": 50.0}}
+    a = be.goal_rows(results, eos, None, None, 6)
+    b = be.goal_rows(results + [floor(8000, 30), floor(5000, 10)], eos, None, None, 6)
+    check(len(a) == len(b), "as many goals with a floor as without")
+    for x, y in zip(a, b):
+        if x[0].startswith(("8,000/s", "5,000/s")):
+            check(x[2] == y[2] and y[1].startswith(x[1] + " (floor p99 "), f"{x} / {y}")
+        else:
+            check(x == y, f"{x} / {y}")
+
+
+def test_cpu_floor():
+    # The floor (copiers 100 + libcurl 50 = 150 µs) is above the 100 µs goal:
+    # mooncake is judged against 1.1x the floor; a floor below it changes nothing.
+    def cost(m_us, copiers, call):
+        return {"mooncake": {"client_cpu_us": m_us, "broker_cpu_us": 100.0},
+                "raw": {"broker_cpu_us": 100.0, "client_cpu_us": copiers},
+                "raw_call_cpu_us": call}
+    g, text, v = find(be.goal_rows([], {}, cost(160.0, 100.0, 50.0), None, 6), "mooncake CPU")
+    check(v == "met (goal below the floor; <= 1.1x floor)", f"1.07x the floor: {v}")
+    check(text == "160.0 µs (floor 150 µs: 1.07x)", text)
+    g, text, v = find(be.goal_rows([], {}, cost(170.0, 100.0, 50.0), None, 6), "mooncake CPU")
+    check(v == "NOT met (goal below the floor; <= 1.1x floor)", f"1.13x the floor: {v}")
+    g, text, v = find(be.goal_rows([], {}, cost(101.0, 60.0, 30.0), None, 6), "mooncake CPU")
+    check(v == "NOT met", f"floor 90 µs below the goal, 101 µs: {v}")
+    g, text, v = find(be.goal_rows([], {}, cost(99.0, 60.0, 30.0), None, 6), "mooncake CPU")
+    check(v == "met", f"99 µs: {v}")
+
+
+def test_due_now_floor():
+    # Raw hop p50 20, p99 50 ms at 8,000/s. A due-now floor above both: mooncake
+    # is judged against 1.1x the floor's; a floor below the raw hop changes nothing.
+    eos = {(8000, "1"): {"p50": 20.0, "p99": 50.0}}
+    now = steady(8000, 0, 30, 100)
+    fl = {"kind": "floor", "rate": 8000, "delay": 0, "p50": 28.0, "p99": 95.0, "missing": 0}
+    g, text, v = find(be.goal_rows([now, fl], eos, None, None, 6), "due now at 8,000/s")
+    check(v == "met (raw hop below the floor; <= 1.1x floor)", f"within 1.1x the floor: {v}")
+    check(text.startswith("1.50x / 2.00x (floor p50 28.0, p99 95.0 ms: 1.07x / 1.05x)"), text)
+    g, text, v = find(be.goal_rows([steady(8000, 0, 30, 110), fl], eos, None, None, 6),
+                      "due now at 8,000/s")
+    check(v == "NOT met (raw hop below the floor; <= 1.1x floor)", f"past 1.1x the floor: {v}")
+    # Only the p99 floor is above the raw hop: the p50 is still judged against the hop.
+    fl99 = dict(fl, p50=15.0)
+    g, text, v = find(be.goal_rows([now, fl99], eos, None, None, 6), "due now at 8,000/s")
+    check(v.startswith("NOT met"), f"p50 1.5x the raw hop: {v}")
+    below = dict(fl, p50=10.0, p99=40.0)
+    g, text, v = find(be.goal_rows([steady(8000, 0, 21, 54), below], eos, None, None, 6),
+                      "due now at 8,000/s")
+    check(v == "met", f"floor below the raw hop: {v}")
+    # A due-ahead floor is not a due-now floor, and the other way round.
+    g, text, v = find(be.goal_rows([now, dict(fl, delay=2000)], eos, None, None, 6),
+                      "due now at 8,000/s")
+    check(v == "NOT met" and "floor" not in text, f"{text} {v}")
+    rows = be.goal_rows([steady(8000, 2000, 5, 65), fl], eos, None, None, 6)
+    check("floor" not in find(rows, "8,000/s due ahead")[1], find(rows, "8,000/s due ahead"))
+
+
 if __name__ == "__main__":
     test_startup_split()
     test_nothing_ran()
     test_all_met()
     test_each_miss()
     test_due_now_without_raw()
+    test_floor_above_limit()
+    test_floor_below_limit()
+    test_floor_not_measured()
+    test_cpu_floor()
+    test_due_now_floor()
     print("bench_goals_test: ok")
