@@ -1,23 +1,17 @@
-/* What the librdkafka benchmark tools (bench_raw_copy, bench_raw_read,
- * bench_jobs_produce, bench_jobs_read, bench_target_read) share: a benchmark has no one to
- * report an error to or retry for, so any failure ends it with one line
- * naming the program. Header-only (static inline, so a tool takes what it
- * uses); called from the tool's one thread. */
+/* What the librdkafka benchmark tools (bench_raw_copy, bench_raw_sched,
+ * bench_raw_read, bench_jobs_produce, bench_jobs_read, bench_target_read)
+ * share: setting properties, the read_committed reader, a topic's partition
+ * count. A benchmark has no one to report an error to or retry for, so any
+ * failure ends it with one line naming the program (bench_die.h's die).
+ * Header-only (static inline, so a tool takes what it uses); called from the
+ * tool's one thread. */
 #ifndef MOONCAKE_BENCH_KAFKA_H
 #define MOONCAKE_BENCH_KAFKA_H
 
-#include <errno.h>
 #include <librdkafka/rdkafka.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* Prints "<program>: what: why" and exits 1. */
-static inline void die(const char *what, const char *why)
-{
-    fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, why);
-    exit(1);
-}
+#include "bench_die.h"
 
 /* Sets a librdkafka property, or dies naming it. */
 static inline void set(rd_kafka_conf_t *c, const char *k, const char *v)
@@ -37,8 +31,9 @@ static inline void set_flag(rd_kafka_conf_t *c, char *kv)
     set(c, kv, eq + 1);
 }
 
-/* A read_committed consumer of brokers that is assigned partitions (the
- * group is never joined) and polled through its consumer queue; takes cc. */
+/* A read_committed consumer of brokers in group, committing no offsets on
+ * its own and polled through its consumer queue; takes cc. The tool assigns
+ * it partitions (the group is never joined) or subscribes it. */
 static inline rd_kafka_t *committed_reader(rd_kafka_conf_t *cc, const char *brokers,
                                            const char *group)
 {

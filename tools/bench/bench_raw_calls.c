@@ -11,7 +11,8 @@
  *
  * It drives curl the efficient way (curl_multi_socket_action on an epoll
  * set, as in curl's multi-event.c and as the executor does through the
- * runner's poll loop), so the figure is a ceiling, not a strawman. Easy
+ * runner's poll loop: bench_curl.h, shared with bench_raw_sched), so the
+ * figure is a ceiling, not a strawman. Easy
  * handles are reused (a call re-arms the handle of the one that finished);
  * -f creates a fresh one per call instead, as the executor does.
  *
@@ -33,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_curl.h"
 #include "clock.h"
 
 #define BODY_FMT "{\"order\":\"%ld\",\"action\":\"cancel-unpaid\"}"
@@ -44,35 +46,13 @@ typedef struct call {
 } call;
 
 typedef struct client {
-    CURLM *multi;
-    int epfd;
+    bench_curl curl; /* its ok and errors count the calls */
     long timeout_ms; /* curl's wish: -1 none, 0 now */
     const char *url;
-    long n, started, finished, ok, errors;
+    long n, started, finished;
     bool fresh;
     call *calls;
 } client;
-
-static void die(const char *what, const char *why)
-{
-    fprintf(stderr, "bench_raw_calls: %s: %s\n", what, why);
-    exit(1);
-}
-
-static size_t discard(char *data, size_t size, size_t n, void *arg)
-{
-    (void)data;
-    (void)arg;
-    return size * n;
-}
-
-static struct curl_slist *append(struct curl_slist *l, const char *h)
-{
-    struct curl_slist *x = curl_slist_append(l, h);
-    if (!x)
-        die("curl_slist_append", "out of memory");
-    return x;
-}
 
 /* Arms c for call number i: the request the executor would make for the
  * benchmark task i (headers rebuilt per call, as the executor does). */
@@ -81,32 +61,22 @@ static void call_prepare(client *cl, call *c, long i)
     if (cl->fresh || !c->easy) {
         if (c->easy)
             curl_easy_cleanup(c->easy);
-        c->easy = curl_easy_init();
-        if (!c->easy)
-            die("curl_easy_init", "failed");
+        c->easy = bench_curl_easy("mooncake/bench-raw");
         curl_easy_setopt(c->easy, CURLOPT_URL, cl->url);
         curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
-        curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c->easy, CURLOPT_PROXY, "");
         curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, 30000L);
-        curl_easy_setopt(c->easy, CURLOPT_USERAGENT, "mooncake/bench-raw");
-        curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, discard);
     }
     curl_slist_free_all(c->headers);
+    c->headers = NULL;
     int64_t now = mc_now_ms();
-    char h[160];
-    c->headers = append(NULL, "content-type: application/json");
+    char h[160], webhook_id[64];
+    bench_curl_header(&c->headers, "content-type: application/json");
     snprintf(h, sizeof h, "x-id: %ld", i);
-    c->headers = append(c->headers, h);
+    bench_curl_header(&c->headers, h);
     snprintf(h, sizeof h, "x-due: %" PRId64, now);
-    c->headers = append(c->headers, h);
-    snprintf(h, sizeof h, "Idempotency-Key: bench/r%ld/1", i);
-    c->headers = append(c->headers, h);
-    snprintf(h, sizeof h, "webhook-id: bench/r%ld", i);
-    c->headers = append(c->headers, h);
-    snprintf(h, sizeof h, "webhook-timestamp: %" PRId64, now / 1000);
-    c->headers = append(c->headers, h);
-    c->headers = append(c->headers, "Expect:");
+    bench_curl_header(&c->headers, h);
+    snprintf(webhook_id, sizeof webhook_id, "bench/r%ld", i);
+    bench_curl_executor_headers(&c->headers, webhook_id, "/1", now);
     int len = snprintf(c->body, sizeof c->body, BODY_FMT, i);
     curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -116,35 +86,8 @@ static void call_prepare(client *cl, call *c, long i)
 static void call_start(client *cl, call *c)
 {
     call_prepare(cl, c, cl->started++);
-    if (curl_multi_add_handle(cl->multi, c->easy) != CURLM_OK)
+    if (curl_multi_add_handle(cl->curl.multi, c->easy) != CURLM_OK)
         die("curl_multi_add_handle", "failed");
-}
-
-/* curl: watch this socket for these events (or no longer). */
-static int on_socket(CURL *e, curl_socket_t s, int what, void *arg, void *sockp)
-{
-    (void)e;
-    client *cl = arg;
-    struct epoll_event ev = {.data.fd = s};
-    if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(cl->epfd, EPOLL_CTL_DEL, s, NULL);
-        curl_multi_assign(cl->multi, s, NULL);
-        return 0;
-    }
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        ev.events |= EPOLLIN;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        ev.events |= EPOLLOUT;
-    /* sockp is non-NULL once the socket is in the set (curl_multi_assign). */
-    if (sockp) {
-        if (epoll_ctl(cl->epfd, EPOLL_CTL_MOD, s, &ev) != 0)
-            die("epoll_ctl MOD", strerror(errno));
-    } else {
-        if (epoll_ctl(cl->epfd, EPOLL_CTL_ADD, s, &ev) != 0)
-            die("epoll_ctl ADD", strerror(errno));
-        curl_multi_assign(cl->multi, s, cl);
-    }
-    return 0;
 }
 
 static int on_timer(CURLM *m, long timeout_ms, void *arg)
@@ -157,28 +100,11 @@ static int on_timer(CURLM *m, long timeout_ms, void *arg)
 /* Counts what finished and starts the next calls in the freed slots. */
 static void reap(client *cl)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(cl->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        call *c = NULL;
-        CURL *e = msg->easy_handle;
-        CURLcode rc = msg->data.result;
-        long status = 0;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&c);
-        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-        if (rc == CURLE_OK && status >= 200 && status < 300) {
-            cl->ok++;
-        } else {
-            if (cl->errors++ < 5)
-                fprintf(stderr, "bench_raw_calls: call failed: %s, HTTP %ld\n",
-                        curl_easy_strerror(rc), status);
-        }
+    bench_curl_ended done;
+    while (bench_curl_next_ended(&cl->curl, &done)) {
         cl->finished++;
-        curl_multi_remove_handle(cl->multi, e);
         if (cl->started < cl->n)
-            call_start(cl, c);
+            call_start(cl, done.priv);
     }
 }
 
@@ -228,18 +154,7 @@ int main(int argc, char **argv)
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         die("curl_global_init", "failed");
-    cl.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (cl.epfd < 0)
-        die("epoll_create1", strerror(errno));
-    cl.multi = curl_multi_init();
-    if (!cl.multi)
-        die("curl_multi_init", "failed");
-    curl_multi_setopt(cl.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(cl.multi, CURLMOPT_SOCKETDATA, &cl);
-    curl_multi_setopt(cl.multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(cl.multi, CURLMOPT_TIMERDATA, &cl);
-    curl_multi_setopt(cl.multi, CURLMOPT_MAX_HOST_CONNECTIONS, host_connections);
-    curl_multi_setopt(cl.multi, CURLMOPT_MAXCONNECTS, concurrency);
+    bench_curl_init(&cl.curl, on_timer, &cl, host_connections, concurrency);
 
     long slots = concurrency < cl.n ? concurrency : cl.n;
     cl.calls = calloc((size_t)slots, sizeof *cl.calls);
@@ -250,30 +165,21 @@ int main(int argc, char **argv)
         call_start(&cl, &cl.calls[i]);
 
     struct epoll_event evs[256];
-    int running = 0;
     while (cl.finished < cl.n) {
         int wait = cl.timeout_ms < 0 ? 1000 : (int)cl.timeout_ms;
-        int n = epoll_wait(cl.epfd, evs, 256, wait);
+        int n = epoll_wait(cl.curl.epfd, evs, 256, wait);
         if (n < 0 && errno != EINTR)
             die("epoll_wait", strerror(errno));
         if (n <= 0) {
             cl.timeout_ms = -1;
-            curl_multi_socket_action(cl.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            bench_curl_timeout(&cl.curl);
         }
-        for (int k = 0; k < n; k++) {
-            int flags = 0;
-            if (evs[k].events & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-            if (evs[k].events & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-            if (evs[k].events & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-            curl_multi_socket_action(cl.multi, evs[k].data.fd, flags, &running);
-        }
+        for (int k = 0; k < n; k++)
+            bench_curl_socket_event(&cl.curl, &evs[k]);
         /* A timeout of 0 means "call me now" (e.g. right after an add). */
         if (cl.timeout_ms == 0) {
             cl.timeout_ms = -1;
-            curl_multi_socket_action(cl.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+            bench_curl_timeout(&cl.curl);
         }
         reap(&cl);
     }
@@ -284,15 +190,14 @@ int main(int argc, char **argv)
     double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
                  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     printf("calls=%ld ok=%ld errors=%ld seconds=%.3f calls_per_s=%.0f cpu_seconds=%.3f\n",
-           cl.finished, cl.ok, cl.errors, t1 - t0, cl.finished / (t1 - t0), cpu);
+           cl.finished, cl.curl.ok, cl.curl.errors, t1 - t0, cl.finished / (t1 - t0), cpu);
     for (long i = 0; i < slots; i++) {
         if (cl.calls[i].easy)
             curl_easy_cleanup(cl.calls[i].easy);
         curl_slist_free_all(cl.calls[i].headers);
     }
     free(cl.calls);
-    curl_multi_cleanup(cl.multi);
-    close(cl.epfd);
+    bench_curl_cleanup(&cl.curl);
     curl_global_cleanup();
-    return cl.errors ? 1 : 0;
+    return cl.curl.errors ? 1 : 0;
 }

@@ -10,10 +10,11 @@
  * acknowledgements in 1 ms flushes (commit_transaction's own flush waits in
  * 10 ms steps): the loop a latency-minded librdkafka user writes. -P 2 makes
  * the transactions take turns on two producers, as mooncake's runner does.
- * -O (with -P 2 or more) overlaps them: a thread commits one producer's
- * transaction (offsets, acknowledgements, EndTxn) while the loop goes on
- * copying into the next producer's; that one's commit starts when the
- * thread is free, so commits still end in order.
+ * -O (with -P 2 or more) overlaps them: a thread (bench_txn.h's committer,
+ * as bench_raw_sched's) commits one producer's transaction (offsets,
+ * acknowledgements, EndTxn) while the loop goes on copying into the next
+ * producer's; that one's commit starts when the thread is free, so commits
+ * still end in order.
  * -A TOPIC also writes every record to TOPIC (same partition), so each
  * transaction spans two topics' partitions, as the router's does when it
  * fires a task (the call to `ready`, the hand-off to `wheel`).
@@ -24,7 +25,6 @@
  * Says "assigned" on stderr once it owns partitions; exits after copying
  * RECORDS records; prints records/s on stdout. */
 #include <librdkafka/rdkafka.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +33,10 @@
 #include <unistd.h>
 
 #include "bench_kafka.h"
+#include "bench_txn.h"
 #include "clock.h"
 
 #define MAX_PRODUCERS 4
-
-static void check(rd_kafka_error_t *e, const char *what)
-{
-    if (e)
-        die(what, rd_kafka_error_string(e)); /* a benchmark has no one to retry for */
-}
 
 static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *parts, void *opaque)
@@ -75,18 +70,6 @@ static rd_kafka_topic_partition_list_t *positions(rd_kafka_t *consumer)
     return pos;
 }
 
-/* Takes pos and md. */
-static void commit_at(rd_kafka_t *producer, rd_kafka_topic_partition_list_t *pos,
-                      rd_kafka_consumer_group_metadata_t *md, bool await_acks)
-{
-    check(rd_kafka_send_offsets_to_transaction(producer, pos, md, -1), "send_offsets");
-    rd_kafka_consumer_group_metadata_destroy(md);
-    rd_kafka_topic_partition_list_destroy(pos);
-    while (await_acks && rd_kafka_outq_len(producer) > 0)
-        rd_kafka_flush(producer, 1);
-    check(rd_kafka_commit_transaction(producer, -1), "commit");
-}
-
 static void commit(rd_kafka_t *consumer, rd_kafka_t *producer, bool await_acks)
 {
     commit_at(producer, positions(consumer), rd_kafka_consumer_group_metadata(consumer),
@@ -99,61 +82,6 @@ static int begin_next(rd_kafka_t **producers, int n_producers, int turn)
     turn = (turn + 1) % n_producers;
     check(rd_kafka_begin_transaction(producers[turn]), "begin");
     return turn;
-}
-
-/* -O: the thread that commits one transaction while the loop fills the next. */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    rd_kafka_t *producer; /* set: a transaction to commit; NULL: free */
-    rd_kafka_topic_partition_list_t *pos;
-    rd_kafka_consumer_group_metadata_t *md;
-    bool quit;
-} committer;
-
-static void *committer_main(void *arg)
-{
-    committer *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->producer && !c->quit)
-            pthread_cond_wait(&c->changed, &c->lock);
-        if (!c->producer)
-            break;
-        pthread_mutex_unlock(&c->lock);
-        commit_at(c->producer, c->pos, c->md, true);
-        pthread_mutex_lock(&c->lock);
-        c->producer = NULL;
-        pthread_cond_broadcast(&c->changed);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
-}
-
-static bool committer_busy(committer *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool busy = c->producer != NULL;
-    pthread_mutex_unlock(&c->lock);
-    return busy;
-}
-
-static void committer_wait(committer *c)
-{
-    pthread_mutex_lock(&c->lock);
-    while (c->producer)
-        pthread_cond_wait(&c->changed, &c->lock);
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void committer_start(committer *c, rd_kafka_t *consumer, rd_kafka_t *producer)
-{
-    pthread_mutex_lock(&c->lock);
-    c->pos = positions(consumer);
-    c->md = rd_kafka_consumer_group_metadata(consumer);
-    c->producer = producer;
-    pthread_cond_broadcast(&c->changed);
-    pthread_mutex_unlock(&c->lock);
 }
 
 int main(int argc, char **argv)
@@ -214,33 +142,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: -O needs -P 2 or more and -t 0\n", argv[0]);
         return 2;
     }
-    char err[512], txid[300];
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    set(cc, "bootstrap.servers", brokers);
-    set(cc, "group.id", group);
-    set(cc, "isolation.level", "read_committed");
-    set(cc, "enable.auto.commit", "false");
     set(cc, "auto.offset.reset", "earliest");
     rd_kafka_conf_set_rebalance_cb(cc, rebalance);
-    rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-    if (!consumer)
-        die("consumer", err);
-    rd_kafka_poll_set_consumer(consumer);
+    rd_kafka_t *consumer = committed_reader(cc, brokers, group);
     rd_kafka_t *producers[MAX_PRODUCERS];
     rd_kafka_topic_t *rkts[MAX_PRODUCERS], *also_rkts[MAX_PRODUCERS] = {0};
     for (int i = 0; i < n_producers; i++) {
-        rd_kafka_conf_t *pc = rd_kafka_conf_new();
+        char txid[300];
         snprintf(txid, sizeof txid, "%s-raw-copy-%d", group, i);
-        set(pc, "bootstrap.servers", brokers);
-        set(pc, "transactional.id", txid);
-        set(pc, "linger.ms", "5");
-        /* as mooncake's runner: the default 100 ms would follow every
-         * AddOffsetsToTxn the broker answers with CONCURRENT_TRANSACTIONS */
-        set(pc, "retry.backoff.ms", "5");
-        set(pc, "queue.buffering.max.messages", "1000000");
-        if (!(producers[i] = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err)))
-            die("producer", err);
-        check(rd_kafka_init_transactions(producers[i], 30000), "init_transactions");
+        producers[i] = txn_producer(brokers, txid);
         rkts[i] = rd_kafka_topic_new(producers[i], out, NULL);
         if (also)
             also_rkts[i] = rd_kafka_topic_new(producers[i], also, NULL);
@@ -251,10 +162,9 @@ int main(int argc, char **argv)
     rd_kafka_subscribe(consumer, sub);
     rd_kafka_topic_partition_list_destroy(sub);
 
-    committer c = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
-    pthread_t committer_thread;
-    if (overlap && pthread_create(&committer_thread, NULL, committer_main, &c) != 0)
-        die("pthread_create", "failed");
+    committer c = {0};
+    if (overlap)
+        committer_run(&c, true, -1); /* no eventfd: the loop polls committer_busy */
 
     long copied = 0, in_txn = 0;
     double t_first = 0, t_txn = mc_mono_s();
@@ -279,7 +189,8 @@ int main(int argc, char **argv)
         bool aged = !dry_commits && in_txn > 0 && (mc_mono_s() - t_txn) * 1000 >= commit_ms;
         if (overlap && in_txn > 0 && copied < n && (!m || in_txn >= commit_records) &&
             !committer_busy(&c)) {
-            committer_start(&c, consumer, producers[turn]);
+            committer_start(&c, producers[turn], positions(consumer),
+                            rd_kafka_consumer_group_metadata(consumer));
             in_txn = 0;
             turn = begin_next(producers, (int)n_producers, turn);
         } else if (!overlap && (in_txn >= commit_records || aged ||
@@ -294,11 +205,7 @@ int main(int argc, char **argv)
         /* Its last transaction is still open: copying ends when it commits. */
         committer_wait(&c);
         commit(consumer, producers[turn], true);
-        pthread_mutex_lock(&c.lock);
-        c.quit = true;
-        pthread_cond_broadcast(&c.changed);
-        pthread_mutex_unlock(&c.lock);
-        pthread_join(committer_thread, NULL);
+        committer_end(&c);
     }
     double secs = mc_mono_s() - t_first;
     if (!overlap)

@@ -7,11 +7,12 @@
  * sink with headers content-type, x-id, x-due), holds the task in a min-heap
  * by due_at and starts its HTTP call when it is due (epoll's timeout is the
  * earliest due time), with libcurl's multi interface driven by
- * curl_multi_socket_action on the same epoll set, as bench_raw_calls.c:
- * keep-alive, at most -C calls in flight and -H connections per host, the
- * task's headers plus the ones the executor adds (Idempotency-Key,
- * webhook-id, webhook-timestamp, User-Agent, an empty Expect). The consumer's
- * queue is in the epoll set too (librdkafka writes to a pipe when it fills).
+ * curl_multi_socket_action on the same epoll set, as bench_raw_calls.c
+ * (both through bench_curl.h): keep-alive, at most -C calls in flight and
+ * -H connections per host, the task's headers plus the ones the executor
+ * adds (Idempotency-Key, webhook-id, webhook-timestamp, User-Agent, an empty
+ * Expect). The consumer's queue is in the epoll set too (librdkafka writes
+ * to a pipe when it fills).
  *
  * When a call ends, a small result record (key: the task's record key, value:
  * the HTTP status as text, "0" when no answer came) goes to OUT, same
@@ -21,9 +22,10 @@
  * lowest offset whose call has not ended is what a transaction commits.
  * -P 2 (the default) makes the transactions take turns on two producers, a
  * thread committing one producer's transaction while the loop goes on
- * calling and writing into the next one's, so the calls never wait for a
- * commit (mooncake's executor makes its calls on a thread of its own for the
- * same reason); -P 1 commits in the loop, which then stops for each commit.
+ * calling and writing into the next one's (bench_txn.h's committer, as
+ * bench_raw_copy -O), so the calls never wait for a commit (mooncake's
+ * executor makes its calls on a thread of its own for the same reason);
+ * -P 1 commits in the loop, which then stops for each commit.
  *
  * The group is expected to stay as it is for the whole run: partitions taken
  * away after records were read end it with an error (their tasks would be
@@ -43,7 +45,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <librdkafka/rdkafka.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +56,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench_curl.h"
 #include "bench_kafka.h"
+#include "bench_txn.h"
 #include "clock.h"
 #include "codec.h"
 
@@ -251,87 +254,6 @@ static rd_kafka_topic_partition_list_t *committable(const parts *ps, const char 
     return l;
 }
 
-/* ---- transactions --------------------------------------------------------------- */
-
-static void check(rd_kafka_error_t *e, const char *what)
-{
-    if (e)
-        die(what, rd_kafka_error_string(e)); /* a benchmark has no one to retry for */
-}
-
-/* Takes pos and md. */
-static void commit_at(rd_kafka_t *producer, rd_kafka_topic_partition_list_t *pos,
-                      rd_kafka_consumer_group_metadata_t *md)
-{
-    check(rd_kafka_send_offsets_to_transaction(producer, pos, md, -1), "send_offsets");
-    rd_kafka_consumer_group_metadata_destroy(md);
-    rd_kafka_topic_partition_list_destroy(pos);
-    check(rd_kafka_commit_transaction(producer, -1), "commit");
-}
-
-/* -P 2 or more: the thread that commits one transaction while the loop fills
- * the next; it writes to `done` (an eventfd in the loop's epoll set) when free. */
-typedef struct committer {
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    rd_kafka_t *producer; /* set: a transaction to commit; NULL: free */
-    rd_kafka_topic_partition_list_t *pos;
-    rd_kafka_consumer_group_metadata_t *md;
-    bool quit;
-    int done;
-} committer;
-
-static void *committer_main(void *arg)
-{
-    committer *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->producer && !c->quit)
-            pthread_cond_wait(&c->changed, &c->lock);
-        if (!c->producer)
-            break;
-        pthread_mutex_unlock(&c->lock);
-        commit_at(c->producer, c->pos, c->md);
-        pthread_mutex_lock(&c->lock);
-        c->producer = NULL;
-        pthread_cond_broadcast(&c->changed);
-        uint64_t one = 1;
-        if (write(c->done, &one, sizeof one) < 0 && errno != EAGAIN)
-            die("write eventfd", strerror(errno));
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
-}
-
-static bool committer_busy(committer *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool busy = c->producer != NULL;
-    pthread_mutex_unlock(&c->lock);
-    return busy;
-}
-
-static void committer_wait(committer *c)
-{
-    pthread_mutex_lock(&c->lock);
-    while (c->producer)
-        pthread_cond_wait(&c->changed, &c->lock);
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* Takes pos and md. */
-static void committer_start(committer *c, rd_kafka_t *producer,
-                            rd_kafka_topic_partition_list_t *pos,
-                            rd_kafka_consumer_group_metadata_t *md)
-{
-    pthread_mutex_lock(&c->lock);
-    c->pos = pos;
-    c->md = md;
-    c->producer = producer;
-    pthread_cond_broadcast(&c->changed);
-    pthread_mutex_unlock(&c->lock);
-}
-
 /* ---- the loop ------------------------------------------------------------------- */
 
 typedef struct sched {
@@ -344,12 +266,12 @@ typedef struct sched {
     parts parts;
     heap waiting;
     mc_arena *arena;
-    CURLM *multi;
-    int epfd, queue_fd, done_fd;
+    bench_curl curl; /* its ok and errors count the calls */
+    int queue_fd, done_fd;
     int64_t curl_deadline_us; /* curl's timer: -1 none */
     CURL **spare;             /* easy handles of ended calls, for the next ones */
     size_t n_spare, cap_spare;
-    long n, n_read, in_flight, concurrency, ended, ok, errors;
+    long n, n_read, in_flight, concurrency, ended;
     bool closing;
 } sched;
 
@@ -414,47 +336,19 @@ static void consume(sched *s)
     }
 }
 
-static size_t discard(char *data, size_t size, size_t n, void *arg)
-{
-    (void)data;
-    (void)arg;
-    return size * n;
-}
-
-static void add_line(struct curl_slist **l, const char *h)
-{
-    struct curl_slist *x = curl_slist_append(*l, h);
-    if (!x)
-        die("curl_slist_append", "out of memory");
-    *l = x;
-}
-
 /* The request the executor makes for t: its headers, then the executor's. */
 static void call_start(sched *s, task *t)
 {
-    CURL *e = s->n_spare ? s->spare[--s->n_spare] : NULL;
-    if (!e) {
-        if (!(e = curl_easy_init()))
-            die("curl_easy_init", "failed");
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_PROXY, "");
-        curl_easy_setopt(e, CURLOPT_USERAGENT, "mooncake/bench-raw-sched");
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    }
+    CURL *e = s->n_spare ? s->spare[--s->n_spare] : bench_curl_easy("mooncake/bench-raw-sched");
     t->easy = e;
     int64_t now_ms = mc_now_ms();
-    char h[512];
+    char attempt[16];
     for (size_t i = 0; i < t->n_headers; i++)
-        add_line(&t->headers, t->header_lines[i]);
-    snprintf(h, sizeof h, "Idempotency-Key: %s:%" PRId32, t->key, t->attempt);
-    add_line(&t->headers, h);
-    snprintf(h, sizeof h, "webhook-id: %s", t->key);
-    add_line(&t->headers, h);
-    snprintf(h, sizeof h, "webhook-timestamp: %" PRId64, now_ms / 1000);
-    add_line(&t->headers, h);
-    add_line(&t->headers, "Expect:");
+        bench_curl_header(&t->headers, t->header_lines[i]);
+    snprintf(attempt, sizeof attempt, ":%" PRId32, t->attempt);
+    bench_curl_executor_headers(&t->headers, t->key, attempt, now_ms);
     if (!t->content_type)
-        add_line(&t->headers, "Content-Type:");
+        bench_curl_header(&t->headers, "Content-Type:");
     curl_easy_setopt(e, CURLOPT_URL, t->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t->timeout_ms);
@@ -471,36 +365,9 @@ static void call_start(sched *s, task *t)
         if (strcmp(t->method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->method);
     }
-    if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
+    if (curl_multi_add_handle(s->curl.multi, e) != CURLM_OK)
         die("curl_multi_add_handle", "failed");
     s->in_flight++;
-}
-
-/* curl: watch this socket for these events (or no longer). */
-static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
-{
-    (void)e;
-    sched *s = arg;
-    struct epoll_event ev = {.data.fd = fd};
-    if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
-        curl_multi_assign(s->multi, fd, NULL);
-        return 0;
-    }
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        ev.events |= EPOLLIN;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        ev.events |= EPOLLOUT;
-    /* sockp is non-NULL once the socket is in the set (curl_multi_assign). */
-    if (sockp) {
-        if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
-            die("epoll_ctl MOD", strerror(errno));
-    } else {
-        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-            die("epoll_ctl ADD", strerror(errno));
-        curl_multi_assign(s->multi, fd, s);
-    }
-    return 0;
 }
 
 static int on_timer(CURLM *m, long timeout_ms, void *arg)
@@ -529,31 +396,16 @@ static void produce_result(sched *s, const task *t, long status)
 /* The calls that ended: counted, their results written, their records marked ended. */
 static void reap(sched *s)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(s->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        task *t = NULL;
-        CURL *e = msg->easy_handle;
-        CURLcode rc = msg->data.result;
-        long status = 0;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&t);
-        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-        if (rc == CURLE_OK && status >= 200 && status < 300) {
-            s->ok++;
-        } else if (s->errors++ < 5) {
-            fprintf(stderr, "bench_raw_sched: call failed: %s, HTTP %ld\n", curl_easy_strerror(rc),
-                    status);
-        }
-        curl_multi_remove_handle(s->multi, e);
+    bench_curl_ended done;
+    while (bench_curl_next_ended(&s->curl, &done)) {
+        task *t = done.priv;
         if (s->n_spare == s->cap_spare) {
             s->cap_spare = s->cap_spare ? 2 * s->cap_spare : 256;
             if (!(s->spare = realloc(s->spare, s->cap_spare * sizeof *s->spare)))
                 die("realloc", "out of memory");
         }
-        s->spare[s->n_spare++] = e;
-        produce_result(s, t, rc == CURLE_OK ? status : 0);
+        s->spare[s->n_spare++] = done.easy;
+        produce_result(s, t, done.result == CURLE_OK ? done.status : 0);
         part_ended(part_of(&s->parts, t->partition), t->seq);
         curl_slist_free_all(t->headers);
         free(t);
@@ -564,9 +416,8 @@ static void reap(sched *s)
 
 static void curl_timeout(sched *s)
 {
-    int running;
     s->curl_deadline_us = -1;
-    curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    bench_curl_timeout(&s->curl);
 }
 
 /* The due tasks, as many as there is room for. */
@@ -585,25 +436,6 @@ static void begin_next(sched *s)
     s->turn = (s->turn + 1) % s->n_producers;
     check(rd_kafka_begin_transaction(s->producers[s->turn]), "begin");
     s->in_txn = 0;
-}
-
-static rd_kafka_t *producer_new(const char *brokers, const char *group, int i)
-{
-    char err[512], txid[300];
-    rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    snprintf(txid, sizeof txid, "%s-raw-sched-%d", group, i);
-    set(pc, "bootstrap.servers", brokers);
-    set(pc, "transactional.id", txid);
-    set(pc, "linger.ms", "5");
-    /* as bench_raw_copy and mooncake's runner: the default 100 ms would
-     * follow every AddOffsetsToTxn answered with CONCURRENT_TRANSACTIONS */
-    set(pc, "retry.backoff.ms", "5");
-    set(pc, "queue.buffering.max.messages", "1000000");
-    rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
-    if (!p)
-        die("producer", err);
-    check(rd_kafka_init_transactions(p, 30000), "init_transactions");
-    return p;
 }
 
 static long parse_long(const char *flag, const char *v, long lo, long hi)
@@ -679,26 +511,20 @@ int main(int argc, char **argv)
     if (!(s.arena = mc_arena_new()))
         die("mc_arena_new", "out of memory");
 
-    char err[512];
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    set(cc, "bootstrap.servers", brokers);
-    set(cc, "group.id", group);
-    set(cc, "isolation.level", "read_committed");
-    set(cc, "enable.auto.commit", "false");
     set(cc, "auto.offset.reset", "earliest");
     rd_kafka_conf_set_rebalance_cb(cc, rebalance);
     rd_kafka_conf_set_opaque(cc, &s);
-    if (!(s.consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err)))
-        die("consumer", err);
-    rd_kafka_poll_set_consumer(s.consumer);
+    s.consumer = committed_reader(cc, brokers, group);
     for (int i = 0; i < s.n_producers; i++) {
-        s.producers[i] = producer_new(brokers, group, i);
+        char txid[300];
+        snprintf(txid, sizeof txid, "%s-raw-sched-%d", group, i);
+        s.producers[i] = txn_producer(brokers, txid);
         s.rkts[i] = rd_kafka_topic_new(s.producers[i], out, NULL);
     }
 
-    s.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (s.epfd < 0)
-        die("epoll_create1", strerror(errno));
+    /* curl's sockets, the consumer's queue and the committer's eventfd */
+    bench_curl_init(&s.curl, on_timer, &s, host_connections, s.concurrency);
     /* The consumer's queue as a descriptor: librdkafka writes a byte to the
      * pipe when the queue goes from empty to non-empty (rebalances too: the
      * main queue is forwarded to it), so each wake-up drains it whole. */
@@ -708,26 +534,15 @@ int main(int argc, char **argv)
     s.queue_fd = qpipe[0];
     rd_kafka_queue_t *queue = rd_kafka_queue_get_consumer(s.consumer);
     rd_kafka_queue_io_event_enable(queue, qpipe[1], "1", 1);
-    epoll_add(s.epfd, s.queue_fd);
+    epoll_add(s.curl.epfd, s.queue_fd);
     s.done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s.done_fd < 0)
         die("eventfd", strerror(errno));
-    epoll_add(s.epfd, s.done_fd);
+    epoll_add(s.curl.epfd, s.done_fd);
 
-    if (!(s.multi = curl_multi_init()))
-        die("curl_multi_init", "failed");
-    curl_multi_setopt(s.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(s.multi, CURLMOPT_SOCKETDATA, &s);
-    curl_multi_setopt(s.multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(s.multi, CURLMOPT_TIMERDATA, &s);
-    curl_multi_setopt(s.multi, CURLMOPT_MAX_HOST_CONNECTIONS, host_connections);
-    curl_multi_setopt(s.multi, CURLMOPT_MAXCONNECTS, s.concurrency);
-
-    committer c = {
-        .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER, .done = s.done_fd};
-    pthread_t committer_thread;
-    if (overlap && pthread_create(&committer_thread, NULL, committer_main, &c) != 0)
-        die("pthread_create", "failed");
+    committer c = {0};
+    if (overlap)
+        committer_run(&c, false, s.done_fd);
 
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, s.in, RD_KAFKA_PARTITION_UA);
@@ -755,7 +570,7 @@ int main(int argc, char **argv)
                 wake = at;
         }
         int timeout = wake <= now ? 0 : (int)((wake - now + 999) / 1000);
-        int k = epoll_wait(s.epfd, evs, 256, timeout);
+        int k = epoll_wait(s.curl.epfd, evs, 256, timeout);
         if (k < 0 && errno != EINTR)
             die("epoll_wait", strerror(errno));
         for (int i = 0; i < k; i++) {
@@ -769,14 +584,7 @@ int main(int argc, char **argv)
                 drain_fd(fd);
                 continue;
             }
-            int flags = 0, running;
-            if (evs[i].events & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-            if (evs[i].events & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-            if (evs[i].events & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-            curl_multi_socket_action(s.multi, fd, flags, &running);
+            bench_curl_socket_event(&s.curl, &evs[i]);
         }
         if (s.curl_deadline_us >= 0 && s.curl_deadline_us <= mc_now_us())
             curl_timeout(&s);
@@ -794,7 +602,7 @@ int main(int argc, char **argv)
             t_txn = mc_mono_ms();
         } else if (commit_now && !overlap) {
             commit_at(s.producers[s.turn], committable(&s.parts, s.in),
-                      rd_kafka_consumer_group_metadata(s.consumer));
+                      rd_kafka_consumer_group_metadata(s.consumer), false);
             begin_next(&s);
             t_txn = mc_mono_ms();
         }
@@ -804,22 +612,18 @@ int main(int argc, char **argv)
         committer_wait(&c);
     if (s.in_txn > 0)
         commit_at(s.producers[s.turn], committable(&s.parts, s.in),
-                  rd_kafka_consumer_group_metadata(s.consumer));
+                  rd_kafka_consumer_group_metadata(s.consumer), false);
     else
         check(rd_kafka_abort_transaction(s.producers[s.turn], -1), "abort (empty)");
-    if (overlap) {
-        pthread_mutex_lock(&c.lock);
-        c.quit = true;
-        pthread_cond_broadcast(&c.changed);
-        pthread_mutex_unlock(&c.lock);
-        pthread_join(committer_thread, NULL);
-    }
+    if (overlap)
+        committer_end(&c);
 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
                  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-    printf("calls=%ld ok=%ld errors=%ld cpu_seconds=%.3f\n", s.ended, s.ok, s.errors, cpu);
+    printf("calls=%ld ok=%ld errors=%ld cpu_seconds=%.3f\n", s.ended, s.curl.ok, s.curl.errors,
+           cpu);
     fflush(stdout);
 
     s.closing = true;
@@ -837,7 +641,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < s.n_spare; i++)
         curl_easy_cleanup(s.spare[i]);
     free(s.spare);
-    curl_multi_cleanup(s.multi);
+    bench_curl_cleanup(&s.curl);
     curl_global_cleanup();
     for (size_t i = 0; i < s.parts.n; i++) {
         free(s.parts.v[i].offs);
@@ -845,9 +649,8 @@ int main(int argc, char **argv)
     }
     free(s.parts.v);
     mc_arena_free(s.arena);
-    close(s.epfd);
     close(qpipe[0]);
     close(qpipe[1]);
     close(s.done_fd);
-    return s.errors ? 1 : 0;
+    return s.curl.errors ? 1 : 0;
 }
