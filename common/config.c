@@ -52,8 +52,9 @@ static const opt options[] = {
      "port for /metrics, /healthz, /readyz (-1: off, 0: any free port)"},
     {"horizon-ms", 0, "MOONCAKE_HORIZON_MS", OPT_INT64, OFF(horizon_ms), 1000, 86400000, "60000",
      "tasks due within this go straight to the wheel, later ones to the store"},
-    {"wheel-lead-ms", 0, "MOONCAKE_WHEEL_LEAD_MS", OPT_INT64, OFF(wheel_lead_ms), 0, 10000, "200",
-     "the wheel fires this early; the executor holds each task until it is due"},
+    {"wheel-lead-ms", 0, "MOONCAKE_WHEEL_LEAD_MS", OPT_INT64, OFF(wheel_lead_ms), 0, 10000, "300",
+     "the wheel fires tasks this early, or in batches up to 100 ms less (never under 200 ms "
+     "unless the lead is); the executor holds each task until it is due"},
     {"router-fires-due", 0, "MOONCAKE_ROUTER_FIRES_DUE", OPT_BOOL, OFF(router_fires_due), 0, 1,
      "true",
      "router: fire tasks due within the wheel's lead to ready itself, one transaction sooner "

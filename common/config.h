@@ -27,7 +27,7 @@ typedef struct mc_config {
     char *http_bind;
     int http_port; /* -1: no HTTP endpoint */
     int64_t horizon_ms;
-    int64_t wheel_lead_ms; /* the wheel fires this early (the executor holds tasks) */
+    int64_t wheel_lead_ms; /* the wheel fires up to this early (the executor holds tasks) */
     bool router_fires_due; /* the router fires what is due within the lead itself */
     int64_t max_due_ms;    /* tasks due further ahead than this are invalid */
     /* executor */

@@ -676,7 +676,7 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
          * commit as soon as this pass is done (what else the pass routed goes
          * with it, so a burst still shares one commit). */
         if (t->due_at <= now + r->lead_ms)
-            mc_ctx_request_commit_now(ctx); /* the wheel fires it on arrival */
+            mc_ctx_request_commit_now(ctx); /* the wheel fires it on arrival or within its slack */
         else if (t->due_at <= now + r->urgent_ms)
             mc_ctx_request_commit(ctx);
         return mc_ctx_forward(ctx, r->wheel, partition, m->key, m->key_len, r->out.data,

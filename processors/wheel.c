@@ -83,6 +83,7 @@ static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
     }
     mc_topic_name(cfg, "wheel", w->topic, sizeof w->topic);
     w->lead_ms = cfg->wheel_lead_ms;
+    w->slack_ms = wheel_fire_slack_ms(w->lead_ms);
     w->ready = mc_ctx_output(ctx, "ready");
     w->wheel_out = mc_ctx_output(ctx, "wheel");
     w->results = mc_ctx_output(ctx, "results");
@@ -487,7 +488,7 @@ static int take_pending(wheel *w, wheel_part *p, wheel_key *k, const mc_record *
     }
     if (mc_wheel_add(p->w, &k->timer, k->due) != 0)
         return -1;
-    mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - w->lead_ms);
+    mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - (w->lead_ms - w->slack_ms));
     return 0;
 }
 
@@ -670,7 +671,7 @@ static int wheel_refused(void *self, const mc_record *m, const char *reason, mc_
         ctx, m, reason, decoded && e.command.kind == MC_CMD_SUBMIT ? &e.command.submit : NULL);
 }
 
-/* Fires what is due (with the lead) on one partition, within the budget;
+/* Fires what is due within the lead on one partition, within the budget;
  * returns how many, or -1. */
 static long fire_due(wheel *w, wheel_part *p, int64_t now_ms, size_t budget, mc_ctx *ctx)
 {
@@ -689,12 +690,25 @@ static long fire_due(wheel *w, wheel_part *p, int64_t now_ms, size_t budget, mc_
     return (long)fired;
 }
 
+/* Whether this pass fires (see FIRE_SLACK_MAX_MS): a task of some partition
+ * is due within the lead less the slack. The deadlines are lower bounds, so
+ * a pass may fire sooner than the slack asks, never later. */
+static bool fire_batch_due(wheel *w, int64_t now_ms)
+{
+    wheel_part *p;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++)
+        if (!wheel_replaying(p) &&
+            mc_wheel_next_deadline(p->w) <= now_ms + w->lead_ms - w->slack_ms)
+            return true;
+    return false;
+}
+
 static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     wheel *w = self;
     size_t budget = FIRE_BATCH, fired = 0;
     int64_t next = INT64_MAX;
-    bool ready = true;
+    bool ready = true, batch = fire_batch_due(w, now_ms);
     wheel_part *p;
     for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
         if (wheel_replaying(p)) {
@@ -707,14 +721,14 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
             return -1;
         if (marker > now_ms && marker < next)
             next = marker;
-        long got = fire_due(w, p, now_ms, budget, ctx);
+        long got = batch ? fire_due(w, p, now_ms, budget, ctx) : 0;
         if (got < 0)
             return -1;
         budget -= (size_t)got;
         fired += (size_t)got;
         int64_t d = mc_wheel_next_deadline(p->w);
-        if (d != INT64_MAX && d - w->lead_ms < next)
-            next = d - w->lead_ms;
+        if (d != INT64_MAX && d - (w->lead_ms - w->slack_ms) < next)
+            next = d - (w->lead_ms - w->slack_ms);
         if (mc_ring_len(&p->recalls) > 0) {
             int64_t r = ((recall_ref *)mc_ring_at(&p->recalls, 0))->due;
             if (r < next)

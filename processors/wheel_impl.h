@@ -37,6 +37,30 @@
  * waits for the broker's acknowledgements rather than polling steps. Fires
  * a lead ahead do not: flushing every commit made them later at 5,000/s. */
 #define LATE_FIRE_MS 50
+/* Fires come in batches. A punctuate pass fires once the earliest task of
+ * any partition is due within the lead less a slack, and then fires every
+ * task of every partition due within the lead: the partitions stay in step,
+ * and the next pass that fires, with the commit it asks for, comes about a
+ * slack later. Each task fires between the lead and the lead less the slack
+ * before its due time, never earlier than the lead. Firing each task the
+ * moment it entered the lead made a pass, and a transaction, per commit the
+ * broker could turn round: more than half of all the transactions of
+ * mooncake at 2,000 tasks/s. */
+#define FIRE_SLACK_MAX_MS 100
+/* The slack never brings a fire closer than this to its due time (a lead of
+ * this or less has none): the executor needs the task before its due time,
+ * and with fires 100 ms ahead tasks due 2 s ahead at 1,000/s were called
+ * with p99 11-27 ms late against 4-11 ms with 200 ms. */
+#define FIRE_SLACK_MIN_LEAD_MS 200
+
+/* How much later than the lead the wheel may fire a task (see
+ * FIRE_SLACK_MAX_MS): the lead beyond FIRE_SLACK_MIN_LEAD_MS, at most
+ * FIRE_SLACK_MAX_MS. */
+static inline int64_t wheel_fire_slack_ms(int64_t lead_ms)
+{
+    int64_t slack = lead_ms - FIRE_SLACK_MIN_LEAD_MS;
+    return slack < 0 ? 0 : slack > FIRE_SLACK_MAX_MS ? FIRE_SLACK_MAX_MS : slack;
+}
 
 typedef struct wheel_key {
     mc_keynode node;
@@ -105,6 +129,7 @@ typedef struct wheel {
     char topic[256];
     mc_output *ready, *wheel_out, *results;
     int64_t lead_ms;
+    int64_t slack_ms;    /* wheel_fire_slack_ms(lead_ms): see FIRE_SLACK_MAX_MS */
     int record_version;  /* of the Results written (--record-version) */
     mc_part_table parts; /* wheel_part of each partition assigned */
     mc_arena *arena;

@@ -19,7 +19,7 @@
 #define T0 INT64_C(1800000000000)
 #define PARTITIONS 1
 
-static const char *const flags[] = {"--commit-interval-ms=100", NULL};
+static const char *const flags[] = {"--commit-interval-ms=100", "--wheel-lead-ms=200", NULL};
 
 static void submit(sim_kafka *k, const char *id, int64_t due)
 {
@@ -107,7 +107,7 @@ int main(void)
     CHECK(in_wheel(k) == 4, "%zu in wheel after the interval's commit", in_wheel(k));
     CHECK(sim_commits_now(r) == now_before + 1, "a commit with nothing due was asked for now");
     check_fired_here(k, "now", true);
-    check_fired_here(k, "soon", true); /* the default lead is 200 ms */
+    check_fired_here(k, "soon", true); /* the lead is 200 ms */
     check_fired_here(k, "later", false);
     check_fired_here(k, "after-two-intervals", false);
     CHECK(kit_count_keyed(k, "ready", 0) == 2, "%zu in ready", kit_count_keyed(k, "ready", 0));

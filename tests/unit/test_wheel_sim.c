@@ -371,6 +371,57 @@ static void a_refused_far_task_is_passed_by_the_stores_marker(void)
     kit_config_free(cfg);
 }
 
+/* Fires come in batches: with a task due every millisecond on each
+ * partition (the partitions out of phase) and a 300 ms lead, the wheel
+ * fires in passes about 100 ms apart for all partitions together (each
+ * asks for a commit), not once a millisecond or once per partition, and
+ * every task goes out between its due time less the lead and its due time
+ * less 200 ms. */
+static void fires_come_in_batches(int32_t partitions)
+{
+    static const char *flags[] = {"--wheel-lead-ms=300", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(partitions, T0);
+    enum { N = 1000, DUE0 = 1000, PHASE = 17 };
+    char id[32];
+    for (int32_t p = 0; p < partitions; p++)
+        for (int i = 0; i < N; i++) {
+            snprintf(id, sizeof id, "p%d-t%d", p, i);
+            mc_task t = kit_task(id, T0 + DUE0 + p * PHASE + i, "http://e/t");
+            kit_wheel_submit(k, p, i, &t, false);
+        }
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0 && sim_settle(wheel, 50) == 0);
+    size_t passes = 0, total = 0, early = 0, late = 0;
+    for (int64_t now = T0 + DUE0 - 400; now <= T0 + DUE0 + N + partitions * PHASE; now++) {
+        sim_set_now(k, now);
+        CHECK(sim_settle(wheel, 50) == 0);
+        size_t sum = 0;
+        for (int32_t p = 0; p < partitions; p++) {
+            /* Partition p's task i is due at T0 + DUE0 + p * PHASE + i: those
+             * due within the lead less 100 ms must be out, none due beyond
+             * the lead. */
+            int64_t fired = (int64_t)kit_count_keyed(k, "ready", p);
+            int64_t base = T0 + DUE0 + p * PHASE;
+            int64_t must = now + 200 - base + 1, may = now + 300 - base + 1;
+            late += must > 0 && fired < (must < N ? must : N);
+            early += fired > (may > 0 ? may : 0);
+            sum += (size_t)fired;
+        }
+        passes += sum > total;
+        total = sum;
+    }
+    CHECK(total == (size_t)N * (size_t)partitions, "%zu of %d fired", total, N * partitions);
+    CHECK(late == 0 && early == 0, "%d partitions: fired late at %zu instants, early at %zu",
+          partitions, late, early);
+    CHECK(passes >= 9 && passes <= 13,
+          "%d partitions: %zu passes fired (a commit each): about one per 100 ms", partitions,
+          passes);
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     a_cancel_alone_is_followed_by_a_marker();
@@ -381,5 +432,7 @@ int main(void)
     cancel_inside_the_lead_window_after_a_restart();
     an_overdue_backlog_fires_exactly_once_across_a_crash();
     only_a_late_fire_is_committed_now();
+    fires_come_in_batches(1);
+    fires_come_in_batches(6);
     return check_exit("test_wheel_sim");
 }
