@@ -23,7 +23,7 @@ states its bounds on repeats and lateness (its docstring).
 Roles: router, store, wheel, executor and retry (what tasks due within 20 s need; jobs,
 alarms and view play no part in them), chart defaults for what the issue is about
 (commit interval 100 ms, session and transaction timeouts 10 s, drain 10 s, wheel lead
-200 ms). Each scenario prints one summary line, and a timeline of the changes (ms from
+300 ms). Each scenario prints one summary line, and a timeline of the changes (ms from
 the scenario's start); a failure lists the lost and repeated tasks with their calls and,
 where it can be told, the executor that made each call (the caller's TCP port, mapped to
 its process through /proc; executor-1#2 is the second process under executor-1).

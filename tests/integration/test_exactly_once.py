@@ -103,7 +103,7 @@ def test_cancel_and_resubmit_after_an_early_fire_win():
     drops the task it holds (Result CANCELLED); a re-submit calls only the new version.
 
     `mooncake all` (store on, as by default), tasks submitted and cancelled through the
-    gateway. The lead is 3 s instead of the default 200 ms and the cancels/re-submits
+    gateway. The lead is 3 s instead of the default 300 ms and the cancels/re-submits
     start 2.5 s before due, so that they reach the wheel before the due time even on a
     broker that has just started on a loaded machine (the README allows a cancel that
     arrives within the Kafka hops of the due time to lose): the defect does not depend

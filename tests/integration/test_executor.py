@@ -591,8 +591,8 @@ def test_ssrf_guard_refuses_private_addresses():
 
 
 def test_early_arrivals_are_held_until_due():
-    """With the wheel firing 300 ms early, the executor holds each task and
-    calls it at its due time, not 300 ms early."""
+    """With the wheel firing 200-300 ms early (a 300 ms lead), the executor
+    holds each task and calls it at its due time, not early."""
     server = CallbackServer()
     env = Env(partitions=3)
     try:

@@ -162,14 +162,22 @@ static void note_seen(chaos *c)
             c->seen_at[i] = sim_now(c->k);
 }
 
-static void wheel_store_chaos(uint64_t seed, int crash_pct)
+/* The wheel's flags for a lead: 200 ms fires each task as it enters the
+ * lead, 300 ms (the default) in batches up to 100 ms later (see wheel.c). */
+static const char *const *lead_flags(int64_t lead)
+{
+    static const char *const lead200[] = {"--wheel-lead-ms=200", "--horizon-ms=3000", NULL};
+    static const char *const lead300[] = {"--wheel-lead-ms=300", "--horizon-ms=3000", NULL};
+    return lead == 300 ? lead300 : lead200;
+}
+
+static void wheel_store_chaos(uint64_t seed, int crash_pct, int64_t lead)
 {
     rng_state = seed;
-    static const char *flags[] = {"--wheel-lead-ms=200", "--horizon-ms=3000", NULL};
     chaos *c = calloc(1, sizeof *c);
-    c->cfg = kit_config("all", flags);
+    c->cfg = kit_config("all", lead_flags(lead));
     c->k = sim_kafka_new(1, T0);
-    c->lead = 200;
+    c->lead = lead;
     c->horizon = 3000;
     c->next_version = 100;
     c->store = restart(c, NULL, &mc_store_processor, "s1");
@@ -466,14 +474,13 @@ static void pdump(pchaos *c, int key)
                     (long long)(c->calls[i].due - T0), (long long)(c->calls[i].at - T0));
 }
 
-static void pipeline_chaos(uint64_t seed, int crash_pct, bool far_retries)
+static void pipeline_chaos(uint64_t seed, int crash_pct, bool far_retries, int64_t lead)
 {
     rng_state = seed;
-    static const char *flags[] = {"--wheel-lead-ms=200", "--horizon-ms=3000", NULL};
     pchaos *c = calloc(1, sizeof *c);
     c->k = sim_kafka_new(1, T0);
-    c->cfg = kit_config("all", flags);
-    c->lead = 200;
+    c->cfg = kit_config("all", lead_flags(lead));
+    c->lead = lead;
     c->env.clock = c->k;
     c->caller = fake_caller_for(&c->env);
     c->executor = mc_executor_processor;
@@ -1098,18 +1105,20 @@ int main(int argc, char **argv)
     if (getenv("SEED")) {
         uint64_t seed = strtoull(getenv("SEED"), NULL, 10);
         int pct = argc > 2 ? atoi(argv[2]) : 3;
+        int64_t lead = getenv("LEAD") ? atoi(getenv("LEAD")) : 300;
         if (!only || !strcmp(only, "wheel"))
-            wheel_store_chaos(seed, pct);
+            wheel_store_chaos(seed, pct, lead);
         if (!only || !strcmp(only, "pipeline"))
-            pipeline_chaos(seed, pct, (seed / 104729) % 2 == 0);
+            pipeline_chaos(seed, pct, (seed / 104729) % 2 == 0, lead);
         return check_exit("test_sim_chaos");
     }
     for (int s = 1; s <= seeds; s++) {
         int pct = argc > 2 ? atoi(argv[2]) : 8;
+        int64_t lead = (s / 2) % 2 ? 300 : 200; /* batched fires, and fires one by one */
         if (!only || !strcmp(only, "wheel"))
-            wheel_store_chaos((uint64_t)s * 7919, pct);
+            wheel_store_chaos((uint64_t)s * 7919, pct, lead);
         if (!only || !strcmp(only, "pipeline"))
-            pipeline_chaos((uint64_t)s * 104729, pct, s % 2 == 0);
+            pipeline_chaos((uint64_t)s * 104729, pct, s % 2 == 0, lead);
     }
     return check_exit("test_sim_chaos");
 }
