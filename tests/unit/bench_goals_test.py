@@ -176,6 +176,20 @@ def test_floor_not_measured():
             check(x == y, f"{x} / {y}")
 
 
+def test_broker_without_jit():
+    # Judged without the JIT: 1.3x without it passes though 1.7x with it.
+    cost = {"mooncake": {"client_cpu_us": 90.0, "broker_cpu_us": 680.0,
+                         "broker_cpu_no_jit_us": 390.0},
+            "raw": {"broker_cpu_us": 400.0, "broker_cpu_no_jit_us": 300.0,
+                    "client_cpu_us": 50.0}, "raw_call_cpu_us": 25.0}
+    g, text, v = find(be.goal_rows([], {}, cost, None, 6), "broker CPU")
+    check(v == "met" and text.startswith("1.30x (390 / 300 µs without the JIT; with it 680 / 400"),
+          f"{text} {v}")
+    cost["mooncake"]["broker_cpu_no_jit_us"] = 460.0
+    g, text, v = find(be.goal_rows([], {}, cost, None, 6), "broker CPU")
+    check(v == "NOT met", f"1.53x without the JIT: {text} {v}")
+
+
 def test_cpu_floor():
     # The floor (copiers 100 + libcurl 50 = 150 µs) is above the 100 µs goal:
     # mooncake is judged against 1.1x the floor; a floor below it changes nothing.
@@ -231,6 +245,7 @@ if __name__ == "__main__":
     test_floor_above_limit()
     test_floor_below_limit()
     test_floor_not_measured()
+    test_broker_without_jit()
     test_cpu_floor()
     test_due_now_floor()
     print("bench_goals_test: ok")
