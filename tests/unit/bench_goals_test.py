@@ -3,7 +3,7 @@
 the start-up split (first 15 s of due times against the rest), each goal
 met, not met, or not measured with the scenario to run named, and the floor
 rule of the "due ahead" goals (judged against 1.1x the raw scheduled pipe's
-p99 when that is itself above the limit)."""
+p99 when that is itself above the limit), and the medians of --repeat."""
 import math
 import sys
 
@@ -208,6 +208,59 @@ def test_cpu_floor():
     check(v == "met", f"99 µs: {v}")
 
 
+def test_cpu_floor_pipe():
+    # The raw pipe doing a task's work (240 µs) is the floor when it ran; the
+    # cheapest parts (copiers 90 + a full-speed call 50) are shown beside it.
+    cost = {"mooncake": {"client_cpu_us": 170.0, "broker_cpu_us": 100.0},
+            "raw": {"broker_cpu_us": 100.0, "client_cpu_us": 90.0}, "raw_call_cpu_us": 50.0,
+            "floor_pipe": {"client_cpu_us": 240.0}}
+    g, text, v = find(be.goal_rows([], {}, cost, None, 6), "mooncake CPU")
+    check(v == "met (goal below the floor; <= 1.1x floor)", f"0.71x the pipe: {v}")
+    check(text == "170.0 µs (floor 240 µs: 0.71x; the copiers + a full-speed call 140 µs: "
+          "1.21x)", text)
+    cost["floor_pipe"]["client_cpu_us"] = 150.0
+    g, text, v = find(be.goal_rows([], {}, cost, None, 6), "mooncake CPU")
+    check(v == "NOT met (goal below the floor; <= 1.1x floor)", f"1.13x the pipe: {v}")
+    # A pipe that measured nothing (no tasks in its window) falls back to the parts.
+    cost["floor_pipe"]["client_cpu_us"] = float("nan")
+    g, text, v = find(be.goal_rows([], {}, cost, None, 6), "mooncake CPU")
+    check(text == "170.0 µs (floor 140 µs: 1.21x)" and v.startswith("NOT met"), f"{text} {v}")
+
+
+def test_repeat_medians():
+    # Three rounds at 5,000/s due ahead: the goal takes the medians, so one
+    # round's 300 ms tail against a floor of 80 does not decide it.
+    results = []
+    for rnd, (m99, f99) in enumerate(((85.0, 88.0), (300.0, 80.0), (70.0, 90.0))):
+        results += [dict(floor(5000, f99), round=rnd, p999=f99, max=f99),
+                    dict(steady(5000, 2000, 5, m99), round=rnd, p999=m99, max=m99)]
+    merged = be.median_results(results)
+    check(len(merged) == 2, f"one entry per kind: {merged}")
+    st = next(x for x in merged if x["kind"] == "steady")
+    check(st["p99"] == 85.0 and st["rounds"] == 3, st)
+    g, text, v = find(be.goal_rows(merged, {}, None, None, 6), "5,000/s due ahead")
+    check(v == "met (goal below the floor; <= 1.1x floor)", f"median 85 / median 88: {v} {text}")
+    # The worst round's missing tasks count, and a note of any round.
+    results[3] = dict(results[3], missing=4, note="producer fell behind")
+    st = next(x for x in be.median_results(results) if x["kind"] == "steady")
+    check(st["missing"] == 4 and st["note"] == "producer fell behind", st)
+    g, text, v = find(be.goal_rows(be.median_results(results), {}, None, None, 6),
+                      "5,000/s due ahead")
+    check(v.startswith("NOT met") and "4 missing" in text, f"{text} {v}")
+    # Each pair with its floor, then the medians; a steady run without a
+    # floor in its round has no pair.
+    rows = be.paired_rows(results + [dict(steady(8000, 2000, 5, 60), round=0)])
+    check([r[2] for r in rows] == [1, 2, 3, "median"], rows)
+    check(rows[1][4] == 300.0 and rows[1][6] == 80.0, rows[1])
+    check(rows[-1][3:] == (5, 85.0, 44.0, 88.0), rows[-1])
+    check(be.paired_rows([steady(5000, 2000, 5, 60)]) == [], "no floor, no pairs")
+    # A single run passes through unchanged.
+    one = [steady(5000, 2000, 5, 60)]
+    check(be.median_results(one) == one, "a single run is its own median")
+    check(be.median([3.0, 1.0, 2.0, 10.0]) == 2.5 and be.median([]) != be.median([]),
+          "median of an even count, and of nothing")
+
+
 def test_due_now_floor():
     # Raw hop p50 20, p99 50 ms at 8,000/s. A due-now floor above both: mooncake
     # is judged against 1.1x the floor's; a floor below the raw hop changes nothing.
@@ -247,5 +300,7 @@ if __name__ == "__main__":
     test_floor_not_measured()
     test_broker_without_jit()
     test_cpu_floor()
+    test_cpu_floor_pipe()
+    test_repeat_medians()
     test_due_now_floor()
     print("bench_goals_test: ok")
