@@ -703,13 +703,45 @@ static bool fire_batch_due(wheel *w, int64_t now_ms)
     return false;
 }
 
+/* Fires what is due within the lead on every partition that is not
+ * replaying, FIRE_BATCH at most, starting at w->fire_from and going round;
+ * when the budget runs out, the next pass starts after the partition where
+ * it did. Sets *fired; *spent says the budget ran out. 0, or -1. */
+static int fire_all_due(wheel *w, int64_t now_ms, size_t *fired, bool *spent, mc_ctx *ctx)
+{
+    size_t budget = FIRE_BATCH;
+    *fired = 0;
+    *spent = false;
+    for (int round = 0; round < 2; round++) {
+        wheel_part *p;
+        for (int32_t i = round ? 0 : w->fire_from;
+             (p = mc_part_table_next(&w->parts, &i)) && (!round || i < w->fire_from); i++) {
+            if (wheel_replaying(p))
+                continue;
+            long got = fire_due(w, p, now_ms, budget, ctx);
+            if (got < 0)
+                return -1;
+            budget -= (size_t)got;
+            *fired += (size_t)got;
+            if (budget == 0) {
+                w->fire_from = i + 1;
+                *spent = true;
+                return 0;
+            }
+        }
+    }
+    return 0;
+}
+
 static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
 {
     wheel *w = self;
-    size_t budget = FIRE_BATCH, fired = 0;
+    size_t fired = 0;
     int64_t next = INT64_MAX;
-    bool ready = true, batch = fire_batch_due(w, now_ms);
+    bool ready = true, spent = false;
     wheel_part *p;
+    /* The markers owed first, then the fires: in `ready` a partition's marker
+     * precedes what the same pass fires. */
     for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
         if (wheel_replaying(p)) {
             ready = false;
@@ -721,11 +753,12 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
             return -1;
         if (marker > now_ms && marker < next)
             next = marker;
-        long got = batch ? fire_due(w, p, now_ms, budget, ctx) : 0;
-        if (got < 0)
-            return -1;
-        budget -= (size_t)got;
-        fired += (size_t)got;
+    }
+    if (fire_batch_due(w, now_ms) && fire_all_due(w, now_ms, &fired, &spent, ctx) != 0)
+        return -1;
+    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
+        if (wheel_replaying(p))
+            continue;
         int64_t d = mc_wheel_next_deadline(p->w);
         if (d != INT64_MAX && d - (w->lead_ms - w->slack_ms) < next)
             next = d - (w->lead_ms - w->slack_ms);
@@ -736,7 +769,7 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
         }
     }
     mc_ctx_set_ready(ctx, ready);
-    if (budget == 0)
+    if (spent)
         next = now_ms;
     if (next != INT64_MAX)
         mc_ctx_wakeup_at(ctx, next);

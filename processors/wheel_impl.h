@@ -24,7 +24,10 @@
 #include "wheel_topic.h"
 
 /* Tasks fired per punctuate call: a million due in the same millisecond go
- * out in chunks, with input polled and transactions committed in between. */
+ * out in chunks, with input polled and transactions committed in between.
+ * The partitions share it in turns: a pass that spends it stops at a
+ * partition, and the next pass starts at the one after, so one partition's
+ * backlog never holds back another's due tasks for more than a pass. */
 #define FIRE_BATCH 20000
 /* Floors kept without markers allowing them to go (no store or no executor
  * running, or one far behind): past this many records the oldest are
@@ -130,6 +133,7 @@ typedef struct wheel {
     mc_output *ready, *wheel_out, *results;
     int64_t lead_ms;
     int64_t slack_ms;    /* wheel_fire_slack_ms(lead_ms): see FIRE_SLACK_MAX_MS */
+    int32_t fire_from;   /* the partition a pass starts firing at (see FIRE_BATCH) */
     int record_version;  /* of the Results written (--record-version) */
     mc_part_table parts; /* wheel_part of each partition assigned */
     mc_arena *arena;

@@ -422,6 +422,46 @@ static void fires_come_in_batches(int32_t partitions)
     kit_config_free(cfg);
 }
 
+/* A backlog on one partition does not hold back another's due tasks: with
+ * 45,000 tasks overdue on partition 0 and one on partition 1, the second
+ * pass (a pass fires 20,000 at most) fires partition 1's task, and every
+ * task fires once. When each pass started at partition 0, partition 1
+ * waited until partition 0 had drained. */
+static void a_backlog_on_one_partition_does_not_hold_back_another(void)
+{
+    enum { N = 45000 };
+    mc_config *cfg = kit_config("wheel", NULL);
+    sim_kafka *k = sim_kafka_new(2, T0);
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "p0-t%d", i);
+        mc_task t = kit_task(id, T0 - 1000 + i % 1000, "http://e/t");
+        kit_wheel_submit(k, 0, i, &t, false);
+    }
+    mc_task t = kit_task("p1-t0", T0 - 1, "http://e/t");
+    kit_wheel_submit(k, 1, 0, &t, false);
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0);
+    CHECK(sim_poll(wheel, N + 1) == N + 1);
+    for (int pass = 1; pass <= 2; pass++) {
+        CHECK(sim_punctuate(wheel) == 1, "pass %d ran", pass);
+        CHECK(sim_commit(wheel) == 0);
+    }
+    size_t p0 = kit_count_keyed(k, "ready", 0), p1 = kit_count_keyed(k, "ready", 1);
+    CHECK(p1 == 1,
+          "after two passes (%zu of partition 0's fired), partition 1's task fired %zu "
+          "times",
+          p0, p1);
+    CHECK(p0 < N, "the backlog takes more than two passes: %zu", p0);
+    CHECK(sim_settle(wheel, 100) == 0);
+    p0 = kit_count_keyed(k, "ready", 0);
+    p1 = kit_count_keyed(k, "ready", 1);
+    CHECK(p0 == N && p1 == 1, "in the end %zu of %d and %zu of 1 fired", p0, N, p1);
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 int main(void)
 {
     a_cancel_alone_is_followed_by_a_marker();
@@ -434,5 +474,6 @@ int main(void)
     only_a_late_fire_is_committed_now();
     fires_come_in_batches(1);
     fires_come_in_batches(6);
+    a_backlog_on_one_partition_does_not_hold_back_another();
     return check_exit("test_wheel_sim");
 }
