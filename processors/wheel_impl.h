@@ -26,8 +26,8 @@
 /* Tasks fired per punctuate call: a million due in the same millisecond go
  * out in chunks, with input polled and transactions committed in between.
  * The partitions share it in turns: a pass that spends it stops at a
- * partition, and the next pass starts at the one after, so one partition's
- * backlog never holds back another's due tasks for more than a pass. */
+ * partition, and the next pass starts at the one after, so each partition's
+ * backlog holds back another's due tasks for one pass at most. */
 #define FIRE_BATCH 20000
 /* Floors kept without markers allowing them to go (no store or no executor
  * running, or one far behind): past this many records the oldest are
