@@ -83,7 +83,7 @@ static void *wheel_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen
     }
     mc_topic_name(cfg, "wheel", w->topic, sizeof w->topic);
     w->lead_ms = cfg->wheel_lead_ms;
-    w->slack_ms = wheel_fire_slack_ms(w->lead_ms);
+    w->gate_ms = w->lead_ms - wheel_fire_slack_ms(w->lead_ms);
     w->ready = mc_ctx_output(ctx, "ready");
     w->wheel_out = mc_ctx_output(ctx, "wheel");
     w->results = mc_ctx_output(ctx, "results");
@@ -488,7 +488,7 @@ static int take_pending(wheel *w, wheel_part *p, wheel_key *k, const mc_record *
     }
     if (mc_wheel_add(p->w, &k->timer, k->due) != 0)
         return -1;
-    mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - (w->lead_ms - w->slack_ms));
+    mc_ctx_wakeup_at(ctx, replay ? mc_ctx_now_ms(ctx) : k->due - w->gate_ms);
     return 0;
 }
 
@@ -690,19 +690,6 @@ static long fire_due(wheel *w, wheel_part *p, int64_t now_ms, size_t budget, mc_
     return (long)fired;
 }
 
-/* Whether this pass fires (see FIRE_SLACK_MAX_MS): a task of some partition
- * is due within the lead less the slack. The deadlines are lower bounds, so
- * a pass may fire sooner than the slack asks, never later. */
-static bool fire_batch_due(wheel *w, int64_t now_ms)
-{
-    wheel_part *p;
-    for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++)
-        if (!wheel_replaying(p) &&
-            mc_wheel_next_deadline(p->w) <= now_ms + w->lead_ms - w->slack_ms)
-            return true;
-    return false;
-}
-
 /* Fires what is due within the lead on every partition that is not
  * replaying, FIRE_BATCH at most, starting at w->fire_from and going round;
  * when the budget runs out, the next pass starts after the partition where
@@ -738,15 +725,18 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
     wheel *w = self;
     size_t fired = 0;
     int64_t next = INT64_MAX;
-    bool ready = true, spent = false;
+    bool ready = true, spent = false, batch = false;
     wheel_part *p;
     /* The markers owed first, then the fires: in `ready` a partition's marker
-     * precedes what the same pass fires. */
+     * precedes what the same pass fires. The pass fires once a task of some
+     * partition is due within the gate (see FIRE_SLACK_MAX_MS); the
+     * deadlines are lower bounds, so it may fire sooner, never later. */
     for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
         if (wheel_replaying(p)) {
             ready = false;
             continue;
         }
+        batch |= mc_wheel_next_deadline(p->w) <= now_ms + w->gate_ms;
         wheel_expire_recalls(p, now_ms);
         int64_t marker = marker_due(p);
         if (marker <= now_ms && send_marker(w, p, ctx) != 0)
@@ -754,14 +744,14 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
         if (marker > now_ms && marker < next)
             next = marker;
     }
-    if (fire_batch_due(w, now_ms) && fire_all_due(w, now_ms, &fired, &spent, ctx) != 0)
+    if (batch && fire_all_due(w, now_ms, &fired, &spent, ctx) != 0)
         return -1;
     for (int32_t i = 0; (p = mc_part_table_next(&w->parts, &i)); i++) {
         if (wheel_replaying(p))
             continue;
         int64_t d = mc_wheel_next_deadline(p->w);
-        if (d != INT64_MAX && d - (w->lead_ms - w->slack_ms) < next)
-            next = d - (w->lead_ms - w->slack_ms);
+        if (d != INT64_MAX && d - w->gate_ms < next)
+            next = d - w->gate_ms;
         if (mc_ring_len(&p->recalls) > 0) {
             int64_t r = ((recall_ref *)mc_ring_at(&p->recalls, 0))->due;
             if (r < next)

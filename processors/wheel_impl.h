@@ -132,7 +132,8 @@ typedef struct wheel {
     char topic[256];
     mc_output *ready, *wheel_out, *results;
     int64_t lead_ms;
-    int64_t slack_ms;    /* wheel_fire_slack_ms(lead_ms): see FIRE_SLACK_MAX_MS */
+    int64_t gate_ms;     /* a pass fires once a task is due within this: the lead less
+                          * wheel_fire_slack_ms (see FIRE_SLACK_MAX_MS) */
     int32_t fire_from;   /* the partition a pass starts firing at (see FIRE_BATCH) */
     int record_version;  /* of the Results written (--record-version) */
     mc_part_table parts; /* wheel_part of each partition assigned */
