@@ -387,11 +387,17 @@ json_t *mc_endpoint_table_limits_json(mc_endpoint_table *t)
     return j;
 }
 
+void mc_endpoint_table_stop(mc_endpoint_table *t)
+{
+    if (t)
+        atomic_store(&t->stop, true);
+}
+
 void mc_endpoint_table_close(mc_endpoint_table *t)
 {
     if (!t)
         return;
-    atomic_store(&t->stop, true);
+    mc_endpoint_table_stop(t);
     pthread_join(t->thread, NULL);
     table_free(t);
 }

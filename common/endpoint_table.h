@@ -31,6 +31,10 @@ bool mc_endpoint_table_caught_up(mc_endpoint_table *t);
  * caller owns, NULL on ENOMEM. Any thread. */
 json_t *mc_endpoint_table_groups_json(mc_endpoint_table *t, const char *app_id, const char *name);
 json_t *mc_endpoint_table_limits_json(mc_endpoint_table *t);
+/* Asks the reader thread to stop without waiting for it: a metadata request it
+ * has in flight during a broker outage then runs out beside the caller's own
+ * shutdown instead of after it. The table stays readable. Any thread. */
+void mc_endpoint_table_stop(mc_endpoint_table *t);
 /* Stops the thread and frees the table; snapshots still referenced live on. */
 void mc_endpoint_table_close(mc_endpoint_table *t);
 

@@ -2208,6 +2208,11 @@ void mc_gateway_stop(mc_gateway *g)
     /* Refuse new requests at once, not after the broker probe in progress
      * (up to 2 s) returns to the run loop. */
     atomic_store(&g->stopping, true);
+    /* The readers stop now too: during an outage each may sit in a metadata
+     * request for up to its timeout, which then runs out while the requests
+     * in flight wait for theirs, not one after another at the exit. */
+    mc_endpoint_table_stop(g->endpoints);
+    mc_jobs_view_stop(g->jobs_view);
     pthread_mutex_lock(&g->wait_lock);
     atomic_store(&g->stop, true);
     pthread_cond_broadcast(&g->wait_cond);

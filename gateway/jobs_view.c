@@ -98,11 +98,17 @@ static void entry_free(mc_keynode *n, void *arg)
     free(n);
 }
 
+void mc_jobs_view_stop(mc_jobs_view *v)
+{
+    if (v)
+        atomic_store(&v->stop, true);
+}
+
 void mc_jobs_view_free(mc_jobs_view *v)
 {
     if (!v)
         return;
-    atomic_store(&v->stop, true);
+    mc_jobs_view_stop(v);
     if (v->reader_started)
         pthread_join(v->reader, NULL);
     if (v->jobs) {

@@ -25,6 +25,10 @@ typedef struct mc_jobs_view mc_jobs_view;
  * (NULL: the system's) has the time zones of the schedules it shows. Caller
  * owns it (mc_jobs_view_free). NULL on ENOMEM. */
 mc_jobs_view *mc_jobs_view_new(mc_metrics *metrics, const char *zoneinfo_dir);
+/* Asks the reader to stop without waiting for it (a metadata request in flight
+ * during an outage runs out beside the caller's shutdown); the view stays
+ * readable. NULL is a no-op. Any thread. */
+void mc_jobs_view_stop(mc_jobs_view *v);
 /* Stops the reader (if started) and frees the view. */
 void mc_jobs_view_free(mc_jobs_view *v);
 
