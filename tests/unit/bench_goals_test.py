@@ -273,6 +273,27 @@ def test_repeat_medians():
           "median of an even count, and of nothing")
 
 
+def hop(p50, p99, missing=0):
+    return {"name": "raw exactly-once hop 1000/s, 1 producer", "kind": "raw", "rate": 1000,
+            "p50": p50, "p99": p99, "p999": p99, "max": p99, "ack_p50": p50 / 2,
+            "ack_p99": None, "missing": missing, "duplicates": 0}
+
+
+def test_median_hops():
+    # A cold first round (80 ms) does not decide the hop due now is judged against.
+    m = be.median_hops([hop(80.0, 180.0), hop(20.0, 60.0, missing=2), hop(22.0, 70.0)])
+    check(m["p50"] == 22.0 and m["p99"] == 70.0, f"medians {m['p50']}, {m['p99']}")
+    check(m["ack_p50"] == 11.0 and m["ack_p99"] is None, f"ack {m['ack_p50']}, {m['ack_p99']}")
+    check(m["missing"] == 2 and m["rounds"] == 3, f"worst missing, rounds: {m}")
+    check(m["name"].endswith("(median of 3 rounds)"), m["name"])
+    one = hop(30.0, 90.0)
+    check(be.median_hops([one]) is one, "one run passes through")
+    # The goal takes it: 24 / 22 ms is 1.09x, met; against the cold round it would be 0.3x.
+    rows = be.goal_rows([steady(1000, 0, 24.0, 75.0)], {(1000, "1"): m}, None, None, 6)
+    check(find(rows, "due now at 1,000/s")[1].startswith("1.09x / 1.07x"),
+          f"judged on the median: {find(rows, 'due now at 1,000/s')}")
+
+
 def test_due_now_floor():
     # Raw hop p50 20, p99 50 ms at 8,000/s. A due-now floor above both: mooncake
     # is judged against 1.1x the floor's; a floor below the raw hop changes nothing.
@@ -314,5 +335,6 @@ if __name__ == "__main__":
     test_cpu_floor()
     test_cpu_floor_pipe()
     test_repeat_medians()
+    test_median_hops()
     test_due_now_floor()
     print("bench_goals_test: ok")
