@@ -475,6 +475,27 @@ def cancel_judgement_checks(check):
     check(path == "lead window", f"read 150 ms before, a re-submit in the lead window: {path}")
 
 
+def read_by_checks(check):
+    """When the wheel had certainly read a record: the first committed position past it,
+    a position counting for no more than any later one (committed positions never go
+    back, so a sample above a later one is a misread)."""
+    v = bare_verdict()
+    v.db.execute("CREATE TABLE IF NOT EXISTS positions(at INTEGER, grp TEXT, part INTEGER, "
+                 "pos INTEGER)")
+    samples = [(100, 61), (200, 14885), (300, 157), (400, 163), (500, 20000)]
+    v.db.executemany("INSERT INTO positions VALUES (?, 'wheel', 5, ?)", samples)
+    v.db.execute("INSERT INTO positions VALUES (200, 'wheel', 4, 14885)")
+    check(v.read_by("wheel", 5, 100) == 300,
+          f"a record at 100 is read by the sample of 157, not the misread 14885: "
+          f"{v.read_by('wheel', 5, 100)}")
+    check(v.read_by("wheel", 5, 60) == 100, f"read at the first sample: {v.read_by('wheel', 5, 60)}")
+    check(v.read_by("wheel", 5, 5000) == 500,
+          f"the last sample stands on its own: {v.read_by('wheel', 5, 5000)}")
+    check(v.read_by("wheel", 5, 30000) is None, "no sample past it")
+    check(v.read_by("wheel", 4, 100) == 200, "another partition's samples are its own")
+    check(v.read_by("wheel", 5, None) is None, "no offset, no time")
+
+
 def main():
     failures = 0
 
@@ -734,6 +755,7 @@ def main():
     limit_and_group_checks(check)
     broadcast_checks(check)
     cancel_judgement_checks(check)
+    read_by_checks(check)
     print("chaos_verdict_test:", "all checks passed" if not failures else f"{failures} failed")
     return 1 if failures else 0
 
