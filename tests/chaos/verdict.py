@@ -735,6 +735,23 @@ class Verdict:
         self.info["calls_unknown_sid"] = self.q(
             "SELECT COUNT(*) FROM calls WHERE kind IS NOT 'job' AND kind IS NOT 'alarm' AND "
             "(sid IS NULL OR sid NOT IN (SELECT sid FROM commands WHERE sid IS NOT NULL))")[0][0]
+        self.prepare_positions()
+
+    def prepare_positions(self):
+        """positions_sure: the position samples read_by() trusts (see there), and how many
+        were left out as misreads."""
+        self.db.executescript("""
+            CREATE TABLE IF NOT EXISTS positions(at INTEGER, grp TEXT, part INTEGER,
+              pos INTEGER);
+            DROP TABLE IF EXISTS positions_sure;
+            CREATE TABLE positions_sure AS SELECT at, grp, part, pos FROM (
+                SELECT at, grp, part, pos,
+                  MIN(pos) OVER (PARTITION BY grp, part ORDER BY at DESC
+                                 ROWS UNBOUNDED PRECEDING) AS later_min
+                FROM positions) WHERE pos <= later_min;
+            CREATE INDEX positions_sure_where ON positions_sure(grp, part, pos, at);""")
+        self.info["positions_misread"] = self.q(
+            "SELECT (SELECT COUNT(*) FROM positions) - (SELECT COUNT(*) FROM positions_sure)")[0][0]
 
     def read_by(self, group, part, off):
         """When the wheel or the store had certainly read record `off` of `wheel`: the
@@ -747,16 +764,6 @@ class Verdict:
         on."""
         if off is None:
             return None
-        if not getattr(self, "_positions_sure", False):
-            self.db.executescript("""
-                DROP TABLE IF EXISTS positions_sure;
-                CREATE TABLE positions_sure AS SELECT at, grp, part, pos FROM (
-                    SELECT at, grp, part, pos,
-                      MIN(pos) OVER (PARTITION BY grp, part ORDER BY at DESC
-                                     ROWS UNBOUNDED PRECEDING) AS later_min
-                    FROM positions) WHERE pos <= later_min;
-                CREATE INDEX positions_sure_where ON positions_sure(grp, part, pos, at);""")
-            self._positions_sure = True
         return self.q("""SELECT MIN(at) FROM positions_sure WHERE grp = ? AND part = ?
                          AND pos > ?""", group, part, off)[0][0]
 
@@ -2573,7 +2580,8 @@ def print_summary(v, workload, events, args, passed, missing=()):
     close = v.info["too_close_to_judge"]
     say(f"  cancels/re-submits too close to the due time to judge: {close['commands']}, "
         f"called anyway {close['called_anyway']}; not judged because the wheel read it too "
-        f"late (pipeline lag): {v.info['lagging']}")
+        f"late (pipeline lag): {v.info['lagging']}; position samples left out as misreads "
+        f"(above a later one): {v.info.get('positions_misread', 0)}")
     say(f"  lead window (counted, not judged): cancels/re-submits visible in wheel "
         f"{v.args.recall_margin_ms}-{v.args.lead_ms} ms before the due time, wheel keeping up: "
         + "; ".join(f"{via}: {e['commands']}, recall written {e['recalled']}, called anyway "

@@ -485,6 +485,7 @@ def read_by_checks(check):
     samples = [(100, 61), (200, 14885), (300, 157), (400, 163), (500, 20000)]
     v.db.executemany("INSERT INTO positions VALUES (?, 'wheel', 5, ?)", samples)
     v.db.execute("INSERT INTO positions VALUES (200, 'wheel', 4, 14885)")
+    v.prepare_positions()
     check(v.read_by("wheel", 5, 100) == 300,
           f"a record at 100 is read by the sample of 157, not the misread 14885: "
           f"{v.read_by('wheel', 5, 100)}")
@@ -494,6 +495,8 @@ def read_by_checks(check):
     check(v.read_by("wheel", 5, 30000) is None, "no sample past it")
     check(v.read_by("wheel", 4, 100) == 200, "another partition's samples are its own")
     check(v.read_by("wheel", 5, None) is None, "no offset, no time")
+    check(v.info.get("positions_misread") == 1,
+          f"the misread is counted: {v.info.get('positions_misread')}")
 
 
 def main():
