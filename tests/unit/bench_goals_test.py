@@ -285,7 +285,12 @@ def test_median_hops():
     check(m["p50"] == 22.0 and m["p99"] == 70.0, f"medians {m['p50']}, {m['p99']}")
     check(m["ack_p50"] == 11.0 and m["ack_p99"] is None, f"ack {m['ack_p50']}, {m['ack_p99']}")
     check(m["missing"] == 2 and m["rounds"] == 3, f"worst missing, rounds: {m}")
-    check(m["name"].endswith("(median of 3 rounds)"), m["name"])
+    check(m["name"] == "raw exactly-once hop 1000/s, 1 producer (median of 3 rounds)", m["name"])
+    named = [dict(hop(20.0, 60.0), name=f"raw exactly-once hop 1000/s, 1 producer ({i}/2)",
+                  base_name="raw exactly-once hop 1000/s, 1 producer") for i in (1, 2)]
+    check(be.median_hops(named)["name"] ==
+          "raw exactly-once hop 1000/s, 1 producer (median of 2 rounds)",
+          f"a round's number is not the median's: {be.median_hops(named)['name']}")
     one = hop(30.0, 90.0)
     check(be.median_hops([one]) is one, "one run passes through")
     # The goal takes it: 24 / 22 ms is 1.09x, met; against the cold round it would be 0.3x.
