@@ -70,7 +70,15 @@ def child_positions(argv):
                 except Exception:
                     continue
                 for tp in tps:
-                    m = re.match(r"v1 o=(\d+)", tp.metadata or "") if role == "wheel" else None
+                    # confluent-kafka reads commit metadata as a C string, past its end
+                    # (mooncake's is not NUL-terminated: Kafka keeps its length): bytes
+                    # that do not decode make the sample worthless; digits that do make
+                    # it too high, which the verdict's read_by() leaves out.
+                    try:
+                        md = tp.metadata or ""
+                    except UnicodeDecodeError:
+                        continue
+                    m = re.match(r"v1 o=(\d+)", md) if role == "wheel" else None
                     pos = int(m.group(1)) if m else tp.offset
                     if pos >= 0:
                         out.write(f"{at}\t{role}\t{tp.partition}\t{pos}\n")

@@ -758,10 +758,11 @@ class Verdict:
         first position sample past it (positions are committed ones, so this is an
         upper bound); None when no sample passed it.
         A committed position never goes back (a new owner starts from it), so
-        a sample above a later one is a misread and is left out: one sample of 14885
-        amid samples of 61 and 157, at a time the partition held about 150 records,
-        once made every command on that partition look read by the wheel from then
-        on."""
+        a sample above a later one is a misread and is left out. Misreads are only
+        ever too high: confluent-kafka reads the wheel's commit metadata past its end
+        (observers.child_positions), so "v1 o=148" once came back as 14885, between
+        samples of 61 and 157, and made every command on that partition look read by
+        the wheel from then on."""
         if off is None:
             return None
         return self.q("""SELECT MIN(at) FROM positions_sure WHERE grp = ? AND part = ?

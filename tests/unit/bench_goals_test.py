@@ -275,7 +275,7 @@ def test_repeat_medians():
 
 def hop(p50, p99, missing=0):
     return {"name": "raw exactly-once hop 1000/s, 1 producer", "kind": "raw", "rate": 1000,
-            "p50": p50, "p99": p99, "p999": p99, "max": p99, "ack_p50": p50 / 2,
+            "p50": p50, "p99": p99, "p999": p99, "max": p99, "ack_p50": p50 / 2, "late": [p50],
             "ack_p99": None, "missing": missing, "duplicates": 0}
 
 
@@ -291,6 +291,7 @@ def test_median_hops():
     check(be.median_hops(named)["name"] ==
           "raw exactly-once hop 1000/s, 1 producer (median of 2 rounds)",
           f"a round's number is not the median's: {be.median_hops(named)['name']}")
+    check(m["late"] == [22.0], f"the curve is the median round's: {m['late']}")
     one = hop(30.0, 90.0)
     check(be.median_hops([one]) is one, "one run passes through")
     # The goal takes it: 24 / 22 ms is 1.09x, met; against the cold round it would be 0.3x.
