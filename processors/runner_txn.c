@@ -346,7 +346,7 @@ static int send_offsets(mc_runner *r, rd_kafka_topic_partition_list_t *offsets)
 /* Flushes in steps of a millisecond, for at most AWAIT_OUTPUTS_MS, until the
  * broker has acknowledged every output; for a commit the processor asked for
  * now (an output that cannot wait: a task due already, fired by the router or
- * the wheel).
+ * the wheel, or the wheel's recall of a task the executor holds).
  * commit_transaction flushes too, but by polling in steps of up to 10 ms
  * that only a delivery report ends early, and the runner asks for error
  * reports only (every report cost more than it saved at 5,000 tasks/s): such

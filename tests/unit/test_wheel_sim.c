@@ -91,6 +91,39 @@ static void cancel_inside_the_lead_window_after_a_restart(void)
     kit_config_free(cfg);
 }
 
+/* A re-submit that reaches the wheel after it fired the older version early
+ * gets its recall to the executor at once: the wheel commits it on the spot
+ * instead of at its next commit by age (up to the commit interval later),
+ * which made a re-submit need 170-190 ms before the due time to win. */
+static void a_recall_is_committed_at_once(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=500", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
+    CHECK(sim_assign_all(wheel) == 0);
+    mc_task t = kit_task("x", T0 + 2000, "http://e/x");
+    kit_wheel_submit(k, 0, 10, &t, false);
+    run_until(k, &wheel, 1, T0 + 1600, 50);
+    CHECK(kit_fired(k, 1, "x", 10) == 1, "fired early by the lead");
+    /* The wheel just committed (the sim never commits by age, only when asked
+     * to or by sim_settle); the re-submit comes right after, and the clock
+     * stands still while the wheel takes its turns. */
+    mc_task later = kit_task("x", T0 + 60000, "http://e/x");
+    kit_wheel_submit(k, 0, 11, &later, false);
+    uint64_t now_before = sim_commits_now(wheel);
+    for (int i = 0; i < 5; i++)
+        CHECK(sim_turn(wheel, 100, false) == 0); /* commits only when asked to */
+    CHECK(kit_recalls(k, 1, "x") == 1,
+          "the recall of the re-submitted task is committed with no time passing (%zu)",
+          kit_recalls(k, 1, "x"));
+    CHECK(sim_commits_now(wheel) > now_before, "and its commit waited for the recall's ack");
+    CHECK(kit_fired(k, 1, "x", 11) == 0, "the new version is not fired 58 s early");
+    sim_crash(wheel);
+    sim_kafka_free(k);
+    kit_config_free(cfg);
+}
+
 /* 30,000 tasks already overdue, in an order unrelated to their due times,
  * fired in chunks with a commit after the first chunk and a crash: after
  * the restart every task must fire exactly once. */
@@ -480,6 +513,7 @@ int main(void)
     a_refused_far_task_is_passed_by_the_stores_marker();
     a_cancel_ends_a_chains_pending_task_once();
     a_task_the_router_fired_is_fired_once_and_still_recalled();
+    a_recall_is_committed_at_once();
     cancel_inside_the_lead_window_with_a_store();
     cancel_inside_the_lead_window_after_a_restart();
     an_overdue_backlog_fires_exactly_once_across_a_crash();
