@@ -65,19 +65,28 @@ static void cancel_inside_the_lead_window_with_a_store(void)
     kit_config_free(cfg);
 }
 
-/* The same after the wheel restarted between firing early and the cancel:
- * what fired early must be known again after the replay. */
-static void cancel_inside_the_lead_window_after_a_restart(void)
+/* A wheel (lead 500 ms in cfg) that has fired task x, version 10, due at
+ * T0 + 2000, early by its lead: the clock stands at T0 + 1600. */
+static sim_inst *wheel_with_x_fired_early(sim_kafka *k, mc_config *cfg)
 {
-    static const char *flags[] = {"--wheel-lead-ms=500", NULL};
-    mc_config *cfg = kit_config("wheel", flags);
-    sim_kafka *k = sim_kafka_new(1, T0);
     sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
     CHECK(sim_assign_all(wheel) == 0);
     mc_task t = kit_task("x", T0 + 2000, "http://e/x");
     kit_wheel_submit(k, 0, 10, &t, false);
     run_until(k, &wheel, 1, T0 + 1600, 50);
     CHECK(kit_fired(k, 1, "x", 10) == 1, "fired early by the lead");
+    return wheel;
+}
+
+/* A cancel inside the lead window after the wheel restarted between firing
+ * early and the cancel:
+ * what fired early must be known again after the replay. */
+static void cancel_inside_the_lead_window_after_a_restart(void)
+{
+    static const char *flags[] = {"--wheel-lead-ms=500", NULL};
+    mc_config *cfg = kit_config("wheel", flags);
+    sim_kafka *k = sim_kafka_new(1, T0);
+    sim_inst *wheel = wheel_with_x_fired_early(k, cfg);
     sim_crash(wheel);
     wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
     CHECK(sim_assign_all(wheel) == 0);
@@ -100,12 +109,7 @@ static void a_recall_is_committed_at_once(void)
     static const char *flags[] = {"--wheel-lead-ms=500", NULL};
     mc_config *cfg = kit_config("wheel", flags);
     sim_kafka *k = sim_kafka_new(1, T0);
-    sim_inst *wheel = sim_inst_new(k, &mc_wheel_processor, cfg, "w1");
-    CHECK(sim_assign_all(wheel) == 0);
-    mc_task t = kit_task("x", T0 + 2000, "http://e/x");
-    kit_wheel_submit(k, 0, 10, &t, false);
-    run_until(k, &wheel, 1, T0 + 1600, 50);
-    CHECK(kit_fired(k, 1, "x", 10) == 1, "fired early by the lead");
+    sim_inst *wheel = wheel_with_x_fired_early(k, cfg);
     /* The wheel just committed (the sim never commits by age, only when asked
      * to or by sim_settle); the re-submit comes right after, and the clock
      * stands still while the wheel takes its turns. */
