@@ -7,6 +7,7 @@
  *   Submit due later               -> wheel, with the header mooncake-route: store
  *   Cancel                         -> wheel (WheelEntry{version, Cancel}) and
  *                                     ready (the same: a recall)
+ *   Submit of a key due soon       -> also ready, a recall (see below)
  *   anything invalid               -> dead (DeadLetter with the raw bytes and a reason)
  * Every valid command goes to the one `wheel` partition of its key, so the
  * store and the wheel both read all of a key's versions in one order: the
@@ -22,8 +23,9 @@
  * default CRC32, say): it is copied, unchanged, to its home partition of
  * `tasks` and routed from there, so a Cancel always meets its Submit and
  * all versions of a key are offsets in one partition.
- * It keeps no state but the layout: the runner commits outputs and input
- * offsets in one transaction, so each command is routed exactly once.
+ * It keeps no state but the layout, and a memory of recent Submits that is
+ * safe to lose (below): the runner commits outputs and input offsets in one
+ * transaction, so each command is routed exactly once.
  *
  * Firing what is due now. A Submit due within the wheel's lead would cross
  * two transactions (ours, the wheel's) before the executor sees it; we fire
@@ -50,7 +52,12 @@
  * before, and a recall that finds nothing held does nothing. The version is
  * the Cancel's offset, newer than every version of the key it may recall,
  * so it voids exactly what the wheel's recall would (a Cancel routed with a
- * shifted version goes the usual way only, as for firing).
+ * shifted version goes the usual way only, as for firing). A re-submit
+ * recalls too, with its own version, when this router routed an older
+ * version of the key lately, due soon (router_recent.h): the executor may
+ * hold that one. Every Submit cannot, at the cost of a `ready` record and
+ * an executor pass per task; a key not remembered waits for the wheel's
+ * recall, a hop later.
  *
  * The layout (layout.h), read at each assignment and every two seconds,
  * decides every key's home, not the partition count of `tasks`: a
@@ -77,6 +84,7 @@
 #include "kafka.h"
 #include "layout.h"
 #include "part_table.h"
+#include "router_recent.h"
 #include "task_rules.h"
 #include "writer_schemas.h"
 #include "wheel_topic.h"
@@ -88,6 +96,10 @@
  * happens inside the open transaction. */
 #define WHEEL_END_MAX_AGE_MS 5000
 #define WHEEL_END_TIMEOUT_MS 500
+/* A re-submit recalls at once what the executor may hold of its key: a
+ * version due within the lead (fired early, or about to be) plus this
+ * margin, for a wheel that reads the re-submit a little late. */
+#define RECALL_MARGIN_MS 1000
 
 /* A partition of tasks this instance owns, and whether it has written the
  * layout marker of the growth under way to its partition of wheel. */
@@ -122,7 +134,8 @@ typedef struct router {
     int64_t own_write_at;     /* where it ended when this router wrote the first layout; -1 */
     int64_t rehome_warned_at; /* one warning a minute is enough */
     mc_output *layout_out;
-    mc_counter *to_wheel, *to_store, *to_ready, *cancels, *dead_letters, *rehomed;
+    mc_router_recent *recent; /* Submits routed lately (router_recent.h) */
+    mc_counter *to_wheel, *to_store, *to_ready, *cancels, *dead_letters, *rehomed, *recalls;
 } router;
 
 /* The writer schemas load (files readable, each one resolvable to ours),
@@ -141,15 +154,17 @@ static int router_check_config(const mc_config *cfg, char *err, size_t errlen)
     return t ? 0 : -1;
 }
 
+static void router_destroy(void *self);
+
 static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errlen)
 {
     (void)arg;
     const mc_config *cfg = mc_ctx_config(ctx);
     router *r = calloc(1, sizeof *r);
-    if (!r || !(r->arena = mc_arena_new())) {
-        free(r);
+    if (!r || !(r->arena = mc_arena_new()) ||
+        !(r->recent = mc_router_recent_new(mc_ctx_now_ms(ctx)))) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        goto fail;
     }
     r->wheel = mc_ctx_output(ctx, "wheel");
     r->tasks = mc_ctx_output(ctx, "tasks");
@@ -158,28 +173,18 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     mc_topic_name(cfg, "tasks", r->tasks_topic, sizeof r->tasks_topic);
     if (!r->wheel || !r->tasks || !r->ready || !r->layout_out) {
         snprintf(err, errlen, "cannot create output topic handles");
-        mc_arena_free(r->arena);
-        free(r);
-        return NULL;
+        goto fail;
     }
     r->codec.confluent_command_ids = cfg->confluent_ids;
     r->codec.n_confluent_command_ids = cfg->n_confluent_ids;
     if (mc_writer_schemas_load(cfg->command_writer_schemas, MC_SCHEMA_COMMAND,
                                "--command-writer-schemas", &r->writers, &r->n_writers, err,
-                               errlen) != 0) {
-        mc_arena_free(r->arena);
-        free(r);
-        return NULL;
-    }
+                               errlen) != 0)
+        goto fail;
     r->codec.writers = r->writers;
     r->codec.n_writers = r->n_writers;
-    if (!(r->targets =
-              mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen))) {
-        mc_writer_schemas_free(r->writers, r->n_writers);
-        mc_arena_free(r->arena);
-        free(r);
-        return NULL;
-    }
+    if (!(r->targets = mc_kafka_targets_parse(cfg->kafka_targets, cfg->topic_prefix, err, errlen)))
+        goto fail;
     r->horizon_ms = cfg->horizon_ms;
     r->max_due_ms = cfg->max_due_ms;
     r->urgent_ms = 2 * (int64_t)cfg->commit_interval_ms;
@@ -199,7 +204,14 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
                                          "Commands routed, by destination", "destination=\"dead\"");
     r->rehomed = mc_metrics_counter(m, "mooncake_router_routed_total",
                                     "Commands routed, by destination", "destination=\"rehomed\"");
+    r->recalls = mc_metrics_counter(
+        m, "mooncake_router_resubmit_recalls_total",
+        "Re-submits that recalled an older version due soon in ready at once", NULL);
     return r;
+fail:
+    if (r)
+        router_destroy(r);
+    return NULL;
 }
 
 /* ---- the layout ------------------------------------------------------------------ */
@@ -523,6 +535,7 @@ static void router_destroy(void *self)
     mc_arena_free(r->arena);
     mc_writer_schemas_free(r->writers, r->n_writers);
     mc_kafka_targets_free(r->targets);
+    mc_router_recent_free(r->recent);
     mc_buf_free(&r->out);
     free(r);
 }
@@ -626,6 +639,33 @@ static command_read read_command(router *r, const mc_record *m, int64_t now, mc_
     return ok && mc_record_keyed_by(m, app, tid, why, whylen) ? COMMAND_OK : COMMAND_INVALID;
 }
 
+/* A Submit of a key this router routed lately, due soon (router_recent.h):
+ * the wheel may have fired that older version early already, or fire it
+ * before it reads this one, so this transaction recalls it in `ready`, as a
+ * Cancel's does, with this Submit's version (its offset, newer than every
+ * older one; the executor voids only what is below it). The wheel's recall
+ * still follows when it reads the Submit, a hop later. */
+static int recall_older(router *r, const mc_record *m, const mc_task *t, int32_t partition,
+                        int64_t version, int64_t now, mc_ctx *ctx)
+{
+    bool near = mc_router_recent_near(r->recent, (const char *)m->key, m->key_len, now,
+                                      r->lead_ms + RECALL_MARGIN_MS);
+    mc_router_recent_note(r->recent, (const char *)m->key, m->key_len, t->due_at, now);
+    if (!near)
+        return 0;
+    mc_wheel_entry c = {
+        .version = version,
+        .command = {.kind = MC_CMD_CANCEL,
+                    .cancel = {.app_id = t->app_id, .task_id = t->task_id, .requested_at = now}}};
+    mc_buf_reset(&r->out);
+    if (mc_encode_wheel_entry(&c, &r->out) != 0)
+        return -1;
+    mc_counter_add(r->recalls, 1);
+    log_routed(ctx, m, "recall");
+    mc_ctx_request_commit_now(ctx); /* the executor holds it until a due time that is near */
+    return mc_ctx_forward(ctx, r->ready, partition, m->key, m->key_len, r->out.data, r->out.len);
+}
+
 static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
 {
     router *r = self;
@@ -642,6 +682,8 @@ static int router_process(void *self, const mc_record *m, mc_ctx *ctx)
     int64_t version;
     if (!destination(r, m, &partition, &version))
         return rehome(r, m, partition, ctx);
+    if (t && version == m->offset && recall_older(r, m, t, partition, version, now, ctx) != 0)
+        return -1;
     mc_wheel_entry w = {.version = version, .command = cmd};
     mc_buf_reset(&r->out);
     if (mc_encode_wheel_entry(&w, &r->out) != 0)

@@ -3,8 +3,8 @@
  * wins over an automatic retry, whatever the timing (a cancel or re-submit
  * while the call is in flight, after the store's markers have let the wheel
  * forget other floors, with the next attempt near or far, of a task the
- * router fired itself); a cancel reaches a task fired early in the router's
- * one hop; and a zombie
+ * router fired itself); a cancel or a re-submit reaches a task fired early
+ * in the router's one hop; and a zombie
  * store that wakes up after its partitions moved commits nothing. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -226,14 +226,16 @@ static size_t results_of(const pipeline *pl, const char *id, mc_outcome outcome)
     return count;
 }
 
-/* A cancel of a task the wheel fired early (held by the executor until its
- * due time) reaches the executor in the router's one transaction: while the
- * wheel takes no turn at all until after the due time, the task is dropped
- * (one CANCELLED Result) and never called. A re-submit is stopped by the
- * wheel's recall (two hops). */
-static void a_cancel_reaches_a_task_fired_early_in_one_hop(bool resubmit)
+/* A cancel, or a re-submit, of a task the wheel fired early (held by the
+ * executor until its due time) reaches the executor in the router's one
+ * transaction: while the wheel takes no turn at all until after the due
+ * time, the task is dropped (one CANCELLED Result) and never called. After
+ * a restart of the router (which forgot the key) a re-submit is stopped by
+ * the wheel's recall instead, a hop later. */
+static void a_cancel_reaches_a_task_fired_early_in_one_hop(bool resubmit, bool router_restarted)
 {
     static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=200", NULL};
+    const char *what = !resubmit ? "cancel" : router_restarted ? "re-submit, restart" : "re-submit";
     pipeline pl;
     pipeline_start(&pl, flags);
     mc_task t = kit_task("x", T0 + 1000, "http://e/x");
@@ -241,23 +243,27 @@ static void a_cancel_reaches_a_task_fired_early_in_one_hop(bool resubmit)
     run_until(&pl, T0 + 850, 10, false, NULL);
     CHECK(kit_fired(pl.k, 1, "x", 0) == 1 && fake_caller_pending(pl.env.current) == 1,
           "the wheel fired it early; the executor holds it");
+    if (router_restarted)
+        CHECK(sim_pipeline_restart(&pl, SIM_ROUTER, "router-2") == 0);
     if (resubmit) {
         mc_task t2 = kit_task("x", T0 + 60000, "http://e/x2");
         kit_tasks_submit(pl.k, 0, &t2);
-        run_until(&pl, T0 + 1100, 10, true, NULL);
     } else {
         kit_tasks_cancel(pl.k, 0, "x", sim_now(pl.k));
-        run_router_and_executor(&pl, T0 + 1100, 10);
     }
-    CHECK(calls_of(&pl, "x", 0) == 0, "%s: called %zu times", resubmit ? "re-submit" : "cancel",
-          calls_of(&pl, "x", 0));
+    if (router_restarted)
+        run_until(&pl, T0 + 1100, 10, true, NULL);
+    else
+        run_router_and_executor(&pl, T0 + 1100, 10);
+    CHECK(calls_of(&pl, "x", 0) == 0, "%s: called %zu times", what, calls_of(&pl, "x", 0));
     run_until(&pl, T0 + 3000, 50, true, NULL);
     CHECK(calls_of(&pl, "x", 0) == 0 && results_of(&pl, "x", MC_OUTCOME_CANCELLED) == 1,
-          "%s: %zu calls, %zu CANCELLED Results", resubmit ? "re-submit" : "cancel",
-          calls_of(&pl, "x", 0), results_of(&pl, "x", MC_OUTCOME_CANCELLED));
-    /* The wheel read the cancel after the due time: it recalled nothing. */
-    CHECK(kit_recalls(pl.k, 1, "x") == 1, "%zu recalls in ready: one, the %s",
-          kit_recalls(pl.k, 1, "x"), resubmit ? "wheel's" : "router's");
+          "%s: %zu calls, %zu CANCELLED Results", what, calls_of(&pl, "x", 0),
+          results_of(&pl, "x", MC_OUTCOME_CANCELLED));
+    /* Only one recall: the wheel read the command after the due time (it
+     * recalled nothing), or the router did not know the key. */
+    CHECK(kit_recalls(pl.k, 1, "x") == 1, "%s: %zu recalls in ready: one, the %s", what,
+          kit_recalls(pl.k, 1, "x"), router_restarted ? "wheel's" : "router's");
     sim_pipeline_stop(&pl);
 }
 
@@ -367,8 +373,9 @@ int main(void)
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(false);
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(true);
     a_resubmit_due_now_refused_by_ready_still_stops_the_older_version();
-    a_cancel_reaches_a_task_fired_early_in_one_hop(false);
-    a_cancel_reaches_a_task_fired_early_in_one_hop(true);
+    a_cancel_reaches_a_task_fired_early_in_one_hop(false, false);
+    a_cancel_reaches_a_task_fired_early_in_one_hop(true, false);
+    a_cancel_reaches_a_task_fired_early_in_one_hop(true, true);
     an_idle_pipeline_writes_nothing();
     return check_exit("test_pipeline_sim");
 }

@@ -6,7 +6,8 @@
  * test), so a steady stream of them is still batched. A Submit due within
  * the wheel's lead is fired to `ready` by the router itself, in the same
  * transaction as its `wheel` record (marked fired), with a fired position
- * no higher than that record's offset. */
+ * no higher than that record's offset. A Cancel, and a re-submit of a key
+ * routed lately that is due soon, also recall in `ready` at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,27 @@
 
 static const char *const flags[] = {"--commit-interval-ms=100", "--wheel-lead-ms=200", NULL};
 
-static void submit(sim_kafka *k, const char *id, int64_t due)
+/* Submits id due at due; returns its offset in tasks (its version). */
+static int64_t submit_at(sim_kafka *k, const char *id, int64_t due)
 {
     mc_task t = kit_task(id, due, "http://h.example/x");
-    kit_tasks_submit(k, 0, &t);
+    return kit_tasks_submit(k, 0, &t);
+}
+
+static void submit(sim_kafka *k, const char *id, int64_t due)
+{
+    submit_at(k, id, due);
+}
+
+/* How many recalls of id at version are in ready. */
+static size_t recalls_in_ready(sim_kafka *k, const char *id, int64_t version)
+{
+    kit_entry *e;
+    size_t n = kit_entries(k, "ready", 0, &e), count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += !e[i].marker && e[i].cancel && strcmp(e[i].id, id) == 0 && e[i].version == version;
+    free(e);
+    return count;
 }
 
 static size_t in_wheel(sim_kafka *k)
@@ -139,15 +157,44 @@ int main(void)
     submit(k, "x", T0 + 10000);
     int64_t cancel_at = kit_tasks_cancel(k, 0, "x", T0);
     CHECK(sim_turn(r, 100, false) == 0);
-    kit_entry *e;
-    size_t n = kit_entries(k, "ready", 0, &e), recalls = 0;
-    for (size_t i = 0; i < n; i++)
-        recalls +=
-            !e[i].marker && e[i].cancel && strcmp(e[i].id, "x") == 0 && e[i].version == cancel_at;
-    free(e);
+    size_t recalls = recalls_in_ready(k, "x", cancel_at), n = kit_count_keyed(k, "ready", 0);
     CHECK(recalls == 1 && n == 1, "%zu recalls of x at version %lld among %zu ready records",
           recalls, (long long)cancel_at, n);
     CHECK(in_wheel(k) == 2, "the Submit and the Cancel in wheel: %zu", in_wheel(k));
+    CHECK(sim_stop(r) == 0);
+    kit_config_free(cfg);
+    sim_kafka_free(k);
+
+    /* A re-submit of a key routed lately and due soon recalls the older
+     * version in ready at once, with its own version, committed now; not
+     * a first Submit, not one whose older version is due later than the
+     * lead and a second, or was due more than a second ago, or was routed
+     * due more than a minute ahead (not remembered). */
+    k = sim_kafka_new(PARTITIONS, T0);
+    cfg = kit_config("router", flags);
+    r = sim_inst_new(k, &mc_router_processor, cfg, "i1");
+    CHECK(r && sim_assign_all(r) == 0 && sim_settle(r, 10) == 0);
+    submit(k, "soon", T0 + 5000);
+    submit(k, "later", T0 + 30000);
+    submit(k, "past", T0 + 1000);
+    submit(k, "far", T0 + 120000);
+    CHECK(sim_settle(r, 20) == 0 && sim_commit(r) == 0);
+    sim_set_now(k, T0 + 4500);
+    uint64_t asked = sim_commits_now(r);
+    int64_t resubmit_at = submit_at(k, "soon", T0 + 60000);
+    submit(k, "later", T0 + 40000);
+    submit(k, "past", T0 + 40000);
+    submit(k, "first", T0 + 5600);
+    CHECK(sim_settle(r, 20) == 0);
+    CHECK(recalls_in_ready(k, "soon", resubmit_at) == 1 && kit_count_keyed(k, "ready", 0) == 1,
+          "%zu recalls of soon at version %lld, %zu records in ready",
+          recalls_in_ready(k, "soon", resubmit_at), (long long)resubmit_at,
+          kit_count_keyed(k, "ready", 0));
+    CHECK(sim_commits_now(r) > asked, "the recall's commit was not asked for now");
+    sim_set_now(k, T0 + 119500);
+    submit(k, "far", T0 + 180000);
+    CHECK(sim_settle(r, 20) == 0 && sim_commit(r) == 0);
+    CHECK(kit_recalls(k, 1, "far") == 0, "a key routed due two minutes ahead was recalled");
     CHECK(sim_stop(r) == 0);
     kit_config_free(cfg);
     sim_kafka_free(k);
