@@ -162,7 +162,7 @@ static void *router_create(mc_ctx *ctx, const void *arg, char *err, size_t errle
     const mc_config *cfg = mc_ctx_config(ctx);
     router *r = calloc(1, sizeof *r);
     if (!r || !(r->arena = mc_arena_new()) ||
-        !(r->recent = mc_router_recent_new(mc_ctx_now_ms(ctx)))) {
+        !(r->recent = mc_router_recent_new(mc_ctx_now_ms(ctx), MC_ROUTER_RECENT_MAX_KEYS))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

@@ -1,8 +1,9 @@
 /* The router's memory of recent Submits (see router_recent.h): a keymap of
  * the keys, each with a timer in a timing wheel at its due time plus the
- * grace, so a key leaves exactly when it can no longer matter, whatever
- * order the due times came in. The clock is the router's: every call
- * first lets go of what expired by now_ms. */
+ * grace, so a key leaves once it can no longer matter, whatever order the
+ * due times came in (a FIFO would keep a short-lived key behind a long one).
+ * The clock is the router's: every call first lets go of what expired by
+ * now_ms; a clock stepped back keeps keys longer, never forgets them early. */
 #include "router_recent.h"
 
 #include <stdlib.h>
@@ -21,16 +22,18 @@ typedef struct recent_key {
 struct mc_router_recent {
     mc_keymap *keys;
     mc_timing_wheel *expiry;
+    size_t max_keys;
 };
 
 /* How many expired keys one pass of forget_expired pops at a time. */
 #define EXPIRE_BATCH 64
 
-mc_router_recent *mc_router_recent_new(int64_t now_ms)
+mc_router_recent *mc_router_recent_new(int64_t now_ms, size_t max_keys)
 {
     mc_router_recent *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
+    m->max_keys = max_keys;
     m->keys = mc_keymap_new(offsetof(recent_key, key) - offsetof(recent_key, node));
     m->expiry = mc_wheel_new(now_ms);
     if (!m->keys || !m->expiry) {
@@ -106,8 +109,10 @@ void mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int
         return;
     }
     if (!e) {
-        if (len > UINT32_MAX || !(e = calloc(1, sizeof *e + len)))
-            return; /* not remembered: the wheel's recall still comes */
+        /* Not remembered: the wheel's recall still comes. */
+        if (mc_keymap_count(m->keys) >= m->max_keys || len > UINT32_MAX ||
+            !(e = calloc(1, sizeof *e + len)))
+            return;
         memcpy(e->key, key, len);
         e->node.hash = mc_keymap_hash(key, len);
         e->node.key_len = (uint32_t)len;

@@ -7,8 +7,10 @@
  * before the wheel's. Forgetting is always safe - a key not remembered (due
  * later, routed by an instance before a restart or a rebalance, or memory
  * short) is recalled by the wheel alone, a hop later - so nothing here is
- * restored after a restart. Entries leave on the due time a timing wheel
- * keeps, so the memory holds at most a minute of Submits.
+ * restored after a restart. A key leaves a second after its due time, by a
+ * timing wheel, so the memory holds at most the Submits of the last 61
+ * seconds, and never more keys than its cap (then new keys are not
+ * remembered until some leave).
  * Not thread-safe: the runner's thread. */
 #ifndef MOONCAKE_ROUTER_RECENT_H
 #define MOONCAKE_ROUTER_RECENT_H
@@ -22,12 +24,15 @@
 /* How long after its due time a key is still remembered: an executor
  * behind its partition starts a task that late. */
 #define MC_ROUTER_RECENT_GRACE_MS 1000
+/* The router's cap on keys remembered: about 30 MB with keys of 40 bytes,
+ * and a minute of Submits at 4,000/s. */
+#define MC_ROUTER_RECENT_MAX_KEYS 262144
 
 typedef struct mc_router_recent mc_router_recent;
 
-/* An empty memory whose clock starts at now_ms. Caller owns it
- * (mc_router_recent_free). NULL on ENOMEM. */
-mc_router_recent *mc_router_recent_new(int64_t now_ms);
+/* An empty memory of at most max_keys keys whose clock starts at now_ms.
+ * Caller owns it (mc_router_recent_free). NULL on ENOMEM. */
+mc_router_recent *mc_router_recent_new(int64_t now_ms, size_t max_keys);
 void mc_router_recent_free(mc_router_recent *m);
 /* Whether the key (len bytes) is remembered with a due time at most
  * ahead_ms after now_ms: an older version the executor may hold or get
@@ -36,7 +41,7 @@ bool mc_router_recent_near(mc_router_recent *m, const char *key, size_t len, int
                            int64_t ahead_ms);
 /* Notes a Submit of key due at due_ms, routed at now_ms, in place of what
  * was noted of the key: remembered when due within MC_ROUTER_RECENT_MS,
- * forgotten otherwise (and when memory is short). */
+ * forgotten otherwise (and not remembered when full or memory is short). */
 void mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
                            int64_t now_ms);
 /* How many keys it remembers now. */

@@ -520,9 +520,10 @@ static int apply_entry(wheel *w, wheel_part *p, wheel_key *k, const mc_record *m
             mc_counter_add(w->recalled, 1);
             /* The executor holds the task until a due time less than the lead
              * away: the recall cannot wait for the next commit by age. A
-             * re-submit's recall is the only one; a Cancel's is a fallback
-             * (the router recalled it in its own transaction), so it does
-             * not make the commit wait for acknowledgements. */
+             * re-submit's recall may be the only one (the router recalls
+             * only keys it remembers); a Cancel's is a fallback (the router
+             * recalled it in its own transaction), so it does not make the
+             * commit wait for acknowledgements. */
             if (e->command.kind == MC_CMD_SUBMIT)
                 mc_ctx_request_commit_now(ctx);
             else

@@ -226,40 +226,66 @@ static size_t results_of(const pipeline *pl, const char *id, mc_outcome outcome)
     return count;
 }
 
+/* What follows a task the wheel fired early. */
+typedef enum follow_up {
+    CANCEL,
+    RESUBMIT_LATER, /* due after the older version, through the wheel */
+    RESUBMIT_NOW,   /* due now: fired by the router itself */
+} follow_up;
+
+/* The calls of task id at version. */
+static size_t calls_at(const pipeline *pl, const char *id, int64_t version)
+{
+    size_t n = 0;
+    char key[64];
+    kit_key(id, key, sizeof key);
+    for (size_t i = 0; i < pl->env.n_calls; i++)
+        n += strcmp(pl->env.calls[i].key, key) == 0 && pl->env.calls[i].version.v == version;
+    return n;
+}
+
 /* A cancel, or a re-submit, of a task the wheel fired early (held by the
  * executor until its due time) reaches the executor in the router's one
  * transaction: while the wheel takes no turn at all until after the due
- * time, the task is dropped (one CANCELLED Result) and never called. After
- * a restart of the router (which forgot the key) a re-submit is stopped by
- * the wheel's recall instead, a hop later. */
-static void a_cancel_reaches_a_task_fired_early_in_one_hop(bool resubmit, bool router_restarted)
+ * time, the task is dropped (one CANCELLED Result) and never called, and a
+ * re-submit is called once, at its own version. After a restart of the
+ * router (which forgot the key) a re-submit is stopped by the wheel's
+ * recall instead, a hop later. */
+static void a_follow_up_reaches_a_task_fired_early_in_one_hop(follow_up f, bool router_restarted)
 {
     static const char *flags[] = {"--horizon-ms=5000", "--wheel-lead-ms=200", NULL};
-    const char *what = !resubmit ? "cancel" : router_restarted ? "re-submit, restart" : "re-submit";
+    const char *what = f == CANCEL         ? "cancel"
+                       : f == RESUBMIT_NOW ? "re-submit due now"
+                       : router_restarted  ? "re-submit after a router restart"
+                                           : "re-submit";
     pipeline pl;
     pipeline_start(&pl, flags);
     mc_task t = kit_task("x", T0 + 1000, "http://e/x");
-    kit_tasks_submit(pl.k, 0, &t);
+    int64_t first = kit_tasks_submit(pl.k, 0, &t);
     run_until(&pl, T0 + 850, 10, false, NULL);
     CHECK(kit_fired(pl.k, 1, "x", 0) == 1 && fake_caller_pending(pl.env.current) == 1,
           "the wheel fired it early; the executor holds it");
     if (router_restarted)
         CHECK(sim_pipeline_restart(&pl, SIM_ROUTER, "router-2") == 0);
-    if (resubmit) {
-        mc_task t2 = kit_task("x", T0 + 60000, "http://e/x2");
-        kit_tasks_submit(pl.k, 0, &t2);
-    } else {
+    int64_t second = -1;
+    if (f == CANCEL) {
         kit_tasks_cancel(pl.k, 0, "x", sim_now(pl.k));
+    } else {
+        mc_task t2 = kit_task("x", f == RESUBMIT_NOW ? sim_now(pl.k) : T0 + 2000, "http://e/x2");
+        second = kit_tasks_submit(pl.k, 0, &t2);
     }
     if (router_restarted)
         run_until(&pl, T0 + 1100, 10, true, NULL);
     else
         run_router_and_executor(&pl, T0 + 1100, 10);
-    CHECK(calls_of(&pl, "x", 0) == 0, "%s: called %zu times", what, calls_of(&pl, "x", 0));
+    CHECK(calls_at(&pl, "x", first) == 0, "%s: called %zu times", what, calls_at(&pl, "x", first));
     run_until(&pl, T0 + 3000, 50, true, NULL);
-    CHECK(calls_of(&pl, "x", 0) == 0 && results_of(&pl, "x", MC_OUTCOME_CANCELLED) == 1,
-          "%s: %zu calls, %zu CANCELLED Results", what, calls_of(&pl, "x", 0),
+    CHECK(calls_at(&pl, "x", first) == 0 && results_of(&pl, "x", MC_OUTCOME_CANCELLED) == 1,
+          "%s: %zu calls, %zu CANCELLED Results", what, calls_at(&pl, "x", first),
           results_of(&pl, "x", MC_OUTCOME_CANCELLED));
+    CHECK(f == CANCEL || (calls_at(&pl, "x", second) == 1 && calls_of(&pl, "x", 0) == 1),
+          "%s: the re-submit called %zu times, %zu calls in all", what, calls_at(&pl, "x", second),
+          calls_of(&pl, "x", 0));
     /* Only one recall: the wheel read the command after the due time (it
      * recalled nothing), or the router did not know the key. */
     CHECK(kit_recalls(pl.k, 1, "x") == 1, "%s: %zu recalls in ready: one, the %s", what,
@@ -373,9 +399,10 @@ int main(void)
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(false);
     a_cancel_wins_over_the_retry_of_a_task_fired_by_the_router(true);
     a_resubmit_due_now_refused_by_ready_still_stops_the_older_version();
-    a_cancel_reaches_a_task_fired_early_in_one_hop(false, false);
-    a_cancel_reaches_a_task_fired_early_in_one_hop(true, false);
-    a_cancel_reaches_a_task_fired_early_in_one_hop(true, true);
+    a_follow_up_reaches_a_task_fired_early_in_one_hop(CANCEL, false);
+    a_follow_up_reaches_a_task_fired_early_in_one_hop(RESUBMIT_LATER, false);
+    a_follow_up_reaches_a_task_fired_early_in_one_hop(RESUBMIT_NOW, false);
+    a_follow_up_reaches_a_task_fired_early_in_one_hop(RESUBMIT_LATER, true);
     an_idle_pipeline_writes_nothing();
     return check_exit("test_pipeline_sim");
 }

@@ -3,7 +3,8 @@
  * until its due time and the grace have passed; a key due further ahead
  * than a minute is not remembered, and a newer Submit replaces what was
  * noted (forgetting the key when it is due far ahead); many keys due in any
- * order leave as their own times pass. */
+ * order leave as their own times pass; a full memory takes no new key until
+ * some leave. */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ static void note(mc_router_recent *m, const char *key, int64_t due, int64_t now)
 
 int main(void)
 {
-    mc_router_recent *m = mc_router_recent_new(T0);
+    mc_router_recent *m = mc_router_recent_new(T0, 2000);
     CHECK(m != NULL);
     CHECK(!near(m, "a/x", T0, 1000), "nothing noted is near");
 
@@ -66,7 +67,7 @@ int main(void)
 
     /* Many keys due in any order leave as their own times pass. */
     mc_router_recent_free(m);
-    m = mc_router_recent_new(T0);
+    m = mc_router_recent_new(T0, 2000);
     char key[32];
     for (int i = 0; i < 1000; i++) {
         snprintf(key, sizeof key, "a/%d", i);
@@ -82,6 +83,22 @@ int main(void)
         still += near(m, key, T0 + 5000 + MC_ROUTER_RECENT_GRACE_MS, INT64_MAX / 4);
     }
     CHECK(still == 500, "%zu of the later half still near", still);
+
+    /* Full: a new key is not remembered until some leave; a known one
+     * still moves. */
+    for (int i = 0; i < 1600; i++) {
+        snprintf(key, sizeof key, "b/%d", i);
+        note(m, key, T0 + 8000, T0 + 6000);
+    }
+    CHECK(mc_router_recent_count(m) == 2000, "%zu remembered, the cap 2000",
+          mc_router_recent_count(m));
+    CHECK(!near(m, "b/1500", T0 + 6000, INT64_MAX / 4) && near(m, "b/1499", T0 + 6000, 2000),
+          "the key past the cap is not remembered, the one before it is");
+    note(m, "b/0", T0 + 9000, T0 + 6000);
+    CHECK(!near(m, "b/0", T0 + 6000, 2000) && near(m, "b/0", T0 + 6000, 3000),
+          "a remembered key moves when full");
+    note(m, "b/1500", T0 + 12000, T0 + 10001 + MC_ROUTER_RECENT_GRACE_MS);
+    CHECK(near(m, "b/1500", T0 + 11001, 1000), "remembered once the others left");
     mc_router_recent_free(m);
     return check_exit("test_router_recent");
 }
