@@ -70,12 +70,14 @@ def test_all_met():
     cost = {"mooncake": {"client_cpu_us": 90.0, "broker_cpu_us": 140.0},
             "raw": {"broker_cpu_us": 100.0, "client_cpu_us": 50.0}, "raw_call_cpu_us": 25.0}
     cancel = {"raw_p99": 150.0, "cancel": {"goal_met": True, "goal_probes": 40, "goal_lost": 0,
-                                           "lstar": 48.0}}
+                                           "lstar": 48.0},
+              "resubmit": {"goal_met": True, "goal_probes": 38, "goal_lost": 0, "lstar": 9.0}}
     rows = be.goal_rows(results, eos, cost, cancel, 6)
     check("floor 75 µs: 1.20x" in find(rows, "mooncake CPU")[1], find(rows, "mooncake CPU"))
     bad = {g: v for g, v in verdicts(rows).items() if v != "met"}
     check(not bad, f"all met: {bad}")
-    check(len(rows) == 7, f"seven goals: {rows}")
+    check(len(rows) == 8, f"eight goals: {rows}")
+    check("38/38 won at >= 150 ms (L* 9 ms)" in find(rows, "re-submit")[1], find(rows, "re-submit"))
     check("1.40x" in find(rows, "broker CPU")[1], find(rows, "broker CPU"))
     check("6 partitions" in find(rows, "due now at 1,000/s")[0], "says the partitions")
 
@@ -91,10 +93,11 @@ def test_each_miss():
     cost = {"mooncake": {"client_cpu_us": 101.0, "broker_cpu_us": 151.0},
             "raw": {"broker_cpu_us": 100.0}}
     cancel = {"raw_p99": 150.0, "cancel": {"goal_met": False, "goal_probes": 40, "goal_lost": 1,
-                                           "lstar": 190.0}}
+                                           "lstar": 190.0},
+              "resubmit": {"goal_met": False, "goal_probes": 30, "goal_lost": 2, "lstar": 170.0}}
     rows = be.goal_rows(results, eos, cost, cancel, 12)
     for start in ("8,000/s", "5,000/s", "start-up", "mooncake CPU", "broker CPU", "cancel",
-                  "due now at 1,000/s"):
+                  "re-submit", "due now at 1,000/s"):
         check(find(rows, start)[2] == "NOT met", f"{start}: {find(rows, start)}")
     check("1 missing" in find(rows, "5,000/s")[1], find(rows, "5,000/s"))
     check("1.00x / 1.20x" in find(rows, "due now")[1], find(rows, "due now"))
