@@ -1204,6 +1204,7 @@ static void refresh_endpoints(http_caller *hc)
 static void *http_main(void *arg)
 {
     http_caller *hc = arg;
+    pthread_setname_np(pthread_self(), "mc-http-calls"); /* beside mc-executor in top -H */
     hc->progress_at = mc_mono_ms();
     refresh_endpoints(hc);
     while (!atomic_load(&hc->stop)) {

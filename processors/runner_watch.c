@@ -49,6 +49,7 @@ bool mc_runner_stuck(mc_runner *r, char *why, size_t whylen)
 static void *watchdog_main(void *arg)
 {
     mc_runner *r = arg;
+    pthread_setname_np(pthread_self(), "mc-watchdog");
     pthread_mutex_lock(&r->watchdog_lock);
     while (!r->watchdog_quit) {
         struct timespec until;

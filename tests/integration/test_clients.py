@@ -112,6 +112,15 @@ def start_all(env, *extra, **env_vars):
     return p
 
 
+def thread_names(pid):
+    """The names of a process's threads (/proc/PID/task/*/comm)."""
+    names = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            names.add(f.read().strip())
+    return names
+
+
 def warm_up(env):
     """One task through every partition, called before the test's clock starts: the
     first transactions and fetches of a fresh broker and consumer group take a second
@@ -170,7 +179,12 @@ def test_python_client_submits_and_cancels():
     server = CallbackServer(failing_first({"/py/retry"}))
     client = mooncake_client.Client(BOOTSTRAP, env.prefix)
     try:
-        start_all(env)
+        p = start_all(env)
+        # Each role's thread is named after it (docs/operations.md: top -H tells them apart).
+        names = thread_names(p.pid)
+        want = {"mc-router", "mc-store", "mc-wheel", "mc-executor", "mc-retry", "mc-jobs",
+                "mc-alarms", "mc-view", "mc-gateway", "mc-http-calls", "mc-watchdog"}
+        assert want <= names, sorted(names)
         due, expected, cancelled = {}, [], []
         # The cancels travel client -> router -> wheel and must get there
         # before the wheel fires (due - lead); 3 s leaves room on a busy machine.
