@@ -599,6 +599,12 @@ class Disruptions:
 #     in a commit that waits on the broker (its "partitions lost" comes only then). Not
 #     its "maximum poll interval exceeded" line: while a rebalance is under way that one
 #     leaves the flag unset, and the executor goes on calling.
+# How long before it reached the endpoint a call may have been started, as measured on
+# the calls that arrived within TRANSIT_WINDOW_MS of it (Verdict.started_early), and at
+# most: under ASan, with the two cores saturated, seconds-long transits are not such a
+# wait but a call's Result that belongs to another of its tries.
+TRANSIT_WINDOW_MS = 1000
+MAX_TRANSIT_MS = 250
 EXECUTOR_TURN = re.compile(
     r'^ts=(\S+)Z level=\w+ role=executor msg=(?:"(partitions lost)"|"(aborting transaction)"'
     r'|"(work still in flight at --drain-timeout-ms is given up with its partitions)"'
@@ -1076,11 +1082,47 @@ class Verdict:
             i += 1
         return min(max(worst, LAG_LOG_MIN_MS), MAX_LAG_ALLOWANCE_MS)
 
+    def call_transits(self):
+        """[(arrival, transit)] in arrival order: for each first attempt of a Submit
+        called once whose Result says when its call started, how long before it reached
+        the endpoint the executor had started it (curl may hold a started call for a
+        connection: the executor's per-host cap, a slow endpoint keeping them). Read
+        once; [] without the tables."""
+        if getattr(self, "_transits", None) is None:
+            try:
+                rows = self.q("""
+                    SELECT c.at AS at, c.at - r.started AS transit FROM calls c
+                    JOIN commands m ON m.sid = c.sid
+                    JOIN results r ON r.key = c.key AND r.attempt = c.attempt AND r.due = m.due
+                    WHERE c.attempt = 1 AND r.started > 0 AND c.sid IN (
+                      SELECT sid FROM calls WHERE attempt = 1 AND sid IS NOT NULL
+                      GROUP BY sid HAVING COUNT(*) = 1)
+                    ORDER BY c.at""")
+            except sqlite3.OperationalError:
+                rows = []
+            self._transits = [(r["at"], max(0.0, r["transit"])) for r in rows]
+        return self._transits
+
+    def started_early(self, at):
+        """How long before it reached the endpoint (at) a call may have been started:
+        the longest transit (call_transits) of the calls that arrived within
+        TRANSIT_WINDOW_MS of it, at most MAX_TRANSIT_MS; 0 without such calls. A call
+        started before an executor turn is given up with it and made again, even when
+        it reached the endpoint after the turn's log line."""
+        transits = self.call_transits()
+        i = bisect.bisect_left(transits, (at - TRANSIT_WINDOW_MS, float("-inf")))
+        worst = 0.0
+        while i < len(transits) and transits[i][0] <= at + TRANSIT_WINDOW_MS:
+            worst = max(worst, transits[i][1])
+            i += 1
+        return min(worst, MAX_TRANSIT_MS)
+
     def repeats(self, where):
         """(expected, unexpected) repeats among the calls matching `where` (a repeat:
         the same sid and Idempotency-Key; an alarm call has no sid, its key names the
         alarm task). The previous call counts from when it may have reached the
-        endpoint (see logged_late), not from when the endpoint's loop logged it."""
+        endpoint (see logged_late), not from when the endpoint's loop logged it, and
+        an executor turn from when the executor may have started it (started_early)."""
         expected, unexpected = [], []
         for r in self.q(f"""SELECT sid, ikey, key, GROUP_CONCAT(at, ' ') AS ats FROM calls
                             WHERE (sid IS NOT NULL OR kind = 'alarm') AND {where}
@@ -1088,14 +1130,16 @@ class Verdict:
             ats = sorted(float(x) for x in r["ats"].split())
             for prev, at in zip(ats, ats[1:]):
                 late = self.logged_late(prev)
+                early = self.started_early(prev - late)
                 # A log line's time is cut to the millisecond: the turn happened
                 # within the millisecond after it.
                 why = self.dis.hits(("executor",), prev - late, at) + [
                     (t, t, "executor", w) for t, w in self.executor_turns
-                    if prev - late <= t + 1 and t <= at]
+                    if prev - late - early <= t + 1 and t <= at]
                 # counted apart: judged expected only thanks to the endpoint's lag
                 item = {"key": r["key"], "sid": r["sid"], "idempotency_key": r["ikey"],
                         "previous_call": prev, "repeat": at, "endpoint_lag_ms": late,
+                        "started_early_ms": early,
                         "by_lag": bool(why) and all(e < prev for _, e, _, _ in why),
                         "disruptions": [{"from": a, "to": b, "what": w} for a, b, _, w in why]}
                 (expected if why else unexpected).append(item)
@@ -2550,7 +2594,8 @@ def print_summary(v, workload, events, args, passed, missing=()):
         ("calls repeated, expected", c["repeats_expected"],
          "executor disrupted in between: not a failure "
          f"({c.get('repeats_expected_by_endpoint_lag', 0)} of them only within the endpoint's "
-         "lag or a log line's millisecond" + roll_repeats_note(v) + ")"),
+         "lag, a started call's way to it or a log line's millisecond" + roll_repeats_note(v)
+         + ")"),
         ("view answers contradicted", c.get("view_contradicted", 0),
          f"of {c.get('view_questions', 0)} answers about a task (GET /api/task, and each "
          f"task of {c.get('view_lists', 0)} lists of pending tasks due within 10 s: "
@@ -2715,7 +2760,8 @@ def print_jobs_summary(v):
         ("job calls repeated, unexpected", c["jobs_repeats_unexpected"], ""),
         ("job calls repeated, expected", c["jobs_repeats_expected"],
          f"executor disrupted in between ({c.get('jobs_repeats_expected_by_endpoint_lag', 0)} "
-         f"only within the endpoint's lag or a log line's millisecond); "
+         f"only within the endpoint's lag, a started call's way to it or a log line's "
+         f"millisecond); "
          f"+ {j['repeats_other_version']} of an occurrence written again whose first version "
          "ran too"),
         ("job commands dead-lettered", c["jobs_dead_letters"], ""),

@@ -3,7 +3,8 @@
 evidence: a repeat is expected only when an executor turn (an abort, a revoke) lies
 between the two calls, where the first call counts from when it may have reached the
 endpoint - earlier than the endpoint logged it by as much as the endpoint's loop was
-measured behind, and not a millisecond more. And which sanitizer reports fail a run.
+measured behind, and not a millisecond more - and the turn from when the executor may
+have started that call (as long before its arrival as the calls around it took). And which sanitizer reports fail a run.
 And the judge of alarms: per app the distinct alarm calls count each dead letter of
 `dead` exactly once, list no key twice nor one that is no dead letter, and come at least
 the interval apart. And the judges of endpoint groups (a group task's success names the
@@ -35,12 +36,29 @@ class NoDisruptions:
         return []
 
 
-def judge(calls, turns, lags):
-    """(expected, unexpected) for calls [(at, ikey)] of one sid."""
+def judge(calls, turns, lags, others=None):
+    """(expected, unexpected) for calls [(at, ikey)] of one sid; others: other tasks'
+    calls [(arrival, started)], each called once with a Result saying when it started
+    (None: no such tables, as in a run without them)."""
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE calls (at REAL, kind TEXT, sid INTEGER, key TEXT, ikey TEXT, "
                "attempt INTEGER, status INTEGER, delay INTEGER)")
     db.executemany("INSERT INTO calls VALUES (?, 'task', 7, 'chaos/t7', ?, 1, 200, 0)", calls)
+    if others is not None:
+        db.execute("CREATE TABLE commands(seq INTEGER, key TEXT, kind TEXT, sid INTEGER, "
+                   "due INTEGER, sent INTEGER, acked INTEGER, part INTEGER, off INTEGER, "
+                   "scenario TEXT, err TEXT)")
+        db.execute("CREATE TABLE results(key TEXT, attempt INTEGER, due INTEGER, outcome TEXT, "
+                   "status INTEGER, started INTEGER, finished INTEGER, error TEXT, "
+                   "part INTEGER, off INTEGER, member TEXT)")
+        for i, (arrival, started) in enumerate(others):
+            sid, key, due = 100 + i, f"chaos/o{i}", int(started) - 5
+            db.execute("INSERT INTO calls VALUES (?, 'fast', ?, ?, ?, 1, 200, 0)",
+                       (arrival, sid, key, f"{key}:1"))
+            db.execute("INSERT INTO commands VALUES (?, ?, 'submit', ?, ?, 0, 0, 0, ?, 'fast', "
+                       "NULL)", (sid, key, sid, due, sid))
+            db.execute("INSERT INTO results VALUES (?, 1, ?, 'SUCCEEDED', 200, ?, ?, '', 0, ?, "
+                       "NULL)", (key, due, int(started), int(arrival) + 1, sid))
     v = verdict.Verdict.__new__(verdict.Verdict)
     v.db = db
     v.db.row_factory = sqlite3.Row
@@ -538,6 +556,25 @@ def main():
     e, u = judge([(1000.0, ik), (2000.0, ik)], [940.0], [(1095.0, 85.0)])
     check(len(u) == 1 and u[0]["endpoint_lag_ms"] == endpoint.LAG_LOG_MIN_MS,
           "a stall after the call")
+    # A call the executor started before its abort may reach the endpoint after the
+    # abort's log line (curl holding it for a connection: measured up to 175 ms around
+    # seed 29814's repeat, started 33 ms before it arrived): the calls that arrived
+    # within a second of it say how long that way took then.
+    e, u = judge([(1029.0, ik), (1215.0, ik)], [1000.0], [], others=[(1182.0, 1149.0)])
+    check(len(e) == 1 and not u and e[0]["started_early_ms"] == 33.0 and e[0]["by_lag"],
+          "abort 29 ms before the call's arrival, calls then 33 ms on their way")
+    e, u = judge([(1029.0, ik), (1215.0, ik)], [1000.0], [], others=[(1182.0, 1180.0)])
+    check(len(u) == 1 and u[0]["started_early_ms"] == 2.0, "calls then 2 ms on their way")
+    e, u = judge([(1029.0, ik), (1215.0, ik)], [1000.0], [], others=[(2200.0, 2100.0)])
+    check(len(u) == 1 and u[0]["started_early_ms"] == 0.0, "a slow call 1.2 s later")
+    e, u = judge([(1029.0, ik), (1215.0, ik)], [1000.0], [], others=[])
+    check(len(u) == 1, "no other call to measure the way by")
+    # a Result far from its call (another try's) gives at most MAX_TRANSIT_MS
+    e, u = judge([(1400.0, ik), (2000.0, ik)], [1000.0], [], others=[(1500.0, 100.0)])
+    check(len(u) == 1 and u[0]["started_early_ms"] == verdict.MAX_TRANSIT_MS,
+          "a transit above the bound")
+    e, u = judge([(1200.0, ik), (2000.0, ik)], [1000.0], [], others=[(1500.0, 100.0)])
+    check(len(e) == 1, "within the bound")
     # a call logged 1.3 ms after a tick 4.2 ms late may have waited through that stall
     # too (the loop serves the tick and the waiting calls in either order): the revoke
     # logged 2.5 ms before that tick came before it (seed 720701's 15)
