@@ -648,10 +648,8 @@ static command_read read_command(router *r, const mc_record *m, int64_t now, mc_
 static int recall_older(router *r, const mc_record *m, const mc_task *t, int32_t partition,
                         int64_t version, int64_t now, mc_ctx *ctx)
 {
-    bool near = mc_router_recent_near(r->recent, (const char *)m->key, m->key_len, now,
-                                      r->lead_ms + RECALL_MARGIN_MS);
-    mc_router_recent_note(r->recent, (const char *)m->key, m->key_len, t->due_at, now);
-    if (!near)
+    if (!mc_router_recent_note(r->recent, (const char *)m->key, m->key_len, t->due_at, now,
+                               r->lead_ms + RECALL_MARGIN_MS))
         return 0;
     mc_wheel_entry c = {
         .version = version,

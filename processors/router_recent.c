@@ -84,9 +84,9 @@ static void forget_expired(mc_router_recent *m, int64_t now_ms)
     } while (n == EXPIRE_BATCH);
 }
 
-static recent_key *find(const mc_router_recent *m, const char *key, size_t len)
+static recent_key *find(const mc_router_recent *m, const char *key, size_t len, uint32_t hash)
 {
-    mc_keynode *n = mc_keymap_find(m->keys, key, len, mc_keymap_hash(key, len));
+    mc_keynode *n = mc_keymap_find(m->keys, key, len, hash);
     return n ? (recent_key *)(void *)((char *)n - offsetof(recent_key, node)) : NULL;
 }
 
@@ -94,27 +94,31 @@ bool mc_router_recent_near(mc_router_recent *m, const char *key, size_t len, int
                            int64_t ahead_ms)
 {
     forget_expired(m, now_ms);
-    const recent_key *e = find(m, key, len);
+    const recent_key *e = find(m, key, len, mc_keymap_hash(key, len));
     return e && e->due <= now_ms + ahead_ms;
 }
 
-void mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
-                           int64_t now_ms)
+bool mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
+                           int64_t now_ms, int64_t ahead_ms)
 {
+    /* One expiry pass and one hash for the question and the note: this runs
+     * for every Submit the router routes. */
     forget_expired(m, now_ms);
-    recent_key *e = find(m, key, len);
+    uint32_t hash = mc_keymap_hash(key, len);
+    recent_key *e = find(m, key, len, hash);
+    bool near = e && e->due <= now_ms + ahead_ms;
     if (due_ms > now_ms + MC_ROUTER_RECENT_MS) {
         if (e)
             forget(m, e);
-        return;
+        return near;
     }
     if (!e) {
         /* Not remembered: the wheel's recall still comes. */
         if (mc_keymap_count(m->keys) >= m->max_keys || len > UINT32_MAX ||
             !(e = calloc(1, sizeof *e + len)))
-            return;
+            return near;
         memcpy(e->key, key, len);
-        e->node.hash = mc_keymap_hash(key, len);
+        e->node.hash = hash;
         e->node.key_len = (uint32_t)len;
         mc_keymap_insert(m->keys, &e->node);
     }
@@ -123,6 +127,7 @@ void mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int
     int64_t until = (due_ms > now_ms ? due_ms : now_ms) + MC_ROUTER_RECENT_GRACE_MS;
     if (mc_wheel_add(m->expiry, &e->expiry, until + 1) != 0)
         forget(m, e); /* never left without a timer: it would stay for good */
+    return near;
 }
 
 size_t mc_router_recent_count(const mc_router_recent *m)

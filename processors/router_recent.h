@@ -41,9 +41,10 @@ bool mc_router_recent_near(mc_router_recent *m, const char *key, size_t len, int
                            int64_t ahead_ms);
 /* Notes a Submit of key due at due_ms, routed at now_ms, in place of what
  * was noted of the key: remembered when due within MC_ROUTER_RECENT_MS,
- * forgotten otherwise (and not remembered when full or memory is short). */
-void mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
-                           int64_t now_ms);
+ * forgotten otherwise (and not remembered when full or memory is short).
+ * Returns what mc_router_recent_near would have said just before. */
+bool mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
+                           int64_t now_ms, int64_t ahead_ms);
 /* How many keys it remembers now. */
 size_t mc_router_recent_count(const mc_router_recent *m);
 

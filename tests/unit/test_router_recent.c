@@ -20,7 +20,7 @@ static bool near(mc_router_recent *m, const char *key, int64_t now, int64_t ahea
 
 static void note(mc_router_recent *m, const char *key, int64_t due, int64_t now)
 {
-    mc_router_recent_note(m, key, strlen(key), due, now);
+    mc_router_recent_note(m, key, strlen(key), due, now, 0);
 }
 
 int main(void)
@@ -50,6 +50,9 @@ int main(void)
     note(m, "a/y", now + 3000, now);
     note(m, "a/y", now + 200, now + 100);
     CHECK(near(m, "a/y", now + 100, 200), "moved closer");
+    CHECK(mc_router_recent_note(m, "a/y", 3, now + 200, now + 100, 200) &&
+              !mc_router_recent_note(m, "a/z", 3, now + 200, now + 100, 200000),
+          "a note says whether the key was near before it");
     note(m, "a/y", now + 20000, now + 150);
     CHECK(!near(m, "a/y", now + 150, 1000) && near(m, "a/y", now + 19500, 1000),
           "moved further, and kept until the new due time");
