@@ -763,7 +763,7 @@ static int wheel_punctuate(void *self, int64_t now_ms, mc_ctx *ctx)
         if (d != INT64_MAX && d - w->gate_ms < next)
             next = d - w->gate_ms;
         if (mc_ring_len(&p->recalls) > 0) {
-            int64_t r = ((recall_ref *)mc_ring_at(&p->recalls, 0))->due;
+            int64_t r = ((recall_ref *)mc_ring_at(&p->recalls, 0))->due + RECALL_EXPIRY_SLACK_MS;
             if (r < next)
                 next = r;
         }

@@ -55,6 +55,14 @@
  * and with fires 100 ms ahead tasks due 2 s ahead at 1,000/s were called
  * with p99 11-27 ms late against 4-11 ms with 200 ms. */
 #define FIRE_SLACK_MIN_LEAD_MS 200
+/* How late a recall entry may be dropped after its due time. Dropping it is
+ * bookkeeping: whether a newer version is recalled is decided against the
+ * clock (apply_entry), and an entry kept longer only holds the committed
+ * offset and its key's memory back a little. Waking on each entry's due
+ * millisecond was most of the wheel's wake-ups under load (one per task
+ * fired early); with this slack the passes that fire drop them, and a quiet
+ * wheel wakes once per slack. */
+#define RECALL_EXPIRY_SLACK_MS 100
 
 /* How much later than the lead the wheel may fire a task (see
  * FIRE_SLACK_MAX_MS): the lead beyond FIRE_SLACK_MIN_LEAD_MS, at most
