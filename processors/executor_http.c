@@ -214,6 +214,20 @@ static bool call_release(http_caller *hc, call *c)
     return was_running;
 }
 
+/* Wakes the runner for the finished calls owed one, unless it was woken
+ * less than DONE_WAKE_MIN_MS ago: then the loop does when that time comes. */
+static void wake_for_done(http_caller *hc)
+{
+    int64_t now = mc_mono_ms();
+    if (now - hc->done_woken_at < DONE_WAKE_MIN_MS) {
+        hc->done_wake_owed = true;
+        return;
+    }
+    hc->done_wake_owed = false;
+    hc->done_woken_at = now;
+    wake(hc->done_wake);
+}
+
 /* Gives j back to the runner, which reports and finishes it. */
 static void give_back(http_caller *hc, mc_call *j)
 {
@@ -227,7 +241,7 @@ static void give_back(http_caller *hc, mc_call *j)
     hc->done_tail = j;
     pthread_mutex_unlock(&hc->mu);
     if (was_empty)
-        wake(hc->done_wake);
+        wake_for_done(hc);
 }
 
 /* Describes how a call ended, in the call. */
@@ -1224,6 +1238,11 @@ static void *http_main(void *arg)
             if (wait_ms < timeout)
                 timeout = wait_ms > 0 ? (int)wait_ms : 0;
         }
+        if (hc->done_wake_owed) {
+            int64_t owed_ms = hc->done_woken_at + DONE_WAKE_MIN_MS - mc_mono_ms();
+            if (owed_ms < timeout)
+                timeout = owed_ms > 0 ? (int)owed_ms : 0;
+        }
         hc->wake_by = mc_mono_ms() + timeout;
         bool woken;
         if (mc_evloop_run_once(&hc->loop, timeout, &woken) < 0) {
@@ -1243,8 +1262,12 @@ static void *http_main(void *arg)
             curl_multi_socket_action(hc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
         check_completions(hc);
+        if (hc->done_wake_owed)
+            wake_for_done(hc);
         mc_gauge_set(hc->held_gauge, (double)mc_wheel_count(hc->held));
     }
+    if (hc->done_wake_owed)
+        wake(hc->done_wake); /* at a stop: the runner may still take them */
     return NULL;
 }
 

@@ -787,6 +787,33 @@ static void a_call_posted_before_an_abandon_is_abandoned(endpoint *e)
     caller_env_end(&ce);
 }
 
+/* Calls finishing a few ms apart wake the runner about once per
+ * DONE_WAKE_MIN_MS, not once each (a wake-up of each thread per task under
+ * load), and every one comes back through a wake-up: none is left waiting
+ * in the done list unannounced. */
+static void calls_ending_close_together_share_wake_ups(endpoint *e)
+{
+    enum { N = 100, APART_MS = 2 };
+    caller_env ce;
+    if (!caller_env_start(&ce, true))
+        return;
+    int64_t t0 = mc_now_ms() + 50;
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "w%d", i);
+        ce.c->ops->post(ce.c, call_of(id, 0, t0 + i * APART_MS, e->port, "/wake"));
+    }
+    int wakeups = 0, ok = 0;
+    struct pollfd pfd = {.fd = ce.c->ops->wake_fd(ce.c), .events = POLLIN};
+    while (ok < N && poll(&pfd, 1, 10000) == 1) {
+        wakeups++;
+        ok += take_ok(ce.c);
+    }
+    CHECK(ok == N, "%d of %d calls came back through a wake-up", ok, N);
+    CHECK(wakeups <= N / 2, "%d wake-ups for %d calls ending %d ms apart", wakeups, N, APART_MS);
+    caller_env_end(&ce);
+}
+
 int main(void)
 {
     endpoint e = {0};
@@ -831,6 +858,7 @@ int main(void)
     a_group_call_fails_over_and_names_its_member(&e);
     calls_moving_between_buckets_all_end(&e);
     a_batch_of_recalls_voids_exactly_the_older_versions(&e);
+    calls_ending_close_together_share_wake_ups(&e);
     endpoint_stop(&e);
     return check_exit("test_executor_http");
 }
