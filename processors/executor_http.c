@@ -1248,6 +1248,8 @@ static void *http_main(void *arg)
         if (mc_evloop_run_once(&hc->loop, timeout, &woken) < 0) {
             if (errno != EINTR)
                 poll(NULL, 0, 10); /* ENOMEM: try again shortly */
+            if (hc->done_wake_owed)
+                wake_for_done(hc); /* a wait that keeps failing must not hold it back */
             continue;
         }
         refresh_endpoints(hc); /* after the wait: what is taken now picks from the latest */
