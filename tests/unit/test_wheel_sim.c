@@ -462,8 +462,7 @@ static void fires_come_in_batches(int32_t partitions)
 /* A wheel holding tasks it fired early wakes about once per fire slack, not
  * once per task: 1,000 tasks due a millisecond apart asked for a wake-up on
  * each one's due millisecond (to drop its recall entry), most of the wheel's
- * wake-ups under load. The entries still go within the slack after their
- * due time, and with them the committed offset's hold. */
+ * wake-ups under load. An entry kept past its due time recalls nothing. */
 static void tasks_fired_early_do_not_wake_the_wheel_each(void)
 {
     static const char *flags[] = {"--wheel-lead-ms=300", NULL};
@@ -486,8 +485,8 @@ static void tasks_fired_early_do_not_wake_the_wheel_each(void)
     }
     CHECK(kit_count_keyed(k, "ready", 0) == N, "all %d fired", N);
     CHECK(wakeups <= 30, "%zu wake-ups over 1.5 s: about one per 100 ms", wakeups);
-    /* A re-submit of a task fired early is still recalled until its due
-     * time, and not after it: decided by the clock, not by the entry. */
+    /* A re-submit after the due time is not recalled, whether or not the
+     * entry is still there: that is decided by the clock. */
     mc_task again = kit_task("t0", T0 + 60000, "http://e/t");
     kit_wheel_submit(k, 0, N, &again, false);
     CHECK(sim_settle(wheel, 50) == 0);
