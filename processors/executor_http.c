@@ -604,7 +604,7 @@ static admit_result admit(http_caller *hc, call *c, mc_bucket *from, bool no_wai
             return ADMIT_WAITING;
         }
         case MC_PICK_EMPTY: {
-            char why[MC_CALL_MEMBER_MAX + 300];
+            char why[MC_CALL_ERROR_MAX]; /* what the call keeps of it */
             if (pinned)
                 snprintf(why, sizeof why, "member %s is no longer in endpoint group '%s'", pinned,
                          name);
