@@ -90,12 +90,17 @@ static recent_key *find(const mc_router_recent *m, const char *key, size_t len, 
     return n ? (recent_key *)(void *)((char *)n - offsetof(recent_key, node)) : NULL;
 }
 
+/* Whether e (or NULL) is due within ahead_ms of now_ms: the one test of nearness. */
+static bool due_within(const recent_key *e, int64_t now_ms, int64_t ahead_ms)
+{
+    return e && e->due <= now_ms + ahead_ms;
+}
+
 bool mc_router_recent_near(mc_router_recent *m, const char *key, size_t len, int64_t now_ms,
                            int64_t ahead_ms)
 {
     forget_expired(m, now_ms);
-    const recent_key *e = find(m, key, len, mc_keymap_hash(key, len));
-    return e && e->due <= now_ms + ahead_ms;
+    return due_within(find(m, key, len, mc_keymap_hash(key, len)), now_ms, ahead_ms);
 }
 
 bool mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int64_t due_ms,
@@ -106,7 +111,7 @@ bool mc_router_recent_note(mc_router_recent *m, const char *key, size_t len, int
     forget_expired(m, now_ms);
     uint32_t hash = mc_keymap_hash(key, len);
     recent_key *e = find(m, key, len, hash);
-    bool near = e && e->due <= now_ms + ahead_ms;
+    bool near = due_within(e, now_ms, ahead_ms);
     if (due_ms > now_ms + MC_ROUTER_RECENT_MS) {
         if (e)
             forget(m, e);
