@@ -3,7 +3,8 @@
 the start-up split (first 15 s of due times against the rest), each goal
 met, not met, or not measured with the scenario to run named, and the floor
 rule of the "due ahead" goals (judged against 1.1x the raw scheduled pipe's
-p99 when that is itself above the limit), and the medians of --repeat."""
+p99 when that is itself above the limit), the due-now goal judged at
+1,000/s and only printed at other rates, and the medians of --repeat."""
 import math
 import sys
 
@@ -304,31 +305,49 @@ def test_median_hops():
 
 
 def test_due_now_floor():
-    # Raw hop p50 20, p99 50 ms at 8,000/s. A due-now floor above both: mooncake
+    # Raw hop p50 20, p99 50 ms at 1,000/s. A due-now floor above both: mooncake
     # is judged against 1.1x the floor's; a floor below the raw hop changes nothing.
-    eos = {(8000, "1"): {"p50": 20.0, "p99": 50.0}}
-    now = steady(8000, 0, 30, 100)
-    fl = {"kind": "floor", "rate": 8000, "delay": 0, "p50": 28.0, "p99": 95.0, "missing": 0}
-    g, text, v = find(be.goal_rows([now, fl], eos, None, None, 6), "due now at 8,000/s")
+    eos = {(1000, "1"): {"p50": 20.0, "p99": 50.0}}
+    now = steady(1000, 0, 30, 100)
+    fl = {"kind": "floor", "rate": 1000, "delay": 0, "p50": 28.0, "p99": 95.0, "missing": 0}
+    g, text, v = find(be.goal_rows([now, fl], eos, None, None, 6), "due now at 1,000/s")
     check(v == "met (raw hop below the floor; <= 1.1x floor)", f"within 1.1x the floor: {v}")
     check(text.startswith("1.50x / 2.00x (floor p50 28.0, p99 95.0 ms: 1.07x / 1.05x)"), text)
-    g, text, v = find(be.goal_rows([steady(8000, 0, 30, 110), fl], eos, None, None, 6),
-                      "due now at 8,000/s")
+    g, text, v = find(be.goal_rows([steady(1000, 0, 30, 110), fl], eos, None, None, 6),
+                      "due now at 1,000/s")
     check(v == "NOT met (raw hop below the floor; <= 1.1x floor)", f"past 1.1x the floor: {v}")
     # Only the p99 floor is above the raw hop: the p50 is still judged against the hop.
     fl99 = dict(fl, p50=15.0)
-    g, text, v = find(be.goal_rows([now, fl99], eos, None, None, 6), "due now at 8,000/s")
+    g, text, v = find(be.goal_rows([now, fl99], eos, None, None, 6), "due now at 1,000/s")
     check(v.startswith("NOT met"), f"p50 1.5x the raw hop: {v}")
     below = dict(fl, p50=10.0, p99=40.0)
-    g, text, v = find(be.goal_rows([steady(8000, 0, 21, 54), below], eos, None, None, 6),
-                      "due now at 8,000/s")
+    g, text, v = find(be.goal_rows([steady(1000, 0, 21, 54), below], eos, None, None, 6),
+                      "due now at 1,000/s")
     check(v == "met", f"floor below the raw hop: {v}")
     # A due-ahead floor is not a due-now floor, and the other way round.
     g, text, v = find(be.goal_rows([now, dict(fl, delay=2000)], eos, None, None, 6),
-                      "due now at 8,000/s")
+                      "due now at 1,000/s")
     check(v == "NOT met" and "floor" not in text, f"{text} {v}")
-    rows = be.goal_rows([steady(8000, 2000, 5, 65), fl], eos, None, None, 6)
+    rows = be.goal_rows([steady(8000, 2000, 5, 65), dict(fl, rate=8000)], eos, None, None, 6)
     check("floor" not in find(rows, "8,000/s due ahead")[1], find(rows, "8,000/s due ahead"))
+
+
+def test_due_now_other_rates():
+    # The goal is at 1,000/s; at 5,000/s the same ratios are printed, not judged.
+    eos = {(1000, "1"): {"p50": 20.0, "p99": 50.0}, (5000, "1"): {"p50": 10.0, "p99": 40.0}}
+    rows = be.goal_rows([steady(5000, 0, 15, 36), steady(1000, 0, 18, 40)], eos, None, None, 6)
+    g, text, v = find(rows, "due now at 1,000/s")
+    check(v == "met" and text.startswith("0.90x / 0.80x"), f"the goal: {text} {v}")
+    check(rows.index((g, text, v)) < rows.index(find(rows, "due now at 5,000/s")),
+          "the goal comes first")
+    g, text, v = find(rows, "due now at 5,000/s")
+    check(text.startswith("1.50x / 0.90x") and v == "not a goal (the goal is at 1,000/s)",
+          f"5,000/s printed as a figure: {g} {text} {v}")
+    check("<=" not in g, f"no limit named where none is judged: {g}")
+    # Without a run at 1,000/s the goal is not measured, whatever else ran.
+    rows = be.goal_rows([steady(5000, 0, 15, 36)], eos, None, None, 6)
+    g, text, v = find(rows, "due now at 1,000/s")
+    check(v.startswith("not measured") and "--rates 1000" in v, f"{g} {v}")
 
 
 if __name__ == "__main__":
@@ -346,4 +365,5 @@ if __name__ == "__main__":
     test_repeat_medians()
     test_median_hops()
     test_due_now_floor()
+    test_due_now_other_rates()
     print("bench_goals_test: ok")
