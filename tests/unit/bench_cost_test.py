@@ -79,6 +79,12 @@ def test_local_time():
     # 300 x 3.0 - 100 x 2.0 = 700 ms of Produce; EndTxn new: 2 ms; no alias.
     check(close(t["Produce"], 700.0) and close(t["EndTxn"], 2.0) and "FetchConsumer" not in t,
           f"handler time: {t}")
+    # A kind with no new requests spent no time, though its Mean came back a
+    # float hair apart.
+    before = be.parse_jmx_dump(dump(local=[("Heartbeat", 7, 0.1)]))
+    after = be.parse_jmx_dump(dump(local=[("Heartbeat", 7, 0.09999999999999999)]))
+    t = be.local_time_ms(before["mbeans"], after["mbeans"])
+    check(t["Heartbeat"] == 0.0, f"an idle kind: {t}")
 
 
 def test_topics_and_threads():
